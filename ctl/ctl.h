@@ -1,0 +1,27 @@
+/* ctl.h — mailtierctl's command table and the context every command gets.
+ * Each command group lives in its own ctl-*.c file. */
+#ifndef MT_CTL_H
+#define MT_CTL_H
+
+struct ctl_context {
+	const char *config_path;	/* -c FILE, or the default */
+	const char *progname;
+};
+
+struct ctl_command {
+	const char *group;	/* "config" */
+	const char *name;	/* "check" */
+	const char *usage;	/* arguments, for the usage message */
+	const char *help;	/* one line */
+	int (*run)(struct ctl_context *ctx, int argc, char **argv);
+};
+
+/* Exit statuses: 0 ok, 1 the operation failed or found problems, 2 usage. */
+#define CTL_EXIT_OK 0
+#define CTL_EXIT_FAIL 1
+#define CTL_EXIT_USAGE 2
+
+int ctl_config_check(struct ctl_context *ctx, int argc, char **argv);
+int ctl_config_doc(struct ctl_context *ctx, int argc, char **argv);
+
+#endif

@@ -1,0 +1,74 @@
+/* mailtierctl.c — the admin tool: global options, the command table and
+ * dispatch. Commands: see ctl_commands[] (each group in ctl-GROUP.c).
+ * Trust boundary: run by the operator; arguments are checked, never trusted
+ * to be well formed. */
+#include "ctl.h"
+#include "log.h"
+#include "mailtier-settings.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+static const struct ctl_command ctl_commands[] = {
+	{ "config", "check", "", "load the config through the daemons' tables; print every error as FILE:LINE: or 'ok'",
+	  ctl_config_check },
+	{ "config", "doc", "", "print the mailtier.conf(5) man page generated from the tables",
+	  ctl_config_doc },
+};
+
+static void usage(FILE *out, const char *progname)
+{
+	fprintf(out, "usage: %s [-c FILE] COMMAND [ARGS]\n\n"
+		"  -c FILE   config file (default %s)\n\ncommands:\n",
+		progname, MT_DEFAULT_CONFIG_FILE);
+	for (size_t i = 0; i < sizeof(ctl_commands) / sizeof(ctl_commands[0]); i++) {
+		const struct ctl_command *cmd = &ctl_commands[i];
+		fprintf(out, "  %s %s%s%s\n      %s\n", cmd->group, cmd->name,
+			cmd->usage[0] ? " " : "", cmd->usage, cmd->help);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct ctl_context ctx = {
+		.config_path = MT_DEFAULT_CONFIG_FILE,
+		.progname = "mailtierctl",
+	};
+	mt_log_init("mailtierctl", MT_LOG_TARGET_STDERR);
+
+	static const struct option options[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int opt;
+	while ((opt = getopt_long(argc, argv, "+c:h", options, NULL)) != -1) {
+		switch (opt) {
+		case 'c':
+			ctx.config_path = optarg;
+			break;
+		case 'h':
+			usage(stdout, ctx.progname);
+			return CTL_EXIT_OK;
+		default:
+			usage(stderr, ctx.progname);
+			return CTL_EXIT_USAGE;
+		}
+	}
+	if (argc - optind < 2) {
+		usage(stderr, ctx.progname);
+		return CTL_EXIT_USAGE;
+	}
+	const char *group = argv[optind], *name = argv[optind + 1];
+	for (size_t i = 0; i < sizeof(ctl_commands) / sizeof(ctl_commands[0]); i++) {
+		const struct ctl_command *cmd = &ctl_commands[i];
+		if (strcmp(cmd->group, group) == 0 && strcmp(cmd->name, name) == 0) {
+			/* The command sees argv[0] = its name, then its arguments. */
+			return cmd->run(&ctx, argc - optind - 1, argv + optind + 1);
+		}
+	}
+	fprintf(stderr, "%s: unknown command '%s %s'\n", ctx.progname, group, name);
+	usage(stderr, ctx.progname);
+	return CTL_EXIT_USAGE;
+}

@@ -1,0 +1,54 @@
+/* mailtier-settings.h — the sections of mailtier.conf that every tier
+ * shares ([global], [tls], [shards]) and the registry of all sections, so
+ * each daemon and `mailtierctl config check` load the file through the very
+ * same tables (an unknown key is an error everywhere, for everyone).
+ * Each daemon's own table lives in its directory (*-settings.c). */
+#ifndef MT_MAILTIER_SETTINGS_H
+#define MT_MAILTIER_SETTINGS_H
+
+#include "config.h"
+
+#define MT_DEFAULT_CONFIG_FILE SYSCONFDIR "/mailtier/mailtier.conf"
+
+struct mt_global_settings {
+	char *user;		/* drop privileges to this user after binding */
+	char *group;
+	unsigned int log_level;	/* index into mt_log_level_names */
+	uint64_t drain_timeout;	/* ms: SIGTERM drain bound */
+};
+
+enum mt_tls_min_version { MT_TLS_V1_2, MT_TLS_V1_3 };
+
+struct mt_tls_config {
+	char *cert_file;
+	char *key_file;
+	char *ca_file;
+	char *ciphers;
+	char *ciphersuites;
+	unsigned int min_version;	/* enum mt_tls_min_version */
+};
+
+/* One [shards] entry: NAME = LMTP_ADDRESS, POP3_ADDRESS */
+struct mt_shard_addresses {
+	struct mt_hostport lmtp;
+	struct mt_hostport pop3;
+};
+
+extern const struct mt_section_def mt_global_section;
+extern const struct mt_section_def mt_tls_section;
+extern const struct mt_section_def mt_shards_section;
+
+/* Defined in each tier's *-settings.c. */
+extern const struct mt_section_def mt_directory_section;
+extern const struct mt_section_def mt_mta_section;
+extern const struct mt_section_def mt_mmp_section;
+extern const struct mt_section_def mt_popstore_section;
+extern const struct mt_section_def mt_loadgen_section;
+
+/* Every section of mailtier.conf, NULL-terminated. */
+extern const struct mt_section_def *const mt_mailtier_sections[];
+
+/* Load FILE with all sections; NULL and *errors_r on any problem. */
+struct mt_config *mt_mailtier_config_load(const char *path, char **errors_r);
+
+#endif

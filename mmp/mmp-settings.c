@@ -1,0 +1,56 @@
+/* mmp-settings.c — the [mmp] section table (see config.h). Defaults follow
+ * the seed's MMP (ConnLimits=30000, NumThreads=4) and RFC 1939's 10-minute
+ * idle timer. */
+#include "mmp-settings.h"
+#include "mailtier-settings.h"
+
+#include <stddef.h>
+
+#define P(field) offsetof(struct mt_mmp_settings, field)
+
+static const struct mt_setting_def mmp_settings[] = {
+	{ .name = "pop3_listen", .type = MT_SETTING_HOSTPORT, .offset = P(pop3_listen),
+	  .default_value = "*:110", .doc = "POP3 listener (STLS, RFC 2595); empty: off." },
+	{ .name = "pop3s_listen", .type = MT_SETTING_HOSTPORT, .offset = P(pop3s_listen),
+	  .default_value = "*:995", .doc = "POP3 over implicit TLS (RFC 8314); empty: off." },
+	{ .name = "threads", .type = MT_SETTING_UINT, .offset = P(threads),
+	  .default_value = "4", .min = 1, .max = 256, .doc = "Worker event loops." },
+	{ .name = "conn_limit", .type = MT_SETTING_UINT, .offset = P(conn_limit),
+	  .default_value = "30000", .min = 1, .max = 10000000,
+	  .doc = "Most concurrent client connections." },
+	{ .name = "conn_limit_per_client", .type = MT_SETTING_UINT,
+	  .offset = P(conn_limit_per_client), .default_value = "100", .min = 1,
+	  .doc = "Most concurrent connections from one client address." },
+	{ .name = "login_timeout", .type = MT_SETTING_DURATION, .offset = P(login_timeout),
+	  .default_value = "60s", .min = 1000, .doc = "Time allowed from connect to login." },
+	{ .name = "idle_timeout", .type = MT_SETTING_DURATION, .offset = P(idle_timeout),
+	  .default_value = "10m", .min = 1000,
+	  .doc = "Idle time allowed after login (RFC 1939: at least 10 minutes)." },
+	{ .name = "auth_fail_delay", .type = MT_SETTING_DURATION,
+	  .offset = P(auth_fail_delay), .default_value = "2s", .max = 60000,
+	  .doc = "Delay before a failed-login answer; grows per client address." },
+	{ .name = "auth_fail_limit", .type = MT_SETTING_UINT, .offset = P(auth_fail_limit),
+	  .default_value = "10", .min = 1,
+	  .doc = "Failed logins from one address before its connections are refused for a while." },
+	{ .name = "allow_plaintext_auth", .type = MT_SETTING_BOOL,
+	  .offset = P(allow_plaintext_auth), .default_value = "no",
+	  .doc = "Accept USER/PASS and AUTH PLAIN without TLS." },
+	{ .name = "proxy_user", .type = MT_SETTING_STRING, .offset = P(proxy_user),
+	  .default_value = "mmp", .doc = "Proxy credential name used to log in to the stores." },
+	{ .name = "proxy_password_file", .type = MT_SETTING_STRING,
+	  .offset = P(proxy_password_file),
+	  .doc = "File holding the proxy credential's password." },
+	{ .name = "backend_connect_timeout", .type = MT_SETTING_DURATION,
+	  .offset = P(backend_connect_timeout), .default_value = "5s", .min = 100,
+	  .doc = "Time allowed to connect and log in to a store shard." },
+	{ .name = "shard_retry_interval", .type = MT_SETTING_DURATION,
+	  .offset = P(shard_retry_interval), .default_value = "30s", .min = 100,
+	  .doc = "A shard that failed is marked down this long, then probed." },
+	MT_SETTINGS_END,
+};
+
+const struct mt_section_def mt_mmp_section = {
+	.name = "mmp", .kind = MT_SECTION_SINGLE, .readers = "mailtier-mmp",
+	.doc = "The POP3 multiplexor proxy.",
+	.struct_size = sizeof(struct mt_mmp_settings), .settings = mmp_settings,
+};

@@ -1,0 +1,25 @@
+/* mmp-settings.h — the [mmp] section: the POP3 proxy's listeners, limits and
+ * login policy. */
+#ifndef MT_MMP_SETTINGS_H
+#define MT_MMP_SETTINGS_H
+
+#include "config.h"
+
+struct mt_mmp_settings {
+	struct mt_hostport pop3_listen;
+	struct mt_hostport pop3s_listen;
+	uint64_t threads;
+	uint64_t conn_limit;
+	uint64_t conn_limit_per_client;
+	uint64_t login_timeout;		/* ms */
+	uint64_t idle_timeout;		/* ms */
+	uint64_t auth_fail_delay;	/* ms */
+	uint64_t auth_fail_limit;
+	bool allow_plaintext_auth;
+	char *proxy_user;
+	char *proxy_password_file;
+	uint64_t backend_connect_timeout;	/* ms */
+	uint64_t shard_retry_interval;		/* ms */
+};
+
+#endif
