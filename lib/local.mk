@@ -6,7 +6,10 @@ lib_libmailtier_a_SOURCES = \
 	lib/alloc.c lib/alloc.h \
 	lib/buf.c lib/buf.h \
 	lib/log.c lib/log.h \
-	lib/config.c lib/config-values.c lib/config.h
+	lib/config.c lib/config-values.c lib/config.h \
+	lib/lineio.c lib/lineio.h \
+	lib/dotcodec.c lib/dotcodec.h \
+	lib/address.c lib/address.h
 lib_libmailtier_a_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) $(LIBEVENT_OPENSSL_CFLAGS) \
 	$(OPENSSL_CFLAGS) $(INIH_CFLAGS) $(SYSTEMD_CFLAGS)
 

@@ -16,7 +16,10 @@ unit_tests = \
 	tests/unit/test-buf \
 	tests/unit/test-log \
 	tests/unit/test-config \
-	tests/unit/test-settings
+	tests/unit/test-settings \
+	tests/unit/test-lineio \
+	tests/unit/test-dotcodec \
+	tests/unit/test-address
 
 check_PROGRAMS += $(unit_tests)
 TESTS += $(unit_tests)
@@ -36,6 +39,18 @@ tests_unit_test_config_LDADD = $(UNIT_LIBS)
 tests_unit_test_settings_SOURCES = tests/unit/test-settings.c
 tests_unit_test_settings_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_settings_LDADD = lib/libmtsettings.a $(UNIT_LIBS)
+
+tests_unit_test_lineio_SOURCES = tests/unit/test-lineio.c
+tests_unit_test_lineio_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_lineio_LDADD = $(UNIT_LIBS)
+
+tests_unit_test_dotcodec_SOURCES = tests/unit/test-dotcodec.c
+tests_unit_test_dotcodec_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_dotcodec_LDADD = $(UNIT_LIBS)
+
+tests_unit_test_address_SOURCES = tests/unit/test-address.c
+tests_unit_test_address_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_address_LDADD = $(UNIT_LIBS)
 
 integration_tests = \
 	tests/integration/test-config-check.sh
