@@ -23,5 +23,12 @@ struct ctl_command {
 
 int ctl_config_check(struct ctl_context *ctx, int argc, char **argv);
 int ctl_config_doc(struct ctl_context *ctx, int argc, char **argv);
+int ctl_directory_up(struct ctl_context *ctx, int argc, char **argv);
+int ctl_directory_down(struct ctl_context *ctx, int argc, char **argv);
+int ctl_users_add(struct ctl_context *ctx, int argc, char **argv);
+int ctl_users_del(struct ctl_context *ctx, int argc, char **argv);
+int ctl_users_show(struct ctl_context *ctx, int argc, char **argv);
+int ctl_users_passwd(struct ctl_context *ctx, int argc, char **argv);
+int ctl_users_bulk(struct ctl_context *ctx, int argc, char **argv);
 
 #endif

@@ -15,6 +15,19 @@ static const struct ctl_command ctl_commands[] = {
 	  ctl_config_check },
 	{ "config", "doc", "", "print the mailtier.conf(5) man page generated from the tables",
 	  ctl_config_doc },
+	{ "directory", "up", "--dir DIR --port PORT [--domain D] [--auth-method hash|bind]",
+	  "start a local slapd for development and tests (writes DIR/directory.conf)",
+	  ctl_directory_up },
+	{ "directory", "down", "--dir DIR", "stop the local slapd started from DIR",
+	  ctl_directory_down },
+	{ "users", "add", "ADDRESS [--password-file F] [--shard S] [--quota SIZE] [--status S] [--alias A]... [--forward A]",
+	  "add an account (password from the file or stdin; SHA-512 crypt)", ctl_users_add },
+	{ "users", "del", "ADDRESS", "delete an account", ctl_users_del },
+	{ "users", "show", "ADDRESS", "show an account (by address or alias)", ctl_users_show },
+	{ "users", "passwd", "ADDRESS [--password-file F]", "set a new password", ctl_users_passwd },
+	{ "users", "bulk", "--count N [--domain D] [--shards S1,S2] [--first K] [--hash ssha512|crypt]",
+	  "load-test accounts userK@D / secretK (offline slapadd when the local slapd is stopped)",
+	  ctl_users_bulk },
 };
 
 static void usage(FILE *out, const char *progname)

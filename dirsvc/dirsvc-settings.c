@@ -37,6 +37,14 @@ static const struct mt_setting_def directory_settings[] = {
 	{ .name = "auth_method", .type = MT_SETTING_ENUM, .offset = D(auth_method),
 	  .default_value = "hash", .enum_values = auth_methods,
 	  .doc = "Verify passwords by LDAP bind as the user, or by checking the stored hash." },
+	{ .name = "admin_dn", .type = MT_SETTING_STRING, .offset = D(admin_dn),
+	  .doc = "DN mailtierctl binds as to add, change and delete users (never read by the daemons)." },
+	{ .name = "admin_password_file", .type = MT_SETTING_STRING,
+	  .offset = D(admin_password_file),
+	  .doc = "File holding admin_dn's password (its whole content, no newline)." },
+	{ .name = "local_slapd_dir", .type = MT_SETTING_STRING,
+	  .offset = D(local_slapd_dir),
+	  .doc = "State directory of a slapd run by `mailtierctl directory up` (empty: none); lets `users bulk` load it offline." },
 	MT_SETTINGS_END,
 };
 
@@ -54,6 +62,9 @@ static void directory_check(struct mt_config_checker *checker,
 			mt_config_check_error(checker, section, "uris",
 				"'%s' is not an ldap://, ldaps:// or ldapi:// URI", uri);
 	}
+	if (set->admin_dn[0] != '\0' && set->admin_password_file[0] == '\0')
+		mt_config_check_error(checker, section, "admin_password_file",
+				      "admin_dn is set but admin_password_file is not");
 	if (set->bind_dn[0] != '\0' && set->bind_password_file[0] == '\0')
 		mt_config_check_error(checker, section, "bind_password_file",
 				      "bind_dn is set but bind_password_file is not");

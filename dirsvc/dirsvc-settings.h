@@ -18,6 +18,10 @@ struct mt_directory_settings {
 	uint64_t negative_cache_ttl;	/* ms */
 	uint64_t cache_entries;
 	unsigned int auth_method;	/* enum mt_auth_method */
+	/* Read by mailtierctl only (provisioning). */
+	char *admin_dn;
+	char *admin_password_file;
+	char *local_slapd_dir;
 };
 
 #endif

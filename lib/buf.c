@@ -62,8 +62,9 @@ void mt_buf_append_char(struct mt_buf *buf, char c)
 void mt_buf_vappendf(struct mt_buf *buf, const char *fmt, va_list ap)
 {
 	va_list ap2;
+	char probe[1];
 	va_copy(ap2, ap);
-	int n = vsnprintf(NULL, 0, fmt, ap2);
+	int n = vsnprintf(probe, sizeof(probe), fmt, ap2);
 	va_end(ap2);
 	if (n < 0)
 		mt_panic("bad format string: %s", fmt);

@@ -9,7 +9,11 @@ lib_libmailtier_a_SOURCES = \
 	lib/config.c lib/config-values.c lib/config.h \
 	lib/lineio.c lib/lineio.h \
 	lib/dotcodec.c lib/dotcodec.h \
-	lib/address.c lib/address.h
+	lib/address.c lib/address.h \
+	lib/loop.c lib/loop.h \
+	lib/tls.c lib/tls.h \
+	lib/sdnotify.c lib/sdnotify.h \
+	lib/privdrop.c lib/privdrop.h
 lib_libmailtier_a_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) $(LIBEVENT_OPENSSL_CFLAGS) \
 	$(OPENSSL_CFLAGS) $(INIH_CFLAGS) $(SYSTEMD_CFLAGS)
 

@@ -19,7 +19,11 @@ unit_tests = \
 	tests/unit/test-settings \
 	tests/unit/test-lineio \
 	tests/unit/test-dotcodec \
-	tests/unit/test-address
+	tests/unit/test-address \
+	tests/unit/test-loop \
+	tests/unit/test-tls \
+	tests/unit/test-sdnotify \
+	tests/unit/test-privdrop
 
 check_PROGRAMS += $(unit_tests)
 TESTS += $(unit_tests)
@@ -52,8 +56,34 @@ tests_unit_test_address_SOURCES = tests/unit/test-address.c
 tests_unit_test_address_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_address_LDADD = $(UNIT_LIBS)
 
+tests_unit_test_loop_SOURCES = tests/unit/test-loop.c
+tests_unit_test_loop_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_loop_LDADD = $(UNIT_LIBS)
+
+tests_unit_test_tls_SOURCES = tests/unit/test-tls.c
+tests_unit_test_tls_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_tls_LDADD = $(UNIT_LIBS)
+
+tests_unit_test_sdnotify_SOURCES = tests/unit/test-sdnotify.c
+tests_unit_test_sdnotify_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_sdnotify_LDADD = $(UNIT_LIBS)
+
+tests_unit_test_privdrop_SOURCES = tests/unit/test-privdrop.c
+tests_unit_test_privdrop_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_privdrop_LDADD = $(UNIT_LIBS)
+
+# A trivial daemon the harness test starts through the real sd-notify protocol.
+check_PROGRAMS += tests/harness/mt-echod
+tests_harness_mt_echod_SOURCES = tests/harness/mt-echod.c
+tests_harness_mt_echod_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) $(SYSTEMD_CFLAGS)
+tests_harness_mt_echod_LDADD = $(MAILTIER_LIBS)
+
+EXTRA_DIST += tests/harness/mtharness.py
+
 integration_tests = \
-	tests/integration/test-config-check.sh
+	tests/integration/test-config-check.sh \
+	tests/integration/test-harness.py \
+	tests/integration/test-directory.py
 
 TESTS += $(integration_tests)
 EXTRA_DIST += $(integration_tests) tests/integration/configs

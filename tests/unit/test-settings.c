@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "mailtier-settings.h"
-#include "../../popstore/popstore-settings.h"
-#include "../../mta/mta-settings.h"
+#include "popstore/popstore-settings.h"
+#include "mta/mta-settings.h"
 
 static void test_tables_documented_and_unique(void **state)
 {

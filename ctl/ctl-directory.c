@@ -1,0 +1,289 @@
+/* ctl-directory.c — `mailtierctl directory up|down|status`: a local OpenLDAP
+ * slapd for development, tests, the demo and small installs.
+ *
+ *   directory up --dir DIR --port PORT [--domain D] [--auth-method hash|bind]
+ *     first time: random admin and service passwords (DIR/admin.secret,
+ *     DIR/service.secret), slapd.conf and base entries (dirsvc/slapd-config.c),
+ *     the base loaded with slapadd; every time: start slapd bound to
+ *     127.0.0.1 only, wait until the service DN can bind, and write
+ *     DIR/directory.conf — a mailtier.conf [directory] section for it.
+ *     A slapd already running from DIR is left alone.
+ *   directory down --dir DIR     stop it by its pid (SIGTERM, then SIGKILL)
+ *
+ * Trust boundary: operator's command line. */
+#include "ctl.h"
+#include "ctl-util.h"
+#include "alloc.h"
+#include "buf.h"
+#include "pwhash.h"
+#include "slapd-config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <ldap.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+struct directory_opts {
+	const char *dir;
+	const char *domain;
+	unsigned int port;
+	bool hash_auth;
+};
+
+static int directory_usage(const char *progname)
+{
+	fprintf(stderr, "usage: %s directory up --dir DIR --port PORT [--domain DOMAIN] "
+		"[--auth-method hash|bind]\n       %s directory down --dir DIR\n",
+		progname, progname);
+	return CTL_EXIT_USAGE;
+}
+
+static bool parse_directory_opts(int argc, char **argv, struct directory_opts *o)
+{
+	static const struct option options[] = {
+		{ "dir", required_argument, NULL, 'd' },
+		{ "port", required_argument, NULL, 'p' },
+		{ "domain", required_argument, NULL, 'D' },
+		{ "auth-method", required_argument, NULL, 'a' },
+		{ NULL, 0, NULL, 0 },
+	};
+	*o = (struct directory_opts){ .domain = "example.test", .hash_auth = true };
+	optind = 0;	/* 0: GNU getopt re-initialises (permutation back on) */
+	int opt;
+	while ((opt = getopt_long(argc, argv, "", options, NULL)) != -1) {
+		char *end;
+		switch (opt) {
+		case 'd':
+			o->dir = optarg;
+			break;
+		case 'p': {
+			unsigned long port = strtoul(optarg, &end, 10);
+			if (*end != '\0' || port == 0 || port > 65535) {
+				fprintf(stderr, "--port: '%s' is not a port number\n", optarg);
+				return false;
+			}
+			o->port = (unsigned int)port;
+			break;
+		}
+		case 'D':
+			o->domain = optarg;
+			break;
+		case 'a':
+			if (strcmp(optarg, "hash") != 0 && strcmp(optarg, "bind") != 0) {
+				fprintf(stderr, "--auth-method: use hash or bind\n");
+				return false;
+			}
+			o->hash_auth = strcmp(optarg, "hash") == 0;
+			break;
+		default:
+			return false;
+		}
+	}
+	return o->dir != NULL && optind == argc;
+}
+
+/* The secret in DIR/NAME, created with a random password when missing. */
+static char *load_or_create_secret(const char *dir, const char *name)
+{
+	char *path = mt_xasprintf("%s/%s", dir, name);
+	const char *error;
+	char *secret = ctl_read_file(path, &error);
+	if (secret == NULL) {
+		secret = ctl_random_password();
+		if (!ctl_write_private(path, secret, &error)) {
+			fprintf(stderr, "%s: cannot write: %s\n", path, error);
+			MT_FREE(&secret);
+		}
+	}
+	free(path);
+	return secret;
+}
+
+/* Bind as dn/password until it works or timeout_ms passes. */
+static bool wait_for_bind(const char *uri, const char *dn, const char *password,
+			  unsigned int timeout_ms, const char **error_r)
+{
+	struct timespec tick = { 0, 50 * 1000 * 1000 };
+	int rc = LDAP_SERVER_DOWN;
+	for (unsigned int waited = 0; waited <= timeout_ms; waited += 50) {
+		LDAP *ld = NULL;
+		if (ldap_initialize(&ld, uri) == LDAP_SUCCESS) {
+			int version = LDAP_VERSION3;
+			struct timeval tv = { 2, 0 };
+			ldap_set_option(ld, LDAP_OPT_PROTOCOL_VERSION, &version);
+			ldap_set_option(ld, LDAP_OPT_NETWORK_TIMEOUT, &tv);
+			struct berval cred = { strlen(password), (char *)password };
+			rc = ldap_sasl_bind_s(ld, dn, LDAP_SASL_SIMPLE, &cred,
+					      NULL, NULL, NULL);
+			ldap_unbind_ext_s(ld, NULL, NULL);
+			if (rc == LDAP_SUCCESS)
+				return true;
+		}
+		nanosleep(&tick, NULL);
+	}
+	*error_r = ldap_err2string(rc);
+	return false;
+}
+
+static bool db_is_empty(const char *dir)
+{
+	char *path = mt_xasprintf("%s/db/data.mdb", dir);
+	struct stat st;
+	bool empty = stat(path, &st) != 0;
+	free(path);
+	return empty;
+}
+
+static bool write_directory_conf(const struct directory_opts *o,
+				 const struct mt_slapd_params *p)
+{
+	struct mt_buf conf = MT_BUF_INIT;
+	mt_buf_appendf(&conf,
+		"# Written by mailtierctl directory up: the [directory] section for\n"
+		"# the local slapd in %s. Copy it into mailtier.conf.\n"
+		"[directory]\nuris = ldap://127.0.0.1:%u/\nbase_dn = ou=people,%s\n"
+		"bind_dn = %s\nbind_password_file = %s/service.secret\n"
+		"auth_method = %s\nadmin_dn = %s\nadmin_password_file = %s/admin.secret\n"
+		"local_slapd_dir = %s\n\n[mta]\nlocal_domains = %s\n",
+		o->dir, o->port, p->suffix, p->service_dn, o->dir,
+		o->hash_auth ? "hash" : "bind", p->admin_dn, o->dir, o->dir, o->domain);
+	char *path = mt_xasprintf("%s/directory.conf", o->dir);
+	const char *error;
+	bool ok = ctl_write_private(path, mt_buf_cstr(&conf), &error);
+	if (!ok)
+		fprintf(stderr, "%s: cannot write: %s\n", path, error);
+	free(path);
+	mt_buf_free(&conf);
+	return ok;
+}
+
+static int directory_up(struct ctl_context *ctx, const struct directory_opts *o)
+{
+	if (o->port == 0)
+		return directory_usage(ctx->progname);
+	if (mkdir(o->dir, 0700) != 0 && errno != EEXIST) {
+		fprintf(stderr, "%s: cannot create: %s\n", o->dir, strerror(errno));
+		return CTL_EXIT_FAIL;
+	}
+	int status = CTL_EXIT_FAIL;
+	char *suffix = NULL, *admin_dn = NULL, *service_dn = NULL;
+	char *admin_pw = load_or_create_secret(o->dir, "admin.secret");
+	char *service_pw = load_or_create_secret(o->dir, "service.secret");
+	char *schema = ctl_data_path("dirsvc/mailtier.schema");
+	char *pidfile = mt_xasprintf("%s/slapd.pid", o->dir);
+	char *conffile = mt_xasprintf("%s/slapd.conf", o->dir);
+	char *baseldif = mt_xasprintf("%s/base.ldif", o->dir);
+	struct mt_buf admin_hash = MT_BUF_INIT, service_hash = MT_BUF_INIT, urls = MT_BUF_INIT;
+	const char *error = NULL;
+	if (admin_pw == NULL || service_pw == NULL)
+		goto out;
+	if (!mt_slapd_default_dns(o->domain, &suffix, &admin_dn, &service_dn, &error)) {
+		fprintf(stderr, "--domain %s: %s\n", o->domain, error);
+		goto out;
+	}
+	struct mt_slapd_params p = {
+		.dir = o->dir, .port = o->port, .suffix = suffix,
+		.admin_dn = admin_dn, .service_dn = service_dn,
+		.service_reads_password = o->hash_auth, .mailtier_schema = schema,
+	};
+	mt_slapd_listen_urls(&urls, &p);
+	pid_t running = ctl_pidfile_alive(pidfile);
+	if (running == 0) {
+		/* Service accounts need no slow hash: their passwords are random. */
+		if (!mt_pw_hash(MT_PW_SSHA512, 0, admin_pw, &admin_hash, &error) ||
+		    !mt_pw_hash(MT_PW_SSHA512, 0, service_pw, &service_hash, &error)) {
+			fprintf(stderr, "password hash: %s\n", error);
+			goto out;
+		}
+		p.admin_pw_hash = mt_buf_cstr(&admin_hash);
+		p.service_pw_hash = mt_buf_cstr(&service_hash);
+		if (!mt_slapd_write_config(&p, &error)) {
+			fprintf(stderr, "%s: %s\n", conffile, error);
+			goto out;
+		}
+		if (db_is_empty(o->dir)) {
+			if (!mt_slapd_write_base_ldif(&p, &error)) {
+				fprintf(stderr, "%s: %s\n", baseldif, error);
+				goto out;
+			}
+			char *const slapadd[] = { "slapadd", "-q", "-f", conffile,
+						  "-l", baseldif, NULL };
+			if (ctl_run(slapadd) != 0) {
+				fprintf(stderr, "slapadd of the base entries failed\n");
+				goto out;
+			}
+		}
+		char *const slapd[] = { "slapd", "-f", conffile, "-h",
+					(char *)mt_buf_cstr(&urls), NULL };
+		if (ctl_run(slapd) != 0) {
+			fprintf(stderr, "slapd did not start (try: slapd -d 1 -f %s -h '%s')\n",
+				conffile, mt_buf_cstr(&urls));
+			goto out;
+		}
+	}
+	char *uri = mt_xasprintf("ldap://127.0.0.1:%u/", o->port);
+	bool ready = wait_for_bind(uri, service_dn, service_pw, 15000, &error);
+	free(uri);
+	if (!ready) {
+		fprintf(stderr, "slapd in %s does not answer a bind as %s: %s\n",
+			o->dir, service_dn, error);
+		goto out;
+	}
+	if (!write_directory_conf(o, &p))
+		goto out;
+	printf("directory %s: slapd pid %d on ldap://127.0.0.1:%u/ suffix %s\n"
+	       "config section: %s/directory.conf\n",
+	       running ? "already running" : "started",
+	       (int)ctl_pidfile_alive(pidfile), o->port, suffix, o->dir);
+	status = CTL_EXIT_OK;
+out:
+	mt_buf_free(&admin_hash);
+	mt_buf_free(&service_hash);
+	mt_buf_free(&urls);
+	free(suffix);
+	free(admin_dn);
+	free(service_dn);
+	free(admin_pw);
+	free(service_pw);
+	free(schema);
+	free(pidfile);
+	free(conffile);
+	free(baseldif);
+	return status;
+}
+
+static int directory_down(const struct directory_opts *o)
+{
+	char *pidfile = mt_xasprintf("%s/slapd.pid", o->dir);
+	pid_t pid = ctl_pidfile_alive(pidfile);
+	free(pidfile);
+	if (pid == 0) {
+		printf("directory: no slapd running in %s\n", o->dir);
+		return CTL_EXIT_OK;
+	}
+	bool clean = ctl_stop_pid(pid, 30000);
+	printf("directory: slapd pid %d %s\n", (int)pid,
+	       clean ? "stopped" : "killed after 30 s");
+	return clean ? CTL_EXIT_OK : CTL_EXIT_FAIL;
+}
+
+int ctl_directory_up(struct ctl_context *ctx, int argc, char **argv)
+{
+	struct directory_opts o;
+	if (!parse_directory_opts(argc, argv, &o))
+		return directory_usage(ctx->progname);
+	return directory_up(ctx, &o);
+}
+
+int ctl_directory_down(struct ctl_context *ctx, int argc, char **argv)
+{
+	struct directory_opts o;
+	if (!parse_directory_opts(argc, argv, &o))
+		return directory_usage(ctx->progname);
+	return directory_down(&o);
+}

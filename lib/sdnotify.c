@@ -1,0 +1,87 @@
+/* sdnotify.c — sd_notify(3) glue (see sdnotify.h).
+ *
+ * Trust boundary: writes to the service manager's $NOTIFY_SOCKET only.
+ * Implements the sd_notify protocol by calling libsystemd; without
+ * HAVE_SYSTEMD everything is a no-op. */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include "sdnotify.h"
+#include "loop.h"
+#include "log.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+
+#ifdef HAVE_SYSTEMD
+#include <systemd/sd-daemon.h>
+
+static void notify(const char *state)
+{
+	int ret = sd_notify(0, state);
+	if (ret < 0)
+		mt_warning("sd_notify(%s) failed: error=%d", state, -ret);
+}
+
+void mt_notify_ready(void) { notify("READY=1"); }
+
+void mt_notify_status(const char *fmt, ...)
+{
+	char state[512];
+	va_list ap;
+	int n = snprintf(state, sizeof(state), "STATUS=");
+	va_start(ap, fmt);
+	vsnprintf(state + n, sizeof(state) - (size_t)n, fmt, ap);
+	va_end(ap);
+	notify(state);
+}
+
+void mt_notify_reloading(void)
+{
+	struct timespec ts;
+	char state[96];
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	snprintf(state, sizeof(state), "RELOADING=1\nMONOTONIC_USEC=%llu",
+		 (unsigned long long)ts.tv_sec * 1000000ULL +
+		 (unsigned long long)ts.tv_nsec / 1000ULL);
+	notify(state);
+}
+
+void mt_notify_stopping(void) { notify("STOPPING=1"); }
+
+static void watchdog_cb(void *context)
+{
+	(void)context;
+	notify("WATCHDOG=1");
+}
+
+struct mt_timer *mt_notify_watchdog_start(struct mt_loop *loop)
+{
+	uint64_t usec = 0;
+	/* > 0 only if WATCHDOG_USEC is set and WATCHDOG_PID, if set, is us. */
+	if (sd_watchdog_enabled(0, &usec) <= 0 || usec == 0)
+		return NULL;
+	unsigned int msecs = (unsigned int)(usec / 2000);
+	if (msecs == 0)
+		msecs = 1;
+	mt_info("watchdog interval_usec=%llu keepalive_msecs=%u",
+		(unsigned long long)usec, msecs);
+	watchdog_cb(NULL);
+	return mt_timer_add(loop, msecs, true, watchdog_cb, NULL);
+}
+
+#else /* !HAVE_SYSTEMD */
+
+void mt_notify_ready(void) { }
+void mt_notify_status(const char *fmt, ...) { (void)fmt; }
+void mt_notify_reloading(void) { }
+void mt_notify_stopping(void) { }
+struct mt_timer *mt_notify_watchdog_start(struct mt_loop *loop)
+{
+	(void)loop;
+	return NULL;
+}
+
+#endif

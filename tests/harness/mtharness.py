@@ -1,0 +1,498 @@
+"""mtharness -- integration-test harness for mailtier daemons (stdlib only).
+
+It runs daemons the way systemd does for a Type=notify unit: each daemon gets
+$NOTIFY_SOCKET pointing at an AF_UNIX datagram socket the harness reads (the
+real sd_notify protocol, with the sender's pid checked through
+SCM_CREDENTIALS as NotifyAccess=main does), and start-up waits for READY=1.
+A daemon built without libsystemd can be waited for on a TCP port instead.
+Each daemon's stdout and stderr go to a log file; when a test fails every
+log is printed.
+
+Typical test:
+
+    import mtharness
+
+    def test(h):
+        port = h.free_port()
+        d = h.start("echod", [h.binary("tests/harness/mt-echod"),
+                              "-l", f"127.0.0.1:{port}"])
+        with h.connect(port) as s:
+            ...
+        d.stop()            # SIGTERM, must exit 0 within the bound
+
+    if __name__ == "__main__":
+        mtharness.main(test)
+
+Binaries are found under $MT_BUILDDIR (the build tree's top directory), which
+the build system sets when it runs the tests. Exit codes follow automake:
+0 pass, 1 fail, 77 skip (raise mtharness.Skip("why") for a real reason).
+Set MT_KEEP_TMP=1 to keep the temporary directory with the logs, MT_VERBOSE=1
+for progress lines, and MT_DAEMON_WRAPPER to run every daemon under a tool,
+e.g. MT_DAEMON_WRAPPER="valgrind -q --error-exitcode=99 --leak-check=full"
+(the tool must exec in the same process, so sd_notify's pid still matches).
+
+Trust boundary: test code only; the daemons under test are not trusted to
+behave, so every wait has a bound.
+"""
+
+import array
+import os
+import re
+import select
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+EXIT_SKIP = 77
+DEFAULT_READY_TIMEOUT = 20.0
+DEFAULT_STOP_TIMEOUT = 15.0
+
+_UCRED = array.array("i", [0, 0, 0]).itemsize * 3
+
+
+class Skip(Exception):
+    """Raise to report the test as skipped (exit 77); give the reason."""
+
+
+class HarnessError(AssertionError):
+    """A daemon did not behave: did not start, did not stop, bad status."""
+
+
+# Ports and connections
+
+def free_port(host="127.0.0.1"):
+    """A TCP port on host that is free now (bind to port 0, then release)."""
+    return free_ports(1, host)[0]
+
+
+def free_ports(count, host="127.0.0.1"):
+    """count distinct free ports (all held until all are chosen)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    socks = []
+    try:
+        for _ in range(count):
+            s = socket.socket(family, socket.SOCK_STREAM)
+            s.bind((host, 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def wait_port(port, host="127.0.0.1", timeout=10.0, proc=None):
+    """Wait until a TCP connect to host:port succeeds. False on timeout or
+    if proc (a Popen) exits first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            return False
+        try:
+            socket.create_connection((host, port), timeout=1.0).close()
+            return True
+        except OSError:
+            time.sleep(0.05)
+    return False
+
+
+def have_ipv6():
+    """True if [::1] can be bound here (no IPv6 in some containers)."""
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+# Binaries
+
+def builddir():
+    """The build tree: $MT_BUILDDIR, else the source tree this file is in."""
+    env = os.environ.get("MT_BUILDDIR")
+    if env:
+        return os.path.abspath(env)
+    return os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+def binary(relpath):
+    """Path of a built program, e.g. binary("tests/harness/mt-echod").
+    Raises HarnessError if it is not there: a missing binary is a broken
+    build, not a reason to skip."""
+    path = os.path.join(builddir(), relpath)
+    if os.access(path, os.X_OK):
+        return path
+    # Some builds put helper programs at the top of the build tree.
+    flat = os.path.join(builddir(), os.path.basename(relpath))
+    if os.access(flat, os.X_OK):
+        return flat
+    raise HarnessError(f"{relpath} not found under {builddir()} "
+                       "(build it, or set MT_BUILDDIR to the build tree)")
+
+
+# The service manager's side of sd_notify(3)
+
+class NotifySocket:
+    """An AF_UNIX datagram socket receiving sd_notify messages."""
+
+    def __init__(self, path):
+        self.path = path
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(path)
+        # Ask the kernel for the sender's credentials, as systemd does.
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+
+    def receive(self, timeout):
+        """One message as (pid, text), or None after timeout seconds."""
+        ready, _, _ = select.select([self.sock], [], [], max(timeout, 0))
+        if not ready:
+            return None
+        data, ancdata, _, _ = self.sock.recvmsg(
+            4096, socket.CMSG_SPACE(_UCRED))
+        pid = 0
+        for level, kind, payload in ancdata:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS:
+                pid = array.array("i", payload[:_UCRED])[0]
+        return pid, data.decode("utf-8", "replace")
+
+    def close(self):
+        self.sock.close()
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+
+class Daemon:
+    """One daemon process under the harness. Use Harness.start()."""
+
+    def __init__(self, harness, name, argv, env=None, notify=True,
+                 watchdog_usec=None):
+        self.harness = harness
+        self.name = name
+        self.argv = [str(a) for a in argv]
+        wrapper = os.environ.get("MT_DAEMON_WRAPPER")
+        if wrapper:
+            self.argv = shlex.split(wrapper) + self.argv
+        self.notify = notify
+        self.log_path = os.path.join(harness.tmpdir, f"{name}.log")
+        self.messages = []      # (monotonic time, text) from the daemon
+        self.foreign = []       # messages from other pids, ignored
+        self.proc = None
+        self.returncode = None
+        self._notify = None
+        self._env = dict(os.environ)
+        # Never talk to the real service manager of the test runner.
+        for key in ("NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID",
+                    "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES"):
+            self._env.pop(key, None)
+        if env:
+            self._env.update({k: str(v) for k, v in env.items()})
+        if watchdog_usec is not None:
+            # No WATCHDOG_PID: sd_watchdog_enabled() then applies it to us.
+            self._env["WATCHDOG_USEC"] = str(int(watchdog_usec))
+
+    # Start and readiness
+
+    def start(self, ready_timeout=DEFAULT_READY_TIMEOUT, ready_port=None,
+              ready_host="127.0.0.1"):
+        """Start the process and wait until it is ready: READY=1 over
+        sd_notify, or (notify=False) a TCP connect to ready_port."""
+        if self.notify:
+            self._notify = NotifySocket(
+                os.path.join(self.harness.tmpdir, f"{self.name}.notify"))
+            self._env["NOTIFY_SOCKET"] = self._notify.path
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                self.argv, env=self._env, stdin=subprocess.DEVNULL,
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.started_at = time.monotonic()
+        if self.notify:
+            self.wait_notify("READY=1", ready_timeout)
+        elif ready_port is not None:
+            if not wait_port(ready_port, ready_host, ready_timeout, self.proc):
+                self._fail(f"port {ready_port} did not answer within "
+                                 f"{ready_timeout:.0f} s")
+        self.harness.note(f"{self.name}: started pid {self.proc.pid}")
+        return self
+
+    def _fail(self, why):
+        status = self.proc.poll()
+        if status is not None:
+            why += f" (it exited with status {status})"
+        raise HarnessError(f"{self.name} ({' '.join(self.argv)}): {why}")
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    # sd_notify messages
+
+    def _pump(self, timeout):
+        """Receive what arrives within timeout; True if anything did."""
+        got = self._notify.receive(timeout)
+        if got is None:
+            return False
+        pid, text = got
+        if pid != self.proc.pid:
+            self.foreign.append((pid, text))    # NotifyAccess=main
+        else:
+            self.messages.append((time.monotonic(), text))
+        return True
+
+    def wait_notify(self, assignment, timeout=10.0, since=0):
+        """Wait for a message containing the line assignment ("READY=1", or
+        "STATUS=" to match any status) among messages[since:]. Returns its
+        index in self.messages. The daemon exiting first is an error."""
+        if self._notify is None:
+            raise HarnessError(f"{self.name} was started without sd_notify")
+        deadline = time.monotonic() + timeout
+        checked = since
+        while True:
+            for i in range(checked, len(self.messages)):
+                for line in self.messages[i][1].split("\n"):
+                    if line == assignment or (assignment.endswith("=") and
+                                              line.startswith(assignment)):
+                        return i
+            checked = len(self.messages)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self._fail(f"no {assignment} within {timeout:.1f} s")
+            if (not self._pump(min(left, 0.1)) and
+                    self.proc.poll() is not None and not self._pump(0)):
+                self._fail(f"no {assignment}")
+
+    def drain_notify(self, seconds=0.0):
+        """Collect messages for up to seconds; return all received so far."""
+        deadline = time.monotonic() + seconds
+        while self._pump(max(deadline - time.monotonic(), 0)):
+            pass
+        return [text for _, text in self.messages]
+
+    def notify_values(self, key):
+        """Every value sent for key, in order (e.g. all STATUS= texts)."""
+        self.drain_notify(0)
+        out = []
+        for _, text in self.messages:
+            for line in text.split("\n"):
+                if line.startswith(key + "="):
+                    out.append(line[len(key) + 1:])
+        return out
+
+    # Signals and stop
+
+    def send_signal(self, sig):
+        self.proc.send_signal(sig)
+
+    def reload(self, timeout=10.0):
+        """SIGHUP, then wait for RELOADING=1 followed by READY=1 (without
+        sd_notify: just send the signal)."""
+        since = len(self.messages)
+        self.send_signal(signal.SIGHUP)
+        if self._notify is None:
+            return
+        i = self.wait_notify("RELOADING=1", timeout, since)
+        self.wait_notify("READY=1", timeout, i + 1)
+
+    def stop(self, timeout=DEFAULT_STOP_TIMEOUT, expect=0, sig=signal.SIGTERM):
+        """Send sig and wait up to timeout seconds for the exit; then
+        SIGKILL. Raises HarnessError unless it exited by itself with status
+        expect (None: any). Returns the seconds it took."""
+        if self.proc.poll() is None:
+            start = time.monotonic()
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                self._close()
+                raise HarnessError(f"{self.name} did not exit within "
+                                   f"{timeout:.1f} s of {sig.name}; killed")
+            took = time.monotonic() - start
+        else:
+            took = 0.0
+        self._close()
+        self.returncode = self.proc.returncode
+        if expect is not None and self.returncode != expect:
+            how = (f"signal {-self.returncode}" if self.returncode < 0
+                   else f"status {self.returncode}")
+            raise HarnessError(f"{self.name} exited with {how}, "
+                               f"expected status {expect}")
+        self.harness.note(f"{self.name}: exited {self.returncode} "
+                          f"after {took:.2f} s")
+        return took
+
+    def kill(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self._close()
+
+    def _close(self):
+        if self._notify is not None:
+            while self._pump(0):
+                pass
+            self._notify.close()
+            self._notify = None
+
+    # Logs
+
+    def log(self):
+        try:
+            with open(self.log_path, "r", errors="replace") as f:
+                return f.read()
+        except FileNotFoundError:
+            return ""
+
+    def wait_log(self, pattern, timeout=10.0):
+        """Wait until the regex pattern matches a line of the log."""
+        regex = re.compile(pattern, re.M)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            m = regex.search(self.log())
+            if m:
+                return m
+            time.sleep(0.05)
+        raise HarnessError(f"{self.name}: no log line matching "
+                           f"{pattern!r} within {timeout:.1f} s")
+
+
+class Harness:
+    """Owns a temporary directory and the daemons of one test. As a context
+    manager it prints every daemon's log if the block raises, and always
+    stops what is still running."""
+
+    def __init__(self, verbose=None):
+        self.tmpdir = tempfile.mkdtemp(prefix="mt-harness-")
+        self.daemons = []
+        self.cleanups = []
+        self.verbose = (os.environ.get("MT_VERBOSE") == "1"
+                        if verbose is None else verbose)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        failed = exc_type is not None and not issubclass(exc_type, Skip)
+        for d in self.daemons:
+            d.kill()
+        for fn in reversed(self.cleanups):
+            try:
+                fn()
+            except Exception as e:  # keep cleaning up; report it
+                print(f"harness: cleanup failed: {e}", file=sys.stderr)
+        if failed:
+            self.dump_logs()
+        if failed or os.environ.get("MT_KEEP_TMP") == "1":
+            print(f"harness: files kept in {self.tmpdir}", file=sys.stderr)
+        else:
+            shutil.rmtree(self.tmpdir, ignore_errors=True)
+        return False
+
+    def note(self, text):
+        if self.verbose:
+            print(f"harness: {text}", file=sys.stderr)
+
+    def start(self, name, argv, **kwargs):
+        """Start a daemon; keyword arguments go to Daemon() (env, notify,
+        watchdog_usec) and Daemon.start() (ready_timeout, ready_port)."""
+        start_keys = ("ready_timeout", "ready_port", "ready_host")
+        start_args = {k: kwargs.pop(k) for k in start_keys if k in kwargs}
+        if any(d.name == name for d in self.daemons):
+            raise ValueError(f"daemon name {name} already used")
+        d = Daemon(self, name, argv, **kwargs)
+        self.daemons.append(d)
+        return d.start(**start_args)
+
+    def dump_logs(self, out=sys.stderr):
+        for d in self.daemons:
+            print(f"----- {d.name}: {' '.join(d.argv)} -----", file=out)
+            print(d.log().rstrip("\n") or "(empty log)", file=out)
+            if d.messages:
+                print(f"----- {d.name}: sd_notify messages -----", file=out)
+                for t, text in d.messages:
+                    print(f"+{t - d.started_at:7.3f}s {text!r}", file=out)
+        print("----- end of daemon logs -----", file=out)
+
+    def add_cleanup(self, fn):
+        """Call fn() when the test ends, pass or fail (last added, first run)."""
+        self.cleanups.append(fn)
+
+    def ctl(self, *args, config=None, input=None, check=True):
+        """Run mailtierctl [-c config] args...; returns CompletedProcess
+        (text). With check, a non-zero exit raises HarnessError."""
+        argv = [binary("ctl/mailtierctl")]
+        if config is not None:
+            argv += ["-c", config]
+        argv += [str(a) for a in args]
+        env = dict(os.environ, MAILTIER_DATADIR=os.environ.get("MT_SRCDIR", ""))
+        p = subprocess.run(argv, input=input, capture_output=True, text=True,
+                           timeout=600, env=env)
+        self.note(f"{' '.join(argv)} -> {p.returncode}")
+        if check and p.returncode != 0:
+            raise HarnessError(f"{' '.join(argv)} exited {p.returncode}:\n"
+                               f"{p.stdout}{p.stderr}")
+        return p
+
+    def directory_up(self, domain="example.test", shards=("s1", "s2"),
+                     auth_method="hash", name="slapd"):
+        """Start a local slapd with `mailtierctl directory up` in the test's
+        directory (stopped at the end) and write a config with its
+        [directory] section and [shards] naming the given shards (ports are
+        placeholders). Returns dict(dir, port, uri, conf)."""
+        if shutil.which("slapd", path=os.environ.get("PATH", "") +
+                        ":/usr/sbin:/sbin") is None:
+            raise Skip("slapd is not installed (Debian package slapd)")
+        d = os.path.join(self.tmpdir, name)
+        port = free_port()
+        self.ctl("directory", "up", "--dir", d, "--port", port,
+                 "--domain", domain, "--auth-method", auth_method)
+        self.add_cleanup(lambda: self.ctl("directory", "down", "--dir", d,
+                                          check=False))
+        conf = os.path.join(d, "mailtier.conf")
+        with open(os.path.join(d, "directory.conf")) as f:
+            text = f.read()
+        text += "\n[shards]\n" + "".join(
+            f"{s} = 127.0.0.1:{1 + i}, 127.0.0.1:{101 + i}\n"
+            for i, s in enumerate(shards))
+        with open(conf, "w") as f:
+            f.write(text)
+        return {"dir": d, "port": port, "uri": f"ldap://127.0.0.1:{port}/",
+                "conf": conf}
+
+    # Conveniences for tests
+
+    free_port = staticmethod(free_port)
+    free_ports = staticmethod(free_ports)
+    binary = staticmethod(binary)
+
+    @staticmethod
+    def connect(port, host="127.0.0.1", timeout=10.0):
+        """A connected TCP socket with a timeout on every operation."""
+        return socket.create_connection((host, port), timeout=timeout)
+
+
+def main(test, *args):
+    """Run test(harness, *args) and exit 0 (pass), 1 (fail) or 77 (skip)."""
+    try:
+        with Harness() as h:
+            test(h, *args)
+    except Skip as e:
+        print(f"SKIP: {e}", file=sys.stderr)
+        sys.exit(EXIT_SKIP)
+    except Exception:
+        traceback.print_exc()
+        print("FAIL", file=sys.stderr)
+        sys.exit(1)
+    print("PASS", file=sys.stderr)
+    sys.exit(0)
