@@ -8,8 +8,6 @@ dirsvc_libdirsvc_a_SOURCES = \
 	dirsvc/pwhash.c dirsvc/pwhash.h \
 	dirsvc/provision.c dirsvc/provision.h \
 	dirsvc/slapd-config.c dirsvc/slapd-config.h
-dirsvc_libdirsvc_a_CFLAGS = $(AM_CFLAGS) $(LDAP_CFLAGS) $(OPENSSL_CFLAGS) \
-	$(LIBEVENT_CFLAGS)
 
 # What a program linking libdirsvc needs besides libmailtier.
 DIRSVC_LIBS = $(LDAP_LIBS) $(OPENSSL_LIBS) $(CRYPT_LIBS)
@@ -27,5 +25,4 @@ dirsvc_mt_provision_gen_LDADD = dirsvc/libdirsvc.a $(DIRSVC_LIBS) $(MAILTIER_LIB
 check_PROGRAMS += tests/unit/test-provision
 TESTS += tests/unit/test-provision
 tests_unit_test_provision_SOURCES = tests/unit/test-provision.c
-tests_unit_test_provision_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_provision_LDADD = dirsvc/libdirsvc.a $(DIRSVC_LIBS) $(UNIT_LIBS)

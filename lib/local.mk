@@ -14,8 +14,6 @@ lib_libmailtier_a_SOURCES = \
 	lib/tls.c lib/tls.h \
 	lib/sdnotify.c lib/sdnotify.h \
 	lib/privdrop.c lib/privdrop.h
-lib_libmailtier_a_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) $(LIBEVENT_OPENSSL_CFLAGS) \
-	$(OPENSSL_CFLAGS) $(INIH_CFLAGS) $(SYSTEMD_CFLAGS)
 
 lib_libmtsettings_a_SOURCES = \
 	lib/mailtier-settings.c lib/mailtier-settings.h \
