@@ -1,0 +1,50 @@
+# loadgen/local.mk — mailtier-load, the SPECmail2001-style load generator,
+# sink and report (links no daemon code: it measures any SMTP/POP3 system).
+noinst_LIBRARIES += loadgen/libloadgen.a
+bin_PROGRAMS += loadgen/mailtier-load
+
+loadgen_libloadgen_a_SOURCES = \
+	loadgen/rng.c loadgen/rng.h \
+	loadgen/workload.c loadgen/workload.h \
+	loadgen/schedule.c loadgen/schedule.h \
+	loadgen/histogram.c loadgen/histogram.h \
+	loadgen/stats.c loadgen/stats.h \
+	loadgen/tracker.c loadgen/tracker.h \
+	loadgen/message.c loadgen/message.h \
+	loadgen/reply.c loadgen/reply.h \
+	loadgen/session.c loadgen/session.h \
+	loadgen/smtp-client.c loadgen/smtp-client.h \
+	loadgen/pop-client.c loadgen/pop-client.h \
+	loadgen/sink.c loadgen/sink.h \
+	loadgen/engine.c loadgen/engine.h \
+	loadgen/fill.c loadgen/fill.h \
+	loadgen/report.c loadgen/report-html.c loadgen/report.h
+
+LOADGEN_LIBS = loadgen/libloadgen.a $(MAILTIER_LIBS) -lm
+
+loadgen_mailtier_load_SOURCES = loadgen/main.c
+loadgen_mailtier_load_LDADD = loadgen/libloadgen.a lib/libmtsettings.a $(MAILTIER_LIBS) -lm
+
+EXTRA_DIST += loadgen/README.md
+
+# Tests: cmocka unit tests, and a short run against a real SMTP+POP3 server.
+loadgen_unit_tests = \
+	tests/unit/test-loadgen-workload \
+	tests/unit/test-loadgen-stats \
+	tests/unit/test-loadgen-clients
+
+check_PROGRAMS += $(loadgen_unit_tests)
+TESTS += $(loadgen_unit_tests)
+
+tests_unit_test_loadgen_workload_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/loadgen
+tests_unit_test_loadgen_workload_LDADD = $(LOADGEN_LIBS) $(CMOCKA_LIBS)
+
+tests_unit_test_loadgen_stats_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/loadgen
+tests_unit_test_loadgen_stats_LDADD = $(LOADGEN_LIBS) $(CMOCKA_LIBS)
+
+tests_unit_test_loadgen_clients_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/loadgen
+tests_unit_test_loadgen_clients_LDADD = $(LOADGEN_LIBS) $(CMOCKA_LIBS) $(PTHREAD_LIBS)
+
+loadgen_integration_tests = tests/integration/test-loadgen-run.sh
+TESTS += $(loadgen_integration_tests)
+EXTRA_DIST += $(loadgen_integration_tests) tests/integration/minimail.py

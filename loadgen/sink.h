@@ -1,0 +1,51 @@
+/* sink.h — the SMTP sink: a minimal ESMTP server that accepts the MTA's
+ * remote deliveries (the mail to @remote_domain), counts sessions,
+ * transactions, recipients and octets, discards the message text (nothing
+ * is stored, nothing fsynced) and hands each message's id header to the
+ * delivery tracker, so remote delivery time is measured where it ends.
+ *
+ * Trust boundary: everything it reads comes from the MTA under test (or
+ * whoever connects): commands are parsed by a command table with named
+ * limits (line length, recipients per transaction, bad commands, idle time),
+ * message data is only scanned for the id header.
+ * RFC 5321 3.3 (transactions), 4.1.1 (commands), 4.1.1.4 (DATA and its
+ * end), 4.2 (replies), 4.5.2 (dot-stuffing), 4.5.3.2 (timeouts); RFC 2920
+ * (PIPELINING: commands are answered strictly in order). */
+#ifndef LG_SINK_H
+#define LG_SINK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tracker.h"
+
+struct mt_loop;
+struct lg_sink;
+
+/* Named limits of the sink. */
+#define LG_SINK_LINE_MAX 4096		/* command line, CRLF included */
+#define LG_SINK_DATA_LINE_MAX 65536	/* text lines longer are only counted */
+#define LG_SINK_MAX_RCPTS 1000		/* per transaction (RFC 5321 4.5.3.1.8: >= 100) */
+#define LG_SINK_MAX_BAD_COMMANDS 20
+#define LG_SINK_IDLE_MSECS (5 * 60 * 1000)	/* RFC 5321 4.5.3.2.7 */
+
+struct lg_sink_counts {
+	uint64_t sessions;
+	uint64_t active;		/* sessions open now */
+	uint64_t transactions;		/* messages accepted */
+	uint64_t rcpts;			/* recipients of accepted messages */
+	uint64_t octets;		/* message octets (un-stuffed) */
+	uint64_t with_id;		/* messages carrying our id header */
+	uint64_t bad_commands;
+};
+
+/* Listen on hostport ("127.0.0.1:2526", port 0 = any free port).
+ * tracker may be NULL (the standalone sink only counts). */
+struct lg_sink *lg_sink_new(struct mt_loop *loop, const char *hostport,
+			    struct lg_tracker *tracker, const char **error_r);
+/* Close the listener and every connection. */
+void lg_sink_free(struct lg_sink **sink_p);
+unsigned int lg_sink_port(const struct lg_sink *sink);
+const struct lg_sink_counts *lg_sink_counts(const struct lg_sink *sink);
+
+#endif

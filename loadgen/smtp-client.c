@@ -1,0 +1,299 @@
+/* smtp-client.c — the SMTP client session, a state machine driven by one
+ * const command table (see smtp-client.h).
+ * Trust boundary: every reply is parsed by reply.c; a reply of the wrong
+ * class ends the session as rejected, a malformed one as a protocol error.
+ * RFC 5321 3.3, 4.1.1, 4.2, 4.3.2; RFC 5322 (the generated message). */
+#include "smtp-client.h"
+
+#include "alloc.h"
+#include "message.h"
+#include "reply.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <event2/buffer.h>
+
+/* Queue body text up to this much ahead of the socket. */
+#define BODY_CHUNK (64 * 1024)
+
+enum smtp_state {
+	SMTP_GREETING,
+	SMTP_EHLO,
+	SMTP_HELO,
+	SMTP_MAIL,
+	SMTP_RCPT,
+	SMTP_DATA,
+	SMTP_BODY,
+	SMTP_QUIT,
+	SMTP_DONE,
+	SMTP_FAIL,	/* not entered: "end the session as rejected" */
+	SMTP_STATE_COUNT
+};
+
+static const char *const smtp_state_names[SMTP_STATE_COUNT] = {
+	"greeting", "ehlo", "helo", "mail", "rcpt", "data", "body", "quit",
+	"done", "fail",
+};
+
+struct lg_smtp_session {
+	struct lg_session base;
+	enum smtp_state state;
+	struct lg_message_plan plan;
+	uint64_t seq;
+	char id[LG_ID_MAX];
+	bool track_remote, local_probe;
+	unsigned int rcpt_index;
+	struct lg_smtp_reply reply;
+	struct mt_buf headers;
+	struct lg_body_gen body;
+	bool body_sent;		/* the final "." is queued */
+};
+
+struct smtp_command {
+	enum lg_function fn;
+	bool begins_step;	/* false: continues the previous state's step */
+	bool ends_step;		/* the expected reply completes the step */
+	int expect;		/* first digit of the expected reply code */
+	void (*send)(struct lg_smtp_session *s);
+	enum smtp_state (*next)(struct lg_smtp_session *s);
+	enum smtp_state on_negative;	/* SMTP_FAIL, or where to fall back */
+};
+
+static void send_ehlo(struct lg_smtp_session *s);
+static void send_helo(struct lg_smtp_session *s);
+static void send_mail(struct lg_smtp_session *s);
+static void send_rcpt(struct lg_smtp_session *s);
+static void send_data(struct lg_smtp_session *s);
+static void send_body(struct lg_smtp_session *s);
+static void send_quit(struct lg_smtp_session *s);
+static enum smtp_state after_greeting(struct lg_smtp_session *s) { return SMTP_EHLO; }
+static enum smtp_state after_hello(struct lg_smtp_session *s) { return SMTP_MAIL; }
+static enum smtp_state after_mail(struct lg_smtp_session *s) { return SMTP_RCPT; }
+static enum smtp_state after_rcpt(struct lg_smtp_session *s);
+static enum smtp_state after_data(struct lg_smtp_session *s) { return SMTP_BODY; }
+static enum smtp_state after_body(struct lg_smtp_session *s);
+static enum smtp_state after_quit(struct lg_smtp_session *s) { return SMTP_DONE; }
+
+static const struct smtp_command smtp_commands[SMTP_STATE_COUNT] = {
+	/* The connect step, begun by lg_session_connect(), ends with the
+	 * 220 greeting (RFC 5321 4.3.2: 220 / 554). */
+	[SMTP_GREETING] = { LG_FN_SMTP_CONNECT, false, true, 2, NULL, after_greeting, SMTP_FAIL },
+	/* A client SHOULD fall back to HELO when EHLO is refused (4.1.4);
+	 * both count as the one hello step. */
+	[SMTP_EHLO] = { LG_FN_SMTP_EHLO, true, true, 2, send_ehlo, after_hello, SMTP_HELO },
+	[SMTP_HELO] = { LG_FN_SMTP_EHLO, false, true, 2, send_helo, after_hello, SMTP_FAIL },
+	[SMTP_MAIL] = { LG_FN_SMTP_MAIL, true, true, 2, send_mail, after_mail, SMTP_FAIL },
+	[SMTP_RCPT] = { LG_FN_SMTP_RCPT, true, true, 2, send_rcpt, after_rcpt, SMTP_FAIL },
+	/* DATA: 354, then the body, then 250; one step from command to the
+	 * final reply. */
+	[SMTP_DATA] = { LG_FN_SMTP_DATA, true, false, 3, send_data, after_data, SMTP_FAIL },
+	[SMTP_BODY] = { LG_FN_SMTP_DATA, false, true, 2, send_body, after_body, SMTP_FAIL },
+	[SMTP_QUIT] = { LG_FN_SMTP_QUIT, true, true, 2, send_quit, after_quit, SMTP_FAIL },
+};
+
+static void enter_state(struct lg_smtp_session *s, enum smtp_state state)
+{
+	const struct smtp_command *cmd = &smtp_commands[state];
+
+	mt_slog(MT_LOG_DEBUG, &s->base.log, "smtp state %s -> %s",
+		smtp_state_names[s->state], smtp_state_names[state]);
+	s->state = state;
+	if (state == SMTP_DONE) {
+		lg_session_finish(&s->base);
+		return;
+	}
+	lg_smtp_reply_reset(&s->reply);
+	if (cmd->begins_step)
+		lg_session_step_begin(&s->base, cmd->fn);
+	if (cmd->send != NULL)
+		cmd->send(s);
+}
+
+static void send_ehlo(struct lg_smtp_session *s)
+{
+	lg_session_send(&s->base, "EHLO %s", s->base.env->helo_name);
+}
+
+static void send_helo(struct lg_smtp_session *s)
+{
+	lg_session_send(&s->base, "HELO %s", s->base.env->helo_name);
+}
+
+static void send_mail(struct lg_smtp_session *s)
+{
+	char from[320];
+
+	lg_format_address(from, sizeof(from), s->base.env->wl,
+			  s->plan.from_remote, s->plan.sender);
+	lg_session_send(&s->base, "MAIL FROM:<%s>", from);
+}
+
+static void send_rcpt(struct lg_smtp_session *s)
+{
+	const struct lg_rcpt *rcpt = &s->plan.rcpts[s->rcpt_index];
+	char to[320];
+
+	lg_format_address(to, sizeof(to), s->base.env->wl, rcpt->remote,
+			  rcpt->user);
+	lg_session_send(&s->base, "RCPT TO:<%s>", to);
+}
+
+static enum smtp_state after_rcpt(struct lg_smtp_session *s)
+{
+	return ++s->rcpt_index < s->plan.n_rcpts ? SMTP_RCPT : SMTP_DATA;
+}
+
+static void send_data(struct lg_smtp_session *s)
+{
+	lg_session_send(&s->base, "DATA");
+}
+
+/* Queue body text while the socket keeps up; the "." line at the end. */
+static void fill_body(struct lg_smtp_session *s)
+{
+	struct evbuffer *out = lg_session_output(&s->base);
+
+	while (!s->body_sent && evbuffer_get_length(out) < BODY_CHUNK) {
+		if (lg_message_fill(&s->body, out, BODY_CHUNK) == 0) {
+			/* RFC 5321 4.1.1.4: the data ends with CRLF "." CRLF;
+			 * the text always ends with CRLF. */
+			evbuffer_add(out, ".\r\n", 3);
+			s->body_sent = true;
+		}
+	}
+}
+
+static void send_body(struct lg_smtp_session *s)
+{
+	lg_message_begin(&s->headers, &s->body, s->base.env->wl, &s->plan, s->id);
+	evbuffer_add(lg_session_output(&s->base), s->headers.data, s->headers.len);
+	fill_body(s);
+}
+
+/* The message was accepted: count it, and expect its arrivals. */
+static enum smtp_state after_body(struct lg_smtp_session *s)
+{
+	struct lg_counters *c = &s->base.stats->counters;
+	struct lg_tracker *tracker = s->base.env->tracker;
+	uint64_t now = lg_now_us();
+
+	if (s->plan.from_remote)
+		c->msgs_remote_sent++;
+	else
+		c->msgs_local_sent++;
+	c->rcpts_to_local += s->plan.n_local;
+	c->rcpts_to_remote += s->plan.n_remote;
+	c->bytes_up += s->plan.size > s->headers.len ? s->plan.size : s->headers.len;
+	if (tracker != NULL && s->track_remote)
+		lg_tracker_expect(tracker, s->seq, s->plan.n_remote,
+				  s->base.delivery_stats, now);
+	if (tracker != NULL && s->local_probe) {
+		lg_tracker_expect(tracker, s->seq, s->plan.n_local,
+				  s->base.delivery_stats, now);
+		s->base.delivery_stats->counters.probes_local++;
+	}
+	return SMTP_QUIT;
+}
+
+static void send_quit(struct lg_smtp_session *s)
+{
+	lg_session_send(&s->base, "QUIT");
+}
+
+static void handle_reply(struct lg_smtp_session *s)
+{
+	const struct smtp_command *cmd = &smtp_commands[s->state];
+	int code = s->reply.code;
+
+	if (s->state == SMTP_BODY && !s->body_sent && code / 100 == cmd->expect) {
+		lg_session_fail(&s->base, LG_ERR_PROTOCOL,
+				"reply %d before the end of the message data", code);
+		return;
+	}
+	if (code / 100 == cmd->expect) {
+		if (cmd->ends_step)
+			lg_session_step_end(&s->base, true);
+		enter_state(s, cmd->next(s));
+		return;
+	}
+	if (cmd->on_negative != SMTP_FAIL) {
+		enter_state(s, cmd->on_negative);
+		return;
+	}
+	lg_session_step_end(&s->base, false);
+	lg_session_fail(&s->base, LG_ERR_REJECTED, "%s answered %d",
+			smtp_state_names[s->state], code);
+}
+
+static void smtp_input(struct lg_session *base)
+{
+	struct lg_smtp_session *s = (struct lg_smtp_session *)base;
+	const char *error;
+
+	while (!base->finished && lg_session_read_line(base)) {
+		switch (lg_smtp_reply_feed(&s->reply, base->line.data,
+					   base->line.len, &error)) {
+		case LG_REPLY_MORE:
+			break;
+		case LG_REPLY_BAD:
+			lg_session_fail(base, LG_ERR_PROTOCOL, "%s: %s",
+					smtp_state_names[s->state], error);
+			return;
+		case LG_REPLY_DONE:
+			handle_reply(s);
+			break;
+		}
+	}
+}
+
+static void smtp_drained(struct lg_session *base)
+{
+	struct lg_smtp_session *s = (struct lg_smtp_session *)base;
+
+	if (s->state == SMTP_BODY)
+		fill_body(s);
+}
+
+static void smtp_destroy(struct lg_session *base)
+{
+	struct lg_smtp_session *s = (struct lg_smtp_session *)base;
+
+	mt_buf_free(&s->headers);
+	free(s);
+}
+
+static const struct lg_session_proto smtp_proto = {
+	.name = "smtp",
+	.input = smtp_input,
+	.drained = smtp_drained,
+	.destroy = smtp_destroy,
+};
+
+struct lg_session *lg_smtp_session_start(const struct lg_session_env *env,
+					 enum lg_kind kind, struct lg_stats *stats,
+					 const struct sockaddr *addr,
+					 socklen_t addrlen,
+					 const struct lg_smtp_params *params,
+					 lg_session_done_cb *done, void *context)
+{
+	struct lg_smtp_session *s = mt_xcalloc(1, sizeof(*s));
+
+	lg_session_init(&s->base, &smtp_proto, env, kind, stats, done, context);
+	if (params->delivery_stats != NULL)
+		s->base.delivery_stats = params->delivery_stats;
+	s->plan = *params->plan;
+	s->seq = params->seq;
+	s->track_remote = params->track_remote;
+	s->local_probe = params->local_probe;
+	if (env->tracker != NULL)
+		lg_tracker_format_id(env->tracker, s->seq, s->id);
+	else
+		snprintf(s->id, sizeof(s->id), "%016x.%llu", 0u,
+			 (unsigned long long)s->seq);
+	mt_buf_init(&s->headers);
+	s->state = SMTP_GREETING;
+	lg_smtp_reply_reset(&s->reply);
+	lg_session_connect(&s->base, addr, addrlen, LG_FN_SMTP_CONNECT);
+	return &s->base;
+}

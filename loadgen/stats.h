@@ -1,0 +1,110 @@
+/* stats.h — what a run measures: per function (each protocol step, and
+ * delivery time) attempts, passes within the QoS limit and a latency
+ * histogram; per session kind attempts and failures; error counters by
+ * kind; message and byte counters. One lg_stats per load level and phase;
+ * sessions record into the one that was current when they started.
+ * Trust boundary: none (internal). */
+#ifndef LG_STATS_H
+#define LG_STATS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "histogram.h"
+#include "workload.h"
+
+enum lg_function {
+	LG_FN_SMTP_CONNECT,	/* TCP connect until the 220 greeting */
+	LG_FN_SMTP_EHLO,	/* EHLO (or the HELO after a refused EHLO) */
+	LG_FN_SMTP_MAIL,
+	LG_FN_SMTP_RCPT,	/* one per recipient */
+	LG_FN_SMTP_DATA,	/* DATA command until the reply after the body */
+	LG_FN_SMTP_QUIT,
+	LG_FN_POP_CONNECT,	/* TCP connect until the +OK greeting */
+	LG_FN_POP_USER,
+	LG_FN_POP_PASS,
+	LG_FN_POP_STAT,
+	LG_FN_POP_RETR,		/* RETR until the terminating "." */
+	LG_FN_POP_DELE,
+	LG_FN_POP_QUIT,
+	LG_FN_DELIVERY,		/* accepted by the MTA until seen at sink / by POP */
+	LG_FN_COUNT
+};
+
+struct lg_function_info {
+	const char *key;	/* JSON key */
+	const char *label;	/* report label */
+	uint64_t limit_us;	/* QoS response time limit */
+	bool summary;		/* one of the Summary table's QoS rows */
+};
+
+extern const struct lg_function_info lg_functions[LG_FN_COUNT];
+
+enum lg_error {
+	LG_ERR_CONNECT,		/* connection refused / unreachable / reset */
+	LG_ERR_PROTOCOL,	/* a reply we cannot parse: garbage, bad line */
+	LG_ERR_REJECTED,	/* a well-formed negative or unexpected reply */
+	LG_ERR_TIMEOUT,		/* a step not answered within the step timeout */
+	LG_ERR_DISCONNECT,	/* the server closed the connection mid-session */
+	LG_ERR_OVERLOAD,	/* the generator itself was at its session limit */
+	LG_ERR_COUNT
+};
+
+extern const char *const lg_error_names[LG_ERR_COUNT];
+
+struct lg_fn_stats {
+	uint64_t attempts;	/* steps begun */
+	uint64_t pass;		/* answered correctly within the limit */
+	struct lg_hist hist;	/* response times of answered steps */
+};
+
+struct lg_counters {
+	uint64_t msgs_local_sent;	/* local users' messages accepted (250) */
+	uint64_t msgs_remote_sent;	/* remote servers' messages accepted */
+	uint64_t rcpts_to_local;	/* recipients of accepted messages */
+	uint64_t rcpts_to_remote;
+	uint64_t bytes_up;		/* message octets sent by SMTP */
+	uint64_t bytes_down;		/* message octets retrieved by POP */
+	uint64_t msgs_retrieved;
+	uint64_t msgs_deleted;
+	uint64_t probes_local;		/* local delivery probes accepted */
+	uint64_t deliveries_late;	/* seen after the limit */
+	uint64_t deliveries_lost;	/* never seen before giving up */
+	uint64_t probe_sessions;	/* probe sends and polls (not in the tables) */
+	uint64_t probe_session_errors;
+};
+
+struct lg_stats {
+	struct lg_fn_stats fn[LG_FN_COUNT];
+	uint64_t sessions[LG_KIND_COUNT];
+	uint64_t sessions_failed[LG_KIND_COUNT];
+	uint64_t errors[LG_ERR_COUNT];
+	struct lg_counters counters;
+};
+
+void lg_stats_init(struct lg_stats *stats);
+void lg_stats_merge(struct lg_stats *dst, const struct lg_stats *src);
+
+/* A step began; later exactly one of _answered() or nothing (a step that
+ * failed without an answer stays an attempt without a pass). */
+void lg_stats_attempt(struct lg_stats *stats, enum lg_function fn);
+/* The step's answer came after us microseconds; ok = the answer was the
+ * one expected. A pass needs ok and us <= the function's limit. */
+void lg_stats_answered(struct lg_stats *stats, enum lg_function fn,
+		       uint64_t us, bool ok);
+
+uint64_t lg_stats_total_sessions(const struct lg_stats *stats);
+uint64_t lg_stats_total_failed(const struct lg_stats *stats);
+/* Percent of attempts that passed; -1 when there were none. */
+double lg_stats_pass_pct(const struct lg_stats *stats, enum lg_function fn);
+/* Failed sessions in percent of attempted ones; -1 when none. */
+double lg_stats_error_rate_pct(const struct lg_stats *stats);
+
+/* QoS thresholds of WORKLOAD.md. */
+#define LG_QOS_REQUIRED_PCT 95.0
+#define LG_QOS_MAX_ERROR_PCT 1.0
+/* Every summary function above 95% (or not attempted) and errors < 1%
+ * of at least one session. */
+bool lg_stats_qos_met(const struct lg_stats *stats);
+
+#endif

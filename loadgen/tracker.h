@@ -1,0 +1,66 @@
+/* tracker.h — delivery-time tracking. Every generated message carries a
+ * unique id header, "X-Mailtier-Load-Id: RUN.SEQ" (RUN: 16 hex digits of
+ * this run, SEQ: the message's number). When the MTA accepts a message whose
+ * delivery is measured (remote recipients: seen at the sink; local delivery
+ * probes: seen through POP), the tracker expects that many arrivals; each
+ * arrival is timed from the acceptance, into the stats that were current
+ * when the message was sent. Arrivals that never come are counted lost when
+ * they expire. An open-addressing table plus an acceptance-order queue:
+ * O(1) per message, memory bounded by the rate times the expiry time.
+ * Trust boundary: the id values come from messages relayed or stored by the
+ * system under test (untrusted): they are parsed strictly and unknown,
+ * foreign or repeated ids are only counted. */
+#ifndef LG_TRACKER_H
+#define LG_TRACKER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stats.h"
+
+#define LG_ID_HEADER "X-Mailtier-Load-Id"
+#define LG_ID_MAX 48	/* "RUN.SEQ" and NUL */
+
+enum lg_seen {
+	LG_SEEN_TRACKED,	/* an expected arrival: timed */
+	LG_SEEN_UNTRACKED,	/* ours, but not measured or already complete */
+	LG_SEEN_FOREIGN,	/* another run's, or not a valid id */
+};
+
+struct lg_tracker_counts {
+	uint64_t tracked, untracked, foreign;
+};
+
+struct lg_tracker;
+
+struct lg_tracker *lg_tracker_new(uint64_t run_id, uint64_t expire_us);
+void lg_tracker_free(struct lg_tracker **tracker_p);
+
+uint64_t lg_tracker_run_id(const struct lg_tracker *tracker);
+/* A new message number, and its id text. */
+uint64_t lg_tracker_next_seq(struct lg_tracker *tracker);
+void lg_tracker_format_id(const struct lg_tracker *tracker, uint64_t seq,
+			  char id[LG_ID_MAX]);
+
+/* The MTA accepted message seq at now_us: expect `count` arrivals, timed
+ * into stats (counted there as delivery attempts at once). */
+void lg_tracker_expect(struct lg_tracker *tracker, uint64_t seq,
+		       unsigned int count, struct lg_stats *stats,
+		       uint64_t now_us);
+/* count arrivals of the message whose id header value is value[0..len). */
+enum lg_seen lg_tracker_seen(struct lg_tracker *tracker, const char *value,
+			     size_t len, unsigned int count, uint64_t now_us);
+/* Give up on arrivals expected more than expire_us ago (all when `all`):
+ * each is a delivery attempt without a pass, counted as lost. */
+void lg_tracker_expire(struct lg_tracker *tracker, uint64_t now_us, bool all);
+/* Arrivals still expected. */
+uint64_t lg_tracker_outstanding(const struct lg_tracker *tracker);
+const struct lg_tracker_counts *lg_tracker_counts(const struct lg_tracker *tracker);
+
+/* If the header line `line` (one physical line, no CRLF) is our id header,
+ * return its value with surrounding blanks removed (pointing into `line`,
+ * length in *len_r); NULL otherwise. */
+const char *lg_id_header_value(const char *line, size_t len, size_t *len_r);
+
+#endif

@@ -1,0 +1,131 @@
+/* workload.h — the SPECmail2001-style workload model (../shared/WORKLOAD.md):
+ * users userK@domain with password secretK (K = 1..U, as `mailtierctl users
+ * bulk` provisions them), the four session kinds and their Poisson arrival
+ * rates scaled to U and the load level, message sizes and recipient counts
+ * from the published distributions, local/remote recipients and the repeat
+ * POP check chain. Pure functions of a seeded lg_rng: no I/O, no clock.
+ * Trust boundary: none (internal; inputs are the operator's flags). */
+#ifndef LG_WORKLOAD_H
+#define LG_WORKLOAD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rng.h"
+
+/* 1 SPECmail2001 message/minute = 200 users. */
+#define LG_USERS_PER_MSG_PER_MIN 200u
+#define LG_MAX_RCPTS 20u
+/* Our choice: each recipient of a local user's message is remote with this
+ * probability, which makes about 90% of all mail go to or come from remote
+ * addresses (remote servers' sessions carry only local recipients). */
+#define LG_REMOTE_RCPT_SHARE 0.90
+/* After each POP check (first or repeat), another check by the same user
+ * follows with this probability, 300-600 s later: 0.75 gives 3 repeats per
+ * first check on average, i.e. 12.50/s repeats for 4.17/s first checks. */
+#define LG_REPEAT_SHARE 0.75
+#define LG_REPEAT_MIN_S 300.0
+#define LG_REPEAT_MAX_S 600.0
+/* Remote correspondents are userK@remote_domain, K = 1..this. */
+#define LG_REMOTE_USERS 1000000u
+
+enum lg_kind {
+	LG_KIND_SMTP_LOCAL,	/* a local user sends (recipients local or remote) */
+	LG_KIND_SMTP_REMOTE,	/* a remote server delivers (all recipients local) */
+	LG_KIND_POP_FIRST,	/* a user's first mailbox check */
+	LG_KIND_POP_REPEAT,	/* a check 300-600 s after the previous one */
+	LG_KIND_COUNT
+};
+
+extern const char *const lg_kind_names[LG_KIND_COUNT];
+/* Sessions per second per 100,000 users at 100% load. */
+extern const double lg_kind_rate_per_100k[LG_KIND_COUNT];
+
+/* One point of a discrete distribution; weights in basis points (1/100 %). */
+struct lg_weighted {
+	uint32_t value;
+	uint32_t weight_bp;
+};
+
+/* Message size in KiB -> share (the published table; mean 24.53 KiB). */
+extern const struct lg_weighted lg_size_table[];
+extern const size_t lg_size_table_len;
+/* Recipients per message -> share (published head, reconstructed tail). */
+extern const struct lg_weighted lg_rcpt_table[];
+extern const size_t lg_rcpt_table_len;
+
+/* Account naming. Templates expand %K (the account number), %0NK (it
+ * zero-padded to N digits), %D (the local domain) and %%. */
+#define LG_DEFAULT_LOCAL_TEMPLATE "user%K"
+#define LG_DEFAULT_LOGIN_TEMPLATE "user%K@%D"
+#define LG_DEFAULT_PASSWORD_TEMPLATE "secret%K"
+
+/* Messages in a mailbox before the run -> share (published head, our
+ * reconstructed geometric tail; mean 3.34). */
+extern const struct lg_weighted lg_mailbox_table[];
+extern const size_t lg_mailbox_table_len;
+
+struct lg_workload {
+	uint64_t users;			/* U >= 1 mailboxes */
+	/* The load is that of this many users (0: users). More than users
+	 * gives small test set-ups a real rate; SPECmail2001 runs keep it 0. */
+	uint64_t load_users;
+	uint64_t first_user;		/* account number of user 1 (default 1) */
+	const char *domain;		/* local users' domain */
+	const char *remote_domain;	/* relayed by the MTA to the sink */
+	const char *local_template;	/* address local part */
+	const char *login_template;	/* POP3 USER argument */
+	const char *password_template;	/* POP3 PASS argument */
+};
+
+struct lg_rcpt {
+	bool remote;
+	uint64_t user;			/* K of userK@(remote_)domain */
+};
+
+struct lg_message_plan {
+	bool from_remote;		/* sender userK@remote_domain */
+	uint64_t sender;
+	uint64_t size;			/* octets of the whole message */
+	unsigned int n_rcpts, n_local, n_remote;
+	struct lg_rcpt rcpts[LG_MAX_RCPTS];	/* distinct addresses */
+};
+
+/* false and a reason if a template has an unknown % sequence. */
+bool lg_template_check(const char *template, const char **error_r);
+/* userK@domain (or @remote_domain), the login and the password of user K
+ * (1..users; remote correspondents 1..LG_REMOTE_USERS). */
+void lg_format_address(char *out, size_t size, const struct lg_workload *wl,
+		       bool remote, uint64_t user);
+void lg_format_login(char *out, size_t size, const struct lg_workload *wl,
+		     uint64_t user);
+void lg_format_password(char *out, size_t size, const struct lg_workload *wl,
+			uint64_t user);
+
+/* Sessions/s of a kind at level_pct percent of the users' load. */
+double lg_workload_rate(const struct lg_workload *wl, enum lg_kind kind,
+			unsigned int level_pct);
+/* Target SPECmail2001 msgs/min (local users' messages) at a level. */
+double lg_workload_msgs_per_min(const struct lg_workload *wl,
+				unsigned int level_pct);
+
+/* Draw a value from a table. */
+uint32_t lg_weighted_pick(const struct lg_weighted *table, size_t len,
+			  struct lg_rng *rng);
+/* The exact mean of a table. */
+double lg_weighted_mean(const struct lg_weighted *table, size_t len);
+
+uint64_t lg_workload_message_size(struct lg_rng *rng);	/* octets */
+unsigned int lg_workload_rcpt_count(struct lg_rng *rng);
+uint64_t lg_workload_pick_user(const struct lg_workload *wl,
+			       struct lg_rng *rng);	/* 1..users */
+/* A whole message: size, sender, distinct recipients. */
+void lg_workload_plan_message(const struct lg_workload *wl,
+			      struct lg_rng *rng, bool from_remote,
+			      struct lg_message_plan *plan);
+/* Whether another check by the same user follows, and after how long. */
+bool lg_workload_repeat_follows(struct lg_rng *rng);
+double lg_workload_repeat_delay(struct lg_rng *rng);	/* seconds */
+
+#endif

@@ -1,0 +1,165 @@
+#!/bin/sh
+# test-loadgen-run.sh — a short, small `mailtier-load run` against a real
+# SMTP + POP3 server (tests/integration/minimail.py: real sockets, real
+# protocols, an in-memory store, remote mail relayed over SMTP to the load
+# generator's sink). Checks that the report's counts add up: per function
+# attempts = pass + fail; sessions and steps agree; every message the
+# server accepted for a local recipient is one the generator counted as
+# sent to-local, every remote one arrived at the sink; QoS met (exit 0).
+# Before the run, `fill` puts the initial mailbox contents in; after it, a
+# ramp against a port with nothing listening (connect errors, stops after
+# two failed points, exit 1) and bad flags (exit 2). About 20 s.
+set -u
+load="$MT_BUILDDIR/loadgen/mailtier-load"
+python=${PYTHON3:-python3}
+work=$(mktemp -d "${TMPDIR:-/tmp}/test-loadgen-run.XXXXXX")
+server_pid=
+cleanup() {
+	[ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null
+	rm -rf "$work"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+free_port() {
+	"$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# Usage errors first: exit 2 with a usage message.
+"$load" run --smtp 127.0.0.1:1 >"$work/out" 2>&1; rc=$?
+[ $rc -eq 2 ] || fail "missing flags: exit $rc, want 2"
+grep -q '^usage: mailtier-load run' "$work/out" || fail "no usage message"
+"$load" run --smtp 127.0.0.1:1 --pop 127.0.0.1:2 --users x >/dev/null 2>&1; rc=$?
+[ $rc -eq 2 ] || fail "bad --users: exit $rc, want 2"
+"$load" run --smtp 127.0.0.1:1 --pop 127.0.0.1:2 --users 5 --levels 80,0 >/dev/null 2>&1; rc=$?
+[ $rc -eq 2 ] || fail "bad --levels: exit $rc, want 2"
+"$load" frobnicate >/dev/null 2>&1; rc=$?
+[ $rc -eq 2 ] || fail "unknown command: exit $rc, want 2"
+
+sink_port=$(free_port)
+"$python" "$MT_SRCDIR/tests/integration/minimail.py" --users 20 \
+	--domain example.test --relay-domain remote.test \
+	--relay "127.0.0.1:$sink_port" --ready "$work/ready.json" \
+	--stats "$work/server.json" &
+server_pid=$!
+i=0
+while [ ! -s "$work/ready.json" ]; do
+	i=$((i + 1))
+	[ $i -le 100 ] || fail "minimail did not start"
+	sleep 0.1
+done
+smtp_port=$("$python" -c 'import json,sys; print(json.load(open(sys.argv[1]))["smtp"])' "$work/ready.json")
+pop_port=$("$python" -c 'import json,sys; print(json.load(open(sys.argv[1]))["pop"])' "$work/ready.json")
+
+# The initial mailboxes of 20 users (a few dozen messages, 1 KiB-2.6 MiB).
+"$load" fill --smtp "127.0.0.1:$smtp_port" --users 20 --domain example.test \
+	--seed 3 --concurrency 8 --progress 0 >"$work/fill.out" 2>&1 ||
+	{ cat "$work/fill.out"; fail "fill: exit $?"; }
+cat "$work/fill.out"
+filled=$(sed -n 's/.*, accepted \([0-9]*\), failed 0,.*/\1/p' "$work/fill.out")
+[ -n "$filled" ] || fail "fill printed no count"
+
+# 20 mailboxes carrying the load of 150 msgs/min (30,000 users), levels
+# 80% and 100%, 1 s warm-up and 6 s measured each.
+"$load" run --smtp "127.0.0.1:$smtp_port" --pop "127.0.0.1:$pop_port" \
+	--sink-listen "127.0.0.1:$sink_port" --users 20 --rate 150 \
+	--domain example.test --remote-domain remote.test --levels 80,100 \
+	--warmup 1 --duration 6 --cooldown 10 --step-timeout 5 --seed 7 \
+	--probe-interval 1 --progress 0 --report "$work/report" \
+	>"$work/run.out" 2>"$work/run.err"
+rc=$?
+cat "$work/run.out"
+[ $rc -eq 0 ] || { cat "$work/run.err"; fail "run against minimail: exit $rc, want 0"; }
+grep -q '^Summary Results' "$work/run.out" || fail "no Summary table"
+grep -q '^Detailed Results 100% load' "$work/run.out" || fail "no Detailed Results"
+for f in report.html results.json functions.csv timeline.csv; do
+	[ -s "$work/report/$f" ] || fail "no $f in the report directory"
+done
+grep -q '<svg' "$work/report/report.html" || fail "no charts in report.html"
+
+kill "$server_pid"
+wait "$server_pid" 2>/dev/null
+server_pid=
+[ -s "$work/server.json" ] || fail "minimail wrote no stats"
+
+"$python" - "$work/report/results.json" "$work/server.json" "$filled" <<'PY' || fail "counts do not add up"
+import json, sys
+report = json.load(open(sys.argv[1]))
+server = json.load(open(sys.argv[2]))
+filled = int(sys.argv[3])
+problems = []
+def check(cond, what):
+    if not cond:
+        problems.append(what)
+
+def check_stats(name, st):
+    fns = st["functions"]
+    for key, f in fns.items():
+        check(f["attempts"] == f["pass"] + f["fail"], f"{name} {key}: attempts != pass + fail")
+        check(f["pass"] <= f["answered"] <= f["attempts"] or key == "delivery" and f["answered"] <= f["attempts"],
+              f"{name} {key}: answered out of range")
+    sess = st["sessions"]
+    smtp = sess["smtp-local"]["attempted"] + sess["smtp-remote"]["attempted"]
+    pop = sess["pop-first"]["attempted"] + sess["pop-repeat"]["attempted"]
+    check(fns["smtp_connect"]["attempts"] == smtp, f"{name}: smtp connects != smtp sessions")
+    check(fns["pop_connect"]["attempts"] == pop, f"{name}: pop connects != pop sessions")
+    check(st["sessions_attempted"] == smtp + pop, f"{name}: session total")
+    c = st["counters"]
+    check(fns["smtp_data"]["pass"] <= c["msgs_local_sent"] + c["msgs_remote_sent"] <= fns["smtp_data"]["attempts"],
+          f"{name}: accepted messages vs DATA")
+    check(c["msgs_retrieved"] == fns["pop_retr"]["pass"] + 0 or c["msgs_retrieved"] <= fns["pop_retr"]["attempts"],
+          f"{name}: retrieved vs RETR")
+
+for level in report["levels"]:
+    check_stats("level %d measure" % level["pct"], level["measure"])
+    check_stats("level %d warmup" % level["pct"], level["warmup"])
+    check(level["complete"] and level["qos_met"], "level %d: QoS not met" % level["pct"])
+    check(level["measure"]["sessions_attempted"] > 10, "level %d: too few sessions" % level["pct"])
+    check(level["measure"]["functions"]["delivery"]["attempts"] > 0, "level %d: no delivery timed" % level["pct"])
+check_stats("totals", report["totals"])
+t = report["totals"]["counters"]
+sink = report["sink"]
+# Messages sent = delivered locally + at the sink.
+check(filled + t["msgs_local_sent"] + t["msgs_remote_sent"] == server["messages_accepted"],
+      f"messages: generator {t['msgs_local_sent']}+{t['msgs_remote_sent']} != server {server['messages_accepted']}")
+check(filled + t["rcpts_to_local"] == server["local_deliveries"],
+      f"fill {filled} + to-local {t['rcpts_to_local']} != delivered locally {server['local_deliveries']}")
+check(t["rcpts_to_remote"] == sink["rcpts"],
+      f"to-remote {t['rcpts_to_remote']} != at the sink {sink['rcpts']}")
+check(sink["rcpts"] == server["relayed_rcpts"], "sink recipients != relayed")
+check(filled + t["rcpts_to_local"] + t["rcpts_to_remote"] == server["local_deliveries"] + sink["rcpts"],
+      "sent recipients != delivered locally + at the sink")
+check(t["msgs_retrieved"] == server["retrieved"], "retrieved counts differ")
+check(t["msgs_deleted"] == server["deleted"], "deleted counts differ")
+check(report["arrivals"]["awaited_at_end"] == 0 and t["deliveries_lost"] == 0, "deliveries lost")
+check(report["totals"]["sessions_failed"] == 0, "failed sessions against a healthy server")
+check(report["valid"], "run not valid")
+for p in problems:
+    print("count check:", p)
+print("totals: %d filled + %d+%d messages, %d + %d to-local (server: %d), %d to-remote (sink: %d)" % (
+    filled, t["msgs_local_sent"], t["msgs_remote_sent"], filled, t["rcpts_to_local"], server["local_deliveries"],
+    t["rcpts_to_remote"], sink["rcpts"]))
+sys.exit(1 if problems else 0)
+PY
+
+# Nothing listening: connect errors, no point meets QoS, the ramp stops
+# after two failed points of four, exit 1.
+closed_port=$(free_port)
+"$load" ramp --points 4 --smtp 127.0.0.1:$closed_port --pop 127.0.0.1:$closed_port \
+	--users 5 --rate 600 --warmup 0 --duration 1 --cooldown 1 --probe-interval 0 \
+	--progress 0 --report "$work/report2" >"$work/run2.out" 2>&1
+rc=$?
+[ $rc -eq 1 ] || { cat "$work/run2.out"; fail "refused connections: exit $rc, want 1"; }
+grep -q '^Result: no load point met QoS' "$work/run2.out" || fail "ramp result line"
+"$python" - "$work/report2/results.json" <<'PY' || fail "connect errors not counted"
+import json, sys
+r = json.load(open(sys.argv[1]))
+m = r["levels"][0]["measure"]
+assert m["sessions_attempted"] > 0, m
+assert m["errors"]["connect"] == m["sessions_attempted"] == m["sessions_failed"], m["errors"]
+assert m["functions"]["smtp_connect"]["pass"] == 0
+assert not r["valid"] and r["mode"] == "ramp" and r["stopped_early"]
+assert [l["complete"] for l in r["levels"]] == [True, True, False, False], r["levels"]
+assert r["highest_compliant_pct"] is None
+PY
+echo "PASS: loadgen run"

@@ -1,0 +1,741 @@
+/* test-loadgen-clients.c — the SMTP and POP3 client state machines of
+ * mailtier-load (loadgen/smtp-client.c, pop-client.c, session.c, reply.c)
+ * against scripted servers on loopback sockets: a well-behaved server,
+ * then one that answers garbage, closes mid-session, stalls past the step
+ * timeout, refuses the connection, rejects a command or trickles its
+ * replies a byte at a time. Each must end as the right kind of error, never
+ * as a crash or hang. Also the SMTP sink (loadgen/sink.c) driven by a
+ * scripted client, and the reply parsers. The scripted peer runs in a
+ * thread with blocking sockets; the code under test runs in its event loop.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "log.h"
+#include "loop.h"
+#include "pop-client.h"
+#include "reply.h"
+#include "sink.h"
+#include "smtp-client.h"
+#include "tracker.h"
+
+/* ---- the scripted peer ---- */
+
+enum op {
+	SEND,		/* write text */
+	TRICKLE,	/* write text one byte at a time */
+	EXPECT,		/* read a line; it must start with text */
+	BODY,		/* read SMTP message data up to CRLF.CRLF */
+	STALL,		/* sleep ms */
+	CLOSE,		/* close now */
+	END,		/* read until the client closes */
+};
+
+struct step {
+	enum op op;
+	const char *text;
+	int ms;
+};
+
+#define MAX_STEPS 40
+
+/* Script steps (every field given: -Wmissing-field-initializers). */
+#define S(text) { SEND, text, 0 }
+#define T(text) { TRICKLE, text, 0 }
+#define E(text) { EXPECT, text, 0 }
+#define BODY_STEP { BODY, NULL, 0 }
+#define CLOSE_STEP { CLOSE, NULL, 0 }
+#define W(ms) { STALL, NULL, ms }
+
+struct peer {
+	struct step steps[MAX_STEPS];
+	int fd;			/* listening (server) or connected (client) */
+	bool is_client;
+	pthread_t thread;
+	/* results */
+	char failure[256];
+	size_t body_len;
+	bool body_has_id;
+	atomic_bool done;
+};
+
+static void peer_fail(struct peer *p, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (p->failure[0] != '\0')
+		return;
+	va_start(ap, fmt);
+	vsnprintf(p->failure, sizeof(p->failure), fmt, ap);
+	va_end(ap);
+}
+
+/* One line (CRLF stripped) from a blocking socket; false on EOF/error. */
+static bool read_line(int fd, char *line, size_t size)
+{
+	size_t len = 0;
+	char c;
+
+	for (;;) {
+		ssize_t n = read(fd, &c, 1);
+		if (n <= 0)
+			return false;
+		if (c == '\n')
+			break;
+		if (len + 1 < size)
+			line[len++] = c;
+	}
+	if (len > 0 && line[len - 1] == '\r')
+		len--;
+	line[len] = '\0';
+	return true;
+}
+
+static void run_steps(struct peer *p, int fd)
+{
+	char line[70000];
+
+	for (int i = 0; i < MAX_STEPS && p->steps[i].op != END; i++) {
+		const struct step *s = &p->steps[i];
+		switch (s->op) {
+		case SEND:
+			if (write(fd, s->text, strlen(s->text)) < 0)
+				peer_fail(p, "step %d: write: %s", i, strerror(errno));
+			break;
+		case TRICKLE:
+			for (const char *c = s->text; *c != '\0'; c++) {
+				if (write(fd, c, 1) != 1)
+					peer_fail(p, "step %d: write failed", i);
+				usleep(500);
+			}
+			break;
+		case EXPECT:
+			if (!read_line(fd, line, sizeof(line)))
+				peer_fail(p, "step %d: EOF, expected '%s'", i, s->text);
+			else if (strncmp(line, s->text, strlen(s->text)) != 0)
+				peer_fail(p, "step %d: got '%s', expected '%s'", i, line, s->text);
+			break;
+		case BODY:
+			for (;;) {
+				if (!read_line(fd, line, sizeof(line))) {
+					peer_fail(p, "step %d: EOF in message data", i);
+					break;
+				}
+				if (strcmp(line, ".") == 0)
+					break;
+				p->body_len += strlen(line) + 2;
+				if (strncmp(line, LG_ID_HEADER ": ", sizeof(LG_ID_HEADER) + 1) == 0)
+					p->body_has_id = true;
+			}
+			break;
+		case STALL:
+			usleep((useconds_t)s->ms * 1000);
+			break;
+		case CLOSE:
+			return;
+		case END:
+			break;
+		}
+	}
+	/* Wait for the other side to close (bounded by SO_RCVTIMEO). */
+	while (read(fd, line, sizeof(line)) > 0)
+		;
+}
+
+static void set_timeout(int fd)
+{
+	struct timeval tv = { 5, 0 };
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+}
+
+static void *peer_main(void *arg)
+{
+	struct peer *p = arg;
+	int fd = p->fd;
+
+	if (!p->is_client) {
+		fd = accept(p->fd, NULL, NULL);
+		if (fd < 0) {
+			peer_fail(p, "accept: %s", strerror(errno));
+			atomic_store(&p->done, true);
+			return NULL;
+		}
+	}
+	set_timeout(fd);
+	run_steps(p, fd);
+	close(fd);
+	atomic_store(&p->done, true);
+	return NULL;
+}
+
+/* Start a scripted server on a free loopback port. */
+static void peer_serve(struct peer *p, struct sockaddr_in *addr)
+{
+	socklen_t len = sizeof(*addr);
+
+	memset(addr, 0, sizeof(*addr));
+	addr->sin_family = AF_INET;
+	addr->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	p->fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(p->fd >= 0);
+	assert_int_equal(bind(p->fd, (struct sockaddr *)addr, sizeof(*addr)), 0);
+	assert_int_equal(listen(p->fd, 4), 0);
+	assert_int_equal(getsockname(p->fd, (struct sockaddr *)addr, &len), 0);
+	assert_int_equal(pthread_create(&p->thread, NULL, peer_main, p), 0);
+}
+
+static void peer_join(struct peer *p)
+{
+	pthread_join(p->thread, NULL);
+	if (!p->is_client)
+		close(p->fd);
+	if (p->failure[0] != '\0')
+		fail_msg("scripted peer: %s", p->failure);
+}
+
+/* ---- running one client session ---- */
+
+struct outcome {
+	struct lg_session *session;
+	bool done;
+	bool failed;
+	enum lg_error error;
+	char detail[160];
+	uint64_t elapsed_ms;
+};
+
+static struct lg_workload wl = {
+	.users = 10, .first_user = 1,
+	.domain = "example.test", .remote_domain = "remote.test",
+	.local_template = LG_DEFAULT_LOCAL_TEMPLATE,
+	.login_template = LG_DEFAULT_LOGIN_TEMPLATE,
+	.password_template = LG_DEFAULT_PASSWORD_TEMPLATE,
+};
+
+static void on_done(struct lg_session *s, void *context)
+{
+	struct outcome *o = context;
+
+	o->done = true;
+	o->failed = s->failed;
+	o->error = s->error;
+	snprintf(o->detail, sizeof(o->detail), "%s", s->detail);
+	event_base_loopexit(s->env->base, NULL);
+}
+
+static const struct lg_message_plan plan_2rcpt = {
+	.from_remote = false, .sender = 3, .size = 2048,
+	.n_rcpts = 2, .n_local = 1, .n_remote = 1,
+	.rcpts = { { false, 4 }, { true, 77 } },
+};
+
+/* Run an SMTP (pop_user == 0) or POP3 session against addr. */
+static void run_client(struct sockaddr_in *addr, uint64_t pop_user,
+		       struct lg_stats *stats, struct lg_tracker *tracker,
+		       unsigned int timeout_ms, struct outcome *o)
+{
+	struct event_base *base = event_base_new();
+	struct lg_session_env env = {
+		.base = base, .wl = &wl, .tracker = tracker,
+		.step_timeout_ms = timeout_ms, .helo_name = "test.invalid",
+	};
+	struct lg_smtp_params params = { .plan = &plan_2rcpt, .seq = 1,
+					 .track_remote = true };
+	struct timeval guard = { 10, 0 };
+	struct timespec t0, t1;
+
+	memset(o, 0, sizeof(*o));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (pop_user == 0)
+		o->session = lg_smtp_session_start(&env, LG_KIND_SMTP_LOCAL, stats,
+			(struct sockaddr *)addr, sizeof(*addr), &params, on_done, o);
+	else
+		o->session = lg_pop_session_start(&env, LG_KIND_POP_FIRST, stats,
+			(struct sockaddr *)addr, sizeof(*addr), pop_user, on_done, o);
+	/* A hang would be a bug: the guard ends the loop regardless. */
+	event_base_loopexit(base, &guard);
+	if (!o->done)
+		event_base_dispatch(base);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	o->elapsed_ms = (uint64_t)(((int64_t)t1.tv_sec - t0.tv_sec) * 1000 +
+				   ((int64_t)t1.tv_nsec - t0.tv_nsec) / 1000000);
+	assert_true(o->done);
+	lg_session_free(&o->session);
+	event_base_free(base);
+}
+
+static struct lg_stats *new_stats(void)
+{
+	struct lg_stats *st = malloc(sizeof(*st));
+
+	lg_stats_init(st);
+	return st;
+}
+
+/* Run a script as the server of one client session. */
+static void scripted(const struct step *steps, size_t n, uint64_t pop_user,
+		     unsigned int timeout_ms, struct lg_stats *stats,
+		     struct lg_tracker *tracker, struct outcome *o,
+		     struct peer *peer)
+{
+	struct sockaddr_in addr;
+
+	memset(peer, 0, sizeof(*peer));
+	memcpy(peer->steps, steps, n * sizeof(*steps));
+	peer->steps[n].op = END;
+	peer_serve(peer, &addr);
+	run_client(&addr, pop_user, stats, tracker, timeout_ms, o);
+	peer_join(peer);
+}
+
+#define SCRIPT(steps) steps, sizeof(steps) / sizeof(steps[0])
+
+/* ---- SMTP ---- */
+
+static const struct step smtp_good[] = {
+	S("220 test ESMTP\r\n"),
+	E("EHLO test.invalid"),
+	S("250-test\r\n250-PIPELINING\r\n250 8BITMIME\r\n"),
+	E("MAIL FROM:<user3@example.test>"),
+	S("250 ok\r\n"),
+	E("RCPT TO:<user4@example.test>"),
+	S("250 ok\r\n"),
+	E("RCPT TO:<user77@remote.test>"),
+	S("251 will forward\r\n"),
+	E("DATA"),
+	S("354 go ahead\r\n"),
+	BODY_STEP,
+	S("250 queued\r\n"),
+	E("QUIT"),
+	S("221 bye\r\n"),
+};
+
+static void test_smtp_good(void **state)
+{
+	struct lg_stats *st = new_stats();
+	struct lg_tracker *tracker = lg_tracker_new(5, 60000000);
+	struct outcome o;
+	struct peer peer;
+
+	scripted(SCRIPT(smtp_good), 0, 2000, st, tracker, &o, &peer);
+	assert_false(o.failed);
+	assert_int_equal(peer.body_len, 2048);
+	assert_true(peer.body_has_id);
+	assert_true(st->sessions[LG_KIND_SMTP_LOCAL] == 1);
+	assert_true(st->sessions_failed[LG_KIND_SMTP_LOCAL] == 0);
+	const enum lg_function fns[] = { LG_FN_SMTP_CONNECT, LG_FN_SMTP_EHLO,
+		LG_FN_SMTP_MAIL, LG_FN_SMTP_DATA, LG_FN_SMTP_QUIT };
+	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
+		assert_true(st->fn[fns[i]].attempts == 1);
+		assert_true(st->fn[fns[i]].pass == 1);
+	}
+	assert_true(st->fn[LG_FN_SMTP_RCPT].attempts == 2);
+	assert_true(st->fn[LG_FN_SMTP_RCPT].pass == 2);
+	assert_true(st->counters.msgs_local_sent == 1);
+	assert_true(st->counters.rcpts_to_local == 1);
+	assert_true(st->counters.rcpts_to_remote == 1);
+	assert_true(st->counters.bytes_up == 2048);
+	/* The remote copy is now awaited at the sink. */
+	assert_true(lg_tracker_outstanding(tracker) == 1);
+	assert_true(st->fn[LG_FN_DELIVERY].attempts == 1);
+	lg_tracker_free(&tracker);
+	free(st);
+}
+
+static const struct step smtp_helo_fallback[] = {
+	T("220 old server\r\n"),
+	E("EHLO"),
+	S("502 what?\r\n"),
+	E("HELO test.invalid"),
+	S("250 hello\r\n"),
+	E("MAIL"), T("250 ok\r\n"),
+	E("RCPT"), S("250 ok\r\n"),
+	E("RCPT"), S("250 ok\r\n"),
+	E("DATA"), S("354 go\r\n"),
+	BODY_STEP, T("250 ok\r\n"),
+	E("QUIT"), S("221 bye\r\n"),
+};
+
+static void test_smtp_helo_fallback_trickled(void **state)
+{
+	struct lg_stats *st = new_stats();
+	struct outcome o;
+	struct peer peer;
+
+	scripted(SCRIPT(smtp_helo_fallback), 0, 2000, st, NULL, &o, &peer);
+	assert_false(o.failed);
+	/* EHLO refused, HELO accepted: one hello step, passed. */
+	assert_true(st->fn[LG_FN_SMTP_EHLO].attempts == 1);
+	assert_true(st->fn[LG_FN_SMTP_EHLO].pass == 1);
+	assert_true(st->counters.msgs_local_sent == 1);
+	free(st);
+}
+
+struct smtp_fault {
+	const char *name;
+	struct step steps[10];
+	size_t n;
+	enum lg_error error;
+	enum lg_function failed_step;	/* attempted, not passed */
+};
+
+static const struct smtp_fault smtp_faults[] = {
+	{ "garbage greeting", { S("hello there, I am not SMTP\r\n") }, 1,
+	  LG_ERR_PROTOCOL, LG_FN_SMTP_CONNECT },
+	{ "binary garbage", { S("\x01\x02\x03\xff\r\n") }, 1,
+	  LG_ERR_PROTOCOL, LG_FN_SMTP_CONNECT },
+	{ "bare CR in reply", { S("220 a\rb\r\n") }, 1,
+	  LG_ERR_PROTOCOL, LG_FN_SMTP_CONNECT },
+	{ "code changes in multiline", { S("220 hi\r\n"), E("EHLO"),
+	  S("250-a\r\n251 b\r\n") }, 3, LG_ERR_PROTOCOL, LG_FN_SMTP_EHLO },
+	{ "554 greeting", { S("554 go away\r\n") }, 1,
+	  LG_ERR_REJECTED, LG_FN_SMTP_CONNECT },
+	{ "close after greeting", { S("220 hi\r\n"), E("EHLO"),
+	  CLOSE_STEP }, 3, LG_ERR_DISCONNECT, LG_FN_SMTP_EHLO },
+	{ "close before greeting", { CLOSE_STEP }, 1,
+	  LG_ERR_DISCONNECT, LG_FN_SMTP_CONNECT },
+	{ "close in the middle of a reply", { S("220 hi\r\n"), E("EHLO"),
+	  S("250-a\r\n250-b"), CLOSE_STEP }, 4, LG_ERR_DISCONNECT, LG_FN_SMTP_EHLO },
+	{ "RCPT refused", { S("220 hi\r\n"), E("EHLO"),
+	  S("250 hi\r\n"), E("MAIL"), S("250 ok\r\n"),
+	  E("RCPT"), S("550 no such user\r\n") }, 7,
+	  LG_ERR_REJECTED, LG_FN_SMTP_RCPT },
+	{ "stall after MAIL", { S("220 hi\r\n"), E("EHLO"),
+	  S("250 hi\r\n"), E("MAIL"), W(700) }, 5,
+	  LG_ERR_TIMEOUT, LG_FN_SMTP_MAIL },
+	{ "stall before greeting", { W(700) }, 1,
+	  LG_ERR_TIMEOUT, LG_FN_SMTP_CONNECT },
+	{ "overlong reply line", { S("220 "), S(NULL) }, 2,
+	  LG_ERR_PROTOCOL, LG_FN_SMTP_CONNECT },
+};
+
+static void test_smtp_faults(void **state)
+{
+	char *long_line = malloc(LG_REPLY_LINE_MAX + 100);
+
+	memset(long_line, 'x', LG_REPLY_LINE_MAX + 90);
+	strcpy(long_line + LG_REPLY_LINE_MAX + 90, "\r\n");
+	for (size_t i = 0; i < sizeof(smtp_faults) / sizeof(smtp_faults[0]); i++) {
+		const struct smtp_fault *f = &smtp_faults[i];
+		struct step steps[10];
+		struct lg_stats *st = new_stats();
+		struct outcome o;
+		struct peer peer;
+
+		memcpy(steps, f->steps, sizeof(steps));
+		for (size_t k = 0; k < f->n; k++)
+			if (steps[k].op == SEND && steps[k].text == NULL)
+				steps[k].text = long_line;
+		printf("smtp: %s\n", f->name);
+		scripted(steps, f->n, 0, 300, st, NULL, &o, &peer);
+		assert_true(o.failed);
+		if (o.error != f->error)
+			fail_msg("%s: error %s (%s), expected %s", f->name,
+				 lg_error_names[o.error], o.detail, lg_error_names[f->error]);
+		assert_true(st->errors[f->error] == 1);
+		assert_true(st->sessions_failed[LG_KIND_SMTP_LOCAL] == 1);
+		assert_true(st->fn[f->failed_step].attempts == 1);
+		assert_true(st->fn[f->failed_step].pass == 0);
+		assert_true(st->counters.msgs_local_sent == 0);
+		/* A stall costs the step timeout, not more. */
+		assert_true(o.elapsed_ms < 3000);
+		free(st);
+	}
+	free(long_line);
+}
+
+static void test_connect_refused(void **state)
+{
+	struct sockaddr_in addr = { .sin_family = AF_INET };
+	socklen_t len = sizeof(addr);
+	struct lg_stats *st = new_stats();
+	struct outcome o;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	/* A port that was free a moment ago and has no listener. */
+	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(fd, (struct sockaddr *)&addr, sizeof(addr)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&addr, &len), 0);
+	close(fd);
+	run_client(&addr, 0, st, NULL, 1000, &o);
+	assert_true(o.failed);
+	assert_int_equal(o.error, LG_ERR_CONNECT);
+	assert_true(st->fn[LG_FN_SMTP_CONNECT].attempts == 1);
+	assert_true(st->fn[LG_FN_SMTP_CONNECT].pass == 0);
+	run_client(&addr, 3, st, NULL, 1000, &o);
+	assert_int_equal(o.error, LG_ERR_CONNECT);
+	assert_true(st->errors[LG_ERR_CONNECT] == 2);
+	free(st);
+}
+
+/* ---- POP3 ---- */
+
+static char pop_message[512];
+
+static const struct step pop_good[] = {
+	S("+OK POP3 ready\r\n"),
+	E("USER user3@example.test"), S("+OK\r\n"),
+	E("PASS secret3"), S("+OK logged in\r\n"),
+	E("STAT"), S("+OK 2 320\r\n"),
+	E("RETR 1"), S(NULL),		/* pop_message */
+	E("DELE 1"), S("+OK\r\n"),
+	E("RETR 2"), T("+OK\r\nSubject: x\r\n\r\n..dot\r\n.\r\n"),
+	E("DELE 2"), S("+OK\r\n"),
+	E("QUIT"), S("+OK bye\r\n"),
+};
+
+static void test_pop_good(void **state)
+{
+	struct lg_stats *st = new_stats();
+	struct lg_tracker *tracker = lg_tracker_new(0xabcULL, 60000000);
+	struct step steps[sizeof(pop_good) / sizeof(pop_good[0])];
+	char id[LG_ID_MAX];
+	struct outcome o;
+	struct peer peer;
+
+	lg_tracker_expect(tracker, lg_tracker_next_seq(tracker), 1, st, lg_now_us());
+	lg_tracker_format_id(tracker, 1, id);
+	snprintf(pop_message, sizeof(pop_message),
+		 "+OK 100 octets\r\nReceived: by test\r\n%s: %s\r\n\r\nbody\r\n"
+		 "..stuffed line\r\n.\r\n", LG_ID_HEADER, id);
+	memcpy(steps, pop_good, sizeof(steps));
+	steps[8].text = pop_message;
+	scripted(steps, sizeof(steps) / sizeof(steps[0]), 3, 2000, st, tracker,
+		 &o, &peer);
+	if (o.failed)
+		fail_msg("pop session failed: %s", o.detail);
+	const enum lg_function once[] = { LG_FN_POP_CONNECT, LG_FN_POP_USER,
+		LG_FN_POP_PASS, LG_FN_POP_STAT, LG_FN_POP_QUIT };
+	for (size_t i = 0; i < sizeof(once) / sizeof(once[0]); i++)
+		assert_true(st->fn[once[i]].attempts == 1 && st->fn[once[i]].pass == 1);
+	assert_true(st->fn[LG_FN_POP_RETR].attempts == 2 && st->fn[LG_FN_POP_RETR].pass == 2);
+	assert_true(st->fn[LG_FN_POP_DELE].attempts == 2 && st->fn[LG_FN_POP_DELE].pass == 2);
+	assert_true(st->counters.msgs_retrieved == 2);
+	assert_true(st->counters.msgs_deleted == 2);
+	/* Octets un-stuffed: the data lines of both messages with CRLF. */
+	size_t first = strlen("Received: by test\r\n") + strlen(LG_ID_HEADER) + 2 +
+		strlen(id) + 2 + 2 + 6 + strlen(".stuffed line\r\n");
+	size_t second = strlen("Subject: x\r\n\r\n.dot\r\n");
+	assert_true(st->counters.bytes_down == first + second);
+	/* The probe was seen and timed. */
+	assert_true(lg_tracker_outstanding(tracker) == 0);
+	assert_true(st->fn[LG_FN_DELIVERY].pass == 1);
+	lg_tracker_free(&tracker);
+	free(st);
+}
+
+static const struct smtp_fault pop_faults[] = {
+	{ "garbage greeting", { S("* OK IMAP4rev1\r\n") }, 1,
+	  LG_ERR_PROTOCOL, LG_FN_POP_CONNECT },
+	{ "bad password", { S("+OK\r\n"), E("USER"), S("+OK\r\n"),
+	  E("PASS"), S("-ERR [AUTH] no\r\n") }, 5,
+	  LG_ERR_REJECTED, LG_FN_POP_PASS },
+	{ "STAT garbage", { S("+OK\r\n"), E("USER"), S("+OK\r\n"),
+	  E("PASS"), S("+OK\r\n"), E("STAT"),
+	  S("+OK lots of mail\r\n") }, 7, LG_ERR_PROTOCOL, LG_FN_POP_STAT },
+	{ "close during RETR data", { S("+OK\r\n"), E("USER"), S("+OK\r\n"),
+	  E("PASS"), S("+OK\r\n+OK 1 10\r\n"), E("STAT"),
+	  E("RETR 1"), S("+OK\r\nSubject: half\r\n"), CLOSE_STEP }, 9,
+	  LG_ERR_DISCONNECT, LG_FN_POP_RETR },
+	{ "stall during RETR data", { S("+OK\r\n"), E("USER"), S("+OK\r\n"),
+	  E("PASS"), S("+OK\r\n+OK 1 10\r\n"), E("STAT"),
+	  S("+OK\r\nSubject: half\r\n"), W(800) }, 8,
+	  LG_ERR_TIMEOUT, LG_FN_POP_RETR },
+	{ "no such message", { S("+OK\r\n"), E("USER"), S("+OK\r\n"),
+	  E("PASS"), S("+OK\r\n"), E("STAT"),
+	  S("+OK 99999999 1\r\n"), S("-ERR no such message\r\n") }, 8,
+	  LG_ERR_REJECTED, LG_FN_POP_RETR },
+};
+
+static void test_pop_faults(void **state)
+{
+	for (size_t i = 0; i < sizeof(pop_faults) / sizeof(pop_faults[0]); i++) {
+		const struct smtp_fault *f = &pop_faults[i];
+		struct lg_stats *st = new_stats();
+		struct outcome o;
+		struct peer peer;
+
+		printf("pop3: %s\n", f->name);
+		scripted(f->steps, f->n, 3, 300, st, NULL, &o, &peer);
+		printf("  -> %s after %llu ms: %s\n", lg_error_names[o.error],
+		       (unsigned long long)o.elapsed_ms, o.detail);
+		assert_true(o.failed);
+		if (o.error != f->error)
+			fail_msg("%s: error %s (%s), expected %s", f->name,
+				 lg_error_names[o.error], o.detail, lg_error_names[f->error]);
+		assert_true(st->errors[f->error] == 1);
+		assert_true(st->sessions_failed[LG_KIND_POP_FIRST] == 1);
+		assert_true(st->fn[f->failed_step].attempts == 1);
+		assert_true(st->fn[f->failed_step].pass == 0);
+		assert_true(o.elapsed_ms < 3000);
+		free(st);
+	}
+}
+
+/* ---- the reply parsers ---- */
+
+static void test_reply_parsers(void **state)
+{
+	struct lg_smtp_reply r;
+	const char *error;
+	uint64_t count, size;
+
+	lg_smtp_reply_reset(&r);
+	assert_int_equal(lg_smtp_reply_feed(&r, "250-a", 5, &error), LG_REPLY_MORE);
+	assert_int_equal(lg_smtp_reply_feed(&r, "250", 3, &error), LG_REPLY_DONE);
+	assert_int_equal(r.code, 250);
+	lg_smtp_reply_reset(&r);
+	assert_int_equal(lg_smtp_reply_feed(&r, "354 go", 6, &error), LG_REPLY_DONE);
+	const char *bad[] = { "", "25", "2500", "199 x", "600 x", "2x0 x", "250x", "+OK" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		lg_smtp_reply_reset(&r);
+		assert_int_equal(lg_smtp_reply_feed(&r, bad[i], strlen(bad[i]), &error),
+				 LG_REPLY_BAD);
+	}
+	lg_smtp_reply_reset(&r);
+	for (int i = 0; i < LG_SMTP_REPLY_MAX_LINES; i++)
+		assert_int_equal(lg_smtp_reply_feed(&r, "250-x", 5, &error), LG_REPLY_MORE);
+	assert_int_equal(lg_smtp_reply_feed(&r, "250-x", 5, &error), LG_REPLY_BAD);
+
+	assert_int_equal(lg_pop_status("+OK", 3), LG_POP_OK);
+	assert_int_equal(lg_pop_status("+OK fine", 8), LG_POP_OK);
+	assert_int_equal(lg_pop_status("-ERR", 4), LG_POP_ERR);
+	assert_int_equal(lg_pop_status("-ERR [IN-USE] x", 15), LG_POP_ERR);
+	assert_int_equal(lg_pop_status("+OKAY", 5), LG_POP_BAD);
+	assert_int_equal(lg_pop_status("OK", 2), LG_POP_BAD);
+	assert_int_equal(lg_pop_status("", 0), LG_POP_BAD);
+
+	assert_true(lg_pop_parse_stat("+OK 2 320", &count, &size));
+	assert_true(count == 2 && size == 320);
+	assert_true(lg_pop_parse_stat("+OK 0 0 extra", &count, &size));
+	assert_false(lg_pop_parse_stat("+OK 2", &count, &size));
+	assert_false(lg_pop_parse_stat("+OK -2 3", &count, &size));
+	assert_false(lg_pop_parse_stat("+OK 2 3x", &count, &size));
+	assert_false(lg_pop_parse_stat("+OK 99999999999999999999 1", &count, &size));
+	assert_false(lg_pop_parse_stat("-ERR 2 3", &count, &size));
+}
+
+/* ---- the sink, driven by a scripted client ---- */
+
+struct sink_run {
+	struct peer *peer;
+	struct mt_loop *loop;
+};
+
+static void poll_peer(void *context)
+{
+	struct sink_run *run = context;
+
+	if (atomic_load(&run->peer->done))
+		mt_loop_exit(run->loop);
+}
+
+static void exit_loop(void *context)
+{
+	mt_loop_exit(context);
+}
+
+static void test_sink(void **state)
+{
+	struct lg_tracker *tracker = lg_tracker_new(0x77ULL, 60000000);
+	struct lg_stats *st = new_stats();
+	struct peer peer = { 0 };
+	struct sockaddr_in addr = { .sin_family = AF_INET };
+	const char *error;
+	char id[LG_ID_MAX], message[512];
+
+	lg_tracker_expect(tracker, lg_tracker_next_seq(tracker), 2, st, lg_now_us());
+	lg_tracker_format_id(tracker, 1, id);
+	snprintf(message, sizeof(message),
+		 "Received: by mta\r\n%s: %s\r\nSubject: t\r\n\r\nbody\r\n..dot\r\n.\r\n",
+		 LG_ID_HEADER, id);
+	const struct step steps[] = {
+		E("220 "),
+		S("MAIL FROM:<a@b>\r\n"), E("503"),	/* no EHLO yet */
+		S("EHLO mta.test\r\n"), E("250-"), E("250-PIPELINING"),
+		E("250 "),
+		S("FOO\r\n"), E("502"),
+		S("RCPT TO:<x@remote.test>\r\n"), E("503"),
+		/* Pipelined (RFC 2920): everything up to DATA in one write. */
+		S("MAIL FROM:<a@example.test>\r\nRCPT TO:<x@remote.test>\r\n"
+			"RCPT TO:<y@remote.test>\r\nDATA\r\n"),
+		E("250"), E("250"), E("250"), E("354"),
+		S(message), E("250"),
+		S("NOOP\r\nRSET\r\nQUIT\r\n"), E("250"), E("250"),
+		E("221"),
+	};
+	struct mt_loop *loop = mt_loop_new(&error);
+	assert_non_null(loop);
+	struct lg_sink *sink = lg_sink_new(loop, "127.0.0.1:0", tracker, &error);
+	assert_non_null(sink);
+
+	memcpy(peer.steps, steps, sizeof(steps));
+	peer.steps[sizeof(steps) / sizeof(steps[0])].op = END;
+	peer.is_client = true;
+	peer.fd = socket(AF_INET, SOCK_STREAM, 0);
+	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	addr.sin_port = htons((uint16_t)lg_sink_port(sink));
+	assert_int_equal(connect(peer.fd, (struct sockaddr *)&addr, sizeof(addr)), 0);
+	assert_int_equal(pthread_create(&peer.thread, NULL, peer_main, &peer), 0);
+
+	struct sink_run run = { &peer, loop };
+	struct mt_timer *poll = mt_timer_add(loop, 10, true, poll_peer, &run);
+	struct mt_timer *guard = mt_timer_add(loop, 10000, false, exit_loop, loop);
+	mt_loop_run(loop);
+	peer_join(&peer);
+	/* Let the sink see the close and reap the session. */
+	mt_timer_free(&poll);
+	mt_timer_free(&guard);
+
+	const struct lg_sink_counts *c = lg_sink_counts(sink);
+	assert_true(c->sessions == 1);
+	assert_true(c->transactions == 1);
+	assert_true(c->rcpts == 2);
+	assert_true(c->with_id == 1);
+	assert_true(c->bad_commands == 3);
+	size_t octets = strlen(message) - strlen(".\r\n") - 1;	/* minus a stuffed dot */
+	assert_true(c->octets == octets);
+	/* Both recipients' copies timed as delivered. */
+	assert_true(lg_tracker_outstanding(tracker) == 0);
+	assert_true(st->fn[LG_FN_DELIVERY].pass == 2);
+	lg_sink_free(&sink);
+	mt_loop_free(&loop);
+	lg_tracker_free(&tracker);
+	free(st);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_reply_parsers),
+		cmocka_unit_test(test_smtp_good),
+		cmocka_unit_test(test_smtp_helo_fallback_trickled),
+		cmocka_unit_test(test_smtp_faults),
+		cmocka_unit_test(test_connect_refused),
+		cmocka_unit_test(test_pop_good),
+		cmocka_unit_test(test_pop_faults),
+		cmocka_unit_test(test_sink),
+	};
+	mt_log_init("test-loadgen-clients", MT_LOG_TARGET_STDERR);
+	mt_log_set_min_level(MT_LOG_WARNING);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,428 @@
+/* test-loadgen-stats.c — unit tests for mailtier-load's measurement and
+ * report arithmetic (loadgen/histogram.c, stats.c, tracker.c, report.c):
+ * histogram buckets and percentiles against exact sorted samples, pass/fail
+ * counting at the QoS limits, error rates and the QoS verdict, delivery
+ * tracking (timed, late, lost, duplicate and foreign ids), and the run's
+ * validity rule and JSON output. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "histogram.h"
+#include "report.h"
+#include "rng.h"
+#include "stats.h"
+#include "tracker.h"
+
+static void test_hist_buckets(void **state)
+{
+	/* Every bucket's bounds map back to it, and buckets tile the line. */
+	for (size_t i = 0; i + 1 < LG_HIST_BUCKETS - 64; i++) {
+		uint64_t low = lg_hist_bucket_low(i), high = lg_hist_bucket_high(i);
+		assert_int_equal(lg_hist_index(low), i);
+		assert_int_equal(lg_hist_index(high), i);
+		assert_true(lg_hist_bucket_low(i + 1) == high + 1);
+		/* Relative width at most 1/64. */
+		if (low >= 64)
+			assert_true((double)(high - low + 1) / (double)low <= 1.0 / 64 + 1e-12);
+	}
+	for (uint64_t v = 0; v < 200; v++)
+		assert_true(lg_hist_bucket_low(lg_hist_index(v)) <= v);
+	assert_int_equal(lg_hist_index(UINT64_MAX), LG_HIST_BUCKETS - 1);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void test_hist_quantiles(void **state)
+{
+	enum { N = 100000 };
+	static uint64_t samples[N];
+	static struct lg_hist hist;
+	struct lg_rng rng;
+	const double qs[] = { 0.01, 0.5, 0.9, 0.95, 0.99, 0.999, 1.0 };
+	double sum = 0;
+
+	lg_hist_init(&hist);
+	assert_int_equal(lg_hist_quantile(&hist, 0.5), 0);
+	lg_rng_seed(&rng, 3, 0);
+	for (int i = 0; i < N; i++) {
+		/* Log-normal-ish latencies from 20 us to ~20 s. */
+		samples[i] = (uint64_t)(20 * exp(lg_rng_uniform(&rng) * 13.8));
+		lg_hist_record(&hist, samples[i]);
+		sum += (double)samples[i];
+	}
+	qsort(samples, N, sizeof(samples[0]), cmp_u64);
+	assert_true(hist.count == N);
+	assert_true(hist.min == samples[0]);
+	assert_true(hist.max == samples[N - 1]);
+	assert_true(fabs(lg_hist_mean(&hist) - sum / N) < 1e-6 * sum / N);
+	for (size_t i = 0; i < sizeof(qs) / sizeof(qs[0]); i++) {
+		size_t rank = (size_t)ceil(qs[i] * N);
+		uint64_t exact = samples[rank - 1];
+		uint64_t got = lg_hist_quantile(&hist, qs[i]);
+		/* Never below the true value, at most one bucket above it. */
+		assert_true(got >= exact);
+		assert_true((double)got <= (double)exact * (1 + 1.0 / 64) + 1);
+	}
+	assert_true(lg_hist_quantile(&hist, 1.0) == samples[N - 1]);
+}
+
+static void test_hist_small(void **state)
+{
+	struct lg_hist *a = malloc(sizeof(*a)), *b = malloc(sizeof(*b));
+
+	lg_hist_init(a);
+	lg_hist_init(b);
+	/* 1..100 ms in us: p50 = 50 ms, p95 = 95 ms, p99 = 99 ms (+1/64). */
+	for (uint64_t ms = 1; ms <= 100; ms++)
+		lg_hist_record(ms <= 50 ? a : b, ms * 1000);
+	lg_hist_merge(a, b);
+	assert_true(a->count == 100);
+	assert_true(a->min == 1000 && a->max == 100000);
+	assert_true(fabs(lg_hist_mean(a) - 50500) < 1e-9);
+	uint64_t p50 = lg_hist_quantile(a, 0.50), p95 = lg_hist_quantile(a, 0.95),
+		 p99 = lg_hist_quantile(a, 0.99);
+	assert_true(p50 >= 50000 && p50 <= 50000 * 65 / 64);
+	assert_true(p95 >= 95000 && p95 <= 95000 * 65 / 64);
+	assert_true(p99 >= 99000 && p99 <= 100000);
+	assert_true(lg_hist_count_at_most(a, 10000 - 1) <= 9);
+	free(a);
+	free(b);
+}
+
+static void test_pass_fail(void **state)
+{
+	struct lg_stats *st = malloc(sizeof(*st));
+
+	lg_stats_init(st);
+	assert_true(lg_stats_pass_pct(st, LG_FN_SMTP_CONNECT) < 0);
+	assert_true(lg_stats_error_rate_pct(st) < 0);
+	assert_false(lg_stats_qos_met(st));	/* no evidence */
+
+	/* 4 connects: fast, exactly at the limit, late, and unanswered. */
+	for (int i = 0; i < 4; i++)
+		lg_stats_attempt(st, LG_FN_SMTP_CONNECT);
+	lg_stats_answered(st, LG_FN_SMTP_CONNECT, 1000, true);
+	lg_stats_answered(st, LG_FN_SMTP_CONNECT, 5000000, true);
+	lg_stats_answered(st, LG_FN_SMTP_CONNECT, 5000001, true);
+	/* A fast but wrong answer is no pass either. */
+	lg_stats_attempt(st, LG_FN_SMTP_DATA);
+	lg_stats_answered(st, LG_FN_SMTP_DATA, 10, false);
+	const struct lg_fn_stats *c = &st->fn[LG_FN_SMTP_CONNECT];
+	assert_true(c->attempts == 4 && c->pass == 2 && c->hist.count == 3);
+	assert_true(fabs(lg_stats_pass_pct(st, LG_FN_SMTP_CONNECT) - 50) < 1e-9);
+	assert_true(st->fn[LG_FN_SMTP_DATA].pass == 0);
+
+	/* Delivery's limit is 60 s. */
+	lg_stats_attempt(st, LG_FN_DELIVERY);
+	lg_stats_answered(st, LG_FN_DELIVERY, 59000000, true);
+	assert_true(st->fn[LG_FN_DELIVERY].pass == 1);
+
+	/* Error rate: failed sessions over attempted ones. */
+	st->sessions[LG_KIND_SMTP_LOCAL] = 150;
+	st->sessions[LG_KIND_POP_FIRST] = 50;
+	st->sessions_failed[LG_KIND_POP_FIRST] = 1;
+	assert_true(fabs(lg_stats_error_rate_pct(st) - 0.5) < 1e-9);
+	free(st);
+}
+
+static void test_qos_verdict(void **state)
+{
+	struct lg_stats *st = malloc(sizeof(*st));
+
+	lg_stats_init(st);
+	st->sessions[LG_KIND_SMTP_LOCAL] = 1000;
+	/* 96% within the limit: met; 95% exactly: not (">95%"). */
+	st->fn[LG_FN_POP_RETR].attempts = 100;
+	st->fn[LG_FN_POP_RETR].pass = 96;
+	assert_true(lg_stats_qos_met(st));
+	st->fn[LG_FN_POP_RETR].pass = 95;
+	assert_false(lg_stats_qos_met(st));
+	st->fn[LG_FN_POP_RETR].pass = 100;
+	/* Non-summary steps don't decide it. */
+	st->fn[LG_FN_SMTP_MAIL].attempts = 100;
+	assert_true(lg_stats_qos_met(st));
+	/* Error rate below 1%. */
+	st->sessions_failed[LG_KIND_SMTP_LOCAL] = 9;
+	assert_true(lg_stats_qos_met(st));
+	st->sessions_failed[LG_KIND_SMTP_LOCAL] = 10;
+	assert_false(lg_stats_qos_met(st));
+
+	/* Merging adds everything. */
+	struct lg_stats *sum = malloc(sizeof(*sum));
+	lg_stats_init(sum);
+	st->counters.bytes_down = 7;
+	st->counters.probe_session_errors = 3;
+	lg_stats_merge(sum, st);
+	lg_stats_merge(sum, st);
+	assert_true(sum->sessions[LG_KIND_SMTP_LOCAL] == 2000);
+	assert_true(sum->fn[LG_FN_POP_RETR].attempts == 200);
+	assert_true(sum->counters.bytes_down == 14);
+	assert_true(sum->counters.probe_session_errors == 6);
+	free(sum);
+	free(st);
+}
+
+static void test_tracker(void **state)
+{
+	struct lg_tracker *t = lg_tracker_new(0x0123456789abcdefULL, 120000000);
+	struct lg_stats *st = malloc(sizeof(*st));
+	char id[LG_ID_MAX];
+
+	lg_stats_init(st);
+	uint64_t s1 = lg_tracker_next_seq(t), s2 = lg_tracker_next_seq(t),
+		 s3 = lg_tracker_next_seq(t);
+	lg_tracker_expect(t, s1, 3, st, 1000000);
+	lg_tracker_expect(t, s2, 1, st, 2000000);
+	lg_tracker_expect(t, s3, 2, st, 3000000);
+	assert_true(lg_tracker_outstanding(t) == 6);
+	assert_true(st->fn[LG_FN_DELIVERY].attempts == 6);
+
+	lg_tracker_format_id(t, s1, id);
+	assert_string_equal(id, "0123456789abcdef.1");
+	/* Two copies in one transaction, then the third; then a duplicate. */
+	assert_int_equal(lg_tracker_seen(t, id, strlen(id), 2, 1500000), LG_SEEN_TRACKED);
+	assert_int_equal(lg_tracker_seen(t, id, strlen(id), 1, 62000000), LG_SEEN_TRACKED);
+	assert_int_equal(lg_tracker_seen(t, id, strlen(id), 1, 63000000), LG_SEEN_UNTRACKED);
+	assert_true(st->fn[LG_FN_DELIVERY].pass == 2);	/* 0.5 s twice; 61 s late */
+	assert_true(st->counters.deliveries_late == 1);
+	assert_true(st->fn[LG_FN_DELIVERY].hist.count == 3);
+
+	/* Upper-case hex is the same id; other runs and junk are foreign. */
+	assert_int_equal(lg_tracker_seen(t, "0123456789ABCDEF.2", 18, 1, 2500000), LG_SEEN_TRACKED);
+	assert_int_equal(lg_tracker_seen(t, "1123456789abcdef.3", 18, 1, 0), LG_SEEN_FOREIGN);
+	assert_int_equal(lg_tracker_seen(t, "0123456789abcdef.", 17, 1, 0), LG_SEEN_FOREIGN);
+	assert_int_equal(lg_tracker_seen(t, "0123456789abcdef.3x", 19, 1, 0), LG_SEEN_FOREIGN);
+	assert_int_equal(lg_tracker_seen(t, "zz", 2, 1, 0), LG_SEEN_FOREIGN);
+	assert_int_equal(lg_tracker_seen(t, "0123456789abcdef.99", 19, 1, 0), LG_SEEN_UNTRACKED);
+
+	/* s3 never arrives: lost after the expiry, not before. */
+	lg_tracker_expire(t, 100000000, false);
+	assert_true(lg_tracker_outstanding(t) == 2);
+	lg_tracker_expire(t, 124000000, false);
+	assert_true(lg_tracker_outstanding(t) == 0);
+	assert_true(st->counters.deliveries_lost == 2);
+	assert_true(st->fn[LG_FN_DELIVERY].attempts == 6);
+	assert_true(st->fn[LG_FN_DELIVERY].pass == 3);
+	const struct lg_tracker_counts *counts = lg_tracker_counts(t);
+	assert_true(counts->tracked == 4 && counts->foreign == 4);
+	lg_tracker_free(&t);
+	assert_null(t);
+	free(st);
+}
+
+static void test_tracker_many(void **state)
+{
+	/* Growth of the table and the queue, deletes in any order. */
+	struct lg_tracker *t = lg_tracker_new(1, 1000);
+	struct lg_stats *st = malloc(sizeof(*st));
+	char id[LG_ID_MAX];
+	enum { N = 20000 };
+
+	lg_stats_init(st);
+	for (uint64_t i = 0; i < N; i++)
+		lg_tracker_expect(t, lg_tracker_next_seq(t), 1, st, 10);
+	for (uint64_t seq = 1; seq <= N; seq += 2) {
+		lg_tracker_format_id(t, seq, id);
+		assert_int_equal(lg_tracker_seen(t, id, strlen(id), 1, 20), LG_SEEN_TRACKED);
+	}
+	for (uint64_t seq = N; seq >= 2; seq -= 2) {
+		lg_tracker_format_id(t, seq, id);
+		assert_int_equal(lg_tracker_seen(t, id, strlen(id), 1, 20), LG_SEEN_TRACKED);
+	}
+	assert_true(lg_tracker_outstanding(t) == 0);
+	assert_true(st->fn[LG_FN_DELIVERY].pass == N);
+	lg_tracker_expire(t, 0, true);
+	assert_true(st->counters.deliveries_lost == 0);
+	lg_tracker_free(&t);
+	free(st);
+}
+
+static void test_id_header(void **state)
+{
+	size_t len;
+	const char *v;
+	const char *line = "X-Mailtier-Load-Id:  0123456789abcdef.42 \t";
+
+	v = lg_id_header_value(line, strlen(line), &len);
+	assert_non_null(v);
+	assert_int_equal(len, 19);
+	assert_memory_equal(v, "0123456789abcdef.42", 19);
+	line = "x-mailtier-load-id:a";
+	v = lg_id_header_value(line, strlen(line), &len);
+	assert_non_null(v);
+	assert_int_equal(len, 1);
+	line = "X-Mailtier-Load-Idx: 1";
+	assert_null(lg_id_header_value(line, strlen(line), &len));
+	line = "X-Mailtier-Load-Id";
+	assert_null(lg_id_header_value(line, strlen(line), &len));
+}
+
+static struct lg_run_result *make_result(void)
+{
+	struct lg_run_result *r = calloc(1, sizeof(*r));
+	static const unsigned int pcts[] = { 80, 100, 120 };
+
+	r->n_levels = 3;
+	r->levels = calloc(3, sizeof(*r->levels));
+	for (size_t i = 0; i < 3; i++) {
+		struct lg_level_result *level = &r->levels[i];
+		level->pct = pcts[i];
+		level->complete = true;
+		level->measure_us = 60000000;
+		lg_stats_init(&level->measure);
+		lg_stats_init(&level->warmup);
+		level->measure.sessions[LG_KIND_SMTP_LOCAL] = 100;
+		level->measure.counters.msgs_local_sent = 100;
+		level->measure.fn[LG_FN_SMTP_DATA].attempts = 100;
+		level->measure.fn[LG_FN_SMTP_DATA].pass = 100;
+	}
+	lg_stats_init(&r->probes);
+	return r;
+}
+
+static void test_validity(void **state)
+{
+	struct lg_run_settings set = { .n_levels = 3 };
+	struct lg_run_result *r = make_result();
+
+	assert_true(lg_report_valid(&set, r));
+	/* 120% is reported, not required. */
+	r->levels[2].measure.sessions_failed[LG_KIND_SMTP_LOCAL] = 50;
+	assert_true(lg_report_valid(&set, r));
+	/* 100% failing its QoS makes the run invalid. */
+	r->levels[1].measure.fn[LG_FN_SMTP_DATA].pass = 90;
+	assert_false(lg_report_valid(&set, r));
+	r->levels[1].measure.fn[LG_FN_SMTP_DATA].pass = 100;
+	/* So does an incomplete required level, or an interruption. */
+	r->levels[0].complete = false;
+	assert_false(lg_report_valid(&set, r));
+	r->levels[0].complete = true;
+	r->interrupted = true;
+	assert_false(lg_report_valid(&set, r));
+	r->interrupted = false;
+	/* A run of 120% alone has no required level: not valid. */
+	r->levels[0].pct = 120;
+	r->levels[1].pct = 130;
+	assert_false(lg_report_valid(&set, r));
+
+	/* Totals add every phase and the probes. */
+	struct lg_stats *totals = malloc(sizeof(*totals));
+	r->probes.sessions[LG_KIND_SMTP_REMOTE] = 7;
+	lg_report_totals(r, totals);
+	assert_true(totals->sessions[LG_KIND_SMTP_LOCAL] == 300);
+	assert_true(totals->sessions[LG_KIND_SMTP_REMOTE] == 7);
+	free(totals);
+	free(r->levels);
+	free(r);
+}
+
+static void test_report_output(void **state)
+{
+	struct lg_run_settings set = {
+		.wl = { .users = 20, .domain = "ex\"ample.test", .remote_domain = "remote.test" },
+		.smtp = "127.0.0.1:25", .pop = "127.0.0.1:110", .n_levels = 3,
+		.warmup_ms = 1000, .duration_ms = 60000,
+	};
+	struct lg_run_result *r = make_result();
+	char dir[] = "/tmp/test-loadgen-stats.XXXXXX";
+	char path[160];
+	static char text[200000];
+	const char *error;
+	FILE *f;
+
+	/* The text report: the Summary and a Detailed table per level. */
+	f = tmpfile();
+	assert_non_null(f);
+	lg_report_print(f, &set, r);
+	rewind(f);
+	size_t n = fread(text, 1, sizeof(text) - 1, f);
+	text[n] = '\0';
+	fclose(f);
+	assert_non_null(strstr(text, "Summary Results"));
+	assert_non_null(strstr(text, "Detailed Results 80% load"));
+	assert_non_null(strstr(text, "Detailed Results 120% load"));
+	assert_non_null(strstr(text, "Result: VALID"));
+	assert_non_null(strstr(text, "100.00 msgs/min"));
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/sub/dir", dir);
+	assert_true(lg_report_write_json(path, &set, r, &error));
+	snprintf(path, sizeof(path), "%s/sub/dir/results.json", dir);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	n = fread(text, 1, sizeof(text) - 1, f);
+	text[n] = '\0';
+	fclose(f);
+	assert_non_null(strstr(text, "\"valid\":true"));
+	assert_non_null(strstr(text, "\"domain\":\"ex\\\"ample.test\""));
+	assert_non_null(strstr(text, "\"smtp_data\":{\"label\":\"SMTP Data\",\"limit_ms\":5000,"
+			       "\"attempts\":100,\"pass\":100,\"fail\":0"));
+	assert_non_null(strstr(text, "\"achieved_msgs_per_min\":100.0000"));
+	assert_non_null(strstr(text, "\"sink\":null"));
+	unlink(path);
+
+	/* The HTML page (escaped, with its charts) and the CSV files. */
+	r->levels[0].measure.fn[LG_FN_SMTP_DATA].hist.count = 0;
+	lg_hist_record(&r->levels[0].measure.fn[LG_FN_SMTP_DATA].hist, 1500);
+	snprintf(path, sizeof(path), "%s/sub/dir", dir);
+	assert_true(lg_report_write_html(path, &set, r, &error));
+	assert_true(lg_report_write_csv(path, &set, r, &error));
+	const char *files[] = { "report.html", "functions.csv", "timeline.csv" };
+	const char *needles[] = { "ex&quot;ample.test", "level_pct,phase,function,limit_ms,attempts,pass,fail",
+				  "t_s,level_pct,phase" };
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(path, sizeof(path), "%s/sub/dir/%s", dir, files[i]);
+		f = fopen(path, "r");
+		assert_non_null(f);
+		n = fread(text, 1, sizeof(text) - 1, f);
+		text[n] = '\0';
+		fclose(f);
+		assert_non_null(strstr(text, needles[i]));
+		if (i == 0) {
+			assert_non_null(strstr(text, "<svg"));
+			assert_non_null(strstr(text, "Summary Results"));
+			assert_null(strstr(text, "ex\"ample"));
+		}
+		if (i == 1)
+			assert_non_null(strstr(text, "\n80,measure,smtp_data,5000,100,100,0,100.0000,1.500,"));
+		unlink(path);
+	}
+	snprintf(path, sizeof(path), "%s/sub/dir", dir);
+	rmdir(path);
+	snprintf(path, sizeof(path), "%s/sub", dir);
+	rmdir(path);
+	rmdir(dir);
+	free(r->levels);
+	free(r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_hist_buckets),
+		cmocka_unit_test(test_hist_quantiles),
+		cmocka_unit_test(test_hist_small),
+		cmocka_unit_test(test_pass_fail),
+		cmocka_unit_test(test_qos_verdict),
+		cmocka_unit_test(test_tracker),
+		cmocka_unit_test(test_tracker_many),
+		cmocka_unit_test(test_id_header),
+		cmocka_unit_test(test_validity),
+		cmocka_unit_test(test_report_output),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
