@@ -3,6 +3,9 @@
 noinst_LIBRARIES += dirsvc/libdirsvc.a
 
 dirsvc_libdirsvc_a_SOURCES = \
+	dirsvc/dirsvc.c dirsvc/dirsvc.h dirsvc/dirsvc-private.h \
+	dirsvc/dirsvc-results.c dirsvc/dirsvc-worker.c dirsvc/dirsvc-query.c \
+	dirsvc/dircache.c dirsvc/dircache.h \
 	dirsvc/ldap-escape.c dirsvc/ldap-escape.h \
 	dirsvc/ldif.c dirsvc/ldif.h \
 	dirsvc/pwhash.c dirsvc/pwhash.h \
@@ -22,7 +25,21 @@ noinst_PROGRAMS += dirsvc/mt-provision-gen
 dirsvc_mt_provision_gen_SOURCES = dirsvc/provision-gen-main.c
 dirsvc_mt_provision_gen_LDADD = dirsvc/libdirsvc.a $(DIRSVC_LIBS) $(MAILTIER_LIBS)
 
-check_PROGRAMS += tests/unit/test-provision
-TESTS += tests/unit/test-provision
-tests_unit_test_provision_SOURCES = tests/unit/test-provision.c
+dirsvc_unit_tests = tests/unit/test-provision tests/unit/test-dircache \
+	tests/unit/test-ldap-escape
+check_PROGRAMS += $(dirsvc_unit_tests)
+TESTS += $(dirsvc_unit_tests)
 tests_unit_test_provision_LDADD = dirsvc/libdirsvc.a $(DIRSVC_LIBS) $(UNIT_LIBS)
+tests_unit_test_dircache_LDADD = dirsvc/libdirsvc.a $(DIRSVC_LIBS) $(UNIT_LIBS)
+tests_unit_test_ldap_escape_LDADD = dirsvc/libdirsvc.a $(DIRSVC_LIBS) $(UNIT_LIBS)
+
+# Integration: lookups, auth, failover, slapd killed/stopped — real slapd.
+check_PROGRAMS += tests/integration/dirsvc-client
+tests_integration_dirsvc_client_LDADD = dirsvc/libdirsvc.a lib/libmtsettings.a \
+	$(DIRSVC_LIBS) $(MAILTIER_LIBS)
+TESTS += tests/integration/test-dirsvc.py
+EXTRA_DIST += tests/integration/test-dirsvc.py
+
+# Benchmarks (not installed): bench/dirsvc runs them.
+noinst_PROGRAMS += bench/dirsvc-cache
+bench_dirsvc_cache_LDADD = dirsvc/libdirsvc.a $(DIRSVC_LIBS) $(MAILTIER_LIBS)

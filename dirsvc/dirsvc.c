@@ -1,0 +1,471 @@
+/* dirsvc.c — libdirsvc's front half (see dirsvc.h): the service object,
+ * per-loop clients that carry results back to their event_base, requests,
+ * the cache fast path and the counters. The LDAP half is dirsvc-worker.c
+ * and dirsvc-query.c.
+ *
+ * Completion: each client owns an eventfd watched by its base. A worker
+ * appends a finished request to the client's list under the client's mutex
+ * and writes the eventfd only when the list was empty; a cache hit appends
+ * from the client's own thread and activates the event directly. Either way
+ * the callback runs from the loop, never inside the call that asked.
+ * Lifetime: a client is reference-counted by its outstanding requests, so a
+ * worker finishing a request for a client that is gone frees the request
+ * (and the client's last remains) instead of touching its loop.
+ * Trust boundary: as dirsvc.h; client input is checked here before it is
+ * queued or used as a cache key. Result storage and the cache encodings are
+ * in dirsvc-results.c. */
+#include "dirsvc-private.h"
+
+#include "alloc.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+struct mt_dirsvc_client {
+	struct mt_dirsvc *dirsvc;
+	struct event_base *base;
+	int efd;
+	struct event *ev;
+	pthread_mutex_t lock;
+	struct mt_dirsvc_request *done, **done_tail;
+	unsigned int refs;	/* the owner + one per outstanding request */
+	_Atomic bool closed;
+};
+
+/* Errors from mt_dirsvc_new(): valid until this thread's next call. */
+static _Thread_local char new_error[512];
+
+uint64_t mt_dirsvc_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Settings */
+
+/* The first line of path, without its line end. */
+static bool read_secret(const char *path, struct berval *bv, const char **error_r)
+{
+	FILE *f = fopen(path, "re");
+	char *line = NULL;
+	size_t cap = 0;
+
+	if (f == NULL) {
+		snprintf(new_error, sizeof(new_error),
+			 "directory: bind_password_file %s: %s", path, strerror(errno));
+		*error_r = new_error;
+		return false;
+	}
+	ssize_t n = getline(&line, &cap, f);
+	fclose(f);
+	if (n <= 0) {
+		free(line);
+		snprintf(new_error, sizeof(new_error),
+			 "directory: bind_password_file %s is empty", path);
+		*error_r = new_error;
+		return false;
+	}
+	line[strcspn(line, "\r\n")] = '\0';
+	bv->bv_val = line;
+	bv->bv_len = strlen(line);
+	return true;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcasecmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void copy_shards(struct mt_dirsvc *d, const struct mt_config *config)
+{
+	const struct mt_section *sec = config != NULL ?
+		mt_config_section(config, "shards", NULL) : NULL;
+
+	d->check_shards = config != NULL;
+	if (sec == NULL || sec->n_entries == 0)
+		return;
+	d->shards = mt_xcalloc(sec->n_entries, sizeof(char *));
+	for (size_t i = 0; i < sec->n_entries; i++)
+		d->shards[i] = mt_xstrdup(sec->entries[i].key);
+	d->n_shards = sec->n_entries;
+	qsort(d->shards, d->n_shards, sizeof(char *), cmp_str);
+}
+
+const char *mt_dirsvc_shard_name(const struct mt_dirsvc *d, const char *shard)
+{
+	char *const *found = bsearch(&shard, d->shards, d->n_shards,
+				     sizeof(char *), cmp_str);
+	return found != NULL ? *found : NULL;
+}
+
+static void dirsvc_destroy(struct mt_dirsvc *d)
+{
+	mt_dircache_free(&d->cache);
+	for (size_t i = 0; i < d->n_uris; i++)
+		free(d->uris[i].uri);
+	free(d->uris);
+	for (size_t i = 0; i < d->n_shards; i++)
+		free(d->shards[i]);
+	free(d->shards);
+	if (d->bind_pw.bv_val != NULL) {
+		explicit_bzero(d->bind_pw.bv_val, d->bind_pw.bv_len);
+		free(d->bind_pw.bv_val);
+	}
+	free(d->base_dn);
+	free(d->bind_dn);
+	pthread_cond_destroy(&d->cond);
+	pthread_mutex_destroy(&d->lock);
+	free(d);
+}
+
+struct mt_dirsvc *mt_dirsvc_new(const struct mt_directory_settings *set,
+				const struct mt_config *config,
+				const char **error_r)
+{
+	if (set->uris.count == 0 || set->base_dn == NULL || set->base_dn[0] == '\0') {
+		*error_r = "directory: uris and base_dn are required";
+		return NULL;
+	}
+	struct mt_dirsvc *d = mt_xcalloc(1, sizeof(*d));
+	pthread_mutex_init(&d->lock, NULL);
+	pthread_cond_init(&d->cond, NULL);
+	d->queue_tail = &d->queue;
+	d->base_dn = mt_xstrdup(set->base_dn);
+	if (set->bind_dn != NULL && set->bind_dn[0] != '\0') {
+		d->bind_dn = mt_xstrdup(set->bind_dn);
+		if (!read_secret(set->bind_password_file, &d->bind_pw, error_r)) {
+			dirsvc_destroy(d);
+			return NULL;
+		}
+	}
+	d->uris = mt_xcalloc(set->uris.count, sizeof(*d->uris));
+	for (size_t i = 0; i < set->uris.count; i++)
+		d->uris[i].uri = mt_xstrdup(set->uris.items[i]);
+	d->n_uris = set->uris.count;
+	d->timeout = set->timeout > 0 ? set->timeout : 1;
+	d->cache_ttl = set->cache_ttl;
+	d->negative_ttl = set->negative_cache_ttl;
+	d->auth_method = (enum mt_auth_method)set->auth_method;
+	copy_shards(d, config);
+	if (set->cache_entries > 0 && (d->cache_ttl > 0 || d->negative_ttl > 0))
+		d->cache = mt_dircache_new(set->cache_entries, NULL, NULL);
+	d->n_workers = set->pool_size > 0 ? set->pool_size : 1;
+	if (!mt_dirsvc_workers_start(d, error_r)) {
+		dirsvc_destroy(d);
+		return NULL;
+	}
+	return d;
+}
+
+void mt_dirsvc_free(struct mt_dirsvc **dirsvc_p)
+{
+	struct mt_dirsvc *d = *dirsvc_p;
+
+	if (d == NULL)
+		return;
+	*dirsvc_p = NULL;
+	mt_dirsvc_workers_stop(d);
+	dirsvc_destroy(d);
+}
+
+/* Requests */
+
+static void request_free(struct mt_dirsvc_request *req)
+{
+	if (req->password != NULL) {
+		explicit_bzero(req->password, strlen(req->password));
+		free(req->password);
+	}
+	free(req);
+}
+
+/* Drop one reference; the last one frees the client. Called with
+ * client->lock held; unlocks it. */
+static void client_unref_unlock(struct mt_dirsvc_client *client)
+{
+	bool last = --client->refs == 0;
+
+	pthread_mutex_unlock(&client->lock);
+	if (last) {
+		pthread_mutex_destroy(&client->lock);
+		free(client);
+	}
+}
+
+const struct mt_logctx *mt_dirsvc_req_log(const struct mt_dirsvc_request *req)
+{
+	return req->have_log ? &req->log : NULL;
+}
+
+void mt_dirsvc_req_complete(struct mt_dirsvc_request *req)
+{
+	struct mt_dirsvc_client *client = req->client;
+
+	pthread_mutex_lock(&client->lock);
+	if (atomic_load(&client->closed)) {
+		request_free(req);
+		client_unref_unlock(client);
+		return;
+	}
+	bool was_empty = client->done == NULL;
+	req->next = NULL;
+	*client->done_tail = req;
+	client->done_tail = &req->next;
+	/* Under the lock: once the client is closed its eventfd may be
+	 * closed and the number reused. */
+	if (was_empty) {
+		uint64_t one = 1;
+		while (write(client->efd, &one, sizeof(one)) < 0 && errno == EINTR)
+			;
+	}
+	pthread_mutex_unlock(&client->lock);
+}
+
+bool mt_dirsvc_req_abandoned(const struct mt_dirsvc_request *req)
+{
+	/* The request's reference keeps the client's memory alive. */
+	return atomic_load(&req->client->closed);
+}
+
+/* Finish a request on the client's own thread (cache hit, bad input). */
+static struct mt_dirsvc_request *
+complete_local(struct mt_dirsvc_request *req)
+{
+	struct mt_dirsvc_client *client = req->client;
+
+	pthread_mutex_lock(&client->lock);
+	bool was_empty = client->done == NULL;
+	req->next = NULL;
+	*client->done_tail = req;
+	client->done_tail = &req->next;
+	pthread_mutex_unlock(&client->lock);
+	if (was_empty)
+		event_active(client->ev, EV_READ, 1);
+	return req;
+}
+
+static void run_callback(struct mt_dirsvc_request *req)
+{
+	if (req->kind == DIRSVC_LOOKUP)
+		req->callback.recipient(&req->result.recipient, req->context);
+	else
+		req->callback.auth(&req->result.auth, req->context);
+}
+
+/* The client's event: run the callbacks of every finished request. */
+static void client_dispatch(evutil_socket_t fd, short what, void *arg)
+{
+	struct mt_dirsvc_client *client = arg;
+	uint64_t count;
+
+	(void)what;
+	if (read(fd, &count, sizeof(count)) < 0 && errno != EAGAIN &&
+	    errno != EINTR)
+		mt_error("dirsvc: client eventfd read: %s", strerror(errno));
+	pthread_mutex_lock(&client->lock);
+	struct mt_dirsvc_request *req = client->done, *next;
+	client->done = NULL;
+	client->done_tail = &client->done;
+	pthread_mutex_unlock(&client->lock);
+	for (; req != NULL; req = next) {
+		next = req->next;
+		if (!atomic_load_explicit(&req->cancelled, memory_order_relaxed))
+			run_callback(req);
+		request_free(req);
+		pthread_mutex_lock(&client->lock);
+		client_unref_unlock(client);	/* never the last: owner holds one */
+	}
+}
+
+struct mt_dirsvc_client *mt_dirsvc_client_new(struct mt_dirsvc *dirsvc,
+					      struct event_base *base)
+{
+	struct mt_dirsvc_client *client = mt_xcalloc(1, sizeof(*client));
+
+	client->dirsvc = dirsvc;
+	client->base = base;
+	client->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (client->efd < 0)
+		mt_panic("dirsvc: eventfd: %s", strerror(errno));
+	client->ev = event_new(base, client->efd, EV_READ | EV_PERSIST,
+			       client_dispatch, client);
+	if (client->ev == NULL || event_add(client->ev, NULL) < 0)
+		mt_panic("dirsvc: cannot add the client event");
+	pthread_mutex_init(&client->lock, NULL);
+	client->done_tail = &client->done;
+	client->refs = 1;
+	return client;
+}
+
+void mt_dirsvc_client_free(struct mt_dirsvc_client **client_p)
+{
+	struct mt_dirsvc_client *client = *client_p;
+
+	if (client == NULL)
+		return;
+	*client_p = NULL;
+	pthread_mutex_lock(&client->lock);
+	atomic_store(&client->closed, true);
+	struct mt_dirsvc_request *req = client->done, *next;
+	client->done = NULL;
+	client->done_tail = &client->done;
+	pthread_mutex_unlock(&client->lock);
+	/* No worker touches the eventfd once closed is set. */
+	event_free(client->ev);
+	close(client->efd);
+	pthread_mutex_lock(&client->lock);
+	for (; req != NULL; req = next) {
+		next = req->next;
+		request_free(req);
+		client->refs--;		/* the owner's ref is still held */
+	}
+	/* Requests still with the workers are freed when they finish. */
+	client_unref_unlock(client);
+}
+
+static struct mt_dirsvc_request *
+request_new(struct mt_dirsvc_client *client, enum dirsvc_request_kind kind,
+	    const struct mt_logctx *log, void *context)
+{
+	struct mt_dirsvc_request *req = mt_xmalloc(sizeof(*req));
+
+	/* Only the header: strings and reason are written before use. */
+	memset(req, 0, offsetof(struct mt_dirsvc_request, strings));
+	req->reason[0] = '\0';
+	req->client = client;
+	req->kind = kind;
+	req->context = context;
+	if (log != NULL) {
+		req->have_log = true;
+		req->log = *log;
+	}
+	req->deadline = mt_dirsvc_now_ms() + client->dirsvc->timeout;
+	pthread_mutex_lock(&client->lock);
+	client->refs++;
+	pthread_mutex_unlock(&client->lock);
+	return req;
+}
+
+/* Copy the checked value into req->key, ASCII letters lower-cased. */
+static void set_key(struct mt_dirsvc_request *req, const char *value)
+{
+	size_t i = 0;
+	for (; value[i] != '\0'; i++) {
+		char c = value[i];
+		req->key[i] = c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
+	}
+	req->key[i] = '\0';
+}
+
+void mt_dirsvc_request_cancel(struct mt_dirsvc_request **request_p)
+{
+	struct mt_dirsvc_request *req = *request_p;
+
+	if (req == NULL)
+		return;
+	*request_p = NULL;
+	atomic_store(&req->cancelled, true);
+}
+
+/* The two requests */
+
+struct mt_dirsvc_request *
+mt_dirsvc_lookup_recipient(struct mt_dirsvc_client *client,
+			   const struct mt_logctx *log, const char *address,
+			   mt_dirsvc_recipient_cb_t *callback, void *context)
+{
+	struct mt_dirsvc *d = client->dirsvc;
+	struct mt_dirsvc_request *req = request_new(client, DIRSVC_LOOKUP, log,
+						    context);
+	const char *error;
+
+	atomic_fetch_add_explicit(&d->stats.lookups, 1, memory_order_relaxed);
+	req->callback.recipient = callback;
+	if (!mt_ldap_value_check(address, MT_LDAP_VALUE_MAX, &error)) {
+		req->result.recipient.status = MT_DIRSVC_INVALID;
+		mt_dirsvc_req_reason(req, "invalid address: %s", error);
+		return complete_local(req);
+	}
+	set_key(req, address);
+	if (mt_dirsvc_recipient_from_cache(d, req))
+		return complete_local(req);
+	req->strings_len = 0;
+	mt_dirsvc_workers_submit(d, req);
+	return req;
+}
+
+struct mt_dirsvc_request *
+mt_dirsvc_authenticate(struct mt_dirsvc_client *client,
+		       const struct mt_logctx *log, const char *user,
+		       const char *password, mt_dirsvc_auth_cb_t *callback,
+		       void *context)
+{
+	struct mt_dirsvc *d = client->dirsvc;
+	struct mt_dirsvc_request *req = request_new(client, DIRSVC_AUTH, log,
+						    context);
+	struct mt_dirsvc_auth *a = &req->result.auth;
+	const char *error;
+	size_t pwlen = strlen(password);
+
+	atomic_fetch_add_explicit(&d->stats.auths, 1, memory_order_relaxed);
+	req->callback.auth = callback;
+	if (!mt_ldap_value_check(user, MT_LDAP_VALUE_MAX, &error)) {
+		a->status = MT_DIRSVC_AUTH_BAD_CREDENTIALS;
+		mt_dirsvc_req_reason(req, "invalid user name: %s", error);
+		return complete_local(req);
+	}
+	/* RFC 4513 section 5.1.2: a simple bind with a DN and an empty
+	 * password is an unauthenticated bind, which may "succeed". */
+	if (pwlen == 0 || pwlen > MT_DIRSVC_PASSWORD_MAX) {
+		a->status = MT_DIRSVC_AUTH_BAD_CREDENTIALS;
+		mt_dirsvc_req_reason(req, pwlen == 0 ? "empty password" :
+				     "password too long");
+		return complete_local(req);
+	}
+	set_key(req, user);
+	req->password = mt_xstrdup(password);
+	if (mt_dirsvc_auth_from_cache(d, req)) {
+		atomic_fetch_add_explicit(&d->stats.auth_ok, 1,
+					  memory_order_relaxed);
+		return complete_local(req);
+	}
+	req->strings_len = 0;
+	mt_dirsvc_workers_submit(d, req);
+	return req;
+}
+
+/* Counters */
+
+void mt_dirsvc_log_stats(struct mt_dirsvc *d)
+{
+	struct mt_buf line = MT_BUF_INIT;
+	const struct dirsvc_stats *s = &d->stats;
+
+	mt_buf_append_str(&line, "dirsvc stats: ");
+	if (d->cache != NULL)
+		mt_dircache_stats_append(d->cache, &line);
+	else
+		mt_buf_append_str(&line, "cache=off");
+#define C(name) (unsigned long long)atomic_load_explicit(&s->name, memory_order_relaxed)
+	mt_buf_appendf(&line, " lookups=%llu auths=%llu auth_ok=%llu auth_bad=%llu "
+		       "ldap_searches=%llu ldap_binds=%llu ldap_errors=%llu "
+		       "connects=%llu connect_failures=%llu timeouts=%llu "
+		       "tempfails=%llu",
+		       C(lookups), C(auths), C(auth_ok), C(auth_bad),
+		       C(ldap_searches), C(ldap_binds), C(ldap_errors),
+		       C(connects), C(connect_failures), C(timeouts),
+		       C(tempfails));
+#undef C
+	mt_info("%s", line.data);
+	mt_buf_free(&line);
+}
