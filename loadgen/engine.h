@@ -4,6 +4,11 @@
  * pop-client.h), thousands at once without threads; delivery probes; the
  * SMTP sink in the same loop; a cool-down that waits (bounded) for the last
  * sessions and deliveries; progress on the terminal.
+ *
+ * A run can be one share of a bigger one (schedule.h: users K mod N): the
+ * engine then starts only its users' sessions, and a coordinator (a
+ * manager process, through the hooks) routes the sink's arrivals to it,
+ * takes its heartbeats and decides when a ramp stops.
  * Trust boundary: the settings come from the operator; everything from the
  * system under test is handled by the sessions and the sink. */
 #ifndef LG_ENGINE_H
@@ -14,6 +19,9 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "progress.h"
+#include "resolve.h"
+#include "schedule.h"
 #include "sink.h"
 #include "stats.h"
 #include "tracker.h"
@@ -40,6 +48,12 @@ struct lg_run_settings {
 	 * row missed QoS (0: run them all). */
 	bool ramp;
 	unsigned int stop_after_failures;
+	/* This process's users (count <= 1: all of them). */
+	struct lg_share share;
+	/* 0: a new random one; else the run's base | the share's slot. */
+	uint64_t run_id;
+	/* A coordinator's sink times the remote copies (a worker has none). */
+	bool remote_sink;
 };
 
 struct lg_level_result {
@@ -76,15 +90,50 @@ struct lg_run_result {
 	struct lg_sample *samples;	/* one a second */
 	size_t n_samples, samples_cap;
 	double elapsed_s;
+	unsigned int generators;	/* processes that made the load */
 };
 
-/* Run; false with a reason on a setup error (bad address, port in use). */
+struct lg_engine;
+struct event_base;
+
+/* A coordinated run (a worker of a manager): the coordinator's side. */
+struct lg_engine_hooks {
+	/* The loop is ready (before the first level): hook in. */
+	bool (*attach)(struct lg_engine *engine, struct event_base *base,
+		       void *context, const char **error_r);
+	/* About once a second: where the run is. */
+	void (*beat)(struct lg_engine *engine, const struct lg_progress *progress,
+		     void *context);
+	/* A level's measured phase ended (its figures so far). The engine
+	 * goes on to the next level; a ramp stops on lg_engine_stop_levels(). */
+	void (*measured)(struct lg_engine *engine, size_t level,
+			 const struct lg_stats *measure, void *context);
+	/* The run is over: unhook (before the loop is freed). */
+	void (*detach)(struct lg_engine *engine, void *context);
+	void *context;
+};
+
+/* Run; false with a reason on a setup error (bad address, port in use).
+ * hooks: NULL for a run of its own (it prints its progress, decides its
+ * ramp and runs the sink itself). */
 bool lg_engine_run(const struct lg_run_settings *set,
+		   const struct lg_engine_hooks *hooks,
 		   struct lg_run_result *result, const char **error_r);
 void lg_run_result_free(struct lg_run_result *result);
+/* Set up result's levels for set (all counts zero). */
+void lg_run_result_init(struct lg_run_result *result,
+			const struct lg_run_settings *set);
+/* Append a timeline sample. */
+void lg_run_result_add_sample(struct lg_run_result *result, double t_s,
+			      const struct lg_progress *progress);
 
-/* Resolve "host:port" / "[v6]:port" for connecting. */
-bool lg_resolve(const char *hostport, struct sockaddr_storage *ss,
-		socklen_t *len_r, const char **error_r);
+/* For the coordinator, from the engine's loop: */
+/* A message with this id arrived at the (manager's) sink. */
+void lg_engine_arrival(struct lg_engine *engine, const char *id, size_t len,
+		       unsigned int count);
+/* The ramp stops: no more levels, cool down now. */
+void lg_engine_stop_levels(struct lg_engine *engine);
+/* Stop as on SIGINT: no new sessions, the open ones end, then the result. */
+void lg_engine_interrupt(struct lg_engine *engine);
 
 #endif

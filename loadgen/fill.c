@@ -1,23 +1,43 @@
-/* fill.c — the initial mailbox fill (see fill.h): a window of concurrent
- * SMTP sessions, one message each, users in order, counts and sizes from
- * the seeded tables (the same seed fills the same mailboxes).
+/* fill.c — the initial mailbox fill (see fill.h): per target (the SMTP
+ * server, or each LMTP shard) a cursor over the users that target holds
+ * and a window of concurrent sessions; by SMTP one message a session, by
+ * LMTP as many as the cursor has on one connection.
  * Trust boundary: server replies, handled by smtp-client.c. The work is
- * bounded: one session per planned message, each step under a timeout. */
+ * bounded: every planned message is handed out once, and each step of
+ * each session runs under the step timeout. */
 #include "fill.h"
 
 #include "alloc.h"
-#include "engine.h"
 #include "log.h"
 #include "loop.h"
+#include "resolve.h"
+#include "session.h"
+#include "shard.h"
 #include "smtp-client.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <event2/event.h>
 
-/* Stream of the fill's draws (the run's levels use 0..). */
-#define FILL_STREAM 0x66696c6cULL
+/* Streams of the fill's draws: this plus the user number (the run's
+ * levels use small stream numbers). */
+#define FILL_STREAM (0x66696c6cULL << 32)
+
+struct fill;
+
+struct target {
+	struct fill *f;
+	size_t index;
+	const char *name;		/* for messages */
+	bool lmtp;
+	struct sockaddr_storage addr;
+	socklen_t addrlen;
+	struct lg_fill_user cursor;	/* the user being filled */
+	bool exhausted;
+	unsigned int open;
+};
 
 struct fill {
 	const struct lg_fill_settings *set;
@@ -25,20 +45,39 @@ struct fill {
 	struct mt_loop *loop;
 	struct lg_session_env env;
 	char helo[300];
-	struct sockaddr_storage addr;
-	socklen_t addrlen;
-	struct lg_rng rng;
-	uint64_t user;			/* being filled (1-based), 0 before */
-	unsigned int left_for_user;	/* messages still to start for it */
-	unsigned int open;
+	struct target targets[LG_FILL_MAX_TARGETS];
+	size_t n_targets;
+	uint8_t *shard_of;		/* per user (1-based), when sharded */
 	bool stopping;
-	uint64_t seq;
+	uint64_t seq, handed;
 	struct lg_session *active;	/* open sessions */
 	struct lg_session *dead;
 	struct event *pump_ev;		/* frees finished sessions, starts more */
 	struct event *progress_ev;
 	uint64_t start_us;
 };
+
+void lg_fill_user_begin(struct lg_fill_user *u, uint64_t seed, uint64_t user)
+{
+	lg_rng_seed(&u->rng, seed, FILL_STREAM + user);
+	u->user = user;
+	u->left = lg_weighted_pick(lg_mailbox_table, lg_mailbox_table_len, &u->rng);
+}
+
+bool lg_fill_user_next(struct lg_fill_user *u, struct lg_message_plan *plan)
+{
+	if (u->left == 0)
+		return false;
+	u->left--;
+	*plan = (struct lg_message_plan){
+		.from_remote = true,
+		.sender = 1 + lg_rng_below(&u->rng, LG_REMOTE_USERS),
+		.size = lg_workload_message_size(&u->rng),
+		.n_rcpts = 1, .n_local = 1,
+		.rcpts = { { .remote = false, .user = u->user } },
+	};
+	return true;
+}
 
 static void schedule_pump(struct fill *f)
 {
@@ -47,13 +86,52 @@ static void schedule_pump(struct fill *f)
 	evtimer_add(f->pump_ev, &now);
 }
 
+/* The next message for target t: false when its users are all done. The
+ * loop skips the users of other shards: bounded by the user count. */
+static bool next_message(struct target *t, struct lg_message_plan *plan)
+{
+	struct fill *f = t->f;
+	uint64_t users = f->set->wl.users;
+
+	if (f->stopping)
+		return false;
+	while (!t->exhausted && !lg_fill_user_next(&t->cursor, plan)) {
+		uint64_t user = t->cursor.user + 1;
+		while (user <= users && f->shard_of != NULL && f->shard_of[user] != t->index)
+			user++;
+		if (user > users) {
+			t->exhausted = true;
+			break;
+		}
+		lg_fill_user_begin(&t->cursor, f->set->seed, user);
+		f->result->users++;
+		f->result->messages_planned += t->cursor.left;
+		f->result->target_users[t->index]++;
+		f->result->target_messages[t->index] += t->cursor.left;
+	}
+	if (t->exhausted)
+		return false;
+	f->handed++;
+	return true;
+}
+
+/* LMTP: the next transaction on the same connection. */
+static bool next_cb(void *context, struct lg_message_plan *plan, uint64_t *seq_r)
+{
+	struct target *t = context;
+
+	if (!next_message(t, plan))
+		return false;
+	*seq_r = ++t->f->seq;
+	return true;
+}
+
 static void fill_done(struct lg_session *s, void *context)
 {
-	struct fill *f = context;
+	struct target *t = context;
+	struct fill *f = t->f;
 
-	f->open--;
-	if (s->failed)
-		f->result->messages_failed++;
+	t->open--;
 	if (s->prev != NULL || f->active == s) {	/* linked (see pump_cb) */
 		if (s->prev != NULL)
 			s->prev->next = s->next;
@@ -70,56 +148,49 @@ static void fill_done(struct lg_session *s, void *context)
 	schedule_pump(f);
 }
 
-/* The next message to send: false when every user is done. */
-static bool next_message(struct fill *f, struct lg_message_plan *plan)
+/* Start sessions on t up to its window; false when one failed at once. */
+static bool start_sessions(struct fill *f, struct target *t)
 {
-	while (f->left_for_user == 0) {
-		if (f->user >= f->set->wl.users)
-			return false;
-		f->user++;
-		f->result->users++;
-		f->left_for_user = lg_weighted_pick(lg_mailbox_table,
-						    lg_mailbox_table_len, &f->rng);
-		f->result->messages_planned += f->left_for_user;
+	struct lg_message_plan plan;
+
+	while (t->open < f->set->concurrency && next_message(t, &plan)) {
+		struct lg_smtp_params params = {
+			.plan = &plan, .seq = ++f->seq, .lmtp = t->lmtp,
+			.next = t->lmtp ? next_cb : NULL, .next_context = t,
+		};
+		t->open++;
+		struct lg_session *s = lg_smtp_session_start(&f->env, LG_KIND_SMTP_REMOTE,
+					  &f->result->stats, (struct sockaddr *)&t->addr,
+					  t->addrlen, &params, fill_done, t);
+		if (s->finished)
+			return false;	/* failed at once: freed, and more next time */
+		s->next = f->active;
+		if (f->active != NULL)
+			f->active->prev = s;
+		f->active = s;
 	}
-	f->left_for_user--;
-	*plan = (struct lg_message_plan){
-		.from_remote = true,
-		.sender = 1 + lg_rng_below(&f->rng, LG_REMOTE_USERS),
-		.size = lg_workload_message_size(&f->rng),
-		.n_rcpts = 1, .n_local = 1,
-		.rcpts = { { .remote = false, .user = f->user } },
-	};
 	return true;
 }
 
 static void pump_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct fill *f = arg;
-	struct lg_message_plan plan;
+	bool all_done = true;
 
 	while (f->dead != NULL) {
 		struct lg_session *s = f->dead;
 		f->dead = s->next;
 		lg_session_free(&s);
 	}
-	while (!f->stopping && f->open < f->set->concurrency &&
-	       next_message(f, &plan)) {
-		struct lg_smtp_params params = { .plan = &plan, .seq = ++f->seq };
-		f->open++;
-		struct lg_session *s = lg_smtp_session_start(&f->env, LG_KIND_SMTP_REMOTE,
-					  &f->result->stats, (struct sockaddr *)&f->addr,
-					  f->addrlen, &params, fill_done, f);
-		if (s->finished)
-			break;	/* failed at once: free it, go on next time */
-		s->next = f->active;
-		if (f->active != NULL)
-			f->active->prev = s;
-		f->active = s;
+	for (size_t i = 0; i < f->n_targets; i++) {
+		struct target *t = &f->targets[i];
+		if (!start_sessions(f, t))
+			break;
 	}
-	bool all_started = f->stopping ||
-		(f->user >= f->set->wl.users && f->left_for_user == 0);
-	if (f->open == 0 && f->dead == NULL && all_started)
+	for (size_t i = 0; i < f->n_targets; i++)
+		all_done &= f->targets[i].open == 0 &&
+			(f->stopping || f->targets[i].exhausted);
+	if (all_done && f->dead == NULL)
 		mt_loop_exit(f->loop);
 	else if (f->dead != NULL)
 		schedule_pump(f);
@@ -132,10 +203,10 @@ static void progress_cb(evutil_socket_t fd, short what, void *arg)
 	double s = (double)(lg_now_us() - f->start_us) / 1e6;
 	uint64_t sent = f->result->stats.counters.msgs_remote_sent;
 
-	fprintf(stderr, "[fill %4.0f s] users %llu/%llu, messages %llu accepted, %llu failed, "
-		"%.0f msgs/s\n", s, (unsigned long long)f->user,
+	fprintf(stderr, "[fill %4.0f s] users %llu/%llu, messages %llu accepted, %llu "
+		"failed, %.0f msgs/s\n", s, (unsigned long long)f->result->users,
 		(unsigned long long)f->set->wl.users, (unsigned long long)sent,
-		(unsigned long long)f->result->messages_failed, s > 0 ? (double)sent / s : 0);
+		(unsigned long long)(f->handed - sent), s > 0 ? (double)sent / s : 0);
 	evtimer_add(f->progress_ev, &tv);
 }
 
@@ -149,6 +220,48 @@ static void fill_drain(void *context)
 	schedule_pump(f);
 }
 
+/* The targets, and with several shards each user's shard. */
+static bool setup_targets(struct fill *f, const char **error_r)
+{
+	const struct lg_fill_settings *set = f->set;
+	const char *names[LG_FILL_MAX_TARGETS];
+	char addr[320];
+
+	f->n_targets = set->smtp != NULL ? 1 : set->n_lmtp;
+	if (f->n_targets == 0 || f->n_targets > LG_FILL_MAX_TARGETS) {
+		*error_r = "no server, or too many shards";
+		return false;
+	}
+	for (size_t i = 0; i < f->n_targets; i++) {
+		struct target *t = &f->targets[i];
+		const char *hostport = set->smtp != NULL ? set->smtp : set->lmtp[i].hostport;
+		*t = (struct target){ .f = f, .index = i, .lmtp = set->smtp == NULL,
+				      .name = hostport };
+		t->cursor.user = 0;
+		names[i] = set->smtp != NULL || set->lmtp[i].name == NULL ? "" :
+			set->lmtp[i].name;
+		if (!lg_resolve(hostport, &t->addr, &t->addrlen, error_r))
+			return false;
+	}
+	if (f->n_targets == 1)
+		return true;
+	f->shard_of = mt_xmalloc(set->wl.users + 1);
+	for (uint64_t k = 1; k <= set->wl.users; k++) {
+		lg_format_address(addr, sizeof(addr), &set->wl, false, k);
+		f->shard_of[k] = (uint8_t)lg_shard_pick(addr, names, f->n_targets);
+	}
+	return true;
+}
+
+static void free_sessions(struct lg_session **list)
+{
+	while (*list != NULL) {
+		struct lg_session *s = *list;
+		*list = s->next;
+		lg_session_free(&s);
+	}
+}
+
 bool lg_fill_run(const struct lg_fill_settings *set,
 		 struct lg_fill_result *result, const char **error_r)
 {
@@ -158,11 +271,10 @@ bool lg_fill_run(const struct lg_fill_settings *set,
 
 	memset(result, 0, sizeof(*result));
 	lg_stats_init(&result->stats);
-	if (!lg_resolve(set->smtp, &f.addr, &f.addrlen, error_r))
+	if (!setup_targets(&f, error_r) || (f.loop = mt_loop_new(error_r)) == NULL) {
+		free(f.shard_of);
 		return false;
-	if ((f.loop = mt_loop_new(error_r)) == NULL)
-		return false;
-	lg_rng_seed(&f.rng, set->seed, FILL_STREAM);
+	}
 	snprintf(f.helo, sizeof(f.helo), "loadgen.%s", set->wl.remote_domain);
 	f.env = (struct lg_session_env){
 		.base = mt_loop_base(f.loop), .wl = &set->wl, .tracker = NULL,
@@ -186,21 +298,15 @@ bool lg_fill_run(const struct lg_fill_settings *set,
 	ok = true;
 out:
 	result->messages_sent = result->stats.counters.msgs_remote_sent;
+	result->messages_failed = f.handed - result->messages_sent;
 	result->octets = result->stats.counters.bytes_up;
 	result->elapsed_s = (double)(lg_now_us() - f.start_us) / 1e6;
 	/* Sessions still open (a drain that ran out of time) end uncounted. */
-	while (f.active != NULL) {
-		struct lg_session *s = f.active;
-		f.active = s->next;
-		lg_session_free(&s);
-	}
-	while (f.dead != NULL) {
-		struct lg_session *s = f.dead;
-		f.dead = s->next;
-		lg_session_free(&s);
-	}
+	free_sessions(&f.active);
+	free_sessions(&f.dead);
 	event_free(f.pump_ev);
 	event_free(f.progress_ev);
 	mt_loop_free(&f.loop);
+	free(f.shard_of);
 	return ok;
 }

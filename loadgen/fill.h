@@ -1,10 +1,16 @@
 /* fill.h — `mailtier-load fill`: put the published initial mailbox
  * contents into the store before a run (WORKLOAD.md: 0 messages 26.5%,
  * 1: 16.11%, 2: 12.25%, then a tail to 28), sized for the 100% level and
- * not changed between levels. Each user's count is drawn from the seeded
- * mailbox table, each message's size from the size table; the messages go
- * in by SMTP from remote senders, at most `concurrency` sessions at once.
- * Trust boundary: the server's replies (untrusted; see session.h). */
+ * not changed between levels. Each user's messages (how many, and each
+ * one's size and remote sender) come from that user's own seeded stream,
+ * so the same seed fills the same mailboxes whichever way they go in:
+ *   - by SMTP through the MTA, one message a session, `concurrency`
+ *     sessions at once;
+ *   - by LMTP straight to the store shards (faster: no MTA queue, many
+ *     messages a connection), `concurrency` connections per shard, each
+ *     user to the shard dirsvc's rendezvous hash gives its address among
+ *     the shard names (shard.h), or to the one LMTP server given.
+ * Trust boundary: the servers' replies (untrusted; see session.h). */
 #ifndef LG_FILL_H
 #define LG_FILL_H
 
@@ -14,11 +20,20 @@
 #include "stats.h"
 #include "workload.h"
 
+#define LG_FILL_MAX_TARGETS 64
+
+struct lg_fill_target {
+	const char *name;		/* shard name (the users' mailHost); NULL: the only one */
+	const char *hostport;
+};
+
 struct lg_fill_settings {
 	struct lg_workload wl;
-	const char *smtp;		/* HOST:PORT */
+	const char *smtp;		/* HOST:PORT; NULL when by LMTP */
+	const struct lg_fill_target *lmtp; /* LMTP servers (shards) */
+	size_t n_lmtp;
 	uint64_t seed;
-	unsigned int concurrency;	/* sessions open at once */
+	unsigned int concurrency;	/* sessions at once per server */
 	unsigned int step_timeout_ms;
 	unsigned int progress_ms;	/* 0: no progress lines */
 };
@@ -26,13 +41,26 @@ struct lg_fill_settings {
 struct lg_fill_result {
 	uint64_t users;
 	uint64_t messages_planned;	/* what the table gave all users */
-	uint64_t messages_sent;		/* accepted by the server */
-	uint64_t messages_failed;
+	uint64_t messages_sent;		/* accepted by the servers */
+	uint64_t messages_failed;	/* handed to a session, not accepted */
 	uint64_t octets;
 	double elapsed_s;
 	bool interrupted;
-	struct lg_stats stats;		/* the SMTP steps, sessions, errors */
+	uint64_t target_messages[LG_FILL_MAX_TARGETS];	/* planned per server */
+	uint64_t target_users[LG_FILL_MAX_TARGETS];
+	struct lg_stats stats;		/* the SMTP/LMTP steps, sessions, errors */
 };
+
+/* How many messages user K gets, and each one's plan, from the user's
+ * own stream: the same for any path and any order of users. */
+struct lg_fill_user {
+	struct lg_rng rng;
+	uint64_t user;
+	unsigned int left;
+};
+void lg_fill_user_begin(struct lg_fill_user *u, uint64_t seed, uint64_t user);
+/* The user's next message; false when it has none left. */
+bool lg_fill_user_next(struct lg_fill_user *u, struct lg_message_plan *plan);
 
 /* Fill every user's mailbox; false with a reason on a setup error. */
 bool lg_fill_run(const struct lg_fill_settings *set,

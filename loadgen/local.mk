@@ -16,13 +16,24 @@ loadgen_libloadgen_a_SOURCES = \
 	loadgen/smtp-client.c loadgen/smtp-client.h \
 	loadgen/pop-client.c loadgen/pop-client.h \
 	loadgen/sink.c loadgen/sink.h \
-	loadgen/engine.c loadgen/engine.h \
+	loadgen/resolve.c loadgen/resolve.h \
+	loadgen/progress.c loadgen/progress.h \
+	loadgen/engine.c loadgen/engine.h loadgen/engine-sessions.c \
+	loadgen/engine-private.h \
+	loadgen/run-options.c loadgen/run-options.h \
+	loadgen/wire.c loadgen/wire.h \
+	loadgen/agent.c loadgen/agent.h \
+	loadgen/manager.c loadgen/manager-lines.c loadgen/manager.h \
+	loadgen/manager-private.h \
+	loadgen/shard.c loadgen/shard.h \
 	loadgen/fill.c loadgen/fill.h \
 	loadgen/report.c loadgen/report-html.c loadgen/report.h
 
 LOADGEN_LIBS = loadgen/libloadgen.a $(MAILTIER_LIBS) -lm
 
-loadgen_mailtier_load_SOURCES = loadgen/main.c
+loadgen_mailtier_load_SOURCES = loadgen/main.c loadgen/commands.h \
+	loadgen/cli.c loadgen/cli.h \
+	loadgen/cmd-run.c loadgen/cmd-fill.c loadgen/cmd-sink.c loadgen/cmd-agent.c
 loadgen_mailtier_load_LDADD = loadgen/libloadgen.a lib/libmtsettings.a $(MAILTIER_LIBS) -lm
 
 EXTRA_DIST += loadgen/README.md
@@ -45,6 +56,7 @@ tests_unit_test_loadgen_stats_LDADD = $(LOADGEN_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_loadgen_clients_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/loadgen
 tests_unit_test_loadgen_clients_LDADD = $(LOADGEN_LIBS) $(CMOCKA_LIBS) $(PTHREAD_LIBS)
 
-loadgen_integration_tests = tests/integration/test-loadgen-run.sh
+loadgen_integration_tests = tests/integration/test-loadgen-run.sh \
+	tests/integration/test-loadgen-fill.py
 TESTS += $(loadgen_integration_tests)
 EXTRA_DIST += $(loadgen_integration_tests) tests/integration/minimail.py

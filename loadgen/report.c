@@ -236,9 +236,12 @@ void lg_report_print(FILE *out, const struct lg_run_settings *set,
 	if (set->wl.load_users != 0)
 		fprintf(out, " carrying the load of %" PRIu64 " users", set->wl.load_users);
 	fprintf(out, " (%.2f SPECmail2001 msgs/min at 100%%), remote @%s; seed %" PRIu64
-		"; warm-up %.0f s, measured %.0f s per level\n\n",
+		"; warm-up %.0f s, measured %.0f s per level",
 		lg_workload_msgs_per_min(&set->wl, 100), set->wl.remote_domain,
 		set->seed, (double)set->warmup_ms / 1000, (double)set->duration_ms / 1000);
+	if (r->generators > 1)
+		fprintf(out, "; %u generator processes", r->generators);
+	fprintf(out, "\n\n");
 	print_summary(out, r, set->ramp);
 	for (size_t i = 0; i < r->n_levels; i++) {
 		const struct lg_level_result *level = &r->levels[i];
@@ -363,9 +366,11 @@ static void json_run(struct mt_buf *b, const struct lg_run_settings *set,
 	struct lg_stats *totals = mt_xmalloc(sizeof(*totals));
 
 	mt_buf_appendf(b, "{\"tool\":\"mailtier-load\",\"mode\":\"%s\",\"version\":\"%s\","
+		"\"generators\":%u,"
 		"\"run_id\":\"%016" PRIx64 "\",\"seed\":%" PRIu64 ",\"users\":%" PRIu64
 		",\"load_users\":%" PRIu64 ",\"target_msgs_per_min_at_100\":%.4f,\"domain\":",
-		set->ramp ? "ramp" : "run", PACKAGE_VERSION, r->run_id, set->seed,
+		set->ramp ? "ramp" : "run", PACKAGE_VERSION,
+		r->generators > 0 ? r->generators : 1, r->run_id, set->seed,
 		set->wl.users, set->wl.load_users ? set->wl.load_users : set->wl.users,
 		lg_workload_msgs_per_min(&set->wl, 100));
 	json_string(b, set->wl.domain);

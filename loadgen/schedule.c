@@ -119,6 +119,31 @@ double lg_schedule_next_s(const struct lg_schedule *s)
 	return next;
 }
 
+bool lg_share_owns(const struct lg_share *share, uint64_t user)
+{
+	return share->count <= 1 || user % share->count == share->index;
+}
+
+uint64_t lg_arrival_owner(const struct lg_arrival *a)
+{
+	switch (a->kind) {
+	case LG_KIND_SMTP_LOCAL:
+		return a->plan.sender;
+	case LG_KIND_SMTP_REMOTE:
+		return a->plan.n_rcpts > 0 ? a->plan.rcpts[0].user : 0;
+	default:
+		return a->user;
+	}
+}
+
+bool lg_schedule_pop_before(struct lg_schedule *s, double now_s, double end_s,
+			    struct lg_arrival *a)
+{
+	if (!(lg_schedule_next_s(s) < end_s))
+		return false;
+	return lg_schedule_pop(s, now_s, a);
+}
+
 bool lg_schedule_pop(struct lg_schedule *s, double now_s, struct lg_arrival *a)
 {
 	int kind = -1;

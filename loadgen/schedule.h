@@ -14,6 +14,13 @@
  * their full 12.50/s per 100,000 users from the first second, as in a
  * system that has been running all day, rather than ramping up over the
  * first 10 minutes.
+ *
+ * Several generator processes (`--workers`, agents) share one run by users:
+ * user K (1..U) belongs to share K mod N. Every process computes the whole
+ * schedule from the same seed and starts only the arrivals whose owner is
+ * in its share, so the sessions of all processes together are exactly the
+ * sessions of one process, whatever N: the working set never depends on
+ * how many generators run (SPEC withdrew SFS 2.0 for that defect).
  * Trust boundary: none (internal). */
 #ifndef LG_SCHEDULE_H
 #define LG_SCHEDULE_H
@@ -51,6 +58,19 @@ struct lg_schedule {
 	uint64_t primed;		/* repeats pending at the start */
 };
 
+/* One generator's part of the users: index of count (count <= 1: all). */
+struct lg_share {
+	unsigned int index;
+	unsigned int count;
+};
+
+/* Whether user K (1..U) is in the share: K mod count == index. */
+bool lg_share_owns(const struct lg_share *share, uint64_t user);
+/* The user an arrival belongs to: the checking user (POP), the sender
+ * (local users' SMTP), the first recipient (remote servers' SMTP: all
+ * recipients are local). */
+uint64_t lg_arrival_owner(const struct lg_arrival *arrival);
+
 /* Set up the schedule of level number level_index at level_pct percent. */
 void lg_schedule_init(struct lg_schedule *sched, const struct lg_workload *wl,
 		      unsigned int level_pct, uint64_t seed,
@@ -61,5 +81,8 @@ double lg_schedule_next_s(const struct lg_schedule *sched);
 /* Take the next arrival if it is due at or before now_s. */
 bool lg_schedule_pop(struct lg_schedule *sched, double now_s,
 		     struct lg_arrival *arrival);
+/* The same, and only if it is due before end_s (the level's end). */
+bool lg_schedule_pop_before(struct lg_schedule *sched, double now_s,
+			    double end_s, struct lg_arrival *arrival);
 
 #endif

@@ -50,6 +50,8 @@ struct lg_sink {
 	struct mt_loop *loop;
 	struct mt_listener *listener;
 	struct lg_tracker *tracker;
+	lg_sink_arrival_cb *arrival_cb;
+	void *arrival_context;
 	struct lg_sink_counts counts;
 	struct sink_conn *conns;	/* open */
 	struct sink_conn *dead;		/* closed, to free from the loop */
@@ -238,7 +240,10 @@ static void data_line(struct sink_conn *conn, const char *line, size_t len)
 	const char *value = lg_id_header_value(line, len, &value_len);
 	if (value != NULL) {
 		sink->counts.with_id++;
-		if (sink->tracker != NULL)
+		if (sink->arrival_cb != NULL)
+			sink->arrival_cb(value, value_len, conn->rcpts,
+					 sink->arrival_context);
+		else if (sink->tracker != NULL)
 			lg_tracker_seen(sink->tracker, value, value_len,
 					conn->rcpts, lg_now_us());
 	}
@@ -399,6 +404,13 @@ struct lg_sink *lg_sink_new(struct mt_loop *loop, const char *hostport,
 		return NULL;
 	}
 	return sink;
+}
+
+void lg_sink_set_arrival(struct lg_sink *sink, lg_sink_arrival_cb *cb,
+			 void *context)
+{
+	sink->arrival_cb = cb;
+	sink->arrival_context = context;
 }
 
 void lg_sink_free(struct lg_sink **sink_p)

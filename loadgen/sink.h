@@ -15,6 +15,7 @@
 #define LG_SINK_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "tracker.h"
@@ -43,6 +44,12 @@ struct lg_sink_counts {
  * tracker may be NULL (the standalone sink only counts). */
 struct lg_sink *lg_sink_new(struct mt_loop *loop, const char *hostport,
 			    struct lg_tracker *tracker, const char **error_r);
+/* Instead of the tracker: hand each id header value (and the message's
+ * recipient count) to cb, e.g. to route it to another generator process. */
+typedef void lg_sink_arrival_cb(const char *id, size_t len, unsigned int count,
+				void *context);
+void lg_sink_set_arrival(struct lg_sink *sink, lg_sink_arrival_cb *cb,
+			 void *context);
 /* Close the listener and every connection. */
 void lg_sink_free(struct lg_sink **sink_p);
 unsigned int lg_sink_port(const struct lg_sink *sink);

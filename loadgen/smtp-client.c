@@ -21,6 +21,7 @@ enum smtp_state {
 	SMTP_GREETING,
 	SMTP_EHLO,
 	SMTP_HELO,
+	SMTP_LHLO,
 	SMTP_MAIL,
 	SMTP_RCPT,
 	SMTP_DATA,
@@ -32,7 +33,7 @@ enum smtp_state {
 };
 
 static const char *const smtp_state_names[SMTP_STATE_COUNT] = {
-	"greeting", "ehlo", "helo", "mail", "rcpt", "data", "body", "quit",
+	"greeting", "ehlo", "helo", "lhlo", "mail", "rcpt", "data", "body", "quit",
 	"done", "fail",
 };
 
@@ -43,7 +44,11 @@ struct lg_smtp_session {
 	uint64_t seq;
 	char id[LG_ID_MAX];
 	bool track_remote, local_probe;
+	bool lmtp;
 	unsigned int rcpt_index;
+	unsigned int lmtp_replies;	/* still due after the data (LMTP) */
+	bool (*next)(void *context, struct lg_message_plan *plan, uint64_t *seq_r);
+	void *next_context;
 	struct lg_smtp_reply reply;
 	struct mt_buf headers;
 	struct lg_body_gen body;
@@ -62,12 +67,16 @@ struct smtp_command {
 
 static void send_ehlo(struct lg_smtp_session *s);
 static void send_helo(struct lg_smtp_session *s);
+static void send_lhlo(struct lg_smtp_session *s);
 static void send_mail(struct lg_smtp_session *s);
 static void send_rcpt(struct lg_smtp_session *s);
 static void send_data(struct lg_smtp_session *s);
 static void send_body(struct lg_smtp_session *s);
 static void send_quit(struct lg_smtp_session *s);
-static enum smtp_state after_greeting(struct lg_smtp_session *s) { return SMTP_EHLO; }
+static enum smtp_state after_greeting(struct lg_smtp_session *s)
+{
+	return s->lmtp ? SMTP_LHLO : SMTP_EHLO;
+}
 static enum smtp_state after_hello(struct lg_smtp_session *s) { return SMTP_MAIL; }
 static enum smtp_state after_mail(struct lg_smtp_session *s) { return SMTP_RCPT; }
 static enum smtp_state after_rcpt(struct lg_smtp_session *s);
@@ -83,6 +92,8 @@ static const struct smtp_command smtp_commands[SMTP_STATE_COUNT] = {
 	 * both count as the one hello step. */
 	[SMTP_EHLO] = { LG_FN_SMTP_EHLO, true, true, 2, send_ehlo, after_hello, SMTP_HELO },
 	[SMTP_HELO] = { LG_FN_SMTP_EHLO, false, true, 2, send_helo, after_hello, SMTP_FAIL },
+	/* LMTP has no HELO to fall back to (RFC 2033 4.1). */
+	[SMTP_LHLO] = { LG_FN_SMTP_EHLO, true, true, 2, send_lhlo, after_hello, SMTP_FAIL },
 	[SMTP_MAIL] = { LG_FN_SMTP_MAIL, true, true, 2, send_mail, after_mail, SMTP_FAIL },
 	[SMTP_RCPT] = { LG_FN_SMTP_RCPT, true, true, 2, send_rcpt, after_rcpt, SMTP_FAIL },
 	/* DATA: 354, then the body, then 250; one step from command to the
@@ -118,6 +129,11 @@ static void send_ehlo(struct lg_smtp_session *s)
 static void send_helo(struct lg_smtp_session *s)
 {
 	lg_session_send(&s->base, "HELO %s", s->base.env->helo_name);
+}
+
+static void send_lhlo(struct lg_smtp_session *s)
+{
+	lg_session_send(&s->base, "LHLO %s", s->base.env->helo_name);
 }
 
 static void send_mail(struct lg_smtp_session *s)
@@ -166,9 +182,19 @@ static void fill_body(struct lg_smtp_session *s)
 
 static void send_body(struct lg_smtp_session *s)
 {
+	s->lmtp_replies = s->plan.n_rcpts;
 	lg_message_begin(&s->headers, &s->body, s->base.env->wl, &s->plan, s->id);
 	evbuffer_add(lg_session_output(&s->base), s->headers.data, s->headers.len);
 	fill_body(s);
+}
+
+static void format_id(struct lg_smtp_session *s)
+{
+	if (s->base.env->tracker != NULL)
+		lg_tracker_format_id(s->base.env->tracker, s->seq, s->id);
+	else
+		snprintf(s->id, sizeof(s->id), "%016x.%llu", 0u,
+			 (unsigned long long)s->seq);
 }
 
 /* The message was accepted: count it, and expect its arrivals. */
@@ -193,7 +219,15 @@ static enum smtp_state after_body(struct lg_smtp_session *s)
 				  s->base.delivery_stats, now);
 		s->base.delivery_stats->counters.probes_local++;
 	}
-	return SMTP_QUIT;
+	if (s->next == NULL || !s->next(s->next_context, &s->plan, &s->seq))
+		return SMTP_QUIT;
+	/* The next transaction on this connection (RFC 5321 3.3: a new
+	 * MAIL after the previous one completed). */
+	s->rcpt_index = 0;
+	s->body_sent = false;
+	mt_buf_reset(&s->headers);
+	format_id(s);
+	return SMTP_MAIL;
 }
 
 static void send_quit(struct lg_smtp_session *s)
@@ -209,6 +243,14 @@ static void handle_reply(struct lg_smtp_session *s)
 	if (s->state == SMTP_BODY && !s->body_sent && code / 100 == cmd->expect) {
 		lg_session_fail(&s->base, LG_ERR_PROTOCOL,
 				"reply %d before the end of the message data", code);
+		return;
+	}
+	/* LMTP: one reply per recipient after the data; the step ends
+	 * with the last (RFC 2033 4.2). */
+	if (s->state == SMTP_BODY && s->lmtp && code / 100 == cmd->expect &&
+	    s->lmtp_replies > 1) {
+		s->lmtp_replies--;
+		lg_smtp_reply_reset(&s->reply);
 		return;
 	}
 	if (code / 100 == cmd->expect) {
@@ -286,12 +328,11 @@ struct lg_session *lg_smtp_session_start(const struct lg_session_env *env,
 	s->seq = params->seq;
 	s->track_remote = params->track_remote;
 	s->local_probe = params->local_probe;
-	if (env->tracker != NULL)
-		lg_tracker_format_id(env->tracker, s->seq, s->id);
-	else
-		snprintf(s->id, sizeof(s->id), "%016x.%llu", 0u,
-			 (unsigned long long)s->seq);
+	s->lmtp = params->lmtp;
+	s->next = params->next;
+	s->next_context = params->next_context;
 	mt_buf_init(&s->headers);
+	format_id(s);
 	s->state = SMTP_GREETING;
 	lg_smtp_reply_reset(&s->reply);
 	lg_session_connect(&s->base, addr, addrlen, LG_FN_SMTP_CONNECT);

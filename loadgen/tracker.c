@@ -173,8 +173,8 @@ void lg_tracker_expect(struct lg_tracker *t, uint64_t seq, unsigned int count,
 
 /* Parse "RUN.SEQ" (exactly 16 lower- or upper-case hex digits, a dot, 1-19
  * decimal digits). */
-static bool parse_id(const char *value, size_t len, uint64_t *run_r,
-		     uint64_t *seq_r)
+bool lg_id_parse(const char *value, size_t len, uint64_t *run_r,
+		 uint64_t *seq_r)
 {
 	uint64_t run = 0, seq = 0;
 
@@ -205,11 +205,12 @@ enum lg_seen lg_tracker_seen(struct lg_tracker *t, const char *value,
 	uint64_t run, seq;
 	struct slot *slot;
 
-	if (!parse_id(value, len, &run, &seq) || run != t->run_id) {
+	if (!lg_id_parse(value, len, &run, &seq) ||
+	    (run & ~LG_RUN_SLOT_MASK) != (t->run_id & ~LG_RUN_SLOT_MASK)) {
 		t->counts.foreign++;
 		return LG_SEEN_FOREIGN;
 	}
-	if ((slot = find(t, seq)) == NULL) {
+	if (run != t->run_id || (slot = find(t, seq)) == NULL) {
 		t->counts.untracked++;
 		return LG_SEEN_UNTRACKED;
 	}

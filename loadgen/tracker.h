@@ -21,10 +21,16 @@
 
 #define LG_ID_HEADER "X-Mailtier-Load-Id"
 #define LG_ID_MAX 48	/* "RUN.SEQ" and NUL */
+/* The low bits of RUN number the generator processes of one run (local
+ * workers, agents): slot i has run id (base | i). Ids of a sibling slot
+ * are ours but not this tracker's to time (the manager routes each arrival
+ * at the sink to its slot). */
+#define LG_RUN_SLOT_MASK 0xffffULL
+#define LG_MAX_SLOTS 4096u
 
 enum lg_seen {
 	LG_SEEN_TRACKED,	/* an expected arrival: timed */
-	LG_SEEN_UNTRACKED,	/* ours, but not measured or already complete */
+	LG_SEEN_UNTRACKED,	/* ours (or a sibling slot's), but not timed here */
 	LG_SEEN_FOREIGN,	/* another run's, or not a valid id */
 };
 
@@ -57,6 +63,9 @@ void lg_tracker_expire(struct lg_tracker *tracker, uint64_t now_us, bool all);
 /* Arrivals still expected. */
 uint64_t lg_tracker_outstanding(const struct lg_tracker *tracker);
 const struct lg_tracker_counts *lg_tracker_counts(const struct lg_tracker *tracker);
+
+/* Parse an id value "RUN.SEQ" (16 hex digits, '.', 1-19 decimal digits). */
+bool lg_id_parse(const char *value, size_t len, uint64_t *run_r, uint64_t *seq_r);
 
 /* If the header line `line` (one physical line, no CRLF) is our id header,
  * return its value with surrounding blanks removed (pointing into `line`,

@@ -8,14 +8,24 @@
 # sent to-local, every remote one arrived at the sink; QoS met (exit 0).
 # Before the run, `fill` puts the initial mailbox contents in; after it, a
 # ramp against a port with nothing listening (connect errors, stops after
-# two failed points, exit 1) and bad flags (exit 2). About 20 s.
+# two failed points, exit 1) and bad flags (exit 2).
+# Then the same run by several generator processes: `--workers 2` and two
+# `mailtier-load agent`s on loopback (`--agents`) must make exactly the
+# sessions of the one-process run, per level, phase and kind, with the
+# remote copies timed through the manager's sink; a ramp by two workers
+# stops on their merged figures; SIGTERM interrupts a multi-process run
+# (a report marked INTERRUPTED, exit 1); an agent that is not there, or
+# does not answer, fails the run (exit 2) within the agent timeout.
+# About 60 s.
 set -u
 load="$MT_BUILDDIR/loadgen/mailtier-load"
 python=${PYTHON3:-python3}
 work=$(mktemp -d "${TMPDIR:-/tmp}/test-loadgen-run.XXXXXX")
 server_pid=
+pids=
 cleanup() {
 	[ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null
+	for p in $pids; do kill "$p" 2>/dev/null; done
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -60,12 +70,14 @@ filled=$(sed -n 's/.*, accepted \([0-9]*\), failed 0,.*/\1/p' "$work/fill.out")
 [ -n "$filled" ] || fail "fill printed no count"
 
 # 20 mailboxes carrying the load of 150 msgs/min (30,000 users), levels
-# 80% and 100%, 1 s warm-up and 6 s measured each.
+# 80% and 100%, 1 s warm-up and 6 s measured each. The step timeout is
+# generous: on a loaded test machine a slow step should cost QoS, not fail
+# its session.
 "$load" run --smtp "127.0.0.1:$smtp_port" --pop "127.0.0.1:$pop_port" \
 	--sink-listen "127.0.0.1:$sink_port" --users 20 --rate 150 \
 	--domain example.test --remote-domain remote.test --levels 80,100 \
-	--warmup 1 --duration 6 --cooldown 10 --step-timeout 5 --seed 7 \
-	--probe-interval 1 --progress 0 --report "$work/report" \
+	--warmup 1 --duration 6 --cooldown 20 --step-timeout 15 --seed 7 \
+	--probe-interval 1 --progress 0 --workers 1 --report "$work/report" \
 	>"$work/run.out" 2>"$work/run.err"
 rc=$?
 cat "$work/run.out"
@@ -142,6 +154,134 @@ print("totals: %d filled + %d+%d messages, %d + %d to-local (server: %d), %d to-
 sys.exit(1 if problems else 0)
 PY
 
+start_minimail() {
+	rm -f "$work/ready.json"
+	"$python" "$MT_SRCDIR/tests/integration/minimail.py" --users 20 \
+		--domain example.test --relay-domain remote.test \
+		--relay "127.0.0.1:$sink_port" --ready "$work/ready.json" \
+		--stats "$work/server2.json" &
+	server_pid=$!
+	i=0
+	while [ ! -s "$work/ready.json" ]; do
+		i=$((i + 1))
+		[ $i -le 100 ] || fail "minimail did not start"
+		sleep 0.1
+	done
+	smtp_port=$("$python" -c 'import json,sys; print(json.load(open(sys.argv[1]))["smtp"])' "$work/ready.json")
+	pop_port=$("$python" -c 'import json,sys; print(json.load(open(sys.argv[1]))["pop"])' "$work/ready.json")
+}
+
+# The run of above, made by several processes: the same seed and settings.
+same_run() {
+	"$load" run --smtp "127.0.0.1:$smtp_port" --pop "127.0.0.1:$pop_port" \
+		--sink-listen "127.0.0.1:$sink_port" --users 20 --rate 150 \
+		--domain example.test --remote-domain remote.test --levels 80,100 \
+		--warmup 1 --duration 6 --cooldown 20 --step-timeout 15 --seed 7 \
+		--probe-interval 1 --progress 0 "$@"
+}
+
+# The same sessions (per level, phase and kind) as the one-process run,
+# the remote copies counted at the manager's sink and timed.
+same_sessions() {
+	"$python" - "$work/report/results.json" "$1" "$2" <<'PY' || fail "$2: not the same sessions"
+import json, sys
+one, many, what = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3]
+def sessions(r):
+    return [(l["pct"], phase, kind, l[phase]["sessions"][kind]["attempted"])
+            for l in r["levels"] for phase in ("warmup", "measure")
+            for kind in sorted(l[phase]["sessions"])]
+assert sessions(one) == sessions(many), (what, sessions(one), sessions(many))
+t = many["totals"]
+assert many["generators"] == 2, many["generators"]
+assert t["sessions_failed"] == 0, (what, t["errors"])
+assert t["counters"]["rcpts_to_remote"] == many["sink"]["rcpts"], (what, "to-remote != at the sink")
+assert t["functions"]["delivery"]["attempts"] > 0 and t["counters"]["deliveries_lost"] == 0, what
+assert t["functions"]["delivery"]["pass"] == t["functions"]["delivery"]["attempts"], what
+assert many["arrivals"]["awaited_at_end"] == 0 and many["valid"], what
+print("%s: the same %d sessions, %d remote copies timed" % (
+    what, sum(s[3] for s in sessions(many)), t["functions"]["delivery"]["attempts"]))
+PY
+}
+
+start_minimail
+same_run --workers 2 --report "$work/report-w2" >"$work/w2.out" 2>"$work/w2.err" ||
+	{ cat "$work/w2.out" "$work/w2.err"; fail "run --workers 2: exit $?"; }
+same_sessions "$work/report-w2/results.json" "--workers 2"
+
+agent1=$(free_port)
+agent2=$(free_port)
+"$load" agent --listen "127.0.0.1:$agent1" --once 2>"$work/agent1.err" &
+pids="$pids $!"
+"$load" agent --listen "127.0.0.1:$agent2" --once 2>"$work/agent2.err" &
+pids="$pids $!"
+i=0
+until grep -q listening "$work/agent1.err" && grep -q listening "$work/agent2.err"; do
+	i=$((i + 1))
+	[ $i -le 100 ] || fail "the agents did not start"
+	sleep 0.1
+done
+same_run --agents "127.0.0.1:$agent1,127.0.0.1:$agent2" --report "$work/report-ag" \
+	>"$work/ag.out" 2>"$work/ag.err" ||
+	{ cat "$work/ag.out" "$work/ag.err" "$work/agent1.err" "$work/agent2.err"; fail "run --agents: exit $?"; }
+same_sessions "$work/report-ag/results.json" "two agents"
+for p in $pids; do
+	wait "$p" || fail "an agent (--once) did not exit 0 after its run"
+done
+pids=
+
+# SIGTERM to the manager: every worker stops and reports; exit 1.
+(exec "$load" run --smtp "127.0.0.1:$smtp_port" --pop "127.0.0.1:$pop_port" \
+	--sink-listen "127.0.0.1:$sink_port" --users 20 --rate 150 --levels 80,100 \
+	--warmup 1 --duration 60 --step-timeout 5 --seed 7 --progress 0 --workers 2 \
+	--report "$work/report-int" >"$work/int.out" 2>&1) &
+run_pid=$!
+pids=$run_pid
+sleep 3
+kill -TERM $run_pid
+i=0
+while kill -0 $run_pid 2>/dev/null; do
+	i=$((i + 1))
+	[ $i -le 150 ] || { kill -KILL $run_pid; fail "SIGTERM: the run did not end"; }
+	sleep 0.1
+done
+wait $run_pid
+rc=$?
+[ $rc -eq 1 ] || { cat "$work/int.out"; fail "SIGTERM: exit $rc, want 1"; }
+grep -q 'INTERRUPTED' "$work/int.out" || fail "SIGTERM: no INTERRUPTED report"
+pids=
+kill "$server_pid"
+wait "$server_pid" 2>/dev/null
+server_pid=
+
+# No agent there; an agent that accepts and never answers: exit 2, bounded.
+closed_port=$(free_port)
+"$load" run --smtp 127.0.0.1:1 --pop 127.0.0.1:1 --users 5 --duration 1 \
+	--agents "127.0.0.1:$closed_port" --progress 0 >"$work/na.out" 2>&1
+rc=$?
+[ $rc -eq 2 ] || { cat "$work/na.out"; fail "no agent: exit $rc, want 2"; }
+silent=$(free_port)
+"$python" -c 'import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(4)
+open(sys.argv[2], "w").write("listening")
+c, _ = s.accept(); time.sleep(10)' "$silent" "$work/silent.ready" &
+pids=$!
+i=0
+while [ ! -s "$work/silent.ready" ]; do
+	i=$((i + 1))
+	[ $i -le 100 ] || fail "the silent agent did not start"
+	sleep 0.1
+done
+start=$(date +%s)
+"$load" run --smtp 127.0.0.1:1 --pop 127.0.0.1:1 --users 5 --duration 1 \
+	--agents "127.0.0.1:$silent" --agent-timeout 2 --progress 0 >"$work/sa.out" 2>&1
+rc=$?
+[ $rc -eq 2 ] || { cat "$work/sa.out"; fail "silent agent: exit $rc, want 2"; }
+[ $(($(date +%s) - start)) -le 5 ] || fail "silent agent: not within the agent timeout"
+grep -q 'timed out' "$work/sa.out" || { cat "$work/sa.out"; fail "silent agent: no reason given"; }
+kill $pids 2>/dev/null
+pids=
+
 # Nothing listening: connect errors, no point meets QoS, the ramp stops
 # after two failed points of four, exit 1.
 closed_port=$(free_port)
@@ -161,5 +301,38 @@ assert m["functions"]["smtp_connect"]["pass"] == 0
 assert not r["valid"] and r["mode"] == "ramp" and r["stopped_early"]
 assert [l["complete"] for l in r["levels"]] == [True, True, False, False], r["levels"]
 assert r["highest_compliant_pct"] is None
+PY
+
+# The same ramp by two workers stops on their merged figures; this time
+# every setting comes from a config file's [loadgen] keys.
+cat >"$work/loadgen.conf" <<EOF
+[loadgen]
+smtp = 127.0.0.1:$closed_port
+pop = 127.0.0.1:$closed_port
+users = 5
+rate = 600
+points = 4
+top = 100
+stop_after_failures = 2
+warmup = 0s
+duration = 1s
+cooldown = 1s
+probe_interval = 0s
+progress = 0s
+workers = 2
+agent_timeout = 10s
+max_sessions = 1000
+report_dir = $work/report3
+EOF
+"$load" ramp --config "$work/loadgen.conf" >"$work/run3.out" 2>&1
+rc=$?
+[ $rc -eq 1 ] || { cat "$work/run3.out"; fail "ramp --workers 2: exit $rc, want 1"; }
+"$python" - "$work/report2/results.json" "$work/report3/results.json" <<'PY' || fail "ramp by two workers"
+import json, sys
+one, two = (json.load(open(p)) for p in sys.argv[1:3])
+assert [l["complete"] for l in two["levels"]] == [True, True, False, False], two["levels"]
+assert two["stopped_early"] and two["generators"] == 2
+for a, b in zip(one["levels"][:2], two["levels"][:2]):
+    assert a["measure"]["sessions"] == b["measure"]["sessions"], (a["measure"]["sessions"], b["measure"]["sessions"])
 PY
 echo "PASS: loadgen run"

@@ -4,7 +4,9 @@
  * then one that answers garbage, closes mid-session, stalls past the step
  * timeout, refuses the connection, rejects a command or trickles its
  * replies a byte at a time. Each must end as the right kind of error, never
- * as a crash or hang. Also the SMTP sink (loadgen/sink.c) driven by a
+ * as a crash or hang. The same machine as an LMTP client (RFC 2033: LHLO,
+ * a reply per recipient after the data, several transactions on one
+ * connection) for `fill --lmtp`. Also the SMTP sink (loadgen/sink.c) driven by a
  * scripted client, and the reply parsers. The scripted peer runs in a
  * thread with blocking sockets; the code under test runs in its event loop.
  */
@@ -487,6 +489,137 @@ static void test_connect_refused(void **state)
 	free(st);
 }
 
+/* ---- LMTP (fill straight to the store shards) ---- */
+
+static const struct lg_message_plan lmtp_plan_a = {
+	.from_remote = true, .sender = 9, .size = 1500,
+	.n_rcpts = 2, .n_local = 2,
+	.rcpts = { { false, 4 }, { false, 5 } },
+};
+static const struct lg_message_plan lmtp_plan_b = {
+	.from_remote = true, .sender = 8, .size = 1024,
+	.n_rcpts = 1, .n_local = 1,
+	.rcpts = { { false, 6 } },
+};
+
+struct lmtp_feed {
+	unsigned int given;
+};
+
+static bool lmtp_next(void *context, struct lg_message_plan *plan, uint64_t *seq_r)
+{
+	struct lmtp_feed *feed = context;
+
+	if (feed->given++ > 0)
+		return false;
+	*plan = lmtp_plan_b;
+	*seq_r = 2;
+	return true;
+}
+
+/* Run the LMTP session; the octets of message data the server read. */
+static size_t run_lmtp(const struct step *steps, size_t n, struct lg_stats *st,
+		       struct lmtp_feed *feed, struct outcome *o)
+{
+	struct event_base *base = event_base_new();
+	struct lg_session_env env = {
+		.base = base, .wl = &wl, .step_timeout_ms = 2000,
+		.helo_name = "test.invalid",
+	};
+	struct lg_smtp_params params = {
+		.plan = &lmtp_plan_a, .seq = 1, .lmtp = true,
+		.next = lmtp_next, .next_context = feed,
+	};
+	struct timeval guard = { 10, 0 };
+	struct sockaddr_in addr;
+	struct peer peer;
+
+	memset(&peer, 0, sizeof(peer));
+	memcpy(peer.steps, steps, n * sizeof(*steps));
+	peer.steps[n].op = END;
+	peer_serve(&peer, &addr);
+	memset(o, 0, sizeof(*o));
+	o->session = lg_smtp_session_start(&env, LG_KIND_SMTP_REMOTE, st,
+		(struct sockaddr *)&addr, sizeof(addr), &params, on_done, o);
+	event_base_loopexit(base, &guard);
+	if (!o->done)
+		event_base_dispatch(base);
+	assert_true(o->done);
+	lg_session_free(&o->session);
+	event_base_free(base);
+	peer_join(&peer);
+	return peer.body_len;
+}
+
+static const struct step lmtp_good[] = {
+	S("220 lmtp ready\r\n"),
+	E("LHLO test.invalid"), S("250-test\r\n250 PIPELINING\r\n"),
+	E("MAIL FROM:<user9@remote.test>"), S("250 ok\r\n"),
+	E("RCPT TO:<user4@example.test>"), S("250 ok\r\n"),
+	E("RCPT TO:<user5@example.test>"), S("250 ok\r\n"),
+	E("DATA"), S("354 go\r\n"), BODY_STEP,
+	/* RFC 2033 4.2: one reply per recipient, in RCPT order */
+	S("250 2.0.0 user4 ok\r\n"), T("250 2.0.0 user5 ok\r\n"),
+	/* the next transaction on the same connection */
+	E("MAIL FROM:<user8@remote.test>"), S("250 ok\r\n"),
+	E("RCPT TO:<user6@example.test>"), S("250 ok\r\n"),
+	E("DATA"), S("354 go\r\n"), BODY_STEP,
+	S("250 2.0.0 user6 ok\r\n"),
+	E("QUIT"), S("221 bye\r\n"),
+};
+
+static const struct step lmtp_one_refused[] = {
+	S("220 lmtp ready\r\n"),
+	E("LHLO"), S("250 test\r\n"),
+	E("MAIL"), S("250 ok\r\n"),
+	E("RCPT"), S("250 ok\r\n"),
+	E("RCPT"), S("250 ok\r\n"),
+	E("DATA"), S("354 go\r\n"), BODY_STEP,
+	S("250 2.0.0 user4 ok\r\n"), S("452 4.2.2 user5 over quota\r\n"),
+};
+
+static const struct step lmtp_no_lhlo[] = {
+	S("220 lmtp ready\r\n"),
+	E("LHLO"), S("500 5.5.1 what\r\n"),
+};
+
+static void test_lmtp(void **state)
+{
+	struct lg_stats *st = new_stats();
+	struct lmtp_feed feed = { 0 };
+	struct outcome o;
+
+	size_t octets = run_lmtp(SCRIPT(lmtp_good), st, &feed, &o);
+	assert_false(o.failed);
+	assert_int_equal(feed.given, 2);	/* asked again after the second */
+	assert_int_equal(octets, 1500 + 1024);
+	assert_true(st->sessions[LG_KIND_SMTP_REMOTE] == 1);
+	assert_true(st->counters.msgs_remote_sent == 2);
+	assert_true(st->counters.rcpts_to_local == 3);
+	assert_true(st->fn[LG_FN_SMTP_EHLO].pass == 1);
+	assert_true(st->fn[LG_FN_SMTP_DATA].attempts == 2);
+	assert_true(st->fn[LG_FN_SMTP_DATA].pass == 2);
+	assert_true(st->fn[LG_FN_SMTP_RCPT].pass == 3);
+
+	/* A recipient's copy refused after the data: the message failed. */
+	lg_stats_init(st);
+	memset(&feed, 0, sizeof(feed));
+	run_lmtp(SCRIPT(lmtp_one_refused), st, &feed, &o);
+	assert_true(o.failed);
+	assert_int_equal(o.error, LG_ERR_REJECTED);
+	assert_true(st->counters.msgs_remote_sent == 0);
+	assert_true(st->fn[LG_FN_SMTP_DATA].pass == 0);
+	assert_int_equal(feed.given, 0);
+
+	/* No HELO fallback in LMTP. */
+	lg_stats_init(st);
+	run_lmtp(SCRIPT(lmtp_no_lhlo), st, &feed, &o);
+	assert_true(o.failed);
+	assert_int_equal(o.error, LG_ERR_REJECTED);
+	assert_true(st->fn[LG_FN_SMTP_EHLO].attempts == 1);
+	free(st);
+}
+
 /* ---- POP3 ---- */
 
 static char pop_message[512];
@@ -731,6 +864,7 @@ int main(void)
 		cmocka_unit_test(test_smtp_helo_fallback_trickled),
 		cmocka_unit_test(test_smtp_faults),
 		cmocka_unit_test(test_connect_refused),
+		cmocka_unit_test(test_lmtp),
 		cmocka_unit_test(test_pop_good),
 		cmocka_unit_test(test_pop_faults),
 		cmocka_unit_test(test_sink),

@@ -2,8 +2,10 @@
  * report arithmetic (loadgen/histogram.c, stats.c, tracker.c, report.c):
  * histogram buckets and percentiles against exact sorted samples, pass/fail
  * counting at the QoS limits, error rates and the QoS verdict, delivery
- * tracking (timed, late, lost, duplicate and foreign ids), and the run's
- * validity rule and JSON output. */
+ * tracking (timed, late, lost, duplicate, sibling and foreign ids), the
+ * run's validity rule and JSON output; and the manager/agent protocol
+ * (loadgen/wire.c, run-options.c): stats blocks, heartbeats and settings
+ * round-trip exactly, and bad lines are refused. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -20,8 +22,10 @@
 #include "histogram.h"
 #include "report.h"
 #include "rng.h"
+#include "run-options.h"
 #include "stats.h"
 #include "tracker.h"
+#include "wire.h"
 
 static void test_hist_buckets(void **state)
 {
@@ -410,6 +414,237 @@ static void test_report_output(void **state)
 	free(r);
 }
 
+/* Ids of the other generators of the same run (another slot in the low
+ * bits) are ours but not to be timed here: untracked, not foreign. */
+static void test_tracker_siblings(void **state)
+{
+	struct lg_tracker *t = lg_tracker_new(0x0123456789ab0002ULL, 120000000);
+	struct lg_stats *st = malloc(sizeof(*st));
+	uint64_t run, seq;
+	char id[LG_ID_MAX];
+
+	lg_stats_init(st);
+	lg_tracker_expect(t, lg_tracker_next_seq(t), 1, st, 0);
+	lg_tracker_format_id(t, 1, id);
+	assert_string_equal(id, "0123456789ab0002.1");
+	assert_true(lg_id_parse(id, strlen(id), &run, &seq));
+	assert_true(run == 0x0123456789ab0002ULL && seq == 1);
+	assert_false(lg_id_parse("0123456789ab0002-1", 18, &run, &seq));
+	/* slot 3's message 1: not ours to time */
+	assert_int_equal(lg_tracker_seen(t, "0123456789ab0003.1", 18, 1, 5), LG_SEEN_UNTRACKED);
+	assert_int_equal(lg_tracker_seen(t, "0123456789ac0002.1", 18, 1, 5), LG_SEEN_FOREIGN);
+	assert_true(lg_tracker_outstanding(t) == 1);
+	assert_int_equal(lg_tracker_seen(t, id, strlen(id), 1, 5), LG_SEEN_TRACKED);
+	assert_true(lg_tracker_outstanding(t) == 0);
+	lg_tracker_free(&t);
+	free(st);
+}
+
+static void random_stats(struct lg_stats *st, uint64_t seed)
+{
+	struct lg_rng rng;
+
+	lg_stats_init(st);
+	lg_rng_seed(&rng, seed, 0);
+	for (int i = 0; i < 5000; i++) {
+		enum lg_function fn = (enum lg_function)lg_rng_below(&rng, LG_FN_COUNT);
+		lg_stats_attempt(st, fn);
+		if (lg_rng_below(&rng, 10) > 0)
+			lg_stats_answered(st, fn, lg_rng_below(&rng, 1ull << lg_rng_below(&rng, 36)),
+					  lg_rng_below(&rng, 20) > 0);
+	}
+	for (int k = 0; k < LG_KIND_COUNT; k++) {
+		st->sessions[k] = lg_rng_below(&rng, 1000) + 1;
+		st->sessions_failed[k] = lg_rng_below(&rng, st->sessions[k]);
+	}
+	for (int i = 0; i < LG_ERR_COUNT; i++)
+		st->errors[i] = lg_rng_below(&rng, 100);
+	uint64_t *c = (uint64_t *)&st->counters;
+	for (size_t i = 0; i < sizeof(st->counters) / sizeof(uint64_t); i++)
+		c[i] = lg_rng_next(&rng);
+}
+
+/* Feed a block's lines (after its "stats" line) into target. */
+static void read_block(struct lg_stats *target, const char *text)
+{
+	char *copy = strdup(text), *save = NULL;
+	const char *error;
+	int rc = 1, lines = 0;
+
+	char *line = strtok_r(copy, "\n", &save);
+	assert_non_null(line);
+	assert_memory_equal(line, "stats ", 6);
+	while (rc == 1 && (line = strtok_r(NULL, "\n", &save)) != NULL) {
+		rc = lg_wire_stats_line(target, line, &error);
+		if (rc < 0)
+			fail_msg("%s: %s", line, error);
+		lines++;
+	}
+	assert_int_equal(rc, 0);
+	assert_int_equal(lines, LG_FN_COUNT + 4);
+	free(copy);
+}
+
+static void test_wire_stats(void **state)
+{
+	struct lg_stats *st = malloc(sizeof(*st)), *back = malloc(sizeof(*back));
+	struct mt_buf b = MT_BUF_INIT;
+
+	/* One block reads back into exactly the same figures. */
+	random_stats(st, 3);
+	lg_wire_stats(&b, "measure 2", st);
+	lg_stats_init(back);
+	read_block(back, b.data);
+	assert_memory_equal(back, st, sizeof(*st));
+	/* Two blocks add up as lg_stats_merge() does. */
+	read_block(back, b.data);
+	lg_stats_merge(st, st);
+	assert_memory_equal(back, st, sizeof(*st));
+	/* And an empty one is empty. */
+	lg_stats_init(st);
+	mt_buf_reset(&b);
+	lg_wire_stats(&b, "probes", st);
+	lg_stats_init(back);
+	read_block(back, b.data);
+	assert_memory_equal(back, st, sizeof(*st));
+
+	/* Bad lines are refused, not half-read into nonsense. */
+	static const char *const bad[] = {
+		"fn 14 1 1 0 0 0 0",			/* no such function */
+		"fn 0 1 2 0 0 0 0",			/* more passes than attempts */
+		"fn 0 1 1 1 5 5 5 99999:1",		/* no such bucket */
+		"fn 0 1 1 2 5 5 5 5:1",			/* buckets != count */
+		"fn 0 1 1 1 5 5 5 5:",			/* no count */
+		"fn 0 1 1 1 5 5 5 5:1 x",
+		"fn x",
+		"fn 0 1 1 0 0 0 99999999999999999999",	/* over 2^64 */
+		"sessions 1 2 3",
+		"errors 1 2 3 4 5 6 7",
+		"counters",
+		"stats probes",
+		"bogus",
+	};
+	lg_stats_init(back);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *error = NULL;
+		if (lg_wire_stats_line(back, bad[i], &error) != -1)
+			fail_msg("accepted '%s'", bad[i]);
+		assert_non_null(error);
+	}
+	mt_buf_free(&b);
+	free(st);
+	free(back);
+}
+
+static void test_wire_beat_hello(void **state)
+{
+	struct lg_progress p, q;
+	struct mt_buf b = MT_BUF_INIT;
+	const char *args, *error;
+	uint64_t *v = (uint64_t *)&p;
+
+	for (size_t i = 0; i < sizeof(p) / sizeof(uint64_t); i++)
+		v[i] = i * 1000003 + 7;
+	p.phase = 1;
+	lg_wire_beat(&b, &p);
+	b.data[--b.len] = '\0';
+	lg_wire_word(b.data, &args);
+	assert_true(lg_wire_beat_parse(args, &q));
+	assert_memory_equal(&p, &q, sizeof(p));
+	assert_false(lg_wire_beat_parse("1 2 3", &q));
+	p.phase = 3;
+	mt_buf_reset(&b);
+	lg_wire_beat(&b, &p);
+	b.data[--b.len] = '\0';
+	lg_wire_word(b.data, &args);
+	assert_false(lg_wire_beat_parse(args, &q));
+
+	mt_buf_reset(&b);
+	lg_wire_hello(&b);
+	assert_true(b.len > 0 && b.data[b.len - 1] == '\n');
+	b.data[--b.len] = '\0';
+	assert_true(lg_wire_hello_check(b.data, &error));
+	b.data[b.len - 1] ^= 1;	/* another enum size or version */
+	assert_false(lg_wire_hello_check(b.data, &error));
+	assert_false(lg_wire_hello_check("SSH-2.0-OpenSSH", &error));
+	mt_buf_free(&b);
+}
+
+/* The settings an agent gets are the manager's, option for option. */
+static void test_wire_settings(void **state)
+{
+	struct lg_run_settings a, b;
+	struct mt_buf out = MT_BUF_INIT, again = MT_BUF_INIT;
+	const char *error;
+
+	lg_run_settings_defaults(&a, true);
+	a.smtp = "127.0.0.1:25";
+	a.pop = "[::1]:110";
+	a.wl.users = 1234;
+	a.wl.load_users = 99999;
+	a.wl.local_template = "u%06K";
+	a.levels[0] = 7;
+	a.n_levels = 2;
+	a.warmup_ms = 1500;
+	a.probe_user = 17;
+	a.seed = UINT64_MAX;
+	lg_wire_settings(&out, &a);
+	assert_non_null(strstr(out.data, "set smtp 127.0.0.1:25\n"));
+	assert_non_null(strstr(out.data, "set levels 7,100\n"));
+	assert_null(strstr(out.data, "sink-listen"));	/* the manager's own */
+	assert_null(strstr(out.data, "set progress"));
+
+	lg_run_settings_defaults(&b, false);
+	char *copy = strdup(out.data), *save = NULL;
+	for (char *line = strtok_r(copy, "\n", &save); line != NULL;
+	     line = strtok_r(NULL, "\n", &save)) {
+		const char *rest, *value;
+		lg_wire_word(line, &rest);
+		size_t len = lg_wire_word(rest, &value);
+		char name[64];
+		snprintf(name, sizeof(name), "%.*s", (int)len, rest);
+		const struct lg_run_option *opt = lg_run_option_find(name);
+		assert_non_null(opt);
+		if (!lg_run_option_set(&b, opt, value, &error))
+			fail_msg("%s: %s", line, error);
+	}
+	lg_wire_settings(&again, &b);
+	assert_string_equal(out.data, again.data);
+	assert_true(b.ramp && b.wl.load_users == 99999 && b.warmup_ms == 1500);
+	free(copy);
+
+	/* Bounds and joint rules. */
+	static const char *const bad[][2] = {
+		{ "users", "0" }, { "users", "-5" }, { "users", "12x" },
+		{ "levels", "80,0" }, { "levels", "" }, { "levels", "1,2,3,4,5,6,7,8,9,10,11,12,"
+		  "13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33" },
+		{ "duration", "soon" }, { "step-timeout", "2h" }, { "ramp", "maybe" },
+		{ "max-sessions", "0" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (lg_run_option_set(&b, lg_run_option_find(bad[i][0]), bad[i][1], &error))
+			fail_msg("accepted %s=%s", bad[i][0], bad[i][1]);
+	assert_non_null(lg_run_option_find("sink_listen"));
+	assert_null(lg_run_option_find("sink"));
+	lg_run_settings_defaults(&b, false);
+	assert_false(lg_run_settings_check(&b, &error));	/* no users */
+	b.wl.users = 10;
+	assert_false(lg_run_settings_check(&b, &error));	/* no servers */
+	b.smtp = b.pop = "127.0.0.1:1";
+	assert_true(lg_run_settings_check(&b, &error));
+	assert_true(b.probe_user == 10);
+	b.probe_user = 11;
+	assert_false(lg_run_settings_check(&b, &error));
+	b.probe_user = 1;
+	b.wl.domain = "a\r\nRCPT TO:<x>";
+	assert_false(lg_run_settings_check(&b, &error));
+	b.wl.domain = "example.test";
+	b.wl.password_template = "%Q";
+	assert_false(lg_run_settings_check(&b, &error));
+	mt_buf_free(&out);
+	mt_buf_free(&again);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -423,6 +658,10 @@ int main(void)
 		cmocka_unit_test(test_id_header),
 		cmocka_unit_test(test_validity),
 		cmocka_unit_test(test_report_output),
+		cmocka_unit_test(test_tracker_siblings),
+		cmocka_unit_test(test_wire_stats),
+		cmocka_unit_test(test_wire_beat_hello),
+		cmocka_unit_test(test_wire_settings),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

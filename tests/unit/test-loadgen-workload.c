@@ -2,7 +2,10 @@
  * (loadgen/rng.c, workload.c, schedule.c): the published distributions'
  * sampled means (24.5 KiB, 2.00 recipients), seeded repeatability, distinct
  * recipients and the remote share, account templates, and the schedule's
- * session rates in steady state, including primed repeat checks. */
+ * session rates in steady state, including primed repeat checks; the
+ * partition of a run's users among N generators (the same sessions for any
+ * N); the initial fill's per-user streams; and the rendezvous shard hash,
+ * pinned to the values of dirsvc's own test (test-provision.c). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -15,8 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fill.h"
 #include "rng.h"
 #include "schedule.h"
+#include "shard.h"
 #include "workload.h"
 
 #define SAMPLES 1000000
@@ -319,6 +324,172 @@ static void test_schedule_repeatable(void **state)
 	lg_schedule_free(&s3);
 }
 
+/* One arrival, as comparable numbers. */
+struct seen_arrival {
+	int kind;
+	double at_s;
+	uint64_t owner, size;
+	unsigned int n_rcpts;
+};
+
+/* The arrivals of share (index of count) over [0, horizon). */
+static size_t collect(unsigned int index, unsigned int count, double horizon,
+		      struct seen_arrival *out, size_t max, uint64_t per_kind[])
+{
+	struct lg_schedule sched;
+	struct lg_share share = { index, count };
+	struct lg_arrival a;
+	size_t n = 0;
+
+	lg_schedule_init(&sched, &test_wl, 120, 42, 2);
+	while (lg_schedule_pop_before(&sched, horizon, horizon, &a)) {
+		uint64_t owner = lg_arrival_owner(&a);
+		assert_true(owner >= 1 && owner <= test_wl.users);
+		if (!lg_share_owns(&share, owner))
+			continue;
+		assert_true(n < max);
+		out[n++] = (struct seen_arrival){ a.kind, a.at_s, owner,
+			a.kind <= LG_KIND_SMTP_REMOTE ? a.plan.size : 0,
+			a.kind <= LG_KIND_SMTP_REMOTE ? a.plan.n_rcpts : 0 };
+		per_kind[a.kind]++;
+	}
+	assert_false(lg_schedule_pop_before(&sched, horizon * 2, horizon, &a));
+	lg_schedule_free(&sched);
+	return n;
+}
+
+static int by_time(const void *pa, const void *pb)
+{
+	const struct seen_arrival *a = pa, *b = pb;
+
+	if (a->at_s != b->at_s)
+		return a->at_s < b->at_s ? -1 : 1;
+	return a->kind - b->kind;
+}
+
+/* Split among N generators (user K in share K mod N), the sessions of all
+ * shares together are exactly those of one generator, for any N: the
+ * working set does not depend on the number of processes. */
+static void test_partition(void **state)
+{
+	const double horizon = 300;
+	const size_t max = 20000;
+	struct seen_arrival *all = calloc(max, sizeof(*all));
+	struct seen_arrival *parts = calloc(max, sizeof(*parts));
+	uint64_t kinds_all[LG_KIND_COUNT] = { 0 };
+	size_t n_all = collect(0, 1, horizon, all, max, kinds_all);
+	const unsigned int counts[] = { 2, 3, 7 };
+
+	assert_true(n_all > 5000);
+	for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+		uint64_t kinds[LG_KIND_COUNT] = { 0 };
+		size_t n = 0;
+		for (unsigned int i = 0; i < counts[c]; i++) {
+			uint64_t mine[LG_KIND_COUNT] = { 0 };
+			size_t got = collect(i, counts[c], horizon, parts + n, max - n, mine);
+			/* each share has its users' sessions, and some of each kind */
+			for (size_t k = n; k < n + got; k++)
+				assert_true(parts[k].owner % counts[c] == i);
+			for (int k = 0; k < LG_KIND_COUNT; k++) {
+				assert_true(mine[k] > 0);
+				kinds[k] += mine[k];
+			}
+			n += got;
+		}
+		assert_int_equal(n, n_all);
+		for (int k = 0; k < LG_KIND_COUNT; k++)
+			assert_true(kinds[k] == kinds_all[k]);
+		qsort(parts, n, sizeof(*parts), by_time);
+		for (size_t k = 0; k < n; k++) {
+			assert_int_equal(parts[k].kind, all[k].kind);
+			assert_true(parts[k].at_s == all[k].at_s);
+			assert_true(parts[k].owner == all[k].owner);
+			assert_true(parts[k].size == all[k].size);
+			assert_int_equal(parts[k].n_rcpts, all[k].n_rcpts);
+		}
+	}
+	free(all);
+	free(parts);
+}
+
+/* A fill's user gets the same messages whatever the order users are
+ * filled in (by SMTP all users in order; by LMTP each shard its own). */
+static void test_fill_user_streams(void **state)
+{
+	struct lg_fill_user a, b;
+	struct lg_message_plan pa, pb;
+	uint64_t total = 0;
+
+	for (uint64_t user = 1; user <= 20000; user++) {
+		lg_fill_user_begin(&a, 5, user);
+		total += a.left;
+		assert_true(a.left <= 28);
+	}
+	/* The published mean, 3.34 messages a mailbox. */
+	assert_true(fabs((double)total / 20000 - 3.34) < 0.1);
+	for (uint64_t user = 300; user >= 1; user--) {
+		lg_fill_user_begin(&a, 5, user);
+		lg_fill_user_begin(&b, 5, user);
+		assert_int_equal(a.left, b.left);
+		while (lg_fill_user_next(&a, &pa)) {
+			assert_true(lg_fill_user_next(&b, &pb));
+			assert_plan_equal(&pa, &pb);
+			assert_true(pa.rcpts[0].user == user && pa.from_remote);
+		}
+		assert_false(lg_fill_user_next(&b, &pb));
+	}
+	/* Another seed, other mailboxes. */
+	bool differs = false;
+	for (uint64_t user = 1; user <= 50; user++) {
+		lg_fill_user_begin(&a, 5, user);
+		lg_fill_user_begin(&b, 6, user);
+		differs |= a.left != b.left;
+	}
+	assert_true(differs);
+}
+
+/* The same values as dirsvc's test (tests/unit/test-provision.c): the
+ * generator's copy of the hash must put users where dirsvc does. */
+static void test_shard_hash(void **state)
+{
+	static const char *const shards3[] = { "store1", "store2", "store3" };
+	static const char *const reversed[] = { "store3", "store2", "store1" };
+	static const struct {
+		const char *addr;
+		uint64_t score_store1;
+		const char *of2, *of3;
+	} cases[] = {
+		{ "user1@example.test", UINT64_C(0xa28b0825b42fe453), "store2", "store2" },
+		{ "user2@example.test", UINT64_C(0xad35e4e9ce8adfdb), "store2", "store2" },
+		{ "user3@example.test", UINT64_C(0xf7c0307180464516), "store1", "store1" },
+		{ "postmaster@example.test", UINT64_C(0x7f992007462dfb6f), "store2", "store3" },
+		{ "alice@other.test", UINT64_C(0xcac1d8b2d1c017a6), "store1", "store1" },
+		{ "user1500000@example.test", UINT64_C(0x0ea569e1d3f7119b), "store2", "store3" },
+	};
+	char addr[64];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_true(lg_shard_score(cases[i].addr, "store1") == cases[i].score_store1);
+		assert_string_equal(shards3[lg_shard_pick(cases[i].addr, shards3, 2)],
+				    cases[i].of2);
+		assert_string_equal(shards3[lg_shard_pick(cases[i].addr, shards3, 3)],
+				    cases[i].of3);
+	}
+	/* Case-blind, order-blind, and balanced within 2%. */
+	assert_int_equal(lg_shard_pick("USER1@Example.TEST", shards3, 3),
+			 lg_shard_pick("user1@example.test", shards3, 3));
+	assert_int_equal(lg_shard_pick("a@b", shards3, 0), -1);
+	size_t count[3] = { 0 };
+	for (int k = 1; k <= 30000; k++) {
+		snprintf(addr, sizeof(addr), "user%d@example.test", k);
+		int i = lg_shard_pick(addr, shards3, 3);
+		assert_string_equal(shards3[i], reversed[lg_shard_pick(addr, reversed, 3)]);
+		count[i]++;
+	}
+	for (int i = 0; i < 3; i++)
+		assert_true(count[i] > 9800 && count[i] < 10200);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -332,6 +503,9 @@ int main(void)
 		cmocka_unit_test(test_rates),
 		cmocka_unit_test(test_schedule_rates),
 		cmocka_unit_test(test_schedule_repeatable),
+		cmocka_unit_test(test_partition),
+		cmocka_unit_test(test_fill_user_streams),
+		cmocka_unit_test(test_shard_hash),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

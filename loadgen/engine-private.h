@@ -1,0 +1,67 @@
+/* engine-private.h — the run loop's state, shared by engine.c (levels,
+ * phases, progress, set-up) and engine-sessions.c (starting sessions on
+ * schedule, probes, the open-session list). Not for other files.
+ * Trust boundary: none (internal). */
+#ifndef LG_ENGINE_PRIVATE_H
+#define LG_ENGINE_PRIVATE_H
+
+#include "engine.h"
+#include "loop.h"
+#include "session.h"
+
+#include <event2/event.h>
+
+/* Our choice: local probes are small (1 KiB) remote-server messages to
+ * one user, whose mailbox is polled; probe arrivals are timed from the
+ * MTA's 250 to the RETR that shows them. */
+#define LG_PROBE_SIZE 1024
+
+enum lg_phase { PHASE_WARMUP, PHASE_MEASURE, PHASE_COOLDOWN, PHASE_DONE };
+
+struct lg_engine {
+	const struct lg_run_settings *set;
+	const struct lg_engine_hooks *hooks;	/* NULL: standalone */
+	struct lg_run_result *result;
+	struct mt_loop *loop;
+	struct event_base *base;
+	struct sockaddr_storage smtp_addr, pop_addr;
+	socklen_t smtp_len, pop_len;
+	struct lg_session_env env;
+	char helo[300];
+	struct lg_tracker *tracker;
+	struct lg_sink *sink;
+	bool probes;			/* the probe user is ours */
+	bool attached;			/* the hooks' attach succeeded */
+
+	size_t level;
+	enum lg_phase phase;
+	uint64_t start_us, level_start_us, phase_start_us, cooldown_end_us;
+	double warmup_s, level_end_s;	/* schedule time of the level */
+	struct lg_stats *current;	/* the phase's stats (progress, probes) */
+	struct lg_schedule sched;
+	bool sched_active;
+	struct lg_rng probe_rng;
+
+	struct event *arrival_ev, *phase_ev, *tick_ev, *reaper_ev,
+		*probe_ev, *poll_ev;
+	struct lg_session *active;	/* open sessions */
+	size_t n_active;
+	struct lg_session *dead;	/* finished, freed from the loop */
+	struct lg_session *poll;	/* the probe poll in flight */
+	unsigned int failed_in_a_row;	/* load points that missed QoS */
+	uint64_t last_progress_us;
+	uint64_t last_beat_us;
+};
+
+/* Arm a one-shot timer ms from now. */
+void lg_engine_timer_in(struct event *ev, uint64_t ms);
+
+/* engine-sessions.c */
+void lg_engine_reaper_cb(evutil_socket_t fd, short what, void *arg);
+void lg_engine_arrival_cb(evutil_socket_t fd, short what, void *arg);
+void lg_engine_probe_cb(evutil_socket_t fd, short what, void *arg);
+void lg_engine_poll_cb(evutil_socket_t fd, short what, void *arg);
+/* Start every arrival scheduled before the level's end. */
+void lg_engine_flush_level(struct lg_engine *e);
+
+#endif

@@ -1,0 +1,561 @@
+/* store-async.c — the store's async interface: requests, the queues between
+ * threads, completion ports on the callers' event loops, the reader pool,
+ * and the blocking *_wait variants built on the same requests.
+ *
+ * A completion port is an eventfd watched by the caller's event_base plus a
+ * mutex-protected list: a store thread appends the finished request and
+ * writes the eventfd (when the list was empty); the loop thread takes the
+ * list and runs the callbacks. libevent itself is only touched from the
+ * loop's thread, so it needs no locking (evthread) of its own.
+ *
+ * Trust boundary: arguments from the LMTP/POP3 code are checked here (name
+ * lengths, message indexes, read sizes) before any work is queued.
+ *
+ * Guarantees: a callback runs exactly once, on the port's loop thread, after
+ * the call that created the request has returned — never from inside it —
+ * unless the request was cancelled or its port freed. */
+#include "store-private.h"
+#include "alloc.h"
+#include "buf.h"
+#include "log.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+/* Queues */
+
+void store_queue_init(struct store_queue *q)
+{
+	pthread_mutex_init(&q->lock, NULL);
+	pthread_cond_init(&q->cond, NULL);
+	q->head = NULL;
+	q->tail = &q->head;
+	q->length = 0;
+	q->stopping = false;
+}
+
+void store_queue_destroy(struct store_queue *q)
+{
+	pthread_mutex_destroy(&q->lock);
+	pthread_cond_destroy(&q->cond);
+}
+
+void store_queue_push(struct store_queue *q, struct mt_store_req *req)
+{
+	req->next = NULL;
+	pthread_mutex_lock(&q->lock);
+	*q->tail = req;
+	q->tail = &req->next;
+	q->length++;
+	pthread_cond_signal(&q->cond);
+	pthread_mutex_unlock(&q->lock);
+}
+
+struct mt_store_req *store_queue_pop(struct store_queue *q)
+{
+	pthread_mutex_lock(&q->lock);
+	while (q->head == NULL && !q->stopping)
+		pthread_cond_wait(&q->cond, &q->lock);
+	struct mt_store_req *req = q->head;
+	if (req != NULL) {
+		q->head = req->next;
+		if (q->head == NULL)
+			q->tail = &q->head;
+		q->length--;
+		req->next = NULL;
+	}
+	pthread_mutex_unlock(&q->lock);
+	return req;
+}
+
+struct mt_store_req *store_queue_pop_all(struct store_queue *q,
+					 unsigned int *count_r)
+{
+	pthread_mutex_lock(&q->lock);
+	while (q->head == NULL && !q->stopping)
+		pthread_cond_wait(&q->cond, &q->lock);
+	struct mt_store_req *list = q->head;
+	*count_r = q->length;
+	q->head = NULL;
+	q->tail = &q->head;
+	q->length = 0;
+	pthread_mutex_unlock(&q->lock);
+	return list;
+}
+
+struct mt_store_req *store_queue_pop_all_until(struct store_queue *q,
+					       const struct timespec *deadline,
+					       unsigned int *count_r)
+{
+	pthread_mutex_lock(&q->lock);
+	int rc = 0;
+	while (q->head == NULL && !q->stopping && rc != ETIMEDOUT)
+		rc = pthread_cond_timedwait(&q->cond, &q->lock, deadline);
+	struct mt_store_req *list = q->head;
+	*count_r = q->length;
+	q->head = NULL;
+	q->tail = &q->head;
+	q->length = 0;
+	pthread_mutex_unlock(&q->lock);
+	return list;
+}
+
+void store_queue_stop(struct store_queue *q)
+{
+	pthread_mutex_lock(&q->lock);
+	q->stopping = true;
+	pthread_cond_broadcast(&q->cond);
+	pthread_mutex_unlock(&q->lock);
+}
+
+bool store_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg)
+{
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int rc = pthread_create(thread, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc == 0;
+}
+
+/* Requests */
+
+static void port_unref(struct mt_store_port *port)
+{
+	if (atomic_fetch_sub(&port->refs, 1) == 1) {
+		pthread_mutex_destroy(&port->lock);
+		free(port);
+	}
+}
+
+static struct mt_store_req *req_new(struct mt_store *store, enum store_req_kind kind,
+				    struct mt_store_port *port, mt_store_cb_t *cb,
+				    void *context)
+{
+	struct mt_store_req *req = mt_xcalloc(1, sizeof(*req));
+	req->kind = kind;
+	req->store = store;
+	req->port = port;
+	req->cb = cb;
+	req->context = context;
+	if (port != NULL)
+		atomic_fetch_add(&port->refs, 1);
+	return req;
+}
+
+static void req_free(struct mt_store_req *req)
+{
+	for (unsigned int i = 0; i < req->rcpt_count; i++) {
+		free((char *)req->rcpts[i].mailbox);
+		free((char *)req->rcpts[i].prefix);
+	}
+	free(req->rcpts);
+	free(req->body_owned);
+	free(req->name);
+	free(req->uids);
+	free(req->data);
+	if (req->mbox != NULL)
+		store_mailbox_unref(&req->mbox);
+	if (req->result != NULL)
+		mt_store_mailbox_close(&req->result);	/* not taken */
+	if (req->port != NULL)
+		port_unref(req->port);
+	free(req);
+}
+
+void store_req_set_error(struct mt_store_req *req, enum mt_store_status status,
+			 const char *error)
+{
+	req->status = status;
+	snprintf(req->error, sizeof(req->error), "%s", error);
+}
+
+void store_req_complete(struct mt_store_req *req)
+{
+	if (req->port == NULL) {
+		struct store_waiter *w = req->waiter;
+		pthread_mutex_lock(&w->lock);
+		w->done = true;
+		pthread_cond_signal(&w->cond);
+		pthread_mutex_unlock(&w->lock);
+		return;
+	}
+	struct mt_store_port *port = req->port;
+	pthread_mutex_lock(&port->lock);
+	if (port->closed) {
+		pthread_mutex_unlock(&port->lock);
+		req_free(req);
+		return;
+	}
+	bool wake = port->head == NULL;
+	req->next = NULL;
+	*port->tail = req;
+	port->tail = &req->next;
+	if (wake) {
+		/* Under the lock: mt_store_port_free() closes the fd under it. */
+		uint64_t one = 1;
+		while (write(port->fd, &one, sizeof(one)) < 0 && errno == EINTR)
+			;
+	}
+	pthread_mutex_unlock(&port->lock);
+}
+
+void mt_store_req_cancel(struct mt_store_req *req)
+{
+	req->cancelled = true;
+}
+
+enum mt_store_status mt_store_req_status(const struct mt_store_req *req,
+					 const char **error_r)
+{
+	if (error_r != NULL)
+		*error_r = req->error;
+	return req->status;
+}
+
+const struct mt_store_rcpt *mt_store_req_rcpts(const struct mt_store_req *req,
+					       unsigned int *count_r)
+{
+	*count_r = req->rcpt_count;
+	return req->rcpts;
+}
+
+struct mt_store_mailbox *mt_store_req_mailbox(struct mt_store_req *req)
+{
+	struct mt_store_mailbox *mbox = req->result;
+	req->result = NULL;
+	return mbox;
+}
+
+const void *mt_store_req_data(const struct mt_store_req *req, size_t *size_r)
+{
+	*size_r = req->data_size;
+	return req->data != NULL ? req->data : "";
+}
+
+/* Ports */
+
+static void port_event_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct mt_store_port *port = arg;
+	uint64_t n;
+	if (read(fd, &n, sizeof(n)) < 0) {
+		/* EAGAIN: the counter was read already; the list decides. */
+	}
+	pthread_mutex_lock(&port->lock);
+	struct mt_store_req *list = port->head;
+	port->head = NULL;
+	port->tail = &port->head;
+	pthread_mutex_unlock(&port->lock);
+
+	/* A callback may free the port: keep it until the list is done. */
+	atomic_fetch_add(&port->refs, 1);
+	for (struct mt_store_req *req = list, *next; req != NULL; req = next) {
+		next = req->next;
+		if (!req->cancelled && !port->closed && req->cb != NULL)
+			req->cb(req, req->context);
+		req_free(req);
+	}
+	port_unref(port);
+}
+
+struct mt_store_port *mt_store_port_new(struct mt_store *store,
+					struct event_base *base,
+					const char **error_r)
+{
+	int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (fd < 0) {
+		*error_r = store_error("store: eventfd: %s", strerror(errno));
+		return NULL;
+	}
+	struct mt_store_port *port = mt_xcalloc(1, sizeof(*port));
+	port->store = store;
+	port->base = base;
+	port->fd = fd;
+	port->tail = &port->head;
+	pthread_mutex_init(&port->lock, NULL);
+	atomic_init(&port->refs, 1);
+	port->ev = event_new(base, fd, EV_READ | EV_PERSIST, port_event_cb, port);
+	if (port->ev == NULL || event_add(port->ev, NULL) < 0) {
+		if (port->ev != NULL)
+			event_free(port->ev);
+		close(fd);
+		pthread_mutex_destroy(&port->lock);
+		free(port);
+		*error_r = store_error("store: cannot add the completion event");
+		return NULL;
+	}
+	return port;
+}
+
+void mt_store_port_free(struct mt_store_port **port_p)
+{
+	struct mt_store_port *port = *port_p;
+	if (port == NULL)
+		return;
+	*port_p = NULL;
+	event_free(port->ev);
+	port->ev = NULL;
+	pthread_mutex_lock(&port->lock);
+	port->closed = true;
+	struct mt_store_req *list = port->head;
+	port->head = NULL;
+	port->tail = &port->head;
+	close(port->fd);
+	port->fd = -1;
+	pthread_mutex_unlock(&port->lock);
+	for (struct mt_store_req *req = list, *next; req != NULL; req = next) {
+		next = req->next;
+		req_free(req);
+	}
+	port_unref(port);
+}
+
+/* Reader pool */
+
+static void reader_run(struct mt_store *store, struct mt_store_req *req)
+{
+	const char *error;
+	store_counter_add(&store->n_reads, 1);
+	if (req->kind == STORE_REQ_OPEN) {
+		enum mt_store_status status =
+			store_mailbox_open(store, req->name, &req->result, &error);
+		if (status != MT_STORE_OK)
+			store_req_set_error(req, status, error);
+		return;
+	}
+	req->data = mt_xmalloc(req->max + 1);
+	enum mt_store_status status =
+		mt_store_read_sync(req->mbox, req->index, req->offset, req->data,
+				   req->max, &req->data_size, &error);
+	if (status != MT_STORE_OK)
+		store_req_set_error(req, status, error);
+}
+
+static void *reader_main(void *arg)
+{
+	struct mt_store *store = arg;
+	struct mt_store_req *req;
+	while ((req = store_queue_pop(&store->read_q)) != NULL) {
+		reader_run(store, req);
+		store_req_complete(req);
+	}
+	return NULL;
+}
+
+bool store_readers_start(struct mt_store *store, const char **error_r)
+{
+	store->readers = mt_xcalloc(store->set.reader_threads,
+				    sizeof(*store->readers));
+	for (unsigned int i = 0; i < store->set.reader_threads; i++) {
+		if (!store_thread_start(&store->readers[i], reader_main, store)) {
+			*error_r = store_error("store %s: cannot start a reader thread",
+					       store->home);
+			return false;
+		}
+		store->reader_count++;
+	}
+	return true;
+}
+
+void store_readers_stop(struct mt_store *store)
+{
+	store_queue_stop(&store->read_q);
+	for (unsigned int i = 0; i < store->reader_count; i++)
+		pthread_join(store->readers[i], NULL);
+	store->reader_count = 0;
+}
+
+/* Submission */
+
+static void req_refuse(struct mt_store_req *req, enum mt_store_status status,
+		       const char *error)
+{
+	store_req_set_error(req, status, error);
+	req->refused = true;
+	for (unsigned int i = 0; i < req->rcpt_count; i++)
+		if (req->rcpts[i].status == MT_STORE_OK)
+			req->rcpts[i].status = status;
+}
+
+/* Queue req (writes to the group commit, reads to the reader pool), or
+ * complete it at once (via its port) when it was refused. */
+static struct mt_store_req *req_submit(struct mt_store_req *req,
+				       struct store_queue *queue)
+{
+	struct mt_store *store = req->store;
+	if (!req->refused && store->set.mode != MT_STORE_MODE_SERVE)
+		req_refuse(req, MT_STORE_INVALID, "store opened for administration only");
+	if (!req->refused && atomic_load(&store->failed))
+		req_refuse(req, MT_STORE_FATAL, "store failed: restart needed for recovery");
+	if (req->refused)
+		store_req_complete(req);
+	else if (queue == &store->commit_q)
+		store_commit_submit(store, req);
+	else
+		store_queue_push(queue, req);
+	return req;
+}
+
+/* Blocking: submit and wait for the completion. */
+static void req_wait(struct mt_store_req *req, struct store_queue *queue)
+{
+	struct store_waiter w = { .done = false };
+	pthread_mutex_init(&w.lock, NULL);
+	pthread_cond_init(&w.cond, NULL);
+	req->waiter = &w;
+	(void)req_submit(req, queue);
+	pthread_mutex_lock(&w.lock);
+	while (!w.done)
+		pthread_cond_wait(&w.cond, &w.lock);
+	pthread_mutex_unlock(&w.lock);
+	pthread_mutex_destroy(&w.lock);
+	pthread_cond_destroy(&w.cond);
+}
+
+static bool name_ok(const char *name)
+{
+	size_t len = name == NULL ? 0 : strlen(name);
+	return len > 0 && len <= MT_STORE_MAILBOX_MAX;
+}
+
+static struct mt_store_req *deliver_new(struct mt_store *store,
+					struct mt_store_port *port,
+					const struct mt_store_rcpt *rcpts,
+					unsigned int count, mt_store_cb_t *cb,
+					void *context)
+{
+	struct mt_store_req *req = req_new(store, STORE_REQ_DELIVER, port, cb, context);
+	req->rcpts = mt_xcalloc(count == 0 ? 1 : count, sizeof(*req->rcpts));
+	req->rcpt_count = count;
+	for (unsigned int i = 0; i < count; i++) {
+		struct mt_store_rcpt *r = &req->rcpts[i];
+		*r = rcpts[i];
+		r->uid = 0;
+		r->status = MT_STORE_OK;
+		r->mailbox = mt_xstrdup(name_ok(rcpts[i].mailbox) ? rcpts[i].mailbox : "");
+		r->prefix = NULL;
+		if (r->prefix_len > 0 && rcpts[i].prefix != NULL) {
+			char *p = mt_xmalloc(r->prefix_len);
+			memcpy(p, rcpts[i].prefix, r->prefix_len);
+			r->prefix = p;
+		} else
+			r->prefix_len = 0;
+		if (!name_ok(rcpts[i].mailbox)) {
+			r->status = MT_STORE_INVALID;
+			if (req->status == MT_STORE_OK)
+				store_req_set_error(req, MT_STORE_INVALID,
+						    "bad mailbox name");
+		}
+	}
+	unsigned int valid = 0;
+	for (unsigned int i = 0; i < count; i++)
+		valid += req->rcpts[i].status == MT_STORE_OK;
+	if (valid == 0)
+		req_refuse(req, MT_STORE_INVALID, count == 0 ? "no recipients" :
+			   "bad mailbox name");
+	return req;
+}
+
+struct mt_store_req *mt_store_deliver(struct mt_store_port *port,
+				      const struct mt_store_rcpt *rcpts,
+				      unsigned int count, struct mt_buf *body,
+				      mt_store_cb_t *cb, void *context)
+{
+	struct mt_store *store = port->store;
+	struct mt_store_req *req = deliver_new(store, port, rcpts, count, cb, context);
+	req->body_size = body->len;
+	req->body_owned = mt_buf_steal(body);
+	req->body = req->body_owned;
+	return req_submit(req, &store->commit_q);
+}
+
+enum mt_store_status mt_store_deliver_wait(struct mt_store *store,
+					   struct mt_store_rcpt *rcpts,
+					   unsigned int count, const void *data,
+					   size_t size, const char **error_r)
+{
+	struct mt_store_req *req = deliver_new(store, NULL, rcpts, count, NULL, NULL);
+	req->body = data;
+	req->body_size = size;
+	req_wait(req, &store->commit_q);
+	for (unsigned int i = 0; i < count; i++) {
+		rcpts[i].status = req->rcpts[i].status;
+		rcpts[i].uid = req->rcpts[i].uid;
+	}
+	enum mt_store_status status = req->status;
+	*error_r = store_error("%s", req->error);
+	req_free(req);
+	return status;
+}
+
+struct mt_store_req *mt_store_mailbox_open(struct mt_store_port *port,
+					   const char *name, mt_store_cb_t *cb,
+					   void *context)
+{
+	struct mt_store *store = port->store;
+	struct mt_store_req *req = req_new(store, STORE_REQ_OPEN, port, cb, context);
+	req->name = mt_xstrdup(name != NULL ? name : "");
+	if (!name_ok(name))
+		req_refuse(req, MT_STORE_INVALID, "bad mailbox name");
+	return req_submit(req, &store->read_q);
+}
+
+struct mt_store_req *mt_store_read(struct mt_store_port *port,
+				   struct mt_store_mailbox *mbox,
+				   unsigned int index, uint64_t offset,
+				   size_t max, mt_store_cb_t *cb, void *context)
+{
+	struct mt_store *store = port->store;
+	struct mt_store_req *req = req_new(store, STORE_REQ_READ, port, cb, context);
+	req->mbox = store_mailbox_ref(mbox);
+	req->index = index;
+	req->offset = offset;
+	req->max = max > MT_STORE_READ_MAX ? MT_STORE_READ_MAX : max;
+	if (index >= mbox->count)
+		req_refuse(req, MT_STORE_NOT_FOUND, "no such message");
+	return req_submit(req, &store->read_q);
+}
+
+static struct mt_store_req *expunge_new(struct mt_store_port *port,
+					struct mt_store_mailbox *mbox,
+					const uint32_t *uids, unsigned int count,
+					mt_store_cb_t *cb, void *context)
+{
+	struct mt_store_req *req = req_new(mbox->store, STORE_REQ_EXPUNGE, port,
+					   cb, context);
+	req->mbox = store_mailbox_ref(mbox);
+	req->uids = mt_xmalloc((count == 0 ? 1 : count) * sizeof(*uids));
+	if (count > 0)
+		memcpy(req->uids, uids, count * sizeof(*uids));
+	req->uid_count = count;
+	return req;
+}
+
+struct mt_store_req *mt_store_expunge(struct mt_store_port *port,
+				      struct mt_store_mailbox *mbox,
+				      const uint32_t *uids, unsigned int count,
+				      mt_store_cb_t *cb, void *context)
+{
+	struct mt_store_req *req = expunge_new(port, mbox, uids, count, cb, context);
+	return req_submit(req, &mbox->store->commit_q);
+}
+
+enum mt_store_status mt_store_expunge_wait(struct mt_store_mailbox *mbox,
+					   const uint32_t *uids,
+					   unsigned int count,
+					   const char **error_r)
+{
+	struct mt_store_req *req = expunge_new(NULL, mbox, uids, count, NULL, NULL);
+	req_wait(req, &mbox->store->commit_q);
+	enum mt_store_status status = req->status;
+	*error_r = store_error("%s", req->error);
+	req_free(req);
+	return status;
+}

@@ -1,0 +1,588 @@
+/* store-env.c — the store's Berkeley DB environment: open with recovery,
+ * the four databases and their format check, the checkpoint thread, close,
+ * and the mapping of Berkeley DB results to store statuses.
+ *
+ * Trust boundary: the home directory comes from the administrator's config;
+ * its files are ours only if meta.db carries a format version we read.
+ *
+ * Guarantees: the environment is transactional (DB_INIT_TXN | DB_INIT_LOG |
+ * DB_INIT_LOCK | DB_INIT_MPOOL, DB_THREAD) and opened with DB_RECOVER |
+ * DB_REGISTER: recovery runs whenever a process using it died (kill -9
+ * included) or left it panicked, and mailtierctl can join it while the
+ * daemon runs without disturbing it. One serving process per store (a
+ * flock()ed lock file). Log files are removed once no checkpoint needs them
+ * (DB_LOG_AUTO_REMOVE); a checkpoint runs every checkpoint_secs, and sooner
+ * once 256 MB of log has been written, bounding log space and recovery
+ * time. Deadlocks are broken by the default detector at each blocked lock
+ * request (set_lk_detect). A Berkeley DB panic is logged and latched
+ * (mt_store_failed()). After a clean close the region files are removed
+ * unless another process is attached, so the next open applies its own
+ * cache size. */
+#include "store-private.h"
+#include "alloc.h"
+#include "log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DEFAULT_CACHE_SIZE (64ull << 20)
+#define DEFAULT_CHECKPOINT_SECS 60u
+#define DEFAULT_LOG_FILE_SIZE (64ull << 20)
+#define LOG_BUFFER_MAX (8u << 20)
+#define CHECKPOINT_LOG_KBYTES (256u * 1024)
+/* Sized for expunges of large mailboxes; a few MB of region. */
+#define LOCKS_MAX 20000u
+#define LOCKERS_MAX 4000u
+#define TXNS_MAX 400u
+
+static _Thread_local char store_errbuf[512];
+
+const char *store_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(store_errbuf, sizeof(store_errbuf), fmt, ap);
+	va_end(ap);
+	return store_errbuf;
+}
+
+const char *mt_store_status_name(enum mt_store_status status)
+{
+	static const char *const names[] = {
+		[MT_STORE_OK] = "ok", [MT_STORE_NOT_FOUND] = "not-found",
+		[MT_STORE_IN_USE] = "in-use", [MT_STORE_OVER_QUOTA] = "over-quota",
+		[MT_STORE_NO_SPACE] = "no-space", [MT_STORE_TEMPFAIL] = "tempfail",
+		[MT_STORE_FATAL] = "fatal", [MT_STORE_BAD_FORMAT] = "bad-format",
+		[MT_STORE_INVALID] = "invalid",
+	};
+	if ((unsigned int)status >= sizeof(names) / sizeof(names[0]))
+		return "unknown";
+	return names[status];
+}
+
+enum mt_store_status store_status_from_db(struct mt_store *store, int ret)
+{
+	switch (ret) {
+	case 0:
+		return MT_STORE_OK;
+	case DB_NOTFOUND:
+	case DB_KEYEMPTY:
+		return MT_STORE_NOT_FOUND;
+	case STORE_ERR_QUOTA:
+		return MT_STORE_OVER_QUOTA;
+	case ENOSPC:
+	case EDQUOT:
+		return MT_STORE_NO_SPACE;
+	case DB_RUNRECOVERY:
+		if (store != NULL)
+			atomic_store(&store->failed, true);
+		return MT_STORE_FATAL;
+	default:
+		if (store != NULL && atomic_load(&store->failed))
+			return MT_STORE_FATAL;
+		return MT_STORE_TEMPFAIL;
+	}
+}
+
+const char *store_strerror(int ret)
+{
+	if (ret == STORE_ERR_QUOTA)
+		return "mailbox over quota";
+	if (ret == STORE_ERR_DAMAGED)
+		return "damaged record (run db_verify on the store)";
+	return db_strerror(ret);
+}
+
+bool mt_store_failed(struct mt_store *store)
+{
+	return atomic_load(&store->failed);
+}
+
+/* Berkeley DB's own error messages go to our log. */
+static void store_errcall(const DB_ENV *dbenv, const char *prefix,
+			  const char *msg)
+{
+	mt_error("store: berkeley-db: %s", msg);
+}
+
+static void store_event(DB_ENV *dbenv, u_int32_t event, void *info)
+{
+	struct mt_store *store = dbenv->app_private;
+	switch (event) {
+	case DB_EVENT_PANIC:
+		/* At open, the panic is the last user's, found on the way
+		 * to recovery, which then makes a fresh environment. */
+		if (store->opening)
+			mt_warning("store: home=%s the environment was left "
+				   "panicked: recovering", store->home);
+		else if (!atomic_exchange(&store->failed, true))
+			mt_error("store: home=%s Berkeley DB panic (DB_RUNRECOVERY): "
+				 "the daemon must restart to run recovery",
+				 store->home);
+		break;
+	case DB_EVENT_WRITE_FAILED:
+		mt_error("store: home=%s Berkeley DB write failed", store->home);
+		break;
+	default:
+		break;
+	}
+}
+
+/* The last checkpoint's LSN, to tell whether a conditional one happened. */
+static DB_LSN last_checkpoint(struct mt_store *store)
+{
+	DB_TXN_STAT *ts;
+	DB_LSN lsn = { 0, 0 };
+	if (store->env->txn_stat(store->env, &ts, 0) == 0) {
+		lsn = ts->st_last_ckp;
+		free(ts);
+	}
+	return lsn;
+}
+
+int store_checkpoint(struct mt_store *store, unsigned int log_kbytes)
+{
+	DB_LSN before = { 0, 0 };
+	if (log_kbytes > 0)
+		before = last_checkpoint(store);
+	int ret = store->env->txn_checkpoint(store->env, log_kbytes, 0, 0);
+	if (ret == 0) {
+		DB_LSN after = log_kbytes > 0 ? last_checkpoint(store) : before;
+		if (log_kbytes == 0 || after.file != before.file ||
+		    after.offset != before.offset)
+			store_counter_add(&store->n_checkpoints, 1);
+	} else {
+		(void)store_status_from_db(store, ret);
+		mt_error("store: home=%s checkpoint failed: %s", store->home,
+			 db_strerror(ret));
+	}
+	return ret;
+}
+
+/* Every second: a checkpoint if CHECKPOINT_LOG_KBYTES of log were written
+ * since the last one (bounding log disk use and recovery time under load);
+ * and one every checkpoint_secs regardless. */
+static void *checkpoint_main(void *arg)
+{
+	struct mt_store *store = arg;
+	unsigned int secs = 0;
+	pthread_mutex_lock(&store->ckp_lock);
+	while (!store->ckp_stop) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
+		int rc = 0;
+		while (!store->ckp_stop && rc != ETIMEDOUT)
+			rc = pthread_cond_timedwait(&store->ckp_cond,
+						    &store->ckp_lock, &ts);
+		if (store->ckp_stop || atomic_load(&store->failed))
+			continue;
+		pthread_mutex_unlock(&store->ckp_lock);
+		if (++secs >= store->set.checkpoint_secs) {
+			secs = 0;
+			(void)store_checkpoint(store, 0);
+		} else
+			(void)store_checkpoint(store, CHECKPOINT_LOG_KBYTES);
+		pthread_mutex_lock(&store->ckp_lock);
+	}
+	pthread_mutex_unlock(&store->ckp_lock);
+	return NULL;
+}
+
+static bool file_exists(const char *home, const char *name)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/%s", home, name);
+	return access(path, F_OK) == 0;
+}
+
+/* One serving process per store: two daemons on one shard would each hand
+ * out the same mailbox (the in-use table is per process). mailtierctl
+ * (ADMIN mode) does not take the lock. */
+static enum mt_store_status store_lock(struct mt_store *store, const char **error_r)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/%s", store->home, STORE_LOCK_FILE);
+	store->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (store->lock_fd < 0) {
+		*error_r = store_error("store %s: %s: %s", store->home, path,
+				       strerror(errno));
+		return errno == ENOSPC ? MT_STORE_NO_SPACE : MT_STORE_INVALID;
+	}
+	if (flock(store->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+		*error_r = store_error("store %s is in use by another "
+				       "mailtier-popstore (%s is locked)",
+				       store->home, path);
+		return MT_STORE_IN_USE;
+	}
+	return MT_STORE_OK;
+}
+
+static int env_open_recover(struct mt_store *store, u_int32_t flags)
+{
+	store->opening = true;
+	int ret = store->env->open(store->env, store->home, flags, 0600);
+	store->opening = false;
+	if (ret == 0)
+		atomic_store(&store->failed, false);
+	return ret;
+}
+
+/* Create, configure and open the environment handle. */
+static enum mt_store_status env_open(struct mt_store *store, const char **error_r)
+{
+	const struct mt_store_settings *set = &store->set;
+	struct stat st;
+	if (stat(store->home, &st) < 0) {
+		if (errno != ENOENT || set->mode != MT_STORE_MODE_SERVE || !set->create) {
+			*error_r = store_error("store %s: %s", store->home, strerror(errno));
+			return MT_STORE_INVALID;
+		}
+		if (mkdir(store->home, 0700) < 0) {
+			*error_r = store_error("store %s: mkdir: %s", store->home,
+					       strerror(errno));
+			return MT_STORE_INVALID;
+		}
+	} else if (!S_ISDIR(st.st_mode)) {
+		*error_r = store_error("store %s: not a directory", store->home);
+		return MT_STORE_INVALID;
+	}
+	if ((set->mode == MT_STORE_MODE_ADMIN || !set->create) &&
+	    !file_exists(store->home, STORE_META_DB)) {
+		*error_r = store_error("store %s: no store there (no %s)",
+				       store->home, STORE_META_DB);
+		return MT_STORE_INVALID;
+	}
+	if (set->mode == MT_STORE_MODE_SERVE) {
+		enum mt_store_status status = store_lock(store, error_r);
+		if (status != MT_STORE_OK)
+			return status;
+	}
+
+	DB_ENV *env;
+	int ret = db_env_create(&env, 0);
+	if (ret != 0) {
+		*error_r = store_error("store %s: db_env_create: %s", store->home,
+				       db_strerror(ret));
+		return MT_STORE_TEMPFAIL;
+	}
+	store->env = env;
+	env->app_private = store;
+	env->set_errcall(env, store_errcall);
+	(void)env->set_event_notify(env, store_event);
+
+	uint64_t lg_bsize = set->log_file_size / 4;
+	if (lg_bsize > LOG_BUFFER_MAX)
+		lg_bsize = LOG_BUFFER_MAX;
+	const u_int32_t env_flags = DB_CREATE | DB_INIT_TXN | DB_INIT_LOG |
+		DB_INIT_LOCK | DB_INIT_MPOOL | DB_THREAD | DB_RECOVER | DB_REGISTER;
+	if ((ret = env->set_cachesize(env, (u_int32_t)(set->cache_size >> 30),
+				      (u_int32_t)(set->cache_size & ((1u << 30) - 1)),
+				      1)) != 0 ||
+	    (ret = env->set_lk_detect(env, DB_LOCK_DEFAULT)) != 0 ||
+	    (ret = env->set_lg_max(env, (u_int32_t)set->log_file_size)) != 0 ||
+	    (ret = env->set_lg_bsize(env, (u_int32_t)lg_bsize)) != 0 ||
+	    (ret = env->log_set_config(env, DB_LOG_AUTO_REMOVE, 1)) != 0 ||
+	    (ret = env->set_lk_max_locks(env, LOCKS_MAX)) != 0 ||
+	    (ret = env->set_lk_max_objects(env, LOCKS_MAX)) != 0 ||
+	    (ret = env->set_lk_max_lockers(env, LOCKERS_MAX)) != 0 ||
+	    (ret = env->set_tx_max(env, TXNS_MAX)) != 0 ||
+	    (ret = env_open_recover(store, env_flags)) != 0) {
+		if (ret == DB_VERSION_MISMATCH) {
+			*error_r = store_error("store %s: the environment was made by "
+					       "another Berkeley DB version (this is %s)",
+					       store->home, DB_VERSION_STRING);
+			return MT_STORE_BAD_FORMAT;
+		}
+		*error_r = store_error("store %s: opening the environment: %s",
+				       store->home, db_strerror(ret));
+		return store_status_from_db(store, ret);
+	}
+	return MT_STORE_OK;
+}
+
+static int db_open_one(struct mt_store *store, DB_TXN *txn, DB **db_r,
+		       const char *file, u_int32_t pagesize, u_int32_t flags)
+{
+	DB *db;
+	int ret = db_create(&db, store->env, 0);
+	if (ret != 0)
+		return ret;
+	if (pagesize != 0 && (ret = db->set_pagesize(db, pagesize)) != 0) {
+		(void)db->close(db, 0);
+		return ret;
+	}
+	if (txn == NULL)
+		flags |= DB_AUTO_COMMIT;
+	ret = db->open(db, txn, file, NULL, DB_BTREE, flags | DB_THREAD, 0600);
+	if (ret != 0) {
+		(void)db->close(db, 0);
+		return ret;
+	}
+	*db_r = db;
+	return 0;
+}
+
+static int dbs_open_all(struct mt_store *store, DB_TXN *txn, u_int32_t flags)
+{
+	int ret;
+	if ((ret = db_open_one(store, txn, &store->meta, STORE_META_DB, 0, flags)) != 0 ||
+	    (ret = db_open_one(store, txn, &store->mailboxes, STORE_MAILBOX_DB,
+			       0, flags)) != 0 ||
+	    (ret = db_open_one(store, txn, &store->messages, STORE_MESSAGE_DB,
+			       0, flags)) != 0 ||
+	    (ret = db_open_one(store, txn, &store->bodies, STORE_BODY_DB,
+			       STORE_BODY_PAGESIZE, flags)) != 0)
+		return ret;
+	return 0;
+}
+
+static void dbs_close_all(struct mt_store *store)
+{
+	DB **dbs[] = { &store->bodies, &store->messages, &store->mailboxes,
+		       &store->meta };
+	for (size_t i = 0; i < sizeof(dbs) / sizeof(dbs[0]); i++) {
+		if (*dbs[i] == NULL)
+			continue;
+		int ret = (*dbs[i])->close(*dbs[i], 0);
+		if (ret != 0 && !atomic_load(&store->failed))
+			mt_error("store: home=%s closing a database: %s",
+				 store->home, db_strerror(ret));
+		*dbs[i] = NULL;
+	}
+}
+
+/* A new store: the databases and the format records in one transaction, so
+ * a crash midway leaves no store rather than half of one. */
+static enum mt_store_status store_create(struct mt_store *store,
+					 const char **error_r)
+{
+	DB_TXN *txn;
+	int ret = store->env->txn_begin(store->env, NULL, &txn, 0);
+	if (ret == 0) {
+		ret = dbs_open_all(store, txn, DB_CREATE | DB_EXCL);
+		if (ret == 0)
+			ret = store_records_format_init(store, txn);
+		if (ret == 0)
+			ret = txn->commit(txn, 0);
+		else {
+			(void)txn->abort(txn);
+			dbs_close_all(store);
+		}
+	}
+	if (ret == EEXIST) {
+		*error_r = store_error("store %s: database files exist without %s: "
+				       "not creating a store over them",
+				       store->home, STORE_META_DB);
+		return MT_STORE_BAD_FORMAT;
+	}
+	if (ret != 0) {
+		*error_r = store_error("store %s: creating the store: %s",
+				       store->home, db_strerror(ret));
+		return store_status_from_db(store, ret);
+	}
+	mt_info("store: home=%s created format_version=%u chunk_size=%u",
+		store->home, MT_STORE_FORMAT_VERSION, store->chunk_size);
+	return MT_STORE_OK;
+}
+
+static enum mt_store_status dbs_open(struct mt_store *store, const char **error_r)
+{
+	if (!file_exists(store->home, STORE_META_DB))
+		return store_create(store, error_r);
+	/* The format record first, before trusting the other files. */
+	int ret = db_open_one(store, NULL, &store->meta, STORE_META_DB, 0, 0);
+	if (ret != 0) {
+		*error_r = store_error("store %s: opening %s: %s", store->home,
+				       STORE_META_DB, db_strerror(ret));
+		return ret == EINVAL ? MT_STORE_BAD_FORMAT :
+			store_status_from_db(store, ret);
+	}
+	enum mt_store_status status = store_records_format_check(store, error_r);
+	if (status != MT_STORE_OK)
+		return status;
+	DB_TXN *none = NULL;
+	if ((ret = db_open_one(store, none, &store->mailboxes, STORE_MAILBOX_DB, 0, 0)) != 0 ||
+	    (ret = db_open_one(store, none, &store->messages, STORE_MESSAGE_DB, 0, 0)) != 0 ||
+	    (ret = db_open_one(store, none, &store->bodies, STORE_BODY_DB, 0, 0)) != 0) {
+		*error_r = store_error("store %s: opening the databases: %s "
+				       "(damaged store?)", store->home,
+				       db_strerror(ret));
+		return ret == ENOENT ? MT_STORE_BAD_FORMAT :
+			store_status_from_db(store, ret);
+	}
+	return MT_STORE_OK;
+}
+
+/* After a clean close, remove the region files unless another process
+ * (mailtierctl, the daemon) is attached: the next open then makes them
+ * afresh with its own settings, so a changed db_cache_size takes effect at
+ * a plain restart and not only after a recovery. */
+static void env_remove_regions(const char *home)
+{
+	DB_ENV *env;
+	if (db_env_create(&env, 0) != 0)
+		return;
+	env->set_errcall(env, NULL);
+	(void)env->remove(env, home, 0);	/* EBUSY: someone is attached */
+}
+
+/* A panicked environment refuses every call, its close included, so its
+ * handles cannot be freed; they are kept here (reachable, not leaked) until
+ * the process exits, which after a panic it must. */
+static DB_ENV *panicked_envs[8];
+
+static void store_free(struct mt_store *store)
+{
+	if (store->env != NULL && atomic_load(&store->failed)) {
+		for (size_t i = 0; i < sizeof(panicked_envs) / sizeof(panicked_envs[0]); i++) {
+			if (panicked_envs[i] == NULL) {
+				panicked_envs[i] = store->env;
+				break;
+			}
+		}
+		store->env = NULL;
+		store->meta = store->mailboxes = store->messages = store->bodies = NULL;
+	}
+	dbs_close_all(store);
+	if (store->env != NULL) {
+		int ret = store->env->close(store->env, 0);
+		if (ret != 0 && !atomic_load(&store->failed))
+			mt_error("store: home=%s closing the environment: %s",
+				 store->home, db_strerror(ret));
+		if (ret == 0 && !atomic_load(&store->failed))
+			env_remove_regions(store->home);
+	}
+	store_queue_destroy(&store->commit_q);
+	store_queue_destroy(&store->flush_q);
+	store_queue_destroy(&store->read_q);
+	pthread_mutex_destroy(&store->ckp_lock);
+	pthread_cond_destroy(&store->ckp_cond);
+	store_mailbox_table_deinit(store);
+	if (store->lock_fd >= 0)
+		close(store->lock_fd);	/* releases the flock */
+	free(store->executors);
+	free(store->readers);
+	free(store->home);
+	free(store);
+}
+
+static bool threads_start(struct mt_store *store, const char **error_r)
+{
+	if (!store_commit_start(store, error_r) || !store_readers_start(store, error_r))
+		return false;
+	if (pthread_create(&store->checkpointer, NULL, checkpoint_main, store) != 0) {
+		*error_r = store_error("store %s: cannot start the checkpoint thread",
+				       store->home);
+		return false;
+	}
+	store->checkpointer_started = true;
+	return true;
+}
+
+static void threads_stop(struct mt_store *store)
+{
+	/* Writers first: every queued delivery is finished and flushed. */
+	store_commit_stop(store);
+	store_readers_stop(store);
+	if (store->checkpointer_started) {
+		pthread_mutex_lock(&store->ckp_lock);
+		store->ckp_stop = true;
+		pthread_cond_signal(&store->ckp_cond);
+		pthread_mutex_unlock(&store->ckp_lock);
+		pthread_join(store->checkpointer, NULL);
+		store->checkpointer_started = false;
+	}
+}
+
+enum mt_store_status mt_store_open(const struct mt_store_settings *set,
+				   struct mt_store **store_r,
+				   const char **error_r)
+{
+	*store_r = NULL;
+	if (set->home == NULL || set->home[0] == '\0') {
+		*error_r = store_error("store: no home directory (db_home)");
+		return MT_STORE_INVALID;
+	}
+	struct mt_store *store = mt_xcalloc(1, sizeof(*store));
+	store->set = *set;
+	store->home = mt_xstrdup(set->home);
+	store->set.home = store->home;
+	store->lock_fd = -1;
+	if (store->set.cache_size == 0)
+		store->set.cache_size = DEFAULT_CACHE_SIZE;
+	if (store->set.checkpoint_secs == 0)
+		store->set.checkpoint_secs = DEFAULT_CHECKPOINT_SECS;
+	if (store->set.commit_threads == 0)
+		store->set.commit_threads = 1;
+	if (store->set.reader_threads == 0)
+		store->set.reader_threads = 2;
+	if (store->set.log_file_size == 0)
+		store->set.log_file_size = DEFAULT_LOG_FILE_SIZE;
+	if (store->set.log_file_size < (1u << 20) ||
+	    store->set.log_file_size > (1ull << 31)) {
+		*error_r = store_error("store %s: log file size must be 1M..2G",
+				       store->home);
+		free(store->home);
+		free(store);
+		return MT_STORE_INVALID;
+	}
+	store_queue_init(&store->commit_q);
+	store_queue_init(&store->flush_q);
+	store_queue_init(&store->read_q);
+	pthread_mutex_init(&store->ckp_lock, NULL);
+	pthread_cond_init(&store->ckp_cond, NULL);
+	store_mailbox_table_init(store);
+
+	enum mt_store_status status = env_open(store, error_r);
+	if (status == MT_STORE_OK)
+		status = dbs_open(store, error_r);
+	if (status == MT_STORE_OK && set->mode == MT_STORE_MODE_SERVE &&
+	    !threads_start(store, error_r))
+		status = MT_STORE_TEMPFAIL;
+	if (status != MT_STORE_OK) {
+		threads_stop(store);
+		store_free(store);
+		return status;
+	}
+	*store_r = store;
+	return MT_STORE_OK;
+}
+
+void mt_store_close(struct mt_store **store_p)
+{
+	struct mt_store *store = *store_p;
+	if (store == NULL)
+		return;
+	*store_p = NULL;
+	threads_stop(store);
+	if (store->open_count > 0)
+		mt_warning("store: home=%s closed with %u mailboxes open",
+			   store->home, store->open_count);
+	if (store->set.mode == MT_STORE_MODE_SERVE && !atomic_load(&store->failed))
+		(void)store_checkpoint(store, 0);
+	store_free(store);
+}
+
+void mt_store_counters_get(struct mt_store *store,
+			   struct mt_store_counters *c)
+{
+	c->deliveries = atomic_load(&store->n_deliveries);
+	c->delivery_requests = atomic_load(&store->n_delivery_requests);
+	c->expunges = atomic_load(&store->n_expunges);
+	c->expunged = atomic_load(&store->n_expunged);
+	c->flushes = atomic_load(&store->n_flushes);
+	c->flushed_requests = atomic_load(&store->n_flushed_requests);
+	c->max_batch = atomic_load(&store->n_max_batch);
+	c->retries = atomic_load(&store->n_retries);
+	c->reads = atomic_load(&store->n_reads);
+	c->checkpoints = atomic_load(&store->n_checkpoints);
+}

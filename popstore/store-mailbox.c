@@ -1,0 +1,206 @@
+/* store-mailbox.c — open mailboxes: the in-process table that keeps a
+ * mailbox open in at most one POP3 session, the snapshot of its messages
+ * taken at open, and reading message bytes by range.
+ *
+ * Trust boundary: mailbox names from the caller (already authenticated and
+ * resolved through the directory); message indexes and offsets from POP3
+ * clients, checked against the snapshot here.
+ *
+ * Guarantees: while a mailbox object exists (open, or referenced by a
+ * request still in flight) no other open of the same name succeeds; the
+ * lock is released when the last reference goes, so an expunge still
+ * running after the session died is never overtaken by a new session. */
+#include "store-private.h"
+#include "alloc.h"
+#include "log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct store_open_entry {
+	struct store_open_entry *next;
+	char name[];
+};
+
+static unsigned int name_bucket(const char *name)
+{
+	uint32_t h = 2166136261u;	/* FNV-1a */
+	for (const unsigned char *p = (const unsigned char *)name; *p != '\0'; p++)
+		h = (h ^ *p) * 16777619u;
+	return h % STORE_OPEN_BUCKETS;
+}
+
+void store_mailbox_table_init(struct mt_store *store)
+{
+	pthread_mutex_init(&store->open_lock, NULL);
+}
+
+void store_mailbox_table_deinit(struct mt_store *store)
+{
+	for (unsigned int i = 0; i < STORE_OPEN_BUCKETS; i++) {
+		struct store_open_entry *e = store->open_table[i], *next;
+		for (; e != NULL; e = next) {
+			next = e->next;
+			free(e);
+		}
+		store->open_table[i] = NULL;
+	}
+	pthread_mutex_destroy(&store->open_lock);
+}
+
+/* Take name's lock; NULL if someone holds it. */
+static struct store_open_entry *table_take(struct mt_store *store, const char *name)
+{
+	unsigned int b = name_bucket(name);
+	pthread_mutex_lock(&store->open_lock);
+	for (struct store_open_entry *e = store->open_table[b]; e != NULL; e = e->next) {
+		if (strcmp(e->name, name) == 0) {
+			pthread_mutex_unlock(&store->open_lock);
+			return NULL;
+		}
+	}
+	size_t len = strlen(name);
+	struct store_open_entry *entry = mt_xmalloc(sizeof(*entry) + len + 1);
+	memcpy(entry->name, name, len + 1);
+	entry->next = store->open_table[b];
+	store->open_table[b] = entry;
+	store->open_count++;
+	pthread_mutex_unlock(&store->open_lock);
+	return entry;
+}
+
+static void table_release(struct mt_store *store, struct store_open_entry *entry)
+{
+	struct store_open_entry **pp = &store->open_table[name_bucket(entry->name)];
+	pthread_mutex_lock(&store->open_lock);
+	for (; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == entry) {
+			*pp = entry->next;
+			store->open_count--;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&store->open_lock);
+	free(entry);
+}
+
+enum mt_store_status store_mailbox_open(struct mt_store *store, const char *name,
+					struct mt_store_mailbox **mbox_r,
+					const char **error_r)
+{
+	*mbox_r = NULL;
+	if (atomic_load(&store->failed)) {
+		*error_r = store_error("store failed: restart needed for recovery");
+		return MT_STORE_FATAL;
+	}
+	struct store_open_entry *entry = table_take(store, name);
+	if (entry == NULL) {
+		*error_r = store_error("mailbox %s is in use", name);
+		return MT_STORE_IN_USE;
+	}
+	struct mt_store_mailbox *mbox = mt_xcalloc(1, sizeof(*mbox));
+	mbox->store = store;
+	atomic_init(&mbox->refs, 1);
+	mbox->name = mt_xstrdup(name);
+	mbox->entry = entry;
+	int ret = store_records_load(store, mbox);
+	if (ret != 0) {
+		enum mt_store_status status = store_status_from_db(store, ret);
+		*error_r = store_error("opening mailbox %s: %s", name,
+				       store_strerror(ret));
+		mt_error("store: %s", *error_r);
+		store_mailbox_unref(&mbox);
+		return status == MT_STORE_NOT_FOUND ? MT_STORE_TEMPFAIL : status;
+	}
+	*mbox_r = mbox;
+	return MT_STORE_OK;
+}
+
+enum mt_store_status mt_store_mailbox_open_sync(struct mt_store *store,
+						const char *name,
+						struct mt_store_mailbox **mbox_r,
+						const char **error_r)
+{
+	*mbox_r = NULL;
+	if (name == NULL || name[0] == '\0' || strlen(name) > MT_STORE_MAILBOX_MAX) {
+		*error_r = store_error("bad mailbox name");
+		return MT_STORE_INVALID;
+	}
+	store_counter_add(&store->n_reads, 1);
+	return store_mailbox_open(store, name, mbox_r, error_r);
+}
+
+struct mt_store_mailbox *store_mailbox_ref(struct mt_store_mailbox *mbox)
+{
+	atomic_fetch_add(&mbox->refs, 1);
+	return mbox;
+}
+
+void store_mailbox_unref(struct mt_store_mailbox **mbox_p)
+{
+	struct mt_store_mailbox *mbox = *mbox_p;
+	if (mbox == NULL)
+		return;
+	*mbox_p = NULL;
+	if (atomic_fetch_sub(&mbox->refs, 1) != 1)
+		return;
+	table_release(mbox->store, mbox->entry);
+	free(mbox->msgs);
+	free(mbox->name);
+	free(mbox);
+}
+
+void mt_store_mailbox_close(struct mt_store_mailbox **mbox_p)
+{
+	store_mailbox_unref(mbox_p);
+}
+
+const char *mt_store_mailbox_name(const struct mt_store_mailbox *mbox)
+{
+	return mbox->name;
+}
+
+unsigned int mt_store_mailbox_count(const struct mt_store_mailbox *mbox)
+{
+	return mbox->count;
+}
+
+uint64_t mt_store_mailbox_bytes(const struct mt_store_mailbox *mbox)
+{
+	return mbox->bytes;
+}
+
+const struct mt_store_msg *mt_store_mailbox_msg(const struct mt_store_mailbox *mbox,
+						unsigned int index)
+{
+	return index < mbox->count ? &mbox->msgs[index] : NULL;
+}
+
+enum mt_store_status mt_store_read_sync(struct mt_store_mailbox *mbox,
+					unsigned int index, uint64_t offset,
+					void *buf, size_t max, size_t *size_r,
+					const char **error_r)
+{
+	*size_r = 0;
+	if (index >= mbox->count) {
+		*error_r = store_error("no such message");
+		return MT_STORE_NOT_FOUND;
+	}
+	if (max > MT_STORE_READ_MAX)
+		max = MT_STORE_READ_MAX;
+	const struct mt_store_msg *msg = &mbox->msgs[index];
+	int ret = store_records_read(mbox->store, mbox->id, msg, offset, buf,
+				     max, size_r);
+	if (ret == 0)
+		return MT_STORE_OK;
+	enum mt_store_status status = store_status_from_db(mbox->store, ret);
+	if (status == MT_STORE_NOT_FOUND)
+		*error_r = store_error("message uid %u of %s is gone", msg->uid,
+				       mbox->name);
+	else {
+		*error_r = store_error("reading uid %u of %s: %s", msg->uid,
+				       mbox->name, store_strerror(ret));
+		mt_error("store: %s", *error_r);
+	}
+	return status;
+}

@@ -1,0 +1,283 @@
+/* store-private.h — what the store*.c files share and nothing else sees:
+ * the store, request, port and mailbox structures, the on-disk layout
+ * constants and the internal calls between the store's parts.
+ *   store-env.c       environment: open, recovery, format check, checkpoints
+ *   store-records.c   keys and records; the transactions themselves
+ *   store-commit.c    the group-commit pipeline (executors + one flusher)
+ *   store-async.c     requests, completion ports, the reader pool
+ *   store-mailbox.c   open mailboxes: snapshot, in-use table, sync reads
+ *   store-admin.c     stat and hot backup
+ * Trust boundary: as store.h. */
+#ifndef MT_POPSTORE_STORE_PRIVATE_H
+#define MT_POPSTORE_STORE_PRIVATE_H
+
+#include "store.h"
+
+#include <db.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+/* On-disk layout, format version 1 (see store-records.c for the records).
+ * The chunk size is written into meta.db at creation and read back at open,
+ * so it could change without touching stored messages. */
+#define STORE_META_DB "meta.db"
+#define STORE_MAILBOX_DB "mailbox.db"
+#define STORE_MESSAGE_DB "message.db"
+#define STORE_BODY_DB "body.db"
+/* flock()ed by the serving process: one daemon per store. */
+#define STORE_LOCK_FILE "popstore.lock"
+#define STORE_BODY_PAGESIZE 8192
+/* Eight overflow pages' payload (page size minus Berkeley DB's 26-byte page
+ * header), so a full chunk wastes no page. */
+#define STORE_CHUNK_SIZE (8u * (STORE_BODY_PAGESIZE - 26u))
+
+/* Results of our own, neither errno nor DB_* values: a transaction body's
+ * "over quota", and a record that does not decode (a damaged store). */
+#define STORE_ERR_QUOTA (-1000)
+#define STORE_ERR_DAMAGED (-1001)
+/* Attempts of a transaction that keeps losing deadlocks. */
+#define STORE_TXN_ATTEMPTS 100
+
+#define STORE_ERROR_MAX 256
+
+/* A blocking caller's rendezvous with its request. */
+struct store_waiter {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;
+};
+
+/* A FIFO of requests between threads. */
+struct store_queue {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct mt_store_req *head, **tail;
+	unsigned int length;
+	bool stopping;
+};
+
+enum store_req_kind {
+	STORE_REQ_DELIVER,
+	STORE_REQ_EXPUNGE,
+	STORE_REQ_OPEN,
+	STORE_REQ_READ,
+};
+
+struct mt_store_req {
+	struct mt_store_req *next;
+	enum store_req_kind kind;
+	struct mt_store *store;
+	struct mt_store_port *port;	/* NULL: waiter */
+	struct store_waiter *waiter;
+	mt_store_cb_t *cb;
+	void *context;
+	bool cancelled;			/* port thread only */
+	bool refused;			/* completed at submission, not run */
+
+	enum mt_store_status status;
+	char error[STORE_ERROR_MAX];
+	bool needs_flush;		/* committed something not yet durable */
+
+	/* STORE_REQ_DELIVER */
+	struct mt_store_rcpt *rcpts;
+	unsigned int rcpt_count;
+	char *body_owned;
+	const char *body;
+	size_t body_size;
+
+	/* STORE_REQ_OPEN, _READ, _EXPUNGE */
+	char *name;
+	struct mt_store_mailbox *mbox;		/* a reference (READ, EXPUNGE) */
+	struct mt_store_mailbox *result;	/* OPEN, until taken */
+	uint32_t *uids;
+	unsigned int uid_count;
+	unsigned int removed;		/* EXPUNGE: messages it removed */
+	unsigned int index;
+	uint64_t offset;
+	size_t max;
+	char *data;
+	size_t data_size;
+};
+
+struct mt_store_port {
+	struct mt_store *store;
+	struct event_base *base;
+	struct event *ev;
+	int fd;				/* eventfd that wakes the loop */
+	pthread_mutex_t lock;
+	struct mt_store_req *head, **tail;
+	atomic_uint refs;		/* owner + requests in flight */
+	bool closed;			/* under lock */
+};
+
+struct store_open_entry;
+
+struct mt_store_mailbox {
+	struct mt_store *store;
+	atomic_uint refs;
+	char *name;
+	bool exists;
+	uint64_t id;
+	struct mt_store_msg *msgs;
+	unsigned int count;
+	uint64_t bytes;
+	struct store_open_entry *entry;	/* the in-use lock */
+};
+
+/* A decoded mailbox record. */
+struct store_mailbox_rec {
+	uint64_t id;
+	uint32_t next_uid;
+	uint32_t count;
+	uint64_t bytes;
+	uint32_t uidl_validity;
+	uint64_t created;
+};
+
+#define STORE_OPEN_BUCKETS 4096
+
+struct mt_store {
+	struct mt_store_settings set;
+	char *home;
+	DB_ENV *env;
+	DB *meta, *mailboxes, *messages, *bodies;
+	uint32_t chunk_size;
+	atomic_bool failed;
+	bool opening;			/* in DB_ENV->open (recovery) */
+	int lock_fd;			/* STORE_LOCK_FILE, SERVE mode */
+
+	/* Group commit: commit_q → executors → flush_q → flusher. */
+	struct store_queue commit_q, flush_q;
+	atomic_uint commit_pending;	/* submitted, not yet in flush_q */
+	pthread_t *executors;
+	unsigned int executor_count;
+	pthread_t flusher;
+	bool flusher_started;
+
+	struct store_queue read_q;
+	pthread_t *readers;
+	unsigned int reader_count;
+
+	pthread_t checkpointer;
+	bool checkpointer_started;
+	pthread_mutex_t ckp_lock;
+	pthread_cond_t ckp_cond;
+	bool ckp_stop;
+
+	pthread_mutex_t open_lock;
+	struct store_open_entry *open_table[STORE_OPEN_BUCKETS];
+	unsigned int open_count;
+
+	atomic_uint_fast64_t n_deliveries, n_delivery_requests, n_expunges,
+		n_expunged, n_flushes, n_flushed_requests, n_max_batch,
+		n_retries, n_reads, n_checkpoints;
+};
+
+/* store-env.c */
+/* Format a message into the thread's error buffer (valid until the thread's
+ * next store call) and return it. */
+const char *store_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Map a Berkeley DB/errno result to a status, noting a panic. */
+enum mt_store_status store_status_from_db(struct mt_store *store, int ret);
+/* db_strerror() that also knows STORE_ERR_*. */
+const char *store_strerror(int ret);
+/* Checkpoint now, or (log_kbytes > 0) only if that much log was written
+ * since the last one. */
+int store_checkpoint(struct mt_store *store, unsigned int log_kbytes);
+
+/* store-records.c */
+/* Run body(txn, context) in a transaction, retrying deadlocks; commit with
+ * commit_flags (DB_TXN_NOSYNC on the group-commit path). 0, a DB/errno
+ * value or STORE_ERR_QUOTA. */
+int store_txn_run(struct mt_store *store,
+		  int (*body)(struct mt_store *, DB_TXN *, void *),
+		  void *context, uint32_t commit_flags);
+/* Deliver req's recipients, each in its own NOSYNC transaction. */
+void store_records_deliver(struct mt_store *store, struct mt_store_req *req);
+/* Expunge req->uids from req->mbox in one NOSYNC transaction. */
+void store_records_expunge(struct mt_store *store, struct mt_store_req *req);
+/* Fill mbox (name set) from the mailbox record and its message records. */
+int store_records_load(struct mt_store *store, struct mt_store_mailbox *mbox);
+/* Read [offset, offset + max) of msg into buf; *size_r the bytes read. */
+int store_records_read(struct mt_store *store, uint64_t mailbox_id,
+		       const struct mt_store_msg *msg, uint64_t offset,
+		       void *buf, size_t max, size_t *size_r);
+/* New store: write the format records. Existing: check them. */
+int store_records_format_init(struct mt_store *store, DB_TXN *txn);
+enum mt_store_status store_records_format_check(struct mt_store *store,
+						const char **error_r);
+/* Sum every mailbox record. */
+int store_records_totals(struct mt_store *store, uint64_t *mailboxes_r,
+			 uint64_t *messages_r, uint64_t *bytes_r);
+
+/* store-commit.c */
+bool store_commit_start(struct mt_store *store, const char **error_r);
+void store_commit_stop(struct mt_store *store);
+void store_commit_submit(struct mt_store *store, struct mt_store_req *req);
+
+/* store-async.c */
+void store_queue_init(struct store_queue *q);
+void store_queue_destroy(struct store_queue *q);
+void store_queue_push(struct store_queue *q, struct mt_store_req *req);
+/* Block for the next request; NULL once stopping and empty. */
+struct mt_store_req *store_queue_pop(struct store_queue *q);
+/* Block for all queued requests as a list; NULL once stopping and empty. */
+struct mt_store_req *store_queue_pop_all(struct store_queue *q,
+					 unsigned int *count_r);
+/* The same, but NULL if nothing came by deadline (CLOCK_REALTIME). */
+struct mt_store_req *store_queue_pop_all_until(struct store_queue *q,
+					       const struct timespec *deadline,
+					       unsigned int *count_r);
+void store_queue_stop(struct store_queue *q);
+/* Hand a finished request back to its port or waiter (any thread). */
+void store_req_complete(struct mt_store_req *req);
+void store_req_set_error(struct mt_store_req *req, enum mt_store_status status,
+			 const char *error);
+/* Start a store thread with every signal blocked (the loops handle them). */
+bool store_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg);
+bool store_readers_start(struct mt_store *store, const char **error_r);
+void store_readers_stop(struct mt_store *store);
+
+/* store-mailbox.c */
+void store_mailbox_table_init(struct mt_store *store);
+void store_mailbox_table_deinit(struct mt_store *store);
+/* Take the in-use lock and load the snapshot (any thread). */
+enum mt_store_status store_mailbox_open(struct mt_store *store, const char *name,
+					struct mt_store_mailbox **mbox_r,
+					const char **error_r);
+struct mt_store_mailbox *store_mailbox_ref(struct mt_store_mailbox *mbox);
+void store_mailbox_unref(struct mt_store_mailbox **mbox_p);
+
+/* Big-endian encoding of keys and records. */
+static inline void store_put_be32(unsigned char *p, uint32_t v)
+{
+	p[0] = (unsigned char)(v >> 24); p[1] = (unsigned char)(v >> 16);
+	p[2] = (unsigned char)(v >> 8); p[3] = (unsigned char)v;
+}
+
+static inline void store_put_be64(unsigned char *p, uint64_t v)
+{
+	store_put_be32(p, (uint32_t)(v >> 32));
+	store_put_be32(p + 4, (uint32_t)v);
+}
+
+static inline uint32_t store_get_be32(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+		(uint32_t)p[2] << 8 | (uint32_t)p[3];
+}
+
+static inline uint64_t store_get_be64(const unsigned char *p)
+{
+	return (uint64_t)store_get_be32(p) << 32 | store_get_be32(p + 4);
+}
+
+static inline void store_counter_add(atomic_uint_fast64_t *c, uint64_t n)
+{
+	atomic_fetch_add_explicit(c, n, memory_order_relaxed);
+}
+
+#endif

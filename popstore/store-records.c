@@ -1,0 +1,589 @@
+/* store-records.c — the store's on-disk records (format version 1) and the
+ * transactions over them: deliver, expunge, load a mailbox's snapshot, read
+ * a body range, and the format records.
+ *
+ * Layout (all integers big-endian, so the default byte-wise Btree order is
+ * numeric order and one mailbox's records sit together):
+ *   meta.db     "format-version" → u32 1; "chunk-size" → u32;
+ *               "next-mailbox-id" → u64; "created" → u64 Unix time
+ *   mailbox.db  mailbox name → id u64, next_uid u32, count u32, bytes u64,
+ *               uidl_validity u32, flags u32 (0), created u64     (40 bytes)
+ *   message.db  id u64 + uid u32 → size u64, arrival u64, flags u32 (0),
+ *               uidl_len u8, uidl                   (the STAT/LIST/UIDL data)
+ *   body.db     id u64 + uid u32 + chunk u32 → chunk_size bytes of the
+ *               message (the last chunk shorter; none for an empty one)
+ *
+ * Trust boundary: mailbox names and message bytes are the caller's (from
+ * LMTP clients via the directory), stored as given. Records read back are
+ * length-checked before they are decoded.
+ *
+ * Guarantees: each delivery (one recipient) and each expunge is one
+ * transaction, retried when it loses a deadlock, so a mailbox's counters
+ * always match its messages. Quota is checked inside the transaction. */
+#include "store-private.h"
+#include "alloc.h"
+#include "log.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAILBOX_REC_SIZE 40
+#define MESSAGE_REC_FIXED 21
+#define MESSAGE_KEY_SIZE 12
+#define BODY_KEY_SIZE 16
+
+static const char META_FORMAT[] = "format-version";
+static const char META_CHUNK[] = "chunk-size";
+static const char META_NEXT_ID[] = "next-mailbox-id";
+static const char META_CREATED[] = "created";
+
+/* DBTs: input bytes, or a caller's buffer to be filled. */
+static void dbt_in(DBT *dbt, const void *data, size_t size)
+{
+	memset(dbt, 0, sizeof(*dbt));
+	dbt->data = (void *)data;
+	dbt->size = (u_int32_t)size;
+}
+
+static void dbt_out(DBT *dbt, void *buf, size_t cap)
+{
+	memset(dbt, 0, sizeof(*dbt));
+	dbt->data = buf;
+	dbt->ulen = (u_int32_t)cap;
+	dbt->flags = DB_DBT_USERMEM;
+}
+
+static bool retryable(int ret)
+{
+	return ret == DB_LOCK_DEADLOCK || ret == DB_LOCK_NOTGRANTED;
+}
+
+static void message_key(unsigned char *key, uint64_t id, uint32_t uid)
+{
+	store_put_be64(key, id);
+	store_put_be32(key + 8, uid);
+}
+
+static void body_key(unsigned char *key, uint64_t id, uint32_t uid, uint32_t chunk)
+{
+	message_key(key, id, uid);
+	store_put_be32(key + 12, chunk);
+}
+
+static void mailbox_rec_encode(const struct store_mailbox_rec *rec,
+			       unsigned char *p)
+{
+	store_put_be64(p, rec->id);
+	store_put_be32(p + 8, rec->next_uid);
+	store_put_be32(p + 12, rec->count);
+	store_put_be64(p + 16, rec->bytes);
+	store_put_be32(p + 24, rec->uidl_validity);
+	store_put_be32(p + 28, 0);
+	store_put_be64(p + 32, rec->created);
+}
+
+static int mailbox_rec_decode(const DBT *data, struct store_mailbox_rec *rec)
+{
+	const unsigned char *p = data->data;
+	if (data->size < MAILBOX_REC_SIZE)
+		return STORE_ERR_DAMAGED;
+	rec->id = store_get_be64(p);
+	rec->next_uid = store_get_be32(p + 8);
+	rec->count = store_get_be32(p + 12);
+	rec->bytes = store_get_be64(p + 16);
+	rec->uidl_validity = store_get_be32(p + 24);
+	rec->created = store_get_be64(p + 32);
+	return 0;
+}
+
+static size_t message_rec_encode(const struct mt_store_msg *msg, unsigned char *p)
+{
+	size_t uidl_len = strlen(msg->uidl);
+	store_put_be64(p, msg->size);
+	store_put_be64(p + 8, (uint64_t)msg->arrival);
+	store_put_be32(p + 16, 0);
+	p[20] = (unsigned char)uidl_len;
+	memcpy(p + MESSAGE_REC_FIXED, msg->uidl, uidl_len);
+	return MESSAGE_REC_FIXED + uidl_len;
+}
+
+static int message_rec_decode(const DBT *data, struct mt_store_msg *msg)
+{
+	const unsigned char *p = data->data;
+	if (data->size < MESSAGE_REC_FIXED || p[20] == 0 ||
+	    p[20] > MT_STORE_UIDL_MAX || data->size < MESSAGE_REC_FIXED + (u_int32_t)p[20])
+		return STORE_ERR_DAMAGED;
+	msg->size = store_get_be64(p);
+	msg->arrival = (int64_t)store_get_be64(p + 8);
+	memcpy(msg->uidl, p + MESSAGE_REC_FIXED, p[20]);
+	msg->uidl[p[20]] = '\0';
+	return 0;
+}
+
+int store_txn_run(struct mt_store *store,
+		  int (*body)(struct mt_store *, DB_TXN *, void *),
+		  void *context, uint32_t commit_flags)
+{
+	for (unsigned int attempt = 1;; attempt++) {
+		DB_TXN *txn;
+		int ret = store->env->txn_begin(store->env, NULL, &txn, 0);
+		if (ret != 0)
+			return ret;
+		ret = body(store, txn, context);
+		if (ret == 0)
+			return txn->commit(txn, commit_flags);
+		(void)txn->abort(txn);
+		if (!retryable(ret) || attempt >= STORE_TXN_ATTEMPTS)
+			return ret;
+		store_counter_add(&store->n_retries, 1);
+		sched_yield();
+	}
+}
+
+static int mailbox_get(struct mt_store *store, DB_TXN *txn, const char *name,
+		       struct store_mailbox_rec *rec, u_int32_t flags)
+{
+	unsigned char buf[MAILBOX_REC_SIZE + 64];
+	DBT key, data;
+	dbt_in(&key, name, strlen(name));
+	dbt_out(&data, buf, sizeof(buf));
+	int ret = store->mailboxes->get(store->mailboxes, txn, &key, &data, flags);
+	return ret != 0 ? ret : mailbox_rec_decode(&data, rec);
+}
+
+static int mailbox_put(struct mt_store *store, DB_TXN *txn, const char *name,
+		       const struct store_mailbox_rec *rec)
+{
+	unsigned char buf[MAILBOX_REC_SIZE];
+	DBT key, data;
+	mailbox_rec_encode(rec, buf);
+	dbt_in(&key, name, strlen(name));
+	dbt_in(&data, buf, sizeof(buf));
+	return store->mailboxes->put(store->mailboxes, txn, &key, &data, 0);
+}
+
+/* A new mailbox record with the next mailbox id (meta.db's counter). */
+static int mailbox_new(struct mt_store *store, DB_TXN *txn, uint64_t now,
+		       struct store_mailbox_rec *rec)
+{
+	unsigned char buf[8];
+	DBT key, data;
+	dbt_in(&key, META_NEXT_ID, sizeof(META_NEXT_ID) - 1);
+	dbt_out(&data, buf, sizeof(buf));
+	int ret = store->meta->get(store->meta, txn, &key, &data, DB_RMW);
+	if (ret != 0)
+		return ret;
+	if (data.size != 8)
+		return STORE_ERR_DAMAGED;
+	uint64_t id = store_get_be64(buf);
+	store_put_be64(buf, id + 1);
+	dbt_in(&data, buf, sizeof(buf));
+	if ((ret = store->meta->put(store->meta, txn, &key, &data, 0)) != 0)
+		return ret;
+	*rec = (struct store_mailbox_rec){
+		.id = id, .next_uid = 1, .uidl_validity = (uint32_t)now,
+		.created = now,
+	};
+	return 0;
+}
+
+/* Write a message of prefix + body as its chunks. */
+static int body_put(struct mt_store *store, DB_TXN *txn, uint64_t id,
+		    uint32_t uid, const char *prefix, size_t prefix_len,
+		    const char *body, size_t body_len, char *scratch)
+{
+	const size_t chunk = store->chunk_size, total = prefix_len + body_len;
+	unsigned char kbuf[BODY_KEY_SIZE];
+	DBT key, data;
+	for (size_t off = 0, i = 0; off < total; off += chunk, i++) {
+		size_t len = total - off < chunk ? total - off : chunk;
+		const char *p;
+		if (off >= prefix_len)
+			p = body + (off - prefix_len);
+		else if (off + len <= prefix_len)
+			p = prefix + off;
+		else {
+			/* The chunk that joins the prefix to the body. */
+			size_t head = prefix_len - off;
+			memcpy(scratch, prefix + off, head);
+			memcpy(scratch + head, body, len - head);
+			p = scratch;
+		}
+		body_key(kbuf, id, uid, (uint32_t)i);
+		dbt_in(&key, kbuf, sizeof(kbuf));
+		dbt_in(&data, p, len);
+		int ret = store->bodies->put(store->bodies, txn, &key, &data, 0);
+		if (ret != 0)
+			return ret;
+	}
+	return 0;
+}
+
+struct deliver_ctx {
+	const struct mt_store_rcpt *rcpt;
+	const char *body;
+	size_t body_size;
+	uint64_t now;
+	char *scratch;
+	uint32_t uid;
+};
+
+static int deliver_txn(struct mt_store *store, DB_TXN *txn, void *context)
+{
+	struct deliver_ctx *ctx = context;
+	const struct mt_store_rcpt *rcpt = ctx->rcpt;
+	const uint64_t size = rcpt->prefix_len + ctx->body_size;
+	struct store_mailbox_rec rec;
+	/* DB_RMW: take the write lock now, not by upgrading a read lock, which
+	 * deadlocks two deliveries to one mailbox. */
+	int ret = mailbox_get(store, txn, rcpt->mailbox, &rec, DB_RMW);
+	if (ret == DB_NOTFOUND)
+		ret = mailbox_new(store, txn, ctx->now, &rec);
+	if (ret != 0)
+		return ret;
+	if (rcpt->quota != 0 && (size > rcpt->quota || rec.bytes > rcpt->quota - size))
+		return STORE_ERR_QUOTA;
+	if (rec.next_uid == UINT32_MAX)
+		return EOVERFLOW;
+
+	struct mt_store_msg msg = {
+		.uid = rec.next_uid, .size = size, .arrival = (int64_t)ctx->now,
+	};
+	snprintf(msg.uidl, sizeof(msg.uidl), "%08x%08x", rec.uidl_validity,
+		 msg.uid);
+	unsigned char kbuf[MESSAGE_KEY_SIZE], vbuf[MESSAGE_REC_FIXED + MT_STORE_UIDL_MAX];
+	DBT key, data;
+	message_key(kbuf, rec.id, msg.uid);
+	dbt_in(&key, kbuf, sizeof(kbuf));
+	dbt_in(&data, vbuf, message_rec_encode(&msg, vbuf));
+	if ((ret = store->messages->put(store->messages, txn, &key, &data,
+					DB_NOOVERWRITE)) != 0)
+		return ret == DB_KEYEXIST ? STORE_ERR_DAMAGED : ret;
+	if ((ret = body_put(store, txn, rec.id, msg.uid, rcpt->prefix,
+			    rcpt->prefix_len, ctx->body, ctx->body_size,
+			    ctx->scratch)) != 0)
+		return ret;
+	rec.next_uid++;
+	rec.count++;
+	rec.bytes += size;
+	if ((ret = mailbox_put(store, txn, rcpt->mailbox, &rec)) != 0)
+		return ret;
+	ctx->uid = msg.uid;
+	return 0;
+}
+
+void store_records_deliver(struct mt_store *store, struct mt_store_req *req)
+{
+	struct deliver_ctx ctx = {
+		.body = req->body, .body_size = req->body_size,
+		.now = (uint64_t)time(NULL),
+		.scratch = mt_xmalloc(store->chunk_size),
+	};
+	for (unsigned int i = 0; i < req->rcpt_count; i++) {
+		struct mt_store_rcpt *rcpt = &req->rcpts[i];
+		if (rcpt->status != MT_STORE_OK)
+			continue;	/* refused at submission */
+		int ret;
+		if (atomic_load(&store->failed))
+			ret = DB_RUNRECOVERY;
+		else {
+			ctx.rcpt = rcpt;
+			ret = store_txn_run(store, deliver_txn, &ctx, DB_TXN_NOSYNC);
+		}
+		rcpt->status = store_status_from_db(store, ret);
+		if (ret == 0) {
+			rcpt->uid = ctx.uid;
+			req->needs_flush = true;
+			continue;
+		}
+		const char *error = store_error("delivery to mailbox %s failed: %s",
+						rcpt->mailbox, store_strerror(ret));
+		if (ret != STORE_ERR_QUOTA)
+			mt_error("store: %s", error);
+		if (req->status == MT_STORE_OK)
+			store_req_set_error(req, rcpt->status, error);
+	}
+	free(ctx.scratch);
+}
+
+struct expunge_ctx {
+	const struct mt_store_mailbox *mbox;
+	const uint32_t *uids;
+	unsigned int count;
+	uint32_t removed;
+	uint64_t bytes;
+};
+
+static int expunge_one(struct mt_store *store, DB_TXN *txn, uint64_t id,
+		       uint32_t uid, uint64_t *size_r)
+{
+	unsigned char kbuf[BODY_KEY_SIZE], vbuf[MESSAGE_REC_FIXED + MT_STORE_UIDL_MAX + 64];
+	DBT key, data;
+	struct mt_store_msg msg;
+	message_key(kbuf, id, uid);
+	dbt_in(&key, kbuf, MESSAGE_KEY_SIZE);
+	dbt_out(&data, vbuf, sizeof(vbuf));
+	int ret = store->messages->get(store->messages, txn, &key, &data, DB_RMW);
+	if (ret == 0)
+		ret = message_rec_decode(&data, &msg);
+	if (ret == 0)
+		ret = store->messages->del(store->messages, txn, &key, 0);
+	if (ret != 0)
+		return ret;
+	uint64_t chunks = (msg.size + store->chunk_size - 1) / store->chunk_size;
+	for (uint64_t i = 0; i < chunks; i++) {
+		body_key(kbuf, id, uid, (uint32_t)i);
+		dbt_in(&key, kbuf, BODY_KEY_SIZE);
+		ret = store->bodies->del(store->bodies, txn, &key, 0);
+		if (ret != 0 && ret != DB_NOTFOUND)
+			return ret;
+	}
+	*size_r = msg.size;
+	return 0;
+}
+
+static int expunge_txn(struct mt_store *store, DB_TXN *txn, void *context)
+{
+	struct expunge_ctx *ctx = context;
+	struct store_mailbox_rec rec;
+	ctx->removed = 0;
+	ctx->bytes = 0;
+	int ret = mailbox_get(store, txn, ctx->mbox->name, &rec, DB_RMW);
+	if (ret == DB_NOTFOUND)
+		return 0;
+	if (ret != 0)
+		return ret;
+	for (unsigned int i = 0; i < ctx->count; i++) {
+		uint64_t size;
+		ret = expunge_one(store, txn, rec.id, ctx->uids[i], &size);
+		if (ret == DB_NOTFOUND)
+			continue;	/* gone already */
+		if (ret != 0)
+			return ret;
+		ctx->removed++;
+		ctx->bytes += size;
+	}
+	if (ctx->removed == 0)
+		return 0;
+	rec.count = rec.count > ctx->removed ? rec.count - ctx->removed : 0;
+	rec.bytes = rec.bytes > ctx->bytes ? rec.bytes - ctx->bytes : 0;
+	return mailbox_put(store, txn, ctx->mbox->name, &rec);
+}
+
+void store_records_expunge(struct mt_store *store, struct mt_store_req *req)
+{
+	struct expunge_ctx ctx = {
+		.mbox = req->mbox, .uids = req->uids, .count = req->uid_count,
+	};
+	int ret = atomic_load(&store->failed) ? DB_RUNRECOVERY :
+		store_txn_run(store, expunge_txn, &ctx, DB_TXN_NOSYNC);
+	if (ret == 0) {
+		req->needs_flush = ctx.removed > 0;
+		req->removed = ctx.removed;
+		return;
+	}
+	const char *error = store_error("expunge in mailbox %s failed: %s",
+					req->mbox->name, store_strerror(ret));
+	mt_error("store: %s", error);
+	store_req_set_error(req, store_status_from_db(store, ret), error);
+}
+
+/* One attempt at reading the snapshot; deadlocks make the caller retry. */
+static int load_once(struct mt_store *store, struct mt_store_mailbox *mbox)
+{
+	struct store_mailbox_rec rec;
+	int ret = mailbox_get(store, NULL, mbox->name, &rec, 0);
+	if (ret == DB_NOTFOUND)
+		return 0;
+	if (ret != 0)
+		return ret;
+	mbox->exists = true;
+	mbox->id = rec.id;
+
+	DBC *cursor;
+	if ((ret = store->messages->cursor(store->messages, NULL, &cursor, 0)) != 0)
+		return ret;
+	unsigned char kbuf[MESSAGE_KEY_SIZE + 16], vbuf[MESSAGE_REC_FIXED + MT_STORE_UIDL_MAX + 64];
+	DBT key, data;
+	message_key(kbuf, rec.id, 0);
+	dbt_out(&key, kbuf, sizeof(kbuf));
+	key.size = MESSAGE_KEY_SIZE;
+	dbt_out(&data, vbuf, sizeof(vbuf));
+	unsigned int cap = 0;
+	for (ret = cursor->get(cursor, &key, &data, DB_SET_RANGE); ret == 0;
+	     ret = cursor->get(cursor, &key, &data, DB_NEXT)) {
+		if (key.size != MESSAGE_KEY_SIZE || store_get_be64(kbuf) != rec.id)
+			break;
+		if (mbox->count == cap) {
+			cap = cap == 0 ? 16 : cap * 2;
+			mbox->msgs = mt_xrealloc(mbox->msgs, cap * sizeof(*mbox->msgs));
+		}
+		struct mt_store_msg *msg = &mbox->msgs[mbox->count];
+		if ((ret = message_rec_decode(&data, msg)) != 0)
+			break;
+		msg->uid = store_get_be32(kbuf + 8);
+		mbox->bytes += msg->size;
+		mbox->count++;
+	}
+	int t_ret = cursor->close(cursor);
+	if (ret == DB_NOTFOUND)
+		ret = 0;
+	return ret != 0 ? ret : t_ret;
+}
+
+int store_records_load(struct mt_store *store, struct mt_store_mailbox *mbox)
+{
+	for (unsigned int attempt = 1;; attempt++) {
+		int ret = load_once(store, mbox);
+		if (ret == 0 || !retryable(ret) || attempt >= STORE_TXN_ATTEMPTS)
+			return ret;
+		store_counter_add(&store->n_retries, 1);
+		MT_FREE(&mbox->msgs);
+		mbox->count = 0;
+		mbox->bytes = 0;
+		mbox->exists = false;
+	}
+}
+
+int store_records_read(struct mt_store *store, uint64_t mailbox_id,
+		       const struct mt_store_msg *msg, uint64_t offset,
+		       void *buf, size_t max, size_t *size_r)
+{
+	*size_r = 0;
+	if (offset >= msg->size)
+		return 0;
+	const size_t chunk = store->chunk_size;
+	size_t want = msg->size - offset < max ? (size_t)(msg->size - offset) : max;
+	size_t done = 0;
+	unsigned int attempt = 1;
+	while (done < want) {
+		uint64_t pos = offset + done;
+		size_t in_chunk = (size_t)(pos % chunk);
+		size_t n = want - done < chunk - in_chunk ? want - done : chunk - in_chunk;
+		unsigned char kbuf[BODY_KEY_SIZE];
+		DBT key, data;
+		body_key(kbuf, mailbox_id, msg->uid, (uint32_t)(pos / chunk));
+		dbt_in(&key, kbuf, sizeof(kbuf));
+		dbt_out(&data, (char *)buf + done, n);
+		data.flags |= DB_DBT_PARTIAL;
+		data.doff = (u_int32_t)in_chunk;
+		data.dlen = (u_int32_t)n;
+		int ret = store->bodies->get(store->bodies, NULL, &key, &data, 0);
+		if (retryable(ret) && attempt++ < STORE_TXN_ATTEMPTS) {
+			store_counter_add(&store->n_retries, 1);
+			continue;
+		}
+		if (ret != 0)
+			return ret;
+		if (data.size != n)
+			return STORE_ERR_DAMAGED;	/* a short chunk */
+		done += n;
+	}
+	*size_r = done;
+	return 0;
+}
+
+static int meta_put(struct mt_store *store, DB_TXN *txn, const char *name,
+		    const unsigned char *value, size_t size)
+{
+	DBT key, data;
+	dbt_in(&key, name, strlen(name));
+	dbt_in(&data, value, size);
+	return store->meta->put(store->meta, txn, &key, &data, 0);
+}
+
+int store_records_format_init(struct mt_store *store, DB_TXN *txn)
+{
+	unsigned char version[4], chunk[4], next_id[8], created[8];
+	store_put_be32(version, MT_STORE_FORMAT_VERSION);
+	store_put_be32(chunk, STORE_CHUNK_SIZE);
+	store_put_be64(next_id, 1);
+	store_put_be64(created, (uint64_t)time(NULL));
+	int ret;
+	if ((ret = meta_put(store, txn, META_FORMAT, version, 4)) != 0 ||
+	    (ret = meta_put(store, txn, META_CHUNK, chunk, 4)) != 0 ||
+	    (ret = meta_put(store, txn, META_NEXT_ID, next_id, 8)) != 0 ||
+	    (ret = meta_put(store, txn, META_CREATED, created, 8)) != 0)
+		return ret;
+	store->chunk_size = STORE_CHUNK_SIZE;
+	return 0;
+}
+
+/* A u32 meta record; DB_NOTFOUND if absent, EINVAL if not 4 bytes. */
+static int meta_get_u32(struct mt_store *store, const char *name, uint32_t *value_r)
+{
+	unsigned char buf[16];
+	DBT key, data;
+	dbt_in(&key, name, strlen(name));
+	dbt_out(&data, buf, sizeof(buf));
+	int ret = store->meta->get(store->meta, NULL, &key, &data, 0);
+	if (ret == DB_BUFFER_SMALL || (ret == 0 && data.size != 4))
+		return EINVAL;
+	if (ret == 0)
+		*value_r = store_get_be32(buf);
+	return ret;
+}
+
+enum mt_store_status store_records_format_check(struct mt_store *store,
+						const char **error_r)
+{
+	uint32_t version, chunk;
+	int ret = meta_get_u32(store, META_FORMAT, &version);
+	if (ret == DB_NOTFOUND || ret == EINVAL) {
+		*error_r = store_error("store %s: %s has no valid format-version "
+				       "record: not a mailtier store, refusing it",
+				       store->home, STORE_META_DB);
+		return MT_STORE_BAD_FORMAT;
+	}
+	if (ret != 0) {
+		*error_r = store_error("store %s: reading the format version: %s",
+				       store->home, db_strerror(ret));
+		return store_status_from_db(store, ret);
+	}
+	if (version != MT_STORE_FORMAT_VERSION) {
+		*error_r = store_error("store %s has format version %u; this "
+				       "mailtier-popstore reads version %u only: "
+				       "refusing to open it", store->home,
+				       version, MT_STORE_FORMAT_VERSION);
+		return MT_STORE_BAD_FORMAT;
+	}
+	ret = meta_get_u32(store, META_CHUNK, &chunk);
+	if (ret != 0 || chunk < 1024 || chunk > (16u << 20)) {
+		*error_r = store_error("store %s: bad or missing chunk-size record",
+				       store->home);
+		return ret == 0 || ret == DB_NOTFOUND || ret == EINVAL ?
+			MT_STORE_BAD_FORMAT : store_status_from_db(store, ret);
+	}
+	store->chunk_size = chunk;
+	return MT_STORE_OK;
+}
+
+int store_records_totals(struct mt_store *store, uint64_t *mailboxes_r,
+			 uint64_t *messages_r, uint64_t *bytes_r)
+{
+	*mailboxes_r = *messages_r = *bytes_r = 0;
+	DBC *cursor;
+	int ret = store->mailboxes->cursor(store->mailboxes, NULL, &cursor, 0);
+	if (ret != 0)
+		return ret;
+	unsigned char kbuf[MT_STORE_MAILBOX_MAX + 1], vbuf[MAILBOX_REC_SIZE + 64];
+	DBT key, data;
+	dbt_out(&key, kbuf, sizeof(kbuf));
+	dbt_out(&data, vbuf, sizeof(vbuf));
+	while ((ret = cursor->get(cursor, &key, &data, DB_NEXT)) == 0) {
+		struct store_mailbox_rec rec;
+		if ((ret = mailbox_rec_decode(&data, &rec)) != 0)
+			break;
+		(*mailboxes_r)++;
+		*messages_r += rec.count;
+		*bytes_r += rec.bytes;
+	}
+	int t_ret = cursor->close(cursor);
+	if (ret == DB_NOTFOUND)
+		ret = 0;
+	return ret != 0 ? ret : t_ret;
+}

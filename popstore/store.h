@@ -1,0 +1,259 @@
+/* store.h — the message store of one popstore shard: mailboxes of messages
+ * in a transactional Berkeley DB 5.3 environment, behind one small interface
+ * so that the LMTP and POP3 code never call Berkeley DB themselves.
+ *
+ * Trust boundary: mailbox names come from the caller after a directory
+ * lookup (opaque bytes here, at most MT_STORE_MAILBOX_MAX, no NUL); message
+ * bytes come from LMTP clients and are stored and returned byte for byte,
+ * never parsed. The files under the store's home are used only if their
+ * format-version record is one this code reads.
+ *
+ * What it guarantees:
+ *  - A delivery or an expunge completes with MT_STORE_OK only once its
+ *    transaction is on stable storage. Transactions commit without a sync
+ *    each and one log flush on the storage thread makes a whole group of
+ *    them durable (group commit), so the LMTP 250 / POP +OK to QUIT may be
+ *    sent from the completion callback.
+ *  - A delivery to one mailbox, and an expunge of a set of uids, is all or
+ *    nothing: no half-written message is ever visible, also after a crash,
+ *    a full disk or a Berkeley DB panic. Recovery runs at open.
+ *  - Message metadata (uid, size, UIDL, arrival) lives apart from bodies, so
+ *    a mailbox listing (STAT/LIST/UIDL) never reads a body; bodies are stored
+ *    in chunks and read by range, so RETR of a 2.6 MB message can stream.
+ *  - UIDLs are stored with each message and never change.
+ *  - A mailbox is open at most once in the process (MT_STORE_IN_USE).
+ *
+ * Threading: the async calls are made from the thread that runs the
+ * event_base of the port they use, and their callbacks run on that thread,
+ * never from inside the call. The work itself runs on the store's threads
+ * (one group-commit pipeline for writes, a small reader pool for reads), so
+ * an event loop never waits on the disk. The _sync and _wait calls block
+ * the calling thread: for tools, tests and worker threads. (A mailbox open
+ * and a 64 KB read take ~30-100 us from the cache, but milliseconds when
+ * they miss it: the POP3 code should use the async calls.) */
+#ifndef MT_POPSTORE_STORE_H
+#define MT_POPSTORE_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct event_base;
+struct mt_buf;
+struct mt_store;
+struct mt_store_port;
+struct mt_store_req;
+struct mt_store_mailbox;
+
+/* The one outcome type. The protocol replies are the caller's. */
+enum mt_store_status {
+	MT_STORE_OK = 0,
+	MT_STORE_NOT_FOUND,	/* no such message or mailbox */
+	MT_STORE_IN_USE,	/* mailbox open elsewhere: -ERR [IN-USE] */
+	MT_STORE_OVER_QUOTA,	/* 552 5.2.2 (or 452 4.2.2 if configured) */
+	MT_STORE_NO_SPACE,	/* disk full: 452 4.3.1, -ERR [SYS/TEMP] */
+	MT_STORE_TEMPFAIL,	/* other temporary failure: 451 4.3.0, -ERR [SYS/TEMP] */
+	MT_STORE_FATAL,		/* Berkeley DB panic (DB_RUNRECOVERY): the daemon
+				   must exit non-zero; restarting recovers */
+	MT_STORE_BAD_FORMAT,	/* open: not a store, or a format this code refuses */
+	MT_STORE_INVALID,	/* bad argument or setting */
+};
+
+/* "ok", "not-found", "in-use", "over-quota", "no-space", "tempfail",
+ * "fatal", "bad-format", "invalid" (for log lines). */
+const char *mt_store_status_name(enum mt_store_status status);
+
+/* Opening */
+
+enum mt_store_mode {
+	/* The daemon: recovery if needed, storage threads, async API. */
+	MT_STORE_MODE_SERVE,
+	/* mailtierctl: join the environment (also while the daemon runs, or
+	 * recover it if its owner died), no threads: stat and backup only. */
+	MT_STORE_MODE_ADMIN,
+};
+
+struct mt_store_settings {
+	const char *home;		/* the environment directory (db_home) */
+	enum mt_store_mode mode;
+	bool create;			/* SERVE: create home and a new store if absent */
+	uint64_t cache_size;		/* db_cache_size; 0: 64 MB */
+	unsigned int checkpoint_secs;	/* 0: 60 */
+	unsigned int commit_threads;	/* transaction executors; 0: 1 */
+	unsigned int reader_threads;	/* 0: 2 */
+	uint64_t log_file_size;		/* 0: 64 MB (tests use small ones) */
+};
+
+/* Open (and, in SERVE mode, recover) the store. A store whose format version
+ * is not MT_STORE_FORMAT_VERSION is refused with MT_STORE_BAD_FORMAT and a
+ * message naming both versions. *error_r is valid until the thread's next
+ * store call. */
+enum mt_store_status mt_store_open(const struct mt_store_settings *set,
+				   struct mt_store **store_r,
+				   const char **error_r);
+/* Free the ports and close the mailboxes first. Requests still queued are
+ * finished (deliveries committed and flushed, callbacks not called), the
+ * threads stopped, a checkpoint taken and the environment closed. */
+void mt_store_close(struct mt_store **store_p);
+/* True once Berkeley DB asked for recovery (DB_RUNRECOVERY; every request
+ * then completes with MT_STORE_FATAL): answer 451/-ERR [SYS/TEMP], log, and
+ * exit non-zero, with or without mt_store_close(); the restart's open runs
+ * recovery (systemd Restart=on-failure). */
+bool mt_store_failed(struct mt_store *store);
+
+#define MT_STORE_FORMAT_VERSION 1
+#define MT_STORE_MAILBOX_MAX 255
+#define MT_STORE_UIDL_MAX 70		/* RFC 1939: 1 to 70 characters */
+#define MT_STORE_READ_MAX (1024 * 1024)	/* largest range one read returns */
+
+/* Completion ports: one per event_base (event loop thread) that makes async
+ * calls. A port may be freed with requests in flight: they still run, their
+ * callbacks are not called. */
+struct mt_store_port *mt_store_port_new(struct mt_store *store,
+					struct event_base *base,
+					const char **error_r);
+void mt_store_port_free(struct mt_store_port **port_p);
+
+/* An async request. The store owns it; it is valid from the call until its
+ * callback returns (then freed), or until cancelled. */
+typedef void mt_store_cb_t(struct mt_store_req *req, void *context);
+/* The callback will not be called (the work may still happen: a delivery
+ * cancelled in flight may be committed). From the port's thread only. */
+void mt_store_req_cancel(struct mt_store_req *req);
+/* The request's outcome, with a message for logs when not MT_STORE_OK. */
+enum mt_store_status mt_store_req_status(const struct mt_store_req *req,
+					 const char **error_r);
+
+/* Delivery */
+
+struct mt_store_rcpt {
+	const char *mailbox;		/* created at its first delivery */
+	uint64_t quota;			/* bytes; 0: unlimited */
+	/* Lines stored before the shared body for this recipient only (e.g.
+	 * its Return-Path:/Received: "for <rcpt>"); may be NULL/0. */
+	const char *prefix;
+	size_t prefix_len;
+	/* Results, one per recipient: the LMTP reply after DATA. */
+	enum mt_store_status status;
+	uint32_t uid;
+};
+
+/* Deliver body (prefixed per recipient) to each recipient's mailbox, each in
+ * its own transaction, then make them durable. Takes the contents of body
+ * (left empty) and copies rcpts. Completes when all are durable or failed;
+ * the request status is the first failing recipient's. */
+struct mt_store_req *mt_store_deliver(struct mt_store_port *port,
+				      const struct mt_store_rcpt *rcpts,
+				      unsigned int count, struct mt_buf *body,
+				      mt_store_cb_t *cb, void *context);
+/* The recipients with their results (valid as the request). */
+const struct mt_store_rcpt *mt_store_req_rcpts(const struct mt_store_req *req,
+					       unsigned int *count_r);
+/* The same, blocking until durable, results written into rcpts; data is
+ * used in place. Goes through the group-commit thread (SERVE mode). */
+enum mt_store_status mt_store_deliver_wait(struct mt_store *store,
+					   struct mt_store_rcpt *rcpts,
+					   unsigned int count, const void *data,
+					   size_t size, const char **error_r);
+
+/* Mailboxes: a snapshot of one mailbox's messages, taken at open, holding
+ * the mailbox's in-process lock until closed. Messages delivered later are
+ * not in the snapshot (RFC 1939 leaves that to the server). */
+
+struct mt_store_msg {
+	uint32_t uid;
+	uint64_t size;			/* exact octets as stored */
+	int64_t arrival;		/* Unix time of delivery */
+	char uidl[MT_STORE_UIDL_MAX + 1];
+};
+
+/* Open name's mailbox (an absent one opens empty; it is not created). The
+ * callback takes the result with mt_store_req_mailbox(). MT_STORE_IN_USE if
+ * it is open already. */
+struct mt_store_req *mt_store_mailbox_open(struct mt_store_port *port,
+					   const char *name, mt_store_cb_t *cb,
+					   void *context);
+/* Hand over the opened mailbox (once; NULL on failure). If the callback
+ * does not take it, it is closed. */
+struct mt_store_mailbox *mt_store_req_mailbox(struct mt_store_req *req);
+enum mt_store_status mt_store_mailbox_open_sync(struct mt_store *store,
+						const char *name,
+						struct mt_store_mailbox **mbox_r,
+						const char **error_r);
+/* Release the lock (once requests still using it have finished). */
+void mt_store_mailbox_close(struct mt_store_mailbox **mbox_p);
+
+const char *mt_store_mailbox_name(const struct mt_store_mailbox *mbox);
+unsigned int mt_store_mailbox_count(const struct mt_store_mailbox *mbox);
+uint64_t mt_store_mailbox_bytes(const struct mt_store_mailbox *mbox);
+/* Message index (0-based: POP message number - 1) of the snapshot. */
+const struct mt_store_msg *mt_store_mailbox_msg(const struct mt_store_mailbox *mbox,
+						unsigned int index);
+
+/* Read up to max (<= MT_STORE_READ_MAX) bytes of message index from offset;
+ * fewer only at the end (0 bytes: offset is the end). The callback gets the
+ * bytes from mt_store_req_data(), valid until it returns. NOT_FOUND if the
+ * message was expunged meanwhile. */
+struct mt_store_req *mt_store_read(struct mt_store_port *port,
+				   struct mt_store_mailbox *mbox,
+				   unsigned int index, uint64_t offset,
+				   size_t max, mt_store_cb_t *cb, void *context);
+const void *mt_store_req_data(const struct mt_store_req *req, size_t *size_r);
+enum mt_store_status mt_store_read_sync(struct mt_store_mailbox *mbox,
+					unsigned int index, uint64_t offset,
+					void *buf, size_t max, size_t *size_r,
+					const char **error_r);
+
+/* Remove these uids from the mailbox in one transaction and make it durable
+ * (POP3 UPDATE state); uids already gone are ignored. */
+struct mt_store_req *mt_store_expunge(struct mt_store_port *port,
+				      struct mt_store_mailbox *mbox,
+				      const uint32_t *uids, unsigned int count,
+				      mt_store_cb_t *cb, void *context);
+enum mt_store_status mt_store_expunge_wait(struct mt_store_mailbox *mbox,
+					   const uint32_t *uids,
+					   unsigned int count,
+					   const char **error_r);
+
+/* Counters and administration */
+
+/* This process's counters since open (SERVE mode). */
+struct mt_store_counters {
+	uint64_t deliveries;		/* messages made durable in a mailbox */
+	uint64_t delivery_requests;
+	uint64_t expunges;		/* expunge requests made durable */
+	uint64_t expunged;		/* messages removed by them */
+	uint64_t flushes;		/* group-commit log flushes */
+	uint64_t flushed_requests;	/* requests those flushes completed */
+	uint64_t max_batch;		/* most requests made durable by one flush */
+	uint64_t retries;		/* transactions retried after a deadlock */
+	uint64_t reads;			/* mailbox opens and body reads */
+	uint64_t checkpoints;
+};
+void mt_store_counters_get(struct mt_store *store,
+			   struct mt_store_counters *counters_r);
+
+/* `mailtierctl store stat`: contents, log and checkpoint state. */
+struct mt_store_stat {
+	uint32_t format_version;
+	uint64_t mailboxes, messages, bytes;
+	uint32_t log_first_file;	/* oldest log file kept */
+	uint32_t log_file, log_offset;	/* end of the log */
+	unsigned int log_files;
+	uint32_t ckp_file, ckp_offset;	/* last checkpoint */
+	int64_t ckp_time;		/* its Unix time; 0: none yet */
+	uint64_t env_log_flushes;	/* log syncs since the environment was */
+	uint64_t env_commits;		/* created (all processes) */
+	uint64_t cache_size, cache_hits, cache_misses;
+};
+/* Scans every mailbox record: a second or so for a million mailboxes. */
+enum mt_store_status mt_store_stat_get(struct mt_store *store,
+				       struct mt_store_stat *stat_r,
+				       const char **error_r);
+/* Hot backup into dir (absent or empty): checkpoint, copy the databases,
+ * then the logs (log removal is held off meanwhile), then run catastrophic
+ * recovery in dir, so dir opens as a store (normal recovery) right away. */
+enum mt_store_status mt_store_backup(struct mt_store *store, const char *dir,
+				     const char **error_r);
+
+#endif
