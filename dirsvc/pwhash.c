@@ -157,6 +157,22 @@ bool mt_pw_hash(enum mt_pw_scheme scheme, unsigned int rounds,
 static bool verify_crypt(const char *password, const char *setting,
 			 bool *match_r, const char **error_r)
 {
+	/* The stored value picks its own cost: accept only SHA-512/SHA-256
+	 * crypt with a bounded rounds count, so a hostile or mistaken entry
+	 * cannot make one login take minutes (bcrypt, scrypt, yescrypt and
+	 * DES variants are refused). */
+	if (strncmp(setting, "$6$", 3) != 0 && strncmp(setting, "$5$", 3) != 0) {
+		*error_r = "stored {CRYPT} value is not SHA-512 or SHA-256 crypt";
+		return false;
+	}
+	if (strncmp(setting + 3, "rounds=", 7) == 0) {
+		char *end;
+		unsigned long rounds = strtoul(setting + 10, &end, 10);
+		if (*end != '$' || rounds > 10ul * MT_PW_CRYPT_ROUNDS_DEFAULT) {
+			*error_r = "stored {CRYPT} value asks for too many rounds";
+			return false;
+		}
+	}
 	struct crypt_data *cd = mt_xcalloc(1, sizeof(*cd));
 	const char *h = crypt_r(password, setting, cd);
 	bool ok = h != NULL && h[0] != '*';
@@ -185,15 +201,23 @@ static bool verify_salted(const char *password, const char *b64,
 		*error_r = "stored salted-SHA value has a bad length";
 		return false;
 	}
+	/* RFC 4648 section 4: the base64 alphabet, then at most two '=' at
+	 * the very end (EVP_DecodeBlock also takes '=' elsewhere, and blanks). */
+	size_t pad = 0;
+	while (pad < 2 && b64[b64len - 1 - pad] == '=')
+		pad++;
+	if (strspn(b64, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+		   "0123456789+/") != b64len - pad) {
+		*error_r = "stored salted-SHA value is not base64";
+		return false;
+	}
 	int n = EVP_DecodeBlock(raw, (const unsigned char *)b64, (int)b64len);
-	if (n < 0) {
+	if (n < 0 || (size_t)n < pad) {
 		*error_r = "stored salted-SHA value is not base64";
 		return false;
 	}
 	/* EVP_DecodeBlock counts the padding as zero bytes. */
-	size_t rawlen = (size_t)n;
-	for (size_t i = b64len; i > 0 && b64[i - 1] == '='; i--)
-		rawlen--;
+	size_t rawlen = (size_t)n - pad;
 	if (rawlen <= mdlen) {
 		*error_r = "stored salted-SHA value has no salt";
 		return false;

@@ -57,6 +57,9 @@ static void add_error(struct mt_config_checker *checker, unsigned int line,
 		      const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 static void add_error_v(struct mt_config_checker *checker, unsigned int line,
+			const char *fmt, va_list ap) __attribute__((format(printf, 3, 0)));
+
+static void add_error_v(struct mt_config_checker *checker, unsigned int line,
 			const char *fmt, va_list ap)
 {
 	if (line != 0)

@@ -298,6 +298,15 @@ static void test_pw_ssha512_roundtrip(void **state)
 	assert_false(mt_pw_verify("x", "{SSHA512}", &match, &error));
 	assert_false(mt_pw_verify("x", "{SSHA512}abc", &match, &error));
 	assert_false(mt_pw_verify("x", "{SSHA512}AAAA", &match, &error));
+	/* Found by fuzzing: padding that is longer than the decoded value,
+	 * '=' inside the value, blanks. */
+	assert_false(mt_pw_verify("s3cret", "{SSHA}====", &match, &error));
+	assert_false(mt_pw_verify("x", "{SSHA512}====", &match, &error));
+	assert_false(mt_pw_verify("x", "{SSHA}AA=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", &match, &error));
+	assert_false(mt_pw_verify("x", "{SSHA}AAAA AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", &match, &error));
+	/* A stored {CRYPT} value does not choose an unbounded cost. */
+	assert_false(mt_pw_verify("x", "{CRYPT}$6$rounds=999999999$x$", &match, &error));
+	assert_false(mt_pw_verify("x", "{CRYPT}$2b$31$abcdefghijklmnopqrstuu", &match, &error));
 	assert_false(mt_pw_verify("x", "{MD5}xyz=", &match, &error));
 	assert_false(mt_pw_verify("x", "plain", &match, &error));
 	mt_buf_free(&h);

@@ -1,0 +1,105 @@
+# tests/fuzz/local.mk — fuzz targets for every parser that sees outside
+# bytes (tests/fuzz/README.md). Each tests/fuzz/fuzz-NAME.c is built twice:
+#  - with the normal compiler and standalone-main.c as tests/fuzz/fuzz-NAME,
+#    run by `make check` over tests/fuzz/corpus/NAME/ (the regression run;
+#    under ASan/UBSan in the sanitizer build);
+#  - with clang and libFuzzer as tests/fuzz/bin/fuzz-NAME by `make fuzz`
+#    (every source it runs compiled with -fsanitize=fuzzer-no-link,address,
+#    undefined, so the fuzzer sees coverage); scripts/fuzz runs them.
+fuzz_regression_tests = \
+	tests/fuzz/fuzz-lineio \
+	tests/fuzz/fuzz-dotcodec \
+	tests/fuzz/fuzz-address \
+	tests/fuzz/fuzz-config \
+	tests/fuzz/fuzz-ldap-escape \
+	tests/fuzz/fuzz-pwhash \
+	tests/fuzz/fuzz-reply
+
+check_PROGRAMS += $(fuzz_regression_tests)
+TESTS += $(fuzz_regression_tests)
+
+fuzz_common = tests/fuzz/standalone-main.c tests/fuzz/fuzz.h
+tests_fuzz_fuzz_lineio_SOURCES = tests/fuzz/fuzz-lineio.c $(fuzz_common)
+tests_fuzz_fuzz_dotcodec_SOURCES = tests/fuzz/fuzz-dotcodec.c $(fuzz_common)
+tests_fuzz_fuzz_address_SOURCES = tests/fuzz/fuzz-address.c $(fuzz_common)
+tests_fuzz_fuzz_config_SOURCES = tests/fuzz/fuzz-config.c $(fuzz_common)
+tests_fuzz_fuzz_config_LDADD = lib/libmtsettings.a $(UNIT_LIBS)
+tests_fuzz_fuzz_ldap_escape_SOURCES = tests/fuzz/fuzz-ldap-escape.c $(fuzz_common)
+tests_fuzz_fuzz_ldap_escape_LDADD = dirsvc/libdirsvc.a $(DIRSVC_LIBS) $(UNIT_LIBS)
+tests_fuzz_fuzz_pwhash_SOURCES = tests/fuzz/fuzz-pwhash.c $(fuzz_common)
+tests_fuzz_fuzz_pwhash_LDADD = dirsvc/libdirsvc.a $(DIRSVC_LIBS) $(UNIT_LIBS)
+tests_fuzz_fuzz_reply_SOURCES = tests/fuzz/fuzz-reply.c $(fuzz_common)
+tests_fuzz_fuzz_reply_LDADD = loadgen/libloadgen.a $(UNIT_LIBS)
+
+EXTRA_DIST += tests/fuzz/README.md tests/fuzz/corpus scripts/fuzz \
+	tests/fuzz/lineio.dict tests/fuzz/dotcodec.dict \
+	tests/fuzz/address.dict tests/fuzz/config.dict \
+	tests/fuzz/ldap-escape.dict tests/fuzz/pwhash.dict \
+	tests/fuzz/reply.dict
+
+# ---- `make fuzz`: the libFuzzer binaries (clang; configure finds FUZZ_CC) ----
+fuzz_binaries = \
+	tests/fuzz/bin/fuzz-lineio \
+	tests/fuzz/bin/fuzz-dotcodec \
+	tests/fuzz/bin/fuzz-address \
+	tests/fuzz/bin/fuzz-config \
+	tests/fuzz/bin/fuzz-ldap-escape \
+	tests/fuzz/bin/fuzz-pwhash \
+	tests/fuzz/bin/fuzz-reply
+
+FUZZ_SANITIZE = -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+	-fno-omit-frame-pointer
+# Warnings stay on but never stop the fuzz build: clang warns where gcc
+# does not, and `make check` (gcc, -Werror) is the gate for warnings.
+FUZZ_COMPILE = $(FUZZ_CC) $(DEFS) $(DEFAULT_INCLUDES) $(AM_CPPFLAGS) \
+	$(CPPFLAGS) $(AM_CFLAGS) -Wno-error -O1 $(FUZZ_SANITIZE)
+FUZZ_LINK = $(FUZZ_COMPILE) -fsanitize=fuzzer
+FUZZ_EXTLIBS = $(LIBEVENT_OPENSSL_LIBS) $(LIBEVENT_LIBS) $(OPENSSL_LIBS) \
+	$(INIH_LIBS) $(SYSTEMD_LIBS) $(LDAP_LIBS) $(CRYPT_LIBS) $(PTHREAD_LIBS)
+FUZZ_LIBMAILTIER = tests/fuzz/clang/libmailtier.a
+FUZZ_LIBMTSETTINGS = tests/fuzz/clang/libmtsettings.a
+fuzz_headers = $(srcdir)/tests/fuzz/fuzz.h
+
+# Compile the .c files in $$srcs with coverage into the archive $@.
+fuzz_archive = set -e; $(MKDIR_P) tests/fuzz/clang; rm -f $@; objs=; \
+	for f in $$srcs; do case $$f in *.c) \
+		o=tests/fuzz/clang/`echo "$${f%.c}" | tr / -`.o; \
+		echo "  FUZZCC   $$o"; \
+		$(FUZZ_COMPILE) -fsanitize=fuzzer-no-link -c -o $$o $(srcdir)/$$f; \
+		objs="$$objs $$o";; esac; done; \
+	$(AR) $(ARFLAGS) $@ $$objs; $(RANLIB) $@
+
+$(FUZZ_LIBMAILTIER): $(lib_libmailtier_a_SOURCES)
+	@srcs='$(lib_libmailtier_a_SOURCES)'; $(fuzz_archive)
+$(FUZZ_LIBMTSETTINGS): $(lib_libmtsettings_a_SOURCES)
+	@srcs='$(lib_libmtsettings_a_SOURCES)'; $(fuzz_archive)
+
+# fuzz_link TARGET-SOURCES...: one libFuzzer binary from the target and the
+# parser sources it needs, over the archives.
+fuzz_link = @$(MKDIR_P) tests/fuzz/bin; echo "  FUZZLD   $@"; $(FUZZ_LINK) -o $@
+
+tests/fuzz/bin/fuzz-lineio: tests/fuzz/fuzz-lineio.c $(fuzz_headers) $(FUZZ_LIBMAILTIER)
+	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-lineio.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
+tests/fuzz/bin/fuzz-dotcodec: tests/fuzz/fuzz-dotcodec.c $(fuzz_headers) $(FUZZ_LIBMAILTIER)
+	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-dotcodec.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
+tests/fuzz/bin/fuzz-address: tests/fuzz/fuzz-address.c $(fuzz_headers) $(FUZZ_LIBMAILTIER)
+	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-address.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
+tests/fuzz/bin/fuzz-config: tests/fuzz/fuzz-config.c $(fuzz_headers) $(FUZZ_LIBMTSETTINGS) $(FUZZ_LIBMAILTIER)
+	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-config.c $(FUZZ_LIBMTSETTINGS) $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
+tests/fuzz/bin/fuzz-ldap-escape: tests/fuzz/fuzz-ldap-escape.c dirsvc/ldap-escape.c dirsvc/ldap-escape.h $(fuzz_headers) $(FUZZ_LIBMAILTIER)
+	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-ldap-escape.c $(srcdir)/dirsvc/ldap-escape.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
+tests/fuzz/bin/fuzz-pwhash: tests/fuzz/fuzz-pwhash.c dirsvc/pwhash.c dirsvc/pwhash.h $(fuzz_headers) $(FUZZ_LIBMAILTIER)
+	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-pwhash.c $(srcdir)/dirsvc/pwhash.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
+tests/fuzz/bin/fuzz-reply: tests/fuzz/fuzz-reply.c loadgen/reply.c loadgen/reply.h $(fuzz_headers)
+	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-reply.c $(srcdir)/loadgen/reply.c
+
+if HAVE_FUZZER
+fuzz: $(fuzz_binaries)
+	@echo "libFuzzer targets built in tests/fuzz/bin/; run them with scripts/fuzz SECONDS"
+else
+fuzz:
+	@echo "make fuzz needs clang with libFuzzer (Debian: clang libclang-rt-14-dev); install them and re-run configure" >&2; exit 1
+endif
+.PHONY: fuzz
+
+CLEANFILES += $(fuzz_binaries) tests/fuzz/clang/*.o tests/fuzz/clang/*.a
