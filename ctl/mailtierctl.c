@@ -28,6 +28,17 @@ static const struct ctl_command ctl_commands[] = {
 	{ "users", "bulk", "--count N [--domain D] [--shards S1,S2] [--first K] [--hash ssha512|crypt]",
 	  "load-test accounts userK@D / secretK (offline slapadd when the local slapd is stopped)",
 	  ctl_users_bulk },
+	{ "queue", "list", "", "list the MTA queue (id, size, age, sender, recipients, status, last error)", ctl_queue },
+	{ "queue", "show", "ID", "show one queued message: envelope and per-recipient state", ctl_queue },
+	{ "queue", "flush", "[ID]", "retry deferred messages now (all, or ID)", ctl_queue },
+	{ "queue", "hold", "ID", "keep a message from delivery until released", ctl_queue },
+	{ "queue", "release", "ID", "release a held message", ctl_queue },
+	{ "queue", "delete", "ID", "remove a message from the queue (no bounce)", ctl_queue },
+	{ "queue", "stats", "", "queue and group-commit counters of the running MTA", ctl_queue },
+	{ "store", "stat", "SHARD", "a store shard's mailboxes, messages, bytes, log and checkpoint state, flush counters",
+	  ctl_store_stat },
+	{ "store", "backup", "SHARD DIR", "hot backup of a store shard into DIR (which then opens as a store)",
+	  ctl_store_backup },
 };
 
 static void usage(FILE *out, const char *progname)

@@ -3,6 +3,7 @@
 #include "mta-settings.h"
 #include "mailtier-settings.h"
 
+#include <arpa/inet.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -51,7 +52,7 @@ static const struct mt_setting_def mta_settings[] = {
 	  .offset = M(retry_schedule), .default_value = "1m 5m 15m 30m 1h", .min = 1000,
 	  .doc = "Delays between delivery attempts; the last repeats until max_queue_lifetime." },
 	{ .name = "max_queue_lifetime", .type = MT_SETTING_DURATION,
-	  .offset = M(max_queue_lifetime), .default_value = "5d", .min = 60000,
+	  .offset = M(max_queue_lifetime), .default_value = "5d", .min = 1000,
 	  .doc = "After this a message still undelivered is bounced." },
 	{ .name = "queue_dir", .type = MT_SETTING_STRING, .offset = M(queue_dir),
 	  .default_value = LOCALSTATEDIR "/lib/mailtier/queue",
@@ -75,8 +76,82 @@ static const struct mt_setting_def mta_settings[] = {
 	{ .name = "max_errors", .type = MT_SETTING_UINT, .offset = M(max_errors),
 	  .default_value = "10", .min = 1, .max = 1000,
 	  .doc = "Bad or unknown commands before 421 and disconnect." },
+	{ .name = "max_junk_commands", .type = MT_SETTING_UINT,
+	  .offset = M(max_junk_commands), .default_value = "100", .min = 1, .max = 100000,
+	  .doc = "NOOP, RSET, VRFY, HELP and the like per session before 421 and disconnect." },
+	{ .name = "max_line_length", .type = MT_SETTING_UINT,
+	  .offset = M(max_line_length), .default_value = "2048", .min = 512, .max = 65536,
+	  .doc = "Longest command line, CRLF included (500 5.5.2 beyond; RFC 5321 4.5.3.1.4 allows 512, AUTH needs more)." },
+	{ .name = "max_session_time", .type = MT_SETTING_DURATION,
+	  .offset = M(max_session_time), .default_value = "1h", .min = 1000,
+	  .doc = "Longest an SMTP session may last, however busy (421 4.4.2 after)." },
+	{ .name = "connect_timeout", .type = MT_SETTING_DURATION,
+	  .offset = M(connect_timeout), .default_value = "30s", .min = 100,
+	  .doc = "Outgoing LMTP/SMTP: time to establish a connection." },
+	{ .name = "client_timeout", .type = MT_SETTING_DURATION,
+	  .offset = M(client_timeout), .default_value = "5m", .min = 100,
+	  .doc = "Outgoing LMTP/SMTP: time to wait for each reply (RFC 5321 4.5.3.2; the end of DATA gets twice this)." },
+	{ .name = "connection_cache_time", .type = MT_SETTING_DURATION,
+	  .offset = M(connection_cache_time), .default_value = "10s", .min = 0,
+	  .doc = "Outgoing LMTP/SMTP: how long an idle connection is kept for reuse." },
+	{ .name = "commit_delay", .type = MT_SETTING_DURATION,
+	  .offset = M(commit_delay), .default_value = "1ms", .max = 100,
+	  .doc = "How long a queue flush waits for messages other sessions are about to commit (group commit; 0: never)." },
+	{ .name = "dns_servers", .type = MT_SETTING_LIST, .offset = M(dns_servers),
+	  .doc = "DNS servers for MX lookups as ip or ip:port (empty: /etc/resolv.conf)." },
 	MT_SETTINGS_END,
 };
+
+bool mt_cidr_parse(const char *text, struct mt_cidr *cidr_r, const char **error_r)
+{
+	char addr[INET6_ADDRSTRLEN + 1];
+	const char *slash = strchr(text, '/');
+	size_t len = slash != NULL ? (size_t)(slash - text) : strlen(text);
+
+	memset(cidr_r, 0, sizeof(*cidr_r));
+	if (len == 0 || len >= sizeof(addr)) {
+		*error_r = "expected address/prefix";
+		return false;
+	}
+	memcpy(addr, text, len);
+	addr[len] = '\0';
+	unsigned int max;
+	if (inet_pton(AF_INET, addr, cidr_r->addr) == 1) {
+		cidr_r->family = AF_INET;
+		max = 32;
+	} else if (inet_pton(AF_INET6, addr, cidr_r->addr) == 1) {
+		cidr_r->family = AF_INET6;
+		max = 128;
+	} else {
+		*error_r = "invalid IP address in network";
+		return false;
+	}
+	unsigned int prefix = max;
+	if (slash != NULL) {
+		const char *p = slash + 1;
+		if (*p == '\0' || strlen(p) > 3) {
+			*error_r = "invalid prefix length";
+			return false;
+		}
+		prefix = 0;
+		for (; *p != '\0'; p++) {
+			if (*p < '0' || *p > '9') {
+				*error_r = "invalid prefix length";
+				return false;
+			}
+			prefix = prefix * 10 + (unsigned int)(*p - '0');
+		}
+		if (prefix > max) {
+			*error_r = "prefix length too large for the address";
+			return false;
+		}
+	}
+	cidr_r->prefix = prefix;
+	/* Clear host bits so matching is a plain comparison. */
+	for (unsigned int bit = prefix; bit < max; bit++)
+		cidr_r->addr[bit / 8] &= (unsigned char)~(0x80u >> (bit % 8));
+	return true;
+}
 
 static void mta_check(struct mt_config_checker *checker,
 		      const struct mt_config *config,
@@ -93,6 +168,27 @@ static void mta_check(struct mt_config_checker *checker,
 			mt_config_check_error(checker, section, "transport_map",
 					      "'%s': %s", entry, error);
 		mt_hostport_clear(&hp);
+	}
+	for (size_t i = 0; i < set->mynetworks.count; i++) {
+		struct mt_cidr cidr;
+		const char *error;
+		if (!mt_cidr_parse(set->mynetworks.items[i], &cidr, &error))
+			mt_config_check_error(checker, section, "mynetworks",
+					      "'%s': %s", set->mynetworks.items[i], error);
+	}
+	for (size_t i = 0; i < set->dns_servers.count; i++) {
+		struct mt_hostport hp = { NULL, 0 };
+		struct in6_addr bin;
+		const char *item = set->dns_servers.items[i], *error = "";
+		bool ok = inet_pton(AF_INET, item, &bin) == 1 ||
+			  inet_pton(AF_INET6, item, &bin) == 1 ||
+			  (mt_parse_hostport(item, &hp, &error) && hp.host != NULL &&
+			   (inet_pton(AF_INET, hp.host, &bin) == 1 ||
+			    inet_pton(AF_INET6, hp.host, &bin) == 1));
+		mt_hostport_clear(&hp);
+		if (!ok)
+			mt_config_check_error(checker, section, "dns_servers",
+					      "'%s': expected an IP address or ip:port", item);
 	}
 	if (set->retry_schedule.count == 0)
 		mt_config_check_error(checker, section, "retry_schedule",

@@ -5,6 +5,8 @@
 
 #include "config.h"
 
+#include <stdbool.h>
+
 enum mt_bare_newline_policy { MT_BARE_NEWLINE_REJECT, MT_BARE_NEWLINE_NORMALIZE };
 
 struct mt_mta_settings {
@@ -31,6 +33,26 @@ struct mt_mta_settings {
 	uint64_t command_timeout;
 	uint64_t data_timeout;
 	uint64_t max_errors;
+	/* Added with the MTA itself. */
+	uint64_t max_junk_commands;
+	uint64_t max_line_length;
+	uint64_t max_session_time;
+	uint64_t connect_timeout;
+	uint64_t client_timeout;
+	uint64_t connection_cache_time;
+	struct mt_strlist dns_servers;
+	uint64_t commit_delay;
 };
+
+/* One mynetworks entry: address/prefix (a bare address is a /32 or /128). */
+struct mt_cidr {
+	int family;			/* AF_INET or AF_INET6 */
+	unsigned char addr[16];		/* network byte order, host bits cleared */
+	unsigned int prefix;
+};
+
+/* Parse "a.b.c.d/n", "v6addr/n" or a bare address; false and a static error
+ * on bad input. */
+bool mt_cidr_parse(const char *text, struct mt_cidr *cidr_r, const char **error_r);
 
 #endif

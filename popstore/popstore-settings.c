@@ -1,15 +1,22 @@
-/* popstore-settings.c — the [popstore] family table (see config.h). */
+/* popstore-settings.c — the [popstore] family table (see config.h) and the
+ * CIDR lists it holds (lmtp_clients, proxy_addresses).
+ * Trust boundary: the operator's config file; every value is checked here
+ * so a mistake stops start-up with FILE:LINE. No RFC applies. */
 #include "popstore-settings.h"
 #include "mailtier-settings.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stddef.h>
 #include <string.h>
 
 #define S(field) offsetof(struct mt_popstore_settings, field)
 
+static const char *const bare_newline_policies[] = { "reject", "normalize", NULL };
+
 static const struct mt_setting_def popstore_settings[] = {
 	{ .name = "shard", .type = MT_SETTING_STRING, .offset = S(shard),
-	  .doc = "Shard name (default: the NAME of [popstore.NAME])." },
+	  .doc = "Shard name (default: the NAME of [popstore.NAME]; mailtier-popstore -s overrides)." },
 	{ .name = "db_home", .type = MT_SETTING_STRING, .offset = S(db_home),
 	  .flags = MT_SETTING_REQUIRED,
 	  .doc = "Berkeley DB environment directory of this shard." },
@@ -19,9 +26,9 @@ static const struct mt_setting_def popstore_settings[] = {
 	{ .name = "lmtp_listen", .type = MT_SETTING_HOSTPORT, .offset = S(lmtp_listen),
 	  .flags = MT_SETTING_REQUIRED, .doc = "LMTP listener for the MTAs." },
 	{ .name = "pop3_listen", .type = MT_SETTING_HOSTPORT, .offset = S(pop3_listen),
-	  .flags = MT_SETTING_REQUIRED, .doc = "POP3 listener (STLS)." },
+	  .flags = MT_SETTING_REQUIRED, .doc = "POP3 listener (STLS when [tls] has a certificate)." },
 	{ .name = "pop3s_listen", .type = MT_SETTING_HOSTPORT, .offset = S(pop3s_listen),
-	  .doc = "POP3 over implicit TLS; empty: off." },
+	  .doc = "POP3 over implicit TLS (RFC 8314); empty: off. Needs [tls]." },
 	{ .name = "max_sessions", .type = MT_SETTING_UINT, .offset = S(max_sessions),
 	  .default_value = "1000", .min = 1, .doc = "Most concurrent LMTP + POP3 sessions." },
 	{ .name = "max_message_size", .type = MT_SETTING_SIZE,
@@ -36,7 +43,8 @@ static const struct mt_setting_def popstore_settings[] = {
 	  .default_value = "10m", .min = 1000, .doc = "Idle time allowed in a session." },
 	{ .name = "proxy_addresses", .type = MT_SETTING_LIST,
 	  .offset = S(proxy_addresses), .default_value = "127.0.0.1 ::1",
-	  .doc = "Client addresses (CIDR) allowed to log in with the proxy credential." },
+	  .doc = "Client addresses (CIDR) allowed to log in with the proxy credential "
+		 "(and to send plaintext passwords without TLS)." },
 	{ .name = "lmtp_clients", .type = MT_SETTING_LIST, .offset = S(lmtp_clients),
 	  .default_value = "127.0.0.1 ::1",
 	  .doc = "Client addresses (CIDR) allowed to deliver over LMTP." },
@@ -44,20 +52,159 @@ static const struct mt_setting_def popstore_settings[] = {
 	  .default_value = "mmp", .doc = "Proxy credential name the MMP logs in with." },
 	{ .name = "proxy_password_file", .type = MT_SETTING_STRING,
 	  .offset = S(proxy_password_file),
-	  .doc = "File holding the proxy credential's password (empty: proxy logins refused)." },
+	  .doc = "File holding the proxy credential's password (first line; empty: proxy logins refused). Re-read on SIGHUP." },
+	{ .name = "allow_plaintext_auth", .type = MT_SETTING_BOOL,
+	  .offset = S(allow_plaintext_auth), .default_value = "no",
+	  .doc = "Accept USER/PASS and AUTH PLAIN without TLS from any client (else only from proxy_addresses)." },
+	{ .name = "max_errors", .type = MT_SETTING_UINT, .offset = S(max_errors),
+	  .default_value = "10", .min = 1, .max = 1000,
+	  .doc = "Bad commands and failed logins in one session before it is disconnected." },
+	{ .name = "max_recipients", .type = MT_SETTING_UINT, .offset = S(max_recipients),
+	  .default_value = "1000", .min = 1, .max = 100000,
+	  .doc = "Most LMTP recipients per message (452 4.5.3 beyond)." },
+	{ .name = "bare_newline_policy", .type = MT_SETTING_ENUM,
+	  .offset = S(bare_newline_policy), .default_value = "reject",
+	  .enum_values = bare_newline_policies,
+	  .doc = "LMTP DATA with a bare CR or LF: reject (550 5.6.0 per recipient) or normalize to CRLF; "
+		 "the same policy as [mta]. DATA ends only at CRLF.CRLF either way." },
+	{ .name = "hostname", .type = MT_SETTING_STRING, .offset = S(hostname),
+	  .doc = "Name in the greeting and Received: lines (empty: the system's host name)." },
+	{ .name = "stats_interval", .type = MT_SETTING_DURATION,
+	  .offset = S(stats_interval), .default_value = "60s", .max = 86400000,
+	  .doc = "How often the store counters (deliveries, log flushes) are logged (0: only at exit)." },
+	{ .name = "commit_threads", .type = MT_SETTING_UINT, .offset = S(commit_threads),
+	  .default_value = "2", .max = 64,
+	  .doc = "Store transaction executor threads (0: the store's default of 1)." },
+	{ .name = "reader_threads", .type = MT_SETTING_UINT, .offset = S(reader_threads),
+	  .default_value = "4", .max = 64,
+	  .doc = "Store reader threads for mailbox opens and RETR (0: the store's default of 2)." },
 	MT_SETTINGS_END,
 };
 
+bool mt_popstore_cidr_parse(const char *text, struct mt_popstore_cidr *cidr_r,
+			    const char **error_r)
+{
+	char addr[INET6_ADDRSTRLEN + 1];
+	const char *slash = strchr(text, '/');
+	size_t len = slash != NULL ? (size_t)(slash - text) : strlen(text);
+
+	memset(cidr_r, 0, sizeof(*cidr_r));
+	if (len == 0 || len >= sizeof(addr)) {
+		*error_r = "expected an address or address/prefix";
+		return false;
+	}
+	memcpy(addr, text, len);
+	addr[len] = '\0';
+	unsigned int max;
+	if (inet_pton(AF_INET, addr, cidr_r->addr) == 1) {
+		cidr_r->family = AF_INET;
+		max = 32;
+	} else if (inet_pton(AF_INET6, addr, cidr_r->addr) == 1) {
+		cidr_r->family = AF_INET6;
+		max = 128;
+	} else {
+		*error_r = "not an IPv4 or IPv6 address";
+		return false;
+	}
+	unsigned int prefix = max;
+	if (slash != NULL) {
+		const char *p = slash + 1;
+		if (*p == '\0' || strlen(p) > 3) {
+			*error_r = "invalid prefix length";
+			return false;
+		}
+		prefix = 0;
+		for (; *p != '\0'; p++) {
+			if (*p < '0' || *p > '9') {
+				*error_r = "invalid prefix length";
+				return false;
+			}
+			prefix = prefix * 10 + (unsigned int)(*p - '0');
+		}
+		if (prefix > max) {
+			*error_r = "prefix length too large";
+			return false;
+		}
+	}
+	cidr_r->prefix = prefix;
+	/* Clear the host bits so matching is a plain prefix compare. */
+	for (unsigned int bit = prefix; bit < max; bit++)
+		cidr_r->addr[bit / 8] &= (unsigned char)~(0x80u >> (bit % 8));
+	return true;
+}
+
+static bool prefix_equal(const unsigned char *a, const unsigned char *net,
+			 unsigned int prefix)
+{
+	unsigned int bytes = prefix / 8, bits = prefix % 8;
+	if (memcmp(a, net, bytes) != 0)
+		return false;
+	if (bits == 0)
+		return true;
+	unsigned char mask = (unsigned char)(0xffu << (8 - bits));
+	return (a[bytes] & mask) == net[bytes];
+}
+
+bool mt_popstore_cidr_match(const struct mt_popstore_cidr *list, size_t count,
+			    const struct sockaddr *peer)
+{
+	unsigned char v4[4], v6[16];
+	bool have4 = false, have6 = false;
+
+	if (peer->sa_family == AF_INET) {
+		memcpy(v4, &((const struct sockaddr_in *)peer)->sin_addr, 4);
+		have4 = true;
+	} else if (peer->sa_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)peer)->sin6_addr;
+		memcpy(v6, a, 16);
+		have6 = true;
+		if (IN6_IS_ADDR_V4MAPPED(a)) {
+			memcpy(v4, v6 + 12, 4);
+			have4 = true;
+		}
+	}
+	for (size_t i = 0; i < count; i++) {
+		const struct mt_popstore_cidr *c = &list[i];
+		if (c->family == AF_INET && have4 && prefix_equal(v4, c->addr, c->prefix))
+			return true;
+		if (c->family == AF_INET6 && have6 && prefix_equal(v6, c->addr, c->prefix))
+			return true;
+	}
+	return false;
+}
+
+static void check_cidr_list(struct mt_config_checker *checker,
+			    const struct mt_section *section, const char *key,
+			    const struct mt_strlist *list)
+{
+	for (size_t i = 0; i < list->count; i++) {
+		struct mt_popstore_cidr cidr;
+		const char *error;
+		if (!mt_popstore_cidr_parse(list->items[i], &cidr, &error))
+			mt_config_check_error(checker, section, key, "'%s': %s",
+					      list->items[i], error);
+	}
+}
+
+/* Run for each [popstore.NAME] (the config loader skips the base). */
 static void popstore_check(struct mt_config_checker *checker,
 			   const struct mt_config *config,
 			   const struct mt_section *section)
 {
 	const struct mt_popstore_settings *set = section->settings;
 	const char *name = set->shard[0] != '\0' ? set->shard : section->instance;
-	if (mt_config_map_get(config, "shards", name) == NULL)
+	if (name != NULL && mt_config_map_get(config, "shards", name) == NULL)
 		mt_config_check_error(checker, section,
 			set->shard[0] != '\0' ? "shard" : NULL,
 			"shard '%s' is not listed in [shards]", name);
+	check_cidr_list(checker, section, "lmtp_clients", &set->lmtp_clients);
+	check_cidr_list(checker, section, "proxy_addresses", &set->proxy_addresses);
+	if (set->pop3s_listen.host != NULL) {
+		const struct mt_tls_config *tls = mt_config_get(config, "tls", NULL);
+		if (tls != NULL && tls->cert_file[0] == '\0')
+			mt_config_check_error(checker, section, "pop3s_listen",
+				"pop3s_listen needs a certificate: set [tls] cert_file and key_file");
+	}
 }
 
 const struct mt_section_def mt_popstore_section = {

@@ -1,10 +1,19 @@
 /* popstore-settings.h — the [popstore] family: [popstore] holds values
  * shared by every shard, [popstore.NAME] one shard's own (NAME as in
- * [shards] and the users' mailHost). */
+ * [shards] and the users' mailHost). Also the client-address lists
+ * (lmtp_clients, proxy_addresses: CIDR), checked at load and matched by
+ * the daemon.
+ * Trust boundary: operator's config; the address matched against a list is
+ * the TCP peer's (not authenticated beyond what TCP gives). */
 #ifndef MT_POPSTORE_SETTINGS_H
 #define MT_POPSTORE_SETTINGS_H
 
 #include "config.h"
+
+#include <stdbool.h>
+#include <sys/socket.h>
+
+enum mt_popstore_bare_newline { MT_POPSTORE_BARE_REJECT, MT_POPSTORE_BARE_NORMALIZE };
 
 struct mt_popstore_settings {
 	char *shard;
@@ -22,6 +31,30 @@ struct mt_popstore_settings {
 	struct mt_strlist lmtp_clients;
 	char *proxy_user;
 	char *proxy_password_file;
+	/* Added with the daemon (all have defaults: older files still load). */
+	bool allow_plaintext_auth;
+	uint64_t max_errors;
+	uint64_t max_recipients;
+	unsigned int bare_newline_policy;	/* enum mt_popstore_bare_newline */
+	char *hostname;
+	uint64_t stats_interval;
+	uint64_t commit_threads;
+	uint64_t reader_threads;
 };
+
+/* One parsed CIDR entry: a.b.c.d[/n] or v6addr[/n]. */
+struct mt_popstore_cidr {
+	int family;			/* AF_INET or AF_INET6 */
+	unsigned char addr[16];		/* network order, host bits cleared */
+	unsigned int prefix;
+};
+
+/* Parse one entry; false and a static error on bad input. */
+bool mt_popstore_cidr_parse(const char *text, struct mt_popstore_cidr *cidr_r,
+			    const char **error_r);
+/* Is peer (AF_INET or AF_INET6; a v4-mapped v6 address counts as v4) in
+ * one of the count entries? */
+bool mt_popstore_cidr_match(const struct mt_popstore_cidr *list, size_t count,
+			    const struct sockaddr *peer);
 
 #endif

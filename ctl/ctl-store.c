@@ -1,0 +1,155 @@
+/* ctl-store.c — `mailtierctl store stat SHARD` and `mailtierctl store
+ * backup SHARD DIR`: a shard's store inspected and copied while its daemon
+ * serves, by joining the Berkeley DB environment in the store's ADMIN mode
+ * (popstore/store.h; it recovers the environment first if its owner died).
+ *
+ * Trust boundary: run by the operator; SHARD must name a [popstore.SHARD]
+ * section (or [popstore] with shard=SHARD), DIR must be absent or empty
+ * (the store refuses anything else). Nothing from the network. */
+#include "ctl.h"
+#include "mailtier-settings.h"
+#include "popstore/popstore-settings.h"
+#include "popstore/store.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* The shard's settings, chosen as mailtier-popstore -s SHARD does. */
+static const struct mt_popstore_settings *
+shard_settings(struct ctl_context *ctx, const struct mt_config *config,
+	       const char *shard)
+{
+	const struct mt_popstore_settings *set = mt_config_get(config, "popstore", shard);
+	if (set == NULL) {
+		const struct mt_popstore_settings *base = mt_config_get(config, "popstore", NULL);
+		if (strcmp(base->shard, shard) == 0)
+			set = base;
+	}
+	if (set == NULL || set->db_home[0] == '\0') {
+		fprintf(stderr, "%s: %s: no [popstore.%s] section with a db_home\n",
+			ctx->progname, ctx->config_path, shard);
+		return NULL;
+	}
+	return set;
+}
+
+static struct mt_store *admin_open(struct ctl_context *ctx,
+				   const struct mt_popstore_settings *set)
+{
+	const struct mt_store_settings ss = {
+		.home = set->db_home, .mode = MT_STORE_MODE_ADMIN,
+		.cache_size = set->db_cache_size,
+	};
+	struct mt_store *store = NULL;
+	const char *error;
+	enum mt_store_status status = mt_store_open(&ss, &store, &error);
+	if (status != MT_STORE_OK) {
+		fprintf(stderr, "%s: store %s: %s: %s\n", ctx->progname, set->db_home,
+			mt_store_status_name(status), error);
+		return NULL;
+	}
+	return store;
+}
+
+/* Load the config and open SHARD's store; CTL_EXIT_OK or the exit code. */
+static int store_begin(struct ctl_context *ctx, const char *shard,
+		       struct mt_config **config_r,
+		       const struct mt_popstore_settings **set_r,
+		       struct mt_store **store_r)
+{
+	char *errors = NULL;
+	*config_r = mt_mailtier_config_load(ctx->config_path, &errors);
+	if (*config_r == NULL) {
+		fputs(errors, stderr);
+		free(errors);
+		return CTL_EXIT_FAIL;
+	}
+	*set_r = shard_settings(ctx, *config_r, shard);
+	*store_r = *set_r != NULL ? admin_open(ctx, *set_r) : NULL;
+	if (*store_r == NULL) {
+		mt_config_free(config_r);
+		return CTL_EXIT_FAIL;
+	}
+	return CTL_EXIT_OK;
+}
+
+int ctl_store_stat(struct ctl_context *ctx, int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s [-c FILE] store stat SHARD\n", ctx->progname);
+		return CTL_EXIT_USAGE;
+	}
+	struct mt_config *config;
+	const struct mt_popstore_settings *set;
+	struct mt_store *store;
+	int ret = store_begin(ctx, argv[1], &config, &set, &store);
+	if (ret != CTL_EXIT_OK)
+		return ret;
+
+	struct mt_store_stat st;
+	const char *error;
+	enum mt_store_status status = mt_store_stat_get(store, &st, &error);
+	if (status != MT_STORE_OK) {
+		fprintf(stderr, "%s: store stat: %s: %s\n", ctx->progname,
+			mt_store_status_name(status), error);
+		ret = CTL_EXIT_FAIL;
+	} else {
+		char when[64] = "never";
+		if (st.ckp_time != 0) {
+			time_t t = (time_t)st.ckp_time;
+			struct tm tm;
+			strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S%z",
+				 localtime_r(&t, &tm));
+		}
+		printf("shard: %s\n", argv[1]);
+		printf("db_home: %s\n", set->db_home);
+		printf("format_version: %" PRIu32 "\n", st.format_version);
+		printf("mailboxes: %" PRIu64 "\n", st.mailboxes);
+		printf("messages: %" PRIu64 "\n", st.messages);
+		printf("bytes: %" PRIu64 "\n", st.bytes);
+		printf("log_files: %u\n", st.log_files);
+		printf("log_first_file: %" PRIu32 "\n", st.log_first_file);
+		printf("log_end: %" PRIu32 "/%" PRIu32 "\n", st.log_file, st.log_offset);
+		printf("checkpoint: %" PRIu32 "/%" PRIu32 "\n", st.ckp_file, st.ckp_offset);
+		printf("checkpoint_time: %s\n", when);
+		printf("env_log_flushes: %" PRIu64 "\n", st.env_log_flushes);
+		printf("env_commits: %" PRIu64 "\n", st.env_commits);
+		printf("env_flushes_per_commit: %.3f\n", st.env_commits == 0 ? 0.0 :
+		       (double)st.env_log_flushes / (double)st.env_commits);
+		printf("cache_size: %" PRIu64 "\n", st.cache_size);
+		printf("cache_hits: %" PRIu64 "\n", st.cache_hits);
+		printf("cache_misses: %" PRIu64 "\n", st.cache_misses);
+	}
+	mt_store_close(&store);
+	mt_config_free(&config);
+	return ret;
+}
+
+int ctl_store_backup(struct ctl_context *ctx, int argc, char **argv)
+{
+	if (argc != 3) {
+		fprintf(stderr, "usage: %s [-c FILE] store backup SHARD DIR\n", ctx->progname);
+		return CTL_EXIT_USAGE;
+	}
+	struct mt_config *config;
+	const struct mt_popstore_settings *set;
+	struct mt_store *store;
+	int ret = store_begin(ctx, argv[1], &config, &set, &store);
+	if (ret != CTL_EXIT_OK)
+		return ret;
+	const char *error;
+	enum mt_store_status status = mt_store_backup(store, argv[2], &error);
+	if (status != MT_STORE_OK) {
+		fprintf(stderr, "%s: store backup: %s: %s\n", ctx->progname,
+			mt_store_status_name(status), error);
+		ret = CTL_EXIT_FAIL;
+	} else
+		printf("backup of shard %s (%s) written to %s\n", argv[1], set->db_home,
+		       argv[2]);
+	mt_store_close(&store);
+	mt_config_free(&config);
+	return ret;
+}

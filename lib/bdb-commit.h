@@ -1,0 +1,92 @@
+/* bdb-commit.h — group commit for a transactional Berkeley DB environment:
+ * jobs run as transactions on an executor thread and commit without a sync
+ * (DB_TXN_NOSYNC); a flusher thread makes every job committed since its last
+ * flush durable with one DB_ENV->log_flush(), then hands each job's
+ * completion back to the event loop that submitted it.
+ *
+ *   loop ──submit──► executor: txn_begin, fn(), commit NOSYNC ──► flusher:
+ *                    one log_flush() for the whole batch ──► post done() to
+ *                    each job's loop (one wake-up per loop per batch)
+ *
+ * The more callers write at once, the more transactions share one flush: that
+ * is where throughput comes from, never from completing a job before its
+ * transaction is on stable storage (DESIGN.md "Durability").
+ *
+ * Generic: it knows nothing of mail. Written for the MTA's queue; the
+ * popstore's store-commit.c does the same for the store and could move onto
+ * it. Trust boundary: none (jobs come from the daemon's own code).
+ *
+ * Guarantees: done() for a write job runs only after a log flush that began
+ * after the job's commit returned. A job whose fn fails is aborted (nothing
+ * of it is written) and completes with fn's error; a deadlock
+ * (DB_LOCK_DEADLOCK/DB_LOCK_NOTGRANTED) aborts and re-runs fn, so fn must be
+ * re-runnable. Read jobs (MT_BDB_JOB_READ) run without a transaction of their
+ * own and complete without waiting for a flush.
+ *
+ * Threading: submit from the thread that runs the job's loop; fn runs on the
+ * executor thread; done runs on the loop's thread. */
+#ifndef MT_BDB_COMMIT_H
+#define MT_BDB_COMMIT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <db.h>
+
+struct mt_loop;
+struct mt_bdb_commit;
+
+/* On the executor thread: do the job inside txn (NULL for a read job).
+ * Returns 0, or a Berkeley DB error / errno that aborts the transaction. */
+typedef int mt_bdb_job_fn(DB_ENV *env, DB_TXN *txn, void *context);
+/* On the submitting loop: the job is durable (status 0) or failed. */
+typedef void mt_bdb_done_fn(int status, void *context);
+
+/* Flags for mt_bdb_commit_submit(). */
+#define MT_BDB_JOB_READ 0x1u	/* no transaction, no flush */
+/* Durable like any write, but in no hurry: it waits (up to
+ * MT_BDB_LAZY_MSECS) to share the flush of a job someone is waiting for,
+ * instead of asking for a flush of its own. For writes whose completion
+ * nobody answers a client on (delivery bookkeeping). */
+#define MT_BDB_JOB_LAZY 0x2u
+#define MT_BDB_LAZY_MSECS 50u
+/* Others are about to commit too (the caller knows: e.g. other sessions
+ * are receiving a message): the flush may wait up to the commit delay
+ * (mt_bdb_commit_set_delay) to make them durable together — PostgreSQL's
+ * commit_delay/commit_siblings. A job without the flag arriving meanwhile
+ * ends the wait. */
+#define MT_BDB_JOB_COMPANY 0x4u
+
+struct mt_bdb_commit_stats {
+	uint64_t jobs;		/* write jobs completed */
+	uint64_t reads;		/* read jobs completed */
+	uint64_t flushes;	/* log flushes */
+	uint64_t lazy_flushes;	/* flushes that only lazy jobs asked for */
+	uint64_t company_waits;	/* flushes that waited for company */
+	uint64_t max_batch;	/* most jobs one flush made durable */
+	uint64_t retries;	/* transactions re-run after a deadlock */
+	uint64_t failures;	/* jobs completed with an error */
+	uint64_t exec_usecs;	/* time the executor spent running jobs */
+	uint64_t flush_usecs;	/* time the flusher spent in log_flush() */
+};
+
+/* Start the executor and flusher threads on an open environment (opened
+ * with DB_THREAD and DB_INIT_TXN). NULL and a static error on failure. */
+struct mt_bdb_commit *mt_bdb_commit_start(DB_ENV *env, const char **error_r);
+/* How long a flush may wait for company (see MT_BDB_JOB_COMPANY); 0 (the
+ * default) never waits. Any thread. */
+void mt_bdb_commit_set_delay(struct mt_bdb_commit *commit, unsigned int usecs);
+/* Queue a job. Never fails; after mt_bdb_commit_stop() it panics. */
+void mt_bdb_commit_submit(struct mt_bdb_commit *commit, struct mt_loop *loop,
+			  unsigned int flags, mt_bdb_job_fn *fn,
+			  mt_bdb_done_fn *done, void *context);
+/* Jobs queued or in flight now (for the drain). Any thread. */
+unsigned int mt_bdb_commit_pending(struct mt_bdb_commit *commit);
+void mt_bdb_commit_get_stats(struct mt_bdb_commit *commit,
+			     struct mt_bdb_commit_stats *stats_r);
+/* Finish every queued job (their completions are posted to their loops:
+ * run those loops once more, see mt_loop_run(), to deliver them), stop the
+ * threads and free. The environment stays open. */
+void mt_bdb_commit_stop(struct mt_bdb_commit **commit_p);
+
+#endif

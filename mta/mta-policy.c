@@ -1,0 +1,173 @@
+/* mta-policy.c — local domains, mynetworks and next hops (see
+ * mta-policy.h).
+ *
+ * Trust boundary: compares client-supplied domains and addresses against
+ * the administrator's tables; nothing client-supplied is stored here.
+ * transport_map keys match the domain itself or, written ".example.org",
+ * any subdomain (the Postfix convention); the longest match wins. */
+#include "mta-policy.h"
+#include "alloc.h"
+#include "mta-settings.h"
+
+#include <ctype.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+struct transport_entry {
+	char *domain;		/* lower-case; leading '.' = subdomains */
+	struct mt_hostport hop;
+};
+
+struct mta_policy {
+	char **local_domains;
+	size_t n_local;
+	struct mt_cidr *networks;
+	size_t n_networks;
+	struct transport_entry *transports;
+	size_t n_transports;
+	struct mt_hostport relayhost;	/* host NULL: none */
+};
+
+static char *lower_dup(const char *s, size_t len)
+{
+	char *d = mt_xstrndup(s, len);
+	for (char *p = d; *p != '\0'; p++)
+		*p = (char)tolower((unsigned char)*p);
+	/* "example.org." names the same domain as "example.org". */
+	size_t n = strlen(d);
+	if (n > 1 && d[n - 1] == '.')
+		d[n - 1] = '\0';
+	return d;
+}
+
+struct mta_policy *mta_policy_new(const struct mt_mta_settings *set)
+{
+	struct mta_policy *p = mt_xcalloc(1, sizeof(*p));
+	const char *error;
+
+	p->local_domains = mt_xcalloc(set->local_domains.count + 1, sizeof(char *));
+	for (size_t i = 0; i < set->local_domains.count; i++) {
+		const char *d = set->local_domains.items[i];
+		p->local_domains[p->n_local++] = lower_dup(d, strlen(d));
+	}
+	p->networks = mt_xcalloc(set->mynetworks.count + 1, sizeof(*p->networks));
+	for (size_t i = 0; i < set->mynetworks.count; i++)
+		if (mt_cidr_parse(set->mynetworks.items[i],
+				  &p->networks[p->n_networks], &error))
+			p->n_networks++;
+	p->transports = mt_xcalloc(set->transport_map.count + 1,
+				   sizeof(*p->transports));
+	for (size_t i = 0; i < set->transport_map.count; i++) {
+		const char *entry = set->transport_map.items[i];
+		const char *eq = strchr(entry, '=');
+		struct transport_entry *t = &p->transports[p->n_transports];
+		if (eq == NULL || !mt_parse_hostport(eq + 1, &t->hop, &error))
+			continue;	/* the config check reported it */
+		t->domain = lower_dup(entry, (size_t)(eq - entry));
+		p->n_transports++;
+	}
+	if (set->relayhost.host != NULL) {
+		p->relayhost.host = mt_xstrdup(set->relayhost.host);
+		p->relayhost.port = set->relayhost.port;
+	}
+	return p;
+}
+
+void mta_policy_free(struct mta_policy **policy_p)
+{
+	struct mta_policy *p = *policy_p;
+	if (p == NULL)
+		return;
+	*policy_p = NULL;
+	for (size_t i = 0; i < p->n_local; i++)
+		free(p->local_domains[i]);
+	free(p->local_domains);
+	free(p->networks);
+	for (size_t i = 0; i < p->n_transports; i++) {
+		free(p->transports[i].domain);
+		mt_hostport_clear(&p->transports[i].hop);
+	}
+	free(p->transports);
+	mt_hostport_clear(&p->relayhost);
+	free(p);
+}
+
+bool mta_policy_is_local_domain(const struct mta_policy *p, const char *domain)
+{
+	for (size_t i = 0; i < p->n_local; i++)
+		if (strcasecmp(p->local_domains[i], domain) == 0)
+			return true;
+	return false;
+}
+
+const char *mta_policy_primary_domain(const struct mta_policy *p)
+{
+	return p->n_local > 0 ? p->local_domains[0] : "localhost";
+}
+
+static bool cidr_match(const struct mt_cidr *c, const unsigned char *addr)
+{
+	unsigned int full = c->prefix / 8, rest = c->prefix % 8;
+	if (memcmp(c->addr, addr, full) != 0)
+		return false;
+	if (rest == 0)
+		return true;
+	unsigned char mask = (unsigned char)(0xff00u >> rest);
+	return (addr[full] & mask) == c->addr[full];
+}
+
+bool mta_policy_is_trusted_client(const struct mta_policy *p,
+				  const struct sockaddr *peer)
+{
+	unsigned char v4[4], v6[16];
+	const unsigned char *addr4 = NULL, *addr6 = NULL;
+
+	if (peer->sa_family == AF_INET) {
+		memcpy(v4, &((const struct sockaddr_in *)peer)->sin_addr, 4);
+		addr4 = v4;
+	} else if (peer->sa_family == AF_INET6) {
+		memcpy(v6, &((const struct sockaddr_in6 *)peer)->sin6_addr, 16);
+		addr6 = v6;
+		/* An IPv4 client on a dual-stack socket: ::ffff:a.b.c.d. */
+		static const unsigned char mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0,
+							  0, 0, 0xff, 0xff };
+		if (memcmp(v6, mapped, 12) == 0) {
+			memcpy(v4, v6 + 12, 4);
+			addr4 = v4;
+		}
+	}
+	for (size_t i = 0; i < p->n_networks; i++) {
+		const struct mt_cidr *c = &p->networks[i];
+		if ((c->family == AF_INET && addr4 != NULL && cidr_match(c, addr4)) ||
+		    (c->family == AF_INET6 && addr6 != NULL && cidr_match(c, addr6)))
+			return true;
+	}
+	return false;
+}
+
+const struct mt_hostport *mta_policy_nexthop(const struct mta_policy *p,
+					     const char *domain)
+{
+	const struct transport_entry *best = NULL;
+	size_t best_len = 0, dlen = strlen(domain);
+
+	for (size_t i = 0; i < p->n_transports; i++) {
+		const struct transport_entry *t = &p->transports[i];
+		size_t tlen = strlen(t->domain);
+		bool match;
+		if (t->domain[0] == '.')
+			match = dlen > tlen &&
+				strcasecmp(domain + dlen - tlen, t->domain) == 0;
+		else
+			match = strcasecmp(domain, t->domain) == 0;
+		if (match && tlen > best_len) {
+			best = t;
+			best_len = tlen;
+		}
+	}
+	if (best != NULL)
+		return &best->hop;
+	return p->relayhost.host != NULL ? &p->relayhost : NULL;
+}

@@ -1,0 +1,39 @@
+/* mta-policy.h — the MTA's routing and relay policy, compiled from [mta]:
+ * which domains are local, which clients may relay (mynetworks), and the
+ * next hop of a remote domain (transport_map, relayhost, else DNS MX).
+ *
+ * Trust boundary: the tables come from the administrator's config (already
+ * checked by mta-settings.c); the domains and client addresses asked about
+ * are the client's, compared only, never interpreted.
+ * RFC 5321 2.3.5 (domain names compare case-insensitively), 5.1 (the next
+ * hop of a domain). */
+#ifndef MT_MTA_POLICY_H
+#define MT_MTA_POLICY_H
+
+#include <stdbool.h>
+#include <sys/socket.h>
+
+#include "config.h"
+
+struct mt_mta_settings;
+struct mta_policy;
+
+struct mta_policy *mta_policy_new(const struct mt_mta_settings *set);
+void mta_policy_free(struct mta_policy **policy_p);
+
+/* Is domain (lower-case, as mt_address_parse() gives it) one of ours? */
+bool mta_policy_is_local_domain(const struct mta_policy *policy,
+				const char *domain);
+/* The first local domain (for <Postmaster> and our own DSN sender). */
+const char *mta_policy_primary_domain(const struct mta_policy *policy);
+/* Is the client's address in mynetworks? */
+bool mta_policy_is_trusted_client(const struct mta_policy *policy,
+				  const struct sockaddr *peer);
+
+/* Where mail for a remote domain goes: a fixed host:port (the transport_map
+ * entry for the domain or a parent domain, else the relayhost), or NULL when
+ * the domain's MX records decide. */
+const struct mt_hostport *mta_policy_nexthop(const struct mta_policy *policy,
+					     const char *domain);
+
+#endif

@@ -1,0 +1,516 @@
+/* queue.c — the MTA queue's in-memory side (see queue.h): messages and
+ * bodies, queue ids, the index of queued messages in arrival order, and the
+ * writes that keep queue-store.c's records in step with it.
+ *
+ * Trust boundary: envelope strings are client data, kept as opaque strings;
+ * records loaded at start-up went through queue-records.c's checks.
+ * Ids: the time in microseconds as 16 hex digits, forced to increase (also
+ * across restarts: the largest loaded id is the floor), so ids sort in
+ * arrival order and never repeat. */
+#include "queue.h"
+#include "queue-records.h"
+#include "queue-store.h"
+#include "alloc.h"
+#include "log.h"
+#include "loop.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define INITIAL_BUCKETS 1024
+
+struct queue {
+	struct queue_store *store;
+	struct mt_loop *loop;
+	struct queue_msg **buckets;
+	size_t n_buckets;
+	unsigned int count;
+	struct queue_msg *head, *tail;
+	uint64_t last_id;
+	queue_arrival_cb_t *arrival_cb;
+	void *arrival_context;
+	uint64_t submitted, saved, removed, loads;
+};
+
+struct queue_op {
+	struct queue *queue;
+	struct queue_msg *msg;
+	queue_done_cb_t *cb;
+	void *context;
+};
+
+struct save_ctx {
+	struct queue *queue;
+	struct queue_msg *msg, *extra;
+};
+
+struct load_ctx {
+	struct queue *queue;
+	struct queue_msg *msg;
+	queue_done_cb_t *cb;
+	void *context;
+	bool ok;
+};
+
+const char *queue_rcpt_state_name(enum queue_rcpt_state state)
+{
+	static const char *const names[] = {
+		[QUEUE_RCPT_PENDING] = "pending",
+		[QUEUE_RCPT_DEFERRED] = "deferred",
+		[QUEUE_RCPT_DELIVERED] = "delivered",
+		[QUEUE_RCPT_BOUNCED] = "bounced",
+	};
+	return (unsigned int)state < 4 ? names[state] : "unknown";
+}
+
+/* Bodies and messages */
+
+struct queue_body *queue_body_new(char *data, size_t size)
+{
+	struct queue_body *body = mt_xcalloc(1, sizeof(*body));
+	body->refs = 1;
+	body->data = data;
+	body->size = size;
+	return body;
+}
+
+void queue_body_ref(struct queue_body *body) { body->refs++; }
+
+void queue_body_unref(struct queue_body **body_p)
+{
+	struct queue_body *body = *body_p;
+	if (body == NULL)
+		return;
+	*body_p = NULL;
+	if (--body->refs > 0)
+		return;
+	free(body->data);
+	free(body);
+}
+
+struct queue_msg *queue_msg_new(void)
+{
+	struct queue_msg *msg = mt_xcalloc(1, sizeof(*msg));
+	msg->refs = 1;
+	return msg;
+}
+
+struct queue_rcpt *queue_msg_add_rcpt(struct queue_msg *msg, const char *address)
+{
+	/* Grow in powers of two: count is the capacity's only record. */
+	unsigned int n = msg->rcpt_count;
+	if (n == 0 || (n & (n - 1)) == 0)
+		msg->rcpts = mt_xrealloc(msg->rcpts,
+					 (n == 0 ? 1 : 2 * (size_t)n) *
+					 sizeof(*msg->rcpts));
+	struct queue_rcpt *r = &msg->rcpts[msg->rcpt_count++];
+	memset(r, 0, sizeof(*r));
+	r->address = mt_xstrdup(address);
+	return r;
+}
+
+void queue_msg_ref(struct queue_msg *msg) { msg->refs++; }
+
+void queue_msg_unref(struct queue_msg **msg_p)
+{
+	struct queue_msg *msg = *msg_p;
+	if (msg == NULL)
+		return;
+	*msg_p = NULL;
+	if (--msg->refs > 0)
+		return;
+	for (unsigned int i = 0; i < msg->rcpt_count; i++) {
+		free(msg->rcpts[i].address);
+		free(msg->rcpts[i].orcpt);
+		free(msg->rcpts[i].last_error);
+	}
+	free(msg->rcpts);
+	free(msg->sender);
+	free(msg->envid);
+	free(msg->client);
+	queue_body_unref(&msg->body);
+	free(msg);
+}
+
+bool queue_msg_done(const struct queue_msg *msg)
+{
+	for (unsigned int i = 0; i < msg->rcpt_count; i++)
+		if (msg->rcpts[i].state == QUEUE_RCPT_PENDING ||
+		    msg->rcpts[i].state == QUEUE_RCPT_DEFERRED)
+			return false;
+	return true;
+}
+
+/* Index */
+
+static size_t id_hash(const char *id, size_t n_buckets)
+{
+	/* FNV-1a; ids differ mostly in their last digits. */
+	uint64_t h = 1469598103934665603ull;
+	for (const char *p = id; *p != '\0'; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	return (size_t)(h % n_buckets);
+}
+
+static void index_grow(struct queue *q)
+{
+	size_t n = q->n_buckets * 2;
+	struct queue_msg **buckets = mt_xcalloc(n, sizeof(*buckets));
+	for (size_t i = 0; i < q->n_buckets; i++) {
+		for (struct queue_msg *m = q->buckets[i], *next; m != NULL; m = next) {
+			next = m->hash_next;
+			size_t b = id_hash(m->id, n);
+			m->hash_next = buckets[b];
+			buckets[b] = m;
+		}
+	}
+	free(q->buckets);
+	q->buckets = buckets;
+	q->n_buckets = n;
+}
+
+/* Add msg (taking a reference) at the end of the arrival list. */
+static void index_add(struct queue *q, struct queue_msg *msg)
+{
+	if (q->count >= q->n_buckets)
+		index_grow(q);
+	size_t b = id_hash(msg->id, q->n_buckets);
+	msg->hash_next = q->buckets[b];
+	q->buckets[b] = msg;
+	msg->list_next = NULL;
+	msg->list_prev = q->tail;
+	if (q->tail != NULL)
+		q->tail->list_next = msg;
+	else
+		q->head = msg;
+	q->tail = msg;
+	q->count++;
+	msg->indexed = true;
+	queue_msg_ref(msg);
+}
+
+static void index_remove(struct queue *q, struct queue_msg *msg)
+{
+	if (!msg->indexed)
+		return;
+	for (struct queue_msg **pp = &q->buckets[id_hash(msg->id, q->n_buckets)];
+	     *pp != NULL; pp = &(*pp)->hash_next) {
+		if (*pp == msg) {
+			*pp = msg->hash_next;
+			break;
+		}
+	}
+	if (msg->list_prev != NULL)
+		msg->list_prev->list_next = msg->list_next;
+	else
+		q->head = msg->list_next;
+	if (msg->list_next != NULL)
+		msg->list_next->list_prev = msg->list_prev;
+	else
+		q->tail = msg->list_prev;
+	msg->list_prev = msg->list_next = msg->hash_next = NULL;
+	msg->indexed = false;
+	q->count--;
+	queue_msg_unref(&msg);
+}
+
+unsigned int queue_count(const struct queue *q) { return q->count; }
+
+struct queue_msg *queue_find(struct queue *q, const char *id)
+{
+	if (strlen(id) != QUEUE_ID_LEN)
+		return NULL;
+	for (struct queue_msg *m = q->buckets[id_hash(id, q->n_buckets)];
+	     m != NULL; m = m->hash_next)
+		if (strcmp(m->id, id) == 0)
+			return m;
+	return NULL;
+}
+
+struct queue_msg *queue_first(struct queue *q) { return q->head; }
+struct queue_msg *queue_next(struct queue_msg *msg) { return msg->list_next; }
+
+static uint64_t now_usecs(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+void queue_new_id(struct queue *q, char id_r[QUEUE_ID_LEN + 1])
+{
+	uint64_t id = now_usecs();
+	if (id <= q->last_id)
+		id = q->last_id + 1;
+	q->last_id = id;
+	snprintf(id_r, QUEUE_ID_LEN + 1, "%016" PRIX64, id);
+}
+
+/* Open and close */
+
+static void load_one(const char *id, size_t id_len, const void *record,
+		     size_t size, void *context)
+{
+	struct queue *q = context;
+	char idbuf[QUEUE_ID_LEN + 1];
+	const char *error;
+	/* Keys are not NUL-terminated: copy before looking. */
+	if (id_len == QUEUE_ID_LEN)
+		memcpy(idbuf, id, QUEUE_ID_LEN);
+	idbuf[id_len == QUEUE_ID_LEN ? QUEUE_ID_LEN : 0] = '\0';
+	if (id_len != QUEUE_ID_LEN || strspn(idbuf, "0123456789ABCDEF") != QUEUE_ID_LEN) {
+		mt_error("queue: skipping a record with a malformed key");
+		return;
+	}
+	struct queue_msg *msg = queue_msg_new();
+	memcpy(msg->id, idbuf, sizeof(msg->id));
+	if (!queue_record_decode(record, size, msg, &error)) {
+		mt_error("queue=%s skipping it at start-up: %s", idbuf, error);
+		queue_msg_unref(&msg);
+		return;
+	}
+	uint64_t n = strtoull(idbuf, NULL, 16);
+	if (n > q->last_id)
+		q->last_id = n;
+	index_add(q, msg);
+	queue_msg_unref(&msg);
+}
+
+struct queue *queue_open(const char *dir, struct mt_loop *loop,
+			 const char **error_r)
+{
+	struct queue_store *store = queue_store_open(dir, loop, error_r);
+	if (store == NULL)
+		return NULL;
+	struct queue *q = mt_xcalloc(1, sizeof(*q));
+	q->store = store;
+	q->loop = loop;
+	q->n_buckets = INITIAL_BUCKETS;
+	q->buckets = mt_xcalloc(q->n_buckets, sizeof(*q->buckets));
+	if (!queue_store_scan(store, load_one, q, error_r)) {
+		queue_close(&q);
+		return NULL;
+	}
+	mt_info("queue: dir=%s opened messages=%u", dir, q->count);
+	return q;
+}
+
+void queue_close(struct queue **queue_p)
+{
+	struct queue *q = *queue_p;
+	if (q == NULL)
+		return;
+	*queue_p = NULL;
+	queue_store_close(&q->store);
+	/* Completions of the last writes were posted to the loop: run them
+	 * while the index still exists. */
+	mt_loop_exit(q->loop);
+	(void)mt_loop_run(q->loop);
+	while (q->head != NULL)
+		index_remove(q, q->head);
+	free(q->buckets);
+	free(q);
+}
+
+void queue_set_arrival_cb(struct queue *q, queue_arrival_cb_t *cb, void *context)
+{
+	q->arrival_cb = cb;
+	q->arrival_context = context;
+}
+
+void queue_announce_all(struct queue *q)
+{
+	if (q->arrival_cb == NULL)
+		return;
+	for (struct queue_msg *m = q->head, *next; m != NULL; m = next) {
+		next = m->list_next;
+		q->arrival_cb(m, q->arrival_context);
+	}
+}
+
+static void announce(struct queue *q, struct queue_msg *msg)
+{
+	index_add(q, msg);
+	if (q->arrival_cb != NULL)
+		q->arrival_cb(msg, q->arrival_context);
+}
+
+/* Writes */
+
+static void put_envelope(struct queue_store_write *w, const struct queue_msg *msg)
+{
+	struct mt_buf record = MT_BUF_INIT;
+	queue_record_encode(msg, &record);
+	queue_store_write_envelope(w, msg->id, &record);
+}
+
+static void submit_done(int status, void *context)
+{
+	struct queue_op *op = context;
+	struct queue *q = op->queue;
+	struct queue_msg *msg = op->msg;
+	if (status == 0) {
+		q->submitted++;
+		announce(q, msg);
+	}
+	if (op->cb != NULL)
+		op->cb(status == 0, status == 0 ? NULL : "the queue could not "
+		       "store the message", op->context);
+	queue_msg_unref(&op->msg);
+	free(op);
+}
+
+struct queue_op *queue_submit(struct queue *q, struct queue_msg *msg,
+			      bool company, queue_done_cb_t *cb, void *context)
+{
+	struct queue_op *op = mt_xcalloc(1, sizeof(*op));
+	op->queue = q;
+	op->msg = msg;		/* the caller's reference */
+	op->cb = cb;
+	op->context = context;
+	struct queue_store_write *w = queue_store_write_new();
+	put_envelope(w, msg);
+	queue_store_write_body(w, msg->id, msg->body);
+	queue_store_write_submit(q->store, w, false, company, submit_done, op);
+	return op;
+}
+
+void queue_op_forget(struct queue_op **op_p)
+{
+	if (*op_p != NULL)
+		(*op_p)->cb = NULL;
+	*op_p = NULL;
+}
+
+static void save_done(int status, void *context)
+{
+	struct save_ctx *ctx = context;
+	ctx->msg->writes--;
+	if (ctx->extra != NULL) {
+		if (status == 0)
+			announce(ctx->queue, ctx->extra);
+		else
+			mt_error("queue=%s could not store the new message queue=%s",
+				 ctx->msg->id, ctx->extra->id);
+		queue_msg_unref(&ctx->extra);
+	}
+	queue_msg_unref(&ctx->msg);
+	free(ctx);
+}
+
+static void remove_records(struct queue *q, struct queue_msg *msg,
+			   struct queue_store_write *w)
+{
+	queue_store_write_delete(w, msg->id);
+	if (!msg->removed) {
+		msg->removed = true;
+		q->removed++;
+	}
+	index_remove(q, msg);
+}
+
+void queue_save(struct queue *q, struct queue_msg *msg, struct queue_msg *extra)
+{
+	struct queue_store_write *w = queue_store_write_new();
+	struct save_ctx *ctx = mt_xcalloc(1, sizeof(*ctx));
+	ctx->queue = q;
+	ctx->msg = msg;
+	queue_msg_ref(msg);
+	msg->writes++;
+	if (extra != NULL) {
+		ctx->extra = extra;	/* the caller's reference */
+		put_envelope(w, extra);
+		queue_store_write_body(w, extra->id, extra->body);
+	}
+	if (msg->removed) {
+		/* Deleted meanwhile: keep it deleted. */
+		queue_store_write_delete(w, msg->id);
+	} else if (queue_msg_done(msg)) {
+		remove_records(q, msg, w);
+	} else {
+		put_envelope(w, msg);
+		q->saved++;
+	}
+	queue_store_write_submit(q->store, w, true, false, save_done, ctx);
+}
+
+void queue_remove(struct queue *q, struct queue_msg *msg)
+{
+	struct queue_store_write *w = queue_store_write_new();
+	struct save_ctx *ctx = mt_xcalloc(1, sizeof(*ctx));
+	ctx->queue = q;
+	ctx->msg = msg;
+	queue_msg_ref(msg);
+	msg->writes++;
+	remove_records(q, msg, w);
+	queue_store_write_submit(q->store, w, true, false, save_done, ctx);
+}
+
+static void load_finish(void *context)
+{
+	struct load_ctx *ctx = context;
+	ctx->cb(ctx->ok, ctx->ok ? NULL : "cannot read the message from the queue",
+		ctx->context);
+	queue_msg_unref(&ctx->msg);
+	free(ctx);
+}
+
+static void load_done(int status, struct queue_body *body, void *context)
+{
+	struct load_ctx *ctx = context;
+	if (status == 0 && ctx->msg->body == NULL) {
+		queue_body_ref(body);
+		ctx->msg->body = body;
+	}
+	if (status != 0)
+		mt_error("queue=%s reading the body failed: %s", ctx->msg->id,
+			 status > 0 ? strerror(status) : db_strerror(status));
+	ctx->ok = ctx->msg->body != NULL;
+	ctx->queue->loads++;
+	load_finish(ctx);
+}
+
+void queue_load_body(struct queue *q, struct queue_msg *msg,
+		     queue_done_cb_t *cb, void *context)
+{
+	struct load_ctx *ctx = mt_xcalloc(1, sizeof(*ctx));
+	ctx->queue = q;
+	ctx->msg = msg;
+	queue_msg_ref(msg);
+	ctx->cb = cb;
+	ctx->context = context;
+	if (msg->body != NULL) {
+		/* Already here; still answer from the loop, never inside. */
+		ctx->ok = true;
+		mt_loop_post(q->loop, load_finish, ctx);
+		return;
+	}
+	queue_store_read_body(q->store, msg->id, load_done, ctx);
+}
+
+void queue_set_commit_delay(struct queue *q, unsigned int usecs)
+{
+	queue_store_set_commit_delay(q->store, usecs);
+}
+
+void queue_get_stats(struct queue *q, struct queue_stats *s)
+{
+	struct mt_bdb_commit_stats cs;
+	queue_store_get_stats(q->store, &cs);
+	s->messages = q->count;
+	s->submitted = q->submitted;
+	s->saved = q->saved;
+	s->removed = q->removed;
+	s->loads = q->loads;
+	s->flushes = cs.flushes;
+	s->lazy_flushes = cs.lazy_flushes;
+	s->commit_usecs = cs.exec_usecs;
+	s->company_waits = cs.company_waits;
+	s->flush_usecs = cs.flush_usecs;
+	s->flushed_jobs = cs.jobs;
+	s->max_batch = cs.max_batch;
+	s->pending_writes = queue_store_pending(q->store);
+}

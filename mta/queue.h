@@ -1,0 +1,180 @@
+/* queue.h — the MTA's durable queue: every accepted message with its
+ * envelope and per-recipient delivery state, in a transactional Berkeley DB
+ * environment in queue_dir, plus the in-memory index the delivery side works
+ * from. The queue has one owner, the mailtier-mta process (mailtierctl asks
+ * it over the admin socket).
+ *
+ * Durability: queue_submit() completes only when the message and its
+ * envelope are on stable storage (group commit, lib/bdb-commit.h), so the
+ * SMTP 250 may be sent from its callback. State changes (delivered, deferred,
+ * bounced) are written the same way; a change lost in a crash only means a
+ * recipient is tried again (at least once, never lost).
+ *
+ * Trust boundary: envelope fields and bodies come from SMTP clients and are
+ * stored as opaque strings and bytes; records read back at start-up are
+ * checked for shape (queue-records.c) and a damaged one is logged and
+ * skipped, never trusted for lengths.
+ *
+ * Threading: all calls from the loop thread that opened the queue. */
+#ifndef MT_MTA_QUEUE_H
+#define MT_MTA_QUEUE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct mt_loop;
+struct queue;
+
+#define QUEUE_ID_LEN 16		/* upper-case hex digits */
+
+enum queue_rcpt_state {
+	QUEUE_RCPT_PENDING,	/* not tried yet */
+	QUEUE_RCPT_DEFERRED,	/* temporary failure: next_try, last_error */
+	QUEUE_RCPT_DELIVERED,
+	QUEUE_RCPT_BOUNCED,	/* permanent failure: a DSN was queued (or not
+				 * wanted: null sender, NOTIFY=NEVER) */
+};
+
+/* DSN NOTIFY (RFC 3461 4.1); 0 means not given (failure and delay). */
+#define QUEUE_NOTIFY_NEVER 0x1u
+#define QUEUE_NOTIFY_SUCCESS 0x2u
+#define QUEUE_NOTIFY_FAILURE 0x4u
+#define QUEUE_NOTIFY_DELAY 0x8u
+
+/* DSN RET (RFC 3461 4.3). */
+enum queue_ret { QUEUE_RET_DEFAULT, QUEUE_RET_FULL, QUEUE_RET_HDRS };
+
+/* Message flags, stored. */
+#define QUEUE_MSG_HELD 0x1u	/* admin hold: not delivered until released */
+#define QUEUE_MSG_LOOP 0x2u	/* too many Received: lines: bounce all */
+#define QUEUE_MSG_DSN 0x4u	/* a bounce we generated */
+#define QUEUE_MSG_8BIT 0x8u	/* BODY=8BITMIME */
+#define QUEUE_MSG_SMTPUTF8 0x10u
+
+struct queue_rcpt {
+	char *address;		/* envelope recipient as accepted */
+	char *orcpt;		/* DSN ORCPT ("rfc822;addr") or NULL */
+	unsigned int notify;	/* QUEUE_NOTIFY_* */
+	enum queue_rcpt_state state;
+	uint32_t attempts;
+	int64_t next_try;	/* ms since the epoch (DEFERRED) */
+	char *last_error;	/* last reply or reason, or NULL */
+	/* Not stored: */
+	bool busy;		/* in a delivery attempt now */
+};
+
+/* A message body, shared by reference between the session that received
+ * it, the queue and delivery attempts. */
+struct queue_body {
+	unsigned int refs;
+	size_t size;
+	char *data;
+};
+
+struct queue_msg {
+	char id[QUEUE_ID_LEN + 1];
+	int64_t arrival;	/* ms since the epoch */
+	uint32_t flags;		/* QUEUE_MSG_* */
+	uint64_t size;		/* body octets */
+	char *sender;		/* "" for the null sender <> */
+	char *envid;		/* DSN ENVID (xtext as sent) or NULL */
+	enum queue_ret ret;
+	char *client;		/* "helo=NAME addr=IP" for logs and DSNs */
+	unsigned int rcpt_count;
+	struct queue_rcpt *rcpts;
+
+	/* Not stored: */
+	struct queue_body *body;	/* cached, or NULL (see queue_load_body) */
+	unsigned int refs;
+	bool indexed;		/* durable and in the queue's index */
+	bool removed;		/* deleted from the queue (records going) */
+	unsigned int writes;	/* state writes in flight */
+	struct queue_msg *hash_next, *list_prev, *list_next;
+	void *delivery;		/* the delivery side's per-message state */
+};
+
+/* Called when a message becomes durable (queue_submit, bounces) or is found
+ * at start-up: the delivery side schedules it. */
+typedef void queue_arrival_cb_t(struct queue_msg *msg, void *context);
+/* Completion of a submit/save/load: ok, or error says why. */
+typedef void queue_done_cb_t(bool ok, const char *error, void *context);
+
+/* Open (create, recover) the queue in dir and load every envelope. Takes a
+ * lock file: a second process on the same dir fails. NULL and an error
+ * (valid until the next call) on failure. */
+struct queue *queue_open(const char *dir, struct mt_loop *loop,
+			 const char **error_r);
+/* Finish outstanding writes (their callbacks run on the loop), checkpoint
+ * and close. Messages still referenced elsewhere are freed regardless. */
+void queue_close(struct queue **queue_p);
+void queue_set_arrival_cb(struct queue *queue, queue_arrival_cb_t *cb,
+			  void *context);
+/* Offer every loaded message to the arrival callback (after start-up). */
+void queue_announce_all(struct queue *queue);
+
+/* Messages */
+
+struct queue_msg *queue_msg_new(void);
+/* A fresh id, unique in this queue (also across restarts). */
+void queue_new_id(struct queue *queue, char id_r[QUEUE_ID_LEN + 1]);
+struct queue_rcpt *queue_msg_add_rcpt(struct queue_msg *msg,
+				      const char *address);
+void queue_msg_ref(struct queue_msg *msg);
+void queue_msg_unref(struct queue_msg **msg_p);
+
+struct queue_body *queue_body_new(char *data, size_t size);	/* takes data */
+void queue_body_ref(struct queue_body *body);
+void queue_body_unref(struct queue_body **body_p);
+
+/* Index */
+
+unsigned int queue_count(const struct queue *queue);
+struct queue_msg *queue_find(struct queue *queue, const char *id);
+/* First/next message in arrival order (NULL at the end). */
+struct queue_msg *queue_first(struct queue *queue);
+struct queue_msg *queue_next(struct queue_msg *msg);
+/* True when no recipient still waits for delivery. */
+bool queue_msg_done(const struct queue_msg *msg);
+
+/* Writes */
+
+struct queue_op;
+/* Store a new message (msg gets the body reference; msg->id set) durably.
+ * On success msg is indexed, the arrival callback runs, then cb(true). On
+ * failure cb(false, error); msg is not indexed. The handle is valid until
+ * the callback; queue_op_forget() makes it not call back (the write still
+ * happens). company: other messages are about to be submitted too, so the
+ * flush may wait up to the commit delay to share itself with them. */
+struct queue_op *queue_submit(struct queue *queue, struct queue_msg *msg,
+			      bool company, queue_done_cb_t *cb, void *context);
+/* commit_delay: how long a flush may wait for company (0: never). */
+void queue_set_commit_delay(struct queue *queue, unsigned int usecs);
+void queue_op_forget(struct queue_op **op_p);
+/* Write msg's current state; when no recipient waits any more, remove it
+ * from disk and from the index instead. With extra (a new message, e.g. a
+ * DSN, holding its body), store it in the same transaction; it is indexed
+ * and announced once durable. */
+void queue_save(struct queue *queue, struct queue_msg *msg,
+		struct queue_msg *extra);
+/* Remove msg whatever its state (admin delete). */
+void queue_remove(struct queue *queue, struct queue_msg *msg);
+/* Read msg's body into msg->body (cb on the loop). */
+void queue_load_body(struct queue *queue, struct queue_msg *msg,
+		     queue_done_cb_t *cb, void *context);
+
+/* Counters for the periodic stats line and the admin socket. */
+struct queue_stats {
+	unsigned int messages;
+	uint64_t submitted, saved, removed, loads;
+	uint64_t flushes, lazy_flushes, flushed_jobs, max_batch;
+	uint64_t commit_usecs, flush_usecs;	/* storage threads' busy time */
+	uint64_t company_waits;		/* flushes that waited for company */
+	unsigned int pending_writes;
+};
+void queue_get_stats(struct queue *queue, struct queue_stats *stats_r);
+
+/* Names for logs and the admin listing. */
+const char *queue_rcpt_state_name(enum queue_rcpt_state state);
+
+#endif

@@ -1,0 +1,251 @@
+/* smtp-auth.c — SMTP AUTH (RFC 4954) with the PLAIN (RFC 4616) and LOGIN
+ * mechanisms, verified by libdirsvc (the directory decides; no password is
+ * checked or kept here).
+ *
+ * Trust boundary: the client's base64 lines carry a user name and a
+ * password. Both are decoded into bounded buffers, passed to
+ * mt_dirsvc_authenticate() (which copies and wipes the password) and wiped
+ * here; neither is logged (only the user name once authenticated). AUTH is
+ * offered only over TLS unless require_tls_for_auth = no (RFC 4954 4:
+ * "538 5.7.11 Encryption required"). A failed AUTH counts as an error
+ * toward max_errors, which bounds password guessing per connection.
+ * RFCs: 4954 4 (AUTH command, "*" cancels: 501), 6 (status codes), 4616 2
+ * (PLAIN message: [authzid] NUL authcid NUL passwd), 4648 4 (base64). */
+#include "smtp-session.h"
+#include "alloc.h"
+#include "dirsvc.h"
+#include "mta.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define AUTH_MECH_PLAIN 1
+#define AUTH_MECH_LOGIN 2
+#define CREDENTIAL_MAX 1024	/* decoded octets of one AUTH line */
+
+static int b64_value(unsigned char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '+')
+		return 62;
+	if (c == '/')
+		return 63;
+	return -1;
+}
+
+/* Strict base64 (padding required) into out (max octets); the length, or
+ * -1 on bad input. "=" alone is the empty string (RFC 4954 4). */
+static long b64_decode(const char *in, unsigned char *out, size_t max)
+{
+	size_t len = strlen(in), o = 0;
+	if (strcmp(in, "=") == 0)
+		return 0;
+	if (len == 0 || len % 4 != 0 || len / 4 * 3 > max)
+		return -1;
+	for (size_t i = 0; i < len; i += 4) {
+		int v[4];
+		for (int k = 0; k < 4; k++) {
+			unsigned char c = (unsigned char)in[i + k];
+			bool pad_ok = k >= 2 && i + 4 == len && c == '=';
+			v[k] = pad_ok ? -2 : b64_value(c);
+			if (v[k] == -1)
+				return -1;
+		}
+		if (v[2] == -2 && v[3] != -2)
+			return -1;
+		unsigned int bits = (unsigned int)v[0] << 18 | (unsigned int)v[1] << 12;
+		if (v[2] >= 0)
+			bits |= (unsigned int)v[2] << 6;
+		if (v[3] >= 0)
+			bits |= (unsigned int)v[3];
+		out[o++] = (unsigned char)(bits >> 16);
+		if (v[2] >= 0)
+			out[o++] = (unsigned char)(bits >> 8);
+		if (v[3] >= 0)
+			out[o++] = (unsigned char)bits;
+	}
+	return (long)o;
+}
+
+static void auth_reset(struct smtp_session *s)
+{
+	s->auth_mech = 0;
+	if (s->auth_login_user != NULL) {
+		explicit_bzero(s->auth_login_user, strlen(s->auth_login_user));
+		MT_FREE(&s->auth_login_user);
+	}
+	if (s->state == SMTP_STATE_AUTH)
+		smtp_enter_state(s, SMTP_STATE_COMMAND);
+}
+
+static void auth_done(const struct mt_dirsvc_auth *result, void *context)
+{
+	struct smtp_session *s = context;
+	s->dir_req = NULL;
+	switch (result->status) {
+	case MT_DIRSVC_AUTH_OK:
+		s->authenticated = true;
+		free(s->auth_user);
+		s->auth_user = mt_xstrdup(result->address);
+		mt_slog(MT_LOG_INFO, &s->log, "auth ok user=%s from %s",
+			s->auth_user, s->peer_name);
+		smtp_reply(s, 235, "2.7.0 Authentication successful");
+		break;
+	case MT_DIRSVC_AUTH_BAD_CREDENTIALS:
+	case MT_DIRSVC_AUTH_DISABLED:
+		mt_slog(MT_LOG_INFO, &s->log, "auth failed from %s: %s",
+			s->peer_name, mt_dirsvc_auth_status_name(result->status));
+		smtp_reply(s, 535, "5.7.8 Authentication credentials invalid");
+		break;
+	case MT_DIRSVC_AUTH_TEMPFAIL:
+		mt_slog(MT_LOG_WARNING, &s->log, "auth tempfail from %s: %s",
+			s->peer_name, result->reason != NULL ? result->reason : "");
+		smtp_reply(s, 454, "4.7.0 Temporary authentication failure");
+		break;
+	}
+	smtp_enter_state(s, SMTP_STATE_COMMAND);
+	smtp_session_resume(s);
+}
+
+/* Hand the credentials to the directory; wipes password. */
+static void authenticate(struct smtp_session *s, const char *user, char *password)
+{
+	auth_reset(s);
+	if (user[0] == '\0' || password[0] == '\0') {
+		explicit_bzero(password, strlen(password));
+		smtp_reply(s, 535, "5.7.8 Authentication credentials invalid");
+		return;
+	}
+	smtp_enter_state(s, SMTP_STATE_WAIT);
+	s->dir_req = mt_dirsvc_authenticate(s->mta->dir, &s->log, user, password,
+					    auth_done, s);
+	explicit_bzero(password, strlen(password));
+}
+
+/* PLAIN: authzid NUL authcid NUL passwd. */
+static void auth_plain(struct smtp_session *s, const char *b64)
+{
+	unsigned char buf[CREDENTIAL_MAX + 1];
+	long n = b64_decode(b64, buf, CREDENTIAL_MAX);
+	if (n < 0) {
+		auth_reset(s);
+		smtp_reply(s, 501, "5.5.2 Invalid base64 data");
+		return;
+	}
+	buf[n] = '\0';
+	const unsigned char *nul1 = memchr(buf, '\0', (size_t)n);
+	const unsigned char *nul2 = nul1 == NULL ? NULL :
+		memchr(nul1 + 1, '\0', (size_t)(buf + n - (nul1 + 1)));
+	if (nul1 == NULL || nul2 == NULL) {
+		explicit_bzero(buf, sizeof(buf));
+		auth_reset(s);
+		smtp_reply(s, 501, "5.5.2 Invalid PLAIN authentication message");
+		return;
+	}
+	const char *authzid = (const char *)buf, *authcid = (const char *)nul1 + 1;
+	char *password = (char *)nul2 + 1;
+	if (authzid[0] != '\0' && strcmp(authzid, authcid) != 0) {
+		/* No proxy authorization here. */
+		explicit_bzero(buf, sizeof(buf));
+		auth_reset(s);
+		smtp_reply(s, 535, "5.7.8 Authentication credentials invalid");
+		return;
+	}
+	authenticate(s, authcid, password);
+	explicit_bzero(buf, sizeof(buf));
+}
+
+/* LOGIN: the user name, then the password, each on its own line. */
+static void auth_login_step(struct smtp_session *s, const char *b64)
+{
+	unsigned char buf[CREDENTIAL_MAX + 1];
+	long n = b64_decode(b64, buf, CREDENTIAL_MAX);
+	if (n < 0 || memchr(buf, '\0', (size_t)n) != NULL) {
+		explicit_bzero(buf, sizeof(buf));
+		auth_reset(s);
+		smtp_reply(s, 501, "5.5.2 Invalid base64 data");
+		return;
+	}
+	buf[n] = '\0';
+	if (s->auth_login_user == NULL) {
+		s->auth_login_user = mt_xstrdup((const char *)buf);
+		smtp_enter_state(s, SMTP_STATE_AUTH);
+		smtp_reply(s, 334, "UGFzc3dvcmQ6");	/* "Password:" */
+	} else {
+		char *user = s->auth_login_user;
+		s->auth_login_user = NULL;
+		authenticate(s, user, (char *)buf);
+		explicit_bzero(user, strlen(user));
+		free(user);
+	}
+	explicit_bzero(buf, sizeof(buf));
+}
+
+void smtp_cmd_auth(struct smtp_session *s, const char *args)
+{
+	if (!s->esmtp) {
+		smtp_reply(s, 503, "5.5.1 Error: send EHLO first");
+		return;
+	}
+	if (s->authenticated) {
+		smtp_reply(s, 503, "5.5.1 Error: already authenticated");
+		return;
+	}
+	if (s->tx.active) {
+		smtp_reply(s, 503, "5.5.1 Error: MAIL transaction in progress");
+		return;
+	}
+	if (!smtp_auth_offered(s)) {
+		if (s->mta->dirsvc != NULL && !s->tls)
+			smtp_reply(s, 538, "5.7.11 Encryption required for "
+				   "requested authentication mechanism");
+		else
+			smtp_reply(s, 503, "5.5.1 Error: authentication not enabled");
+		return;
+	}
+	size_t mech_len = strcspn(args, " ");
+	const char *initial = args[mech_len] == ' ' ? args + mech_len + 1 : NULL;
+	if (mech_len == 5 && strncasecmp(args, "PLAIN", 5) == 0) {
+		s->auth_mech = AUTH_MECH_PLAIN;
+		if (initial != NULL) {
+			auth_plain(s, initial);
+			return;
+		}
+		smtp_enter_state(s, SMTP_STATE_AUTH);
+		smtp_reply(s, 334, "%s", "");
+	} else if (mech_len == 5 && strncasecmp(args, "LOGIN", 5) == 0) {
+		s->auth_mech = AUTH_MECH_LOGIN;
+		if (initial != NULL) {
+			auth_login_step(s, initial);
+			return;
+		}
+		smtp_enter_state(s, SMTP_STATE_AUTH);
+		smtp_reply(s, 334, "VXNlcm5hbWU6");	/* "Username:" */
+	} else {
+		smtp_reply(s, 504, "5.5.4 Unsupported authentication mechanism");
+	}
+}
+
+void smtp_auth_continue(struct smtp_session *s, const char *line)
+{
+	if (line == NULL) {
+		/* An unreadable line: the caller replies. */
+		auth_reset(s);
+		return;
+	}
+	if (strcmp(line, "*") == 0) {
+		auth_reset(s);
+		smtp_reply(s, 501, "5.0.0 Authentication aborted");
+		return;
+	}
+	if (s->auth_mech == AUTH_MECH_PLAIN)
+		auth_plain(s, line);
+	else
+		auth_login_step(s, line);
+}

@@ -1,0 +1,527 @@
+/* smtp-commands.c — the SMTP command table and the handlers of the
+ * connection and envelope commands: EHLO/HELO, MAIL, RCPT (with the relay
+ * policy and the directory lookup), RSET, NOOP, QUIT, VRFY, HELP, STARTTLS.
+ * AUTH is in smtp-auth.c, DATA/BDAT in smtp-data.c.
+ *
+ * Trust boundary: command arguments are the client's. Paths and ESMTP
+ * parameters are parsed by lib/address (RFC 5321 4.1.2 grammar and length
+ * limits); a recipient is accepted only if its domain is local and the
+ * directory knows it, or the client may relay (authenticated, or in
+ * mynetworks). Source routes are dropped by the parser (RFC 5321 C), and a
+ * local part holding '%', '!' or '@' is never looked up or relayed as an
+ * address of ours, so no form of the %-hack, bang path or quoted address
+ * reaches another domain through us (no open relay).
+ * RFCs: 5321 4.1.1 (commands), 4.1.4 (order), 4.5.3.1.8 (recipient
+ * limit: 452), 3.3 (MAIL/RCPT), 7.3 (VRFY 252); 1870 (SIZE); 6152
+ * (8BITMIME); 3461 (DSN parameters); 6531 (SMTPUTF8); 3207 (STARTTLS);
+ * 2034 + 3463 (enhanced status codes). */
+#include "smtp-session.h"
+#include "address.h"
+#include "alloc.h"
+#include "dirsvc.h"
+#include "mta-policy.h"
+#include "mta.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define ENVID_MAX 100		/* RFC 3461 4.4 */
+#define ORCPT_MAX 500		/* RFC 3461 4.2 */
+
+const struct smtp_command smtp_commands[] = {
+	{ "EHLO", smtp_cmd_ehlo, SMTP_CMD_PRE_TLS | SMTP_CMD_PRE_AUTH | SMTP_CMD_GROUP_END },
+	{ "HELO", smtp_cmd_helo, SMTP_CMD_PRE_TLS | SMTP_CMD_PRE_AUTH | SMTP_CMD_GROUP_END },
+	{ "STARTTLS", smtp_cmd_starttls, SMTP_CMD_PRE_TLS | SMTP_CMD_PRE_AUTH | SMTP_CMD_GROUP_END },
+	{ "AUTH", smtp_cmd_auth, SMTP_CMD_PRE_AUTH | SMTP_CMD_GROUP_END },
+	{ "MAIL", smtp_cmd_mail, 0 },
+	{ "RCPT", smtp_cmd_rcpt, 0 },
+	{ "DATA", smtp_cmd_data, SMTP_CMD_GROUP_END },
+	{ "BDAT", smtp_cmd_bdat, 0 },
+	{ "RSET", smtp_cmd_rset, SMTP_CMD_PRE_TLS | SMTP_CMD_PRE_AUTH | SMTP_CMD_JUNK },
+	{ "NOOP", smtp_cmd_noop, SMTP_CMD_PRE_TLS | SMTP_CMD_PRE_AUTH | SMTP_CMD_JUNK | SMTP_CMD_GROUP_END },
+	{ "QUIT", smtp_cmd_quit, SMTP_CMD_PRE_TLS | SMTP_CMD_PRE_AUTH | SMTP_CMD_GROUP_END },
+	{ "VRFY", smtp_cmd_vrfy, SMTP_CMD_PRE_AUTH | SMTP_CMD_JUNK },
+	{ "HELP", smtp_cmd_help, SMTP_CMD_PRE_TLS | SMTP_CMD_PRE_AUTH | SMTP_CMD_JUNK },
+	{ "EXPN", smtp_cmd_not_implemented, SMTP_CMD_PRE_AUTH | SMTP_CMD_JUNK },
+	{ "ETRN", smtp_cmd_not_implemented, SMTP_CMD_JUNK },
+};
+const unsigned int smtp_command_count = sizeof(smtp_commands) / sizeof(smtp_commands[0]);
+
+/* Transaction */
+
+void smtp_tx_reset(struct smtp_session *s)
+{
+	struct smtp_tx *tx = &s->tx;
+	for (unsigned int i = 0; i < tx->rcpt_count; i++) {
+		free(tx->rcpts[i].address);
+		free(tx->rcpts[i].orcpt);
+	}
+	free(tx->rcpts);
+	free(tx->sender);
+	free(tx->envid);
+	mt_buf_free(&tx->body);
+	memset(tx, 0, sizeof(*tx));
+	s->log.queue_id[0] = '\0';
+}
+
+static void tx_add_rcpt(struct smtp_tx *tx, struct smtp_pending_rcpt *pending)
+{
+	unsigned int n = tx->rcpt_count;
+	if (n == 0 || (n & (n - 1)) == 0)
+		tx->rcpts = mt_xrealloc(tx->rcpts, (n == 0 ? 1 : 2 * (size_t)n) *
+					sizeof(*tx->rcpts));
+	struct smtp_rcpt *r = &tx->rcpts[tx->rcpt_count++];
+	r->address = pending->address;
+	r->orcpt = pending->orcpt;
+	r->notify = pending->notify;
+	memset(pending, 0, sizeof(*pending));
+}
+
+static bool tx_has_rcpt(const struct smtp_tx *tx, const char *address)
+{
+	for (unsigned int i = 0; i < tx->rcpt_count; i++)
+		if (strcasecmp(tx->rcpts[i].address, address) == 0)
+			return true;
+	return false;
+}
+
+static void pending_clear(struct smtp_pending_rcpt *pending)
+{
+	free(pending->address);
+	free(pending->orcpt);
+	memset(pending, 0, sizeof(*pending));
+}
+
+/* Greeting commands */
+
+/* The EHLO/HELO argument: one token of printable ASCII (a domain or an
+ * address literal; RFC 5321 4.1.1.1). Checked loosely: clients get it
+ * wrong often, and it is only logged and put in Received:. */
+static bool helo_arg_ok(const char *args, size_t *len_r)
+{
+	size_t len = strcspn(args, " ");
+	if (len == 0 || len > 255)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (args[i] <= 32 || args[i] >= 127)
+			return false;
+	*len_r = len;
+	return true;
+}
+
+static void set_helo(struct smtp_session *s, const char *args, size_t len,
+		     bool esmtp)
+{
+	smtp_tx_reset(s);	/* RFC 5321 4.1.4: EHLO resets like RSET */
+	free(s->helo);
+	s->helo = mt_xstrndup(args, len);
+	s->esmtp = esmtp;
+}
+
+void smtp_cmd_ehlo(struct smtp_session *s, const char *args)
+{
+	size_t len;
+	if (!helo_arg_ok(args, &len)) {
+		smtp_reply(s, 501, "5.5.4 Syntax: EHLO hostname");
+		return;
+	}
+	set_helo(s, args, len, true);
+	const struct mt_mta_settings *set = s->mta->set;
+	smtp_reply_more(s, 250, "%s", s->mta->hostname);
+	smtp_reply_more(s, 250, "PIPELINING");
+	smtp_reply_more(s, 250, "SIZE %llu", (unsigned long long)set->max_message_size);
+	if (!s->tls && s->mta->tls_server != NULL)
+		smtp_reply_more(s, 250, "STARTTLS");
+	if (smtp_auth_offered(s))
+		smtp_reply_more(s, 250, "AUTH PLAIN LOGIN");
+	smtp_reply_more(s, 250, "ENHANCEDSTATUSCODES");
+	smtp_reply_more(s, 250, "8BITMIME");
+	smtp_reply_more(s, 250, "DSN");
+	smtp_reply_more(s, 250, "SMTPUTF8");
+	smtp_reply(s, 250, "CHUNKING");
+}
+
+void smtp_cmd_helo(struct smtp_session *s, const char *args)
+{
+	size_t len;
+	if (!helo_arg_ok(args, &len)) {
+		smtp_reply(s, 501, "5.5.4 Syntax: HELO hostname");
+		return;
+	}
+	set_helo(s, args, len, false);
+	smtp_reply(s, 250, "%s", s->mta->hostname);
+}
+
+void smtp_cmd_starttls(struct smtp_session *s, const char *args)
+{
+	if (s->tls) {
+		smtp_reply(s, 503, "5.5.1 Error: TLS already active");
+		return;
+	}
+	if (s->mta->tls_server == NULL) {
+		smtp_reply(s, 454, "4.7.0 TLS not available");
+		return;
+	}
+	if (*args != '\0') {
+		smtp_reply(s, 501, "5.5.4 Syntax: STARTTLS");
+		return;
+	}
+	smtp_reply(s, 220, "2.0.0 Ready to start TLS");
+	/* RFC 3207 4.2: forget what the client told us in plaintext. */
+	smtp_tx_reset(s);
+	MT_FREE(&s->helo);
+	s->esmtp = false;
+	s->authenticated = false;
+	MT_FREE(&s->auth_user);
+	smtp_enter_state(s, SMTP_STATE_STARTTLS);
+}
+
+/* ESMTP parameters */
+
+/* xtext (RFC 3461 4): printable ASCII except '+' and '=' or "+XX" hex. */
+static bool xtext_ok(const char *v, size_t max)
+{
+	size_t len = strlen(v);
+	if (len == 0 || len > max)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)v[i];
+		if (c == '+') {
+			if (!isxdigit((unsigned char)v[i + 1]) ||
+			    !isxdigit((unsigned char)v[i + 2]))
+				return false;
+			i += 2;
+		} else if (c < 33 || c > 126 || c == '=') {
+			return false;
+		}
+	}
+	return true;
+}
+
+static bool parse_size(const char *v, uint64_t *size_r)
+{
+	if (v == NULL || *v == '\0' || strlen(v) > 20)
+		return false;
+	uint64_t n = 0;
+	for (const char *p = v; *p != '\0'; p++) {
+		if (*p < '0' || *p > '9' || n > (UINT64_MAX - 9) / 10)
+			return false;
+		n = n * 10 + (uint64_t)(*p - '0');
+	}
+	*size_r = n;
+	return true;
+}
+
+/* MAIL parameters into tx; false after replying. */
+static bool mail_params(struct smtp_session *s, const struct mt_esmtp_params *params)
+{
+	struct smtp_tx *tx = &s->tx;
+	for (size_t i = 0; i < params->count; i++) {
+		const char *key = params->param[i].key, *v = params->param[i].value;
+		if (!s->esmtp) {
+			smtp_reply(s, 555, "5.5.4 Error: parameters need EHLO");
+			return false;
+		}
+		if (strcmp(key, "SIZE") == 0) {
+			if (!parse_size(v, &tx->declared_size)) {
+				smtp_reply(s, 501, "5.5.4 Bad SIZE parameter");
+				return false;
+			}
+			if (tx->declared_size > s->mta->set->max_message_size) {
+				smtp_reply(s, 552, "5.3.4 Message size exceeds fixed "
+					   "maximum message size");
+				return false;
+			}
+		} else if (strcmp(key, "BODY") == 0) {
+			if (v != NULL && strcasecmp(v, "8BITMIME") == 0)
+				tx->body_8bit = true;
+			else if (v == NULL || strcasecmp(v, "7BIT") != 0) {
+				smtp_reply(s, 555, "5.5.4 Unsupported BODY parameter");
+				return false;
+			}
+		} else if (strcmp(key, "SMTPUTF8") == 0 && v == NULL) {
+			tx->smtputf8 = true;
+		} else if (strcmp(key, "RET") == 0 && v != NULL &&
+			   (strcasecmp(v, "FULL") == 0 || strcasecmp(v, "HDRS") == 0)) {
+			tx->ret = toupper((unsigned char)v[0]) == 'F' ?
+				QUEUE_RET_FULL : QUEUE_RET_HDRS;
+		} else if (strcmp(key, "ENVID") == 0 && v != NULL &&
+			   xtext_ok(v, ENVID_MAX)) {
+			free(tx->envid);
+			tx->envid = mt_xstrdup(v);
+		} else if (strcmp(key, "AUTH") == 0 && v != NULL) {
+			/* RFC 4954 5: accepted; we do not relay it on. */
+		} else {
+			smtp_reply(s, 555, "5.5.4 Unsupported parameter %s", key);
+			return false;
+		}
+	}
+	return true;
+}
+
+static bool has_8bit(const char *s)
+{
+	for (; *s != '\0'; s++)
+		if ((unsigned char)*s >= 0x80)
+			return true;
+	return false;
+}
+
+void smtp_cmd_mail(struct smtp_session *s, const char *args)
+{
+	struct mt_address addr;
+	struct mt_esmtp_params params;
+	const char *error;
+
+	if (s->helo == NULL) {
+		smtp_reply(s, 503, "5.5.1 Error: send HELO/EHLO first");
+		return;
+	}
+	if (s->tx.active) {
+		smtp_reply(s, 503, "5.5.1 Error: nested MAIL command");
+		return;
+	}
+	if (strncasecmp(args, "FROM:", 5) != 0) {
+		smtp_reply(s, 501, "5.5.4 Syntax: MAIL FROM:<address>");
+		return;
+	}
+	args += 5;
+	unsigned int flags = MT_ADDR_ALLOW_NULL | MT_ADDR_LENIENT |
+		(s->esmtp ? MT_ADDR_SMTPUTF8 : 0);
+	if (!mt_address_parse(args, strlen(args), flags, &addr, &params, &error)) {
+		smtp_reply(s, 501, "5.1.7 Bad sender address syntax: %s", error);
+		return;
+	}
+	if (!mail_params(s, &params)) {
+		smtp_tx_reset(s);
+		return;
+	}
+	if (has_8bit(addr.addr) && !s->tx.smtputf8) {
+		smtp_tx_reset(s);
+		smtp_reply(s, 553, "5.6.7 Non-ASCII address needs SMTPUTF8");
+		return;
+	}
+	s->tx.active = true;
+	s->tx.sender = mt_xstrdup(addr.addr);
+	queue_new_id(s->mta->queue, s->tx.queue_id);
+	snprintf(s->log.queue_id, sizeof(s->log.queue_id), "%s", s->tx.queue_id);
+	mt_slog(MT_LOG_INFO, &s->log, "mail from=<%s> size=%llu client=%s%s%s",
+		s->tx.sender, (unsigned long long)s->tx.declared_size, s->peer_name,
+		s->authenticated ? " auth=" : "",
+		s->authenticated ? s->auth_user : "");
+	smtp_reply(s, 250, "2.1.0 Ok");
+}
+
+/* RCPT */
+
+static unsigned int parse_notify(const char *v, bool *ok_r)
+{
+	unsigned int notify = 0;
+	*ok_r = false;
+	if (v == NULL)
+		return 0;
+	if (strcasecmp(v, "NEVER") == 0) {
+		*ok_r = true;
+		return QUEUE_NOTIFY_NEVER;
+	}
+	const char *p = v;
+	while (*p != '\0') {
+		size_t len = strcspn(p, ",");
+		if (len == 7 && strncasecmp(p, "SUCCESS", 7) == 0)
+			notify |= QUEUE_NOTIFY_SUCCESS;
+		else if (len == 7 && strncasecmp(p, "FAILURE", 7) == 0)
+			notify |= QUEUE_NOTIFY_FAILURE;
+		else if (len == 5 && strncasecmp(p, "DELAY", 5) == 0)
+			notify |= QUEUE_NOTIFY_DELAY;
+		else
+			return 0;
+		p += len;
+		if (*p == ',' && *++p == '\0')
+			return 0;
+	}
+	*ok_r = notify != 0;
+	return notify;
+}
+
+static bool rcpt_params(struct smtp_session *s, const struct mt_esmtp_params *params,
+			struct smtp_pending_rcpt *pending)
+{
+	for (size_t i = 0; i < params->count; i++) {
+		const char *key = params->param[i].key, *v = params->param[i].value;
+		bool ok = s->esmtp;
+		if (ok && strcmp(key, "NOTIFY") == 0) {
+			pending->notify = parse_notify(v, &ok);
+		} else if (ok && strcmp(key, "ORCPT") == 0) {
+			ok = v != NULL && strchr(v, ';') != NULL &&
+				xtext_ok(strchr(v, ';') + 1, ORCPT_MAX);
+			if (ok) {
+				free(pending->orcpt);
+				pending->orcpt = mt_xstrdup(v);
+			}
+		} else {
+			ok = false;
+		}
+		if (!ok) {
+			smtp_reply(s, 555, "5.5.4 Unsupported or bad parameter %s", key);
+			return false;
+		}
+	}
+	return true;
+}
+
+static void rcpt_lookup_done(const struct mt_dirsvc_recipient *result,
+			     void *context)
+{
+	struct smtp_session *s = context;
+	struct smtp_pending_rcpt *pending = &s->pending_rcpt;
+	s->dir_req = NULL;
+	switch (result->status) {
+	case MT_DIRSVC_FOUND:
+		if (result->account == MT_DIRSVC_DISABLED) {
+			smtp_reply(s, 550, "5.2.1 <%s>: Recipient address rejected: "
+				   "mailbox disabled", pending->address);
+			break;
+		}
+		mt_slog(MT_LOG_DEBUG, &s->log, "rcpt to=<%s> shard=%s%s",
+			pending->address, result->shard,
+			result->cached ? " cached=yes" : "");
+		tx_add_rcpt(&s->tx, pending);
+		smtp_reply(s, 250, "2.1.5 Ok");
+		break;
+	case MT_DIRSVC_NOT_FOUND:
+	case MT_DIRSVC_INVALID:
+		smtp_reply(s, 550, "5.1.1 <%s>: Recipient address rejected: "
+			   "User unknown", pending->address);
+		break;
+	case MT_DIRSVC_TEMPFAIL:
+		mt_slog(MT_LOG_WARNING, &s->log, "directory lookup of <%s> failed: %s",
+			pending->address, result->reason != NULL ? result->reason : "");
+		smtp_reply(s, 451, "4.4.3 <%s>: Directory temporarily unavailable, "
+			   "try again later", pending->address);
+		break;
+	}
+	pending_clear(pending);
+	smtp_enter_state(s, SMTP_STATE_COMMAND);
+	smtp_session_resume(s);
+}
+
+/* A local part that would route elsewhere on a lenient system. */
+static bool local_part_routes(const char *local)
+{
+	return strpbrk(local, "%!@") != NULL;
+}
+
+void smtp_cmd_rcpt(struct smtp_session *s, const char *args)
+{
+	struct mt_address addr;
+	struct mt_esmtp_params params;
+	struct smtp_pending_rcpt pending = { NULL, NULL, 0 };
+	const char *error;
+
+	if (!s->tx.active) {
+		smtp_reply(s, 503, "5.5.1 Error: need MAIL command");
+		return;
+	}
+	if (strncasecmp(args, "TO:", 3) != 0) {
+		smtp_reply(s, 501, "5.5.4 Syntax: RCPT TO:<address>");
+		return;
+	}
+	if (s->tx.rcpt_count >= s->mta->set->max_recipients) {
+		smtp_reply(s, 452, "4.5.3 Error: too many recipients");
+		return;
+	}
+	args += 3;
+	unsigned int flags = MT_ADDR_ALLOW_POSTMASTER | MT_ADDR_LENIENT |
+		(s->tx.smtputf8 ? MT_ADDR_SMTPUTF8 : 0);
+	if (!mt_address_parse(args, strlen(args), flags, &addr, &params, &error)) {
+		smtp_reply(s, 501, "5.1.3 Bad recipient address syntax: %s", error);
+		return;
+	}
+	if (!rcpt_params(s, &params, &pending)) {
+		pending_clear(&pending);
+		return;
+	}
+	const char *domain = addr.domain;
+	if (domain[0] == '\0') {
+		/* <Postmaster> (RFC 5321 4.1.1.3): ours, in the first domain. */
+		domain = mta_policy_primary_domain(s->mta->policy);
+		pending.address = mt_xasprintf("postmaster@%s", domain);
+	} else {
+		pending.address = mt_xstrdup(addr.addr);
+	}
+	if (tx_has_rcpt(&s->tx, pending.address)) {
+		pending_clear(&pending);
+		smtp_reply(s, 250, "2.1.5 Ok (duplicate recipient)");
+		return;
+	}
+	bool local = !addr.is_literal &&
+		mta_policy_is_local_domain(s->mta->policy, domain);
+	if (local && (local_part_routes(addr.local) || addr.local[0] == '"')) {
+		smtp_reply(s, 550, "5.1.1 <%s>: Recipient address rejected: "
+			   "User unknown", pending.address);
+		pending_clear(&pending);
+		return;
+	}
+	if (!local) {
+		if (!s->authenticated && !s->trusted) {
+			smtp_reply(s, 554, "5.7.1 <%s>: Relay access denied",
+				   pending.address);
+			pending_clear(&pending);
+			return;
+		}
+		tx_add_rcpt(&s->tx, &pending);
+		smtp_reply(s, 250, "2.1.5 Ok");
+		return;
+	}
+	if (s->mta->dir == NULL) {
+		smtp_reply(s, 451, "4.4.3 Directory not configured");
+		pending_clear(&pending);
+		return;
+	}
+	/* Check half done; rcpt_lookup_done() is the proceed half. */
+	s->pending_rcpt = pending;
+	smtp_enter_state(s, SMTP_STATE_WAIT);
+	s->dir_req = mt_dirsvc_lookup_recipient(s->mta->dir, &s->log,
+						s->pending_rcpt.address,
+						rcpt_lookup_done, s);
+}
+
+/* Other commands */
+
+void smtp_cmd_rset(struct smtp_session *s, const char *args)
+{
+	smtp_tx_reset(s);
+	smtp_reply(s, 250, "2.0.0 Ok");
+}
+
+void smtp_cmd_noop(struct smtp_session *s, const char *args)
+{
+	smtp_reply(s, 250, "2.0.0 Ok");
+}
+
+void smtp_cmd_quit(struct smtp_session *s, const char *args)
+{
+	smtp_session_finish(s, 221, "2.0.0 Bye");
+}
+
+void smtp_cmd_vrfy(struct smtp_session *s, const char *args)
+{
+	/* RFC 5321 7.3: we do not confirm addresses to strangers. */
+	smtp_reply(s, 252, "2.0.0 Cannot VRFY user, but will accept message "
+		   "and attempt delivery");
+}
+
+void smtp_cmd_help(struct smtp_session *s, const char *args)
+{
+	smtp_reply(s, 214, "2.0.0 Commands: EHLO HELO MAIL RCPT DATA BDAT RSET "
+		   "NOOP QUIT VRFY HELP STARTTLS AUTH");
+}
+
+void smtp_cmd_not_implemented(struct smtp_session *s, const char *args)
+{
+	smtp_reply(s, 502, "5.5.1 Error: command not implemented");
+}

@@ -1,0 +1,402 @@
+/* smtp-data.c — message content: DATA (dot-terminated) and BDAT
+ * (CHUNKING), our Received: line, the hop count, and handing the message to
+ * the durable queue; the 250 goes out only once the queue says the message
+ * is on stable storage.
+ *
+ * Trust boundary: message content is the client's, any bytes at all. DATA
+ * content is decoded by lib/dotcodec alone, which ends it at CRLF.CRLF and
+ * nowhere else (SMTP smuggling: LF.LF, CR.CR, LF.CRLF ... are content).
+ * Bare LF and bare CR follow bare_newline_policy: "reject" (default) keeps
+ * reading to the real end and refuses the message with 550 5.6.0, like
+ * Postfix's smtpd_forbid_bare_newline; "normalize" turns each into CRLF. BDAT
+ * chunks are counted octets (no end marker to smuggle), checked the same
+ * way. Lines over 998 octets (RFC 5322 2.1.1) and messages over
+ * max_message_size are refused after the content is read (552 5.3.4).
+ * RFCs: 5321 4.1.1.4 (DATA), 4.4 (Received:, trace), 4.5.2
+ * (transparency), 6.3 (loop detection by counting Received:), 2.3.8 (bare
+ * CR/LF); 3030 (BDAT); 3848 (with ESMTPS/ESMTPA/ESMTPSA); 6531 3.7.3
+ * (with UTF8SMTP*); 5322 3.6.7 (trace fields). */
+#include "smtp-session.h"
+#include "alloc.h"
+#include "mta.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+
+#define LINE_MAX_OCTETS 998	/* RFC 5322 2.1.1, CRLF not counted */
+
+/* The protocol name for Received: "with" (RFC 3848, RFC 6531 3.7.3). */
+static const char *with_protocol(const struct smtp_session *s)
+{
+	static const char *const names[2][2][2] = {
+		/* [utf8][tls][auth] */
+		{ { "ESMTP", "ESMTPA" }, { "ESMTPS", "ESMTPSA" } },
+		{ { "UTF8SMTP", "UTF8SMTPA" }, { "UTF8SMTPS", "UTF8SMTPSA" } },
+	};
+	if (!s->esmtp)
+		return "SMTP";
+	return names[s->tx.smtputf8][s->tls][s->authenticated];
+}
+
+/* Our trace line, first in the stored message (RFC 5321 4.4). */
+static void add_received(struct smtp_session *s)
+{
+	struct smtp_tx *tx = &s->tx;
+	char date[64];
+	time_t now = time(NULL);
+	struct tm tm;
+	localtime_r(&now, &tm);
+	strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S %z", &tm);
+	bool v6 = strchr(s->peer_ip, ':') != NULL;
+
+	mt_buf_appendf(&tx->body, "Received: from %s ([%s%s])\r\n"
+		       "\tby %s (%s) with %s id %s\r\n",
+		       s->helo, v6 ? "IPv6:" : "", s->peer_ip, s->mta->hostname,
+		       MTA_NAME, with_protocol(s), tx->queue_id);
+	mt_buf_appendf(&tx->body, "\t(queue=%s%s%s)", tx->queue_id,
+		       s->tls ? "; " : "", s->tls ? s->tls_info : "");
+	if (tx->rcpt_count == 1)
+		mt_buf_appendf(&tx->body, "\r\n\tfor <%s>", tx->rcpts[0].address);
+	mt_buf_appendf(&tx->body, "; %s\r\n", date);
+	tx->content_start = tx->body.len;
+}
+
+/* Received: fields in the client's header section (RFC 5321 6.3). */
+static unsigned int count_received(const char *p, size_t len)
+{
+	unsigned int count = 0;
+	size_t i = 0;
+	while (i < len) {
+		const char *eol = memchr(p + i, '\n', len - i);
+		size_t line_len = eol != NULL ? (size_t)(eol - (p + i)) : len - i;
+		if (line_len == 0 || (line_len == 1 && p[i] == '\r'))
+			break;	/* the empty line ends the header section */
+		if (line_len >= 9 && strncasecmp(p + i, "Received:", 9) == 0)
+			count++;
+		i += line_len + 1;
+	}
+	return count;
+}
+
+static uint64_t monotonic_usecs(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static void queued_done(bool ok, const char *error, void *context)
+{
+	struct smtp_session *s = context;
+	s->queue_op = NULL;
+	if (ok) {
+		s->messages++;
+		mt_slog(MT_LOG_INFO, &s->log, "queued from=<%s> size=%zu nrcpt=%u "
+			"durable_ms=%.1f", s->tx.sender, s->tx.queued_size,
+			s->tx.rcpt_count, (double)(monotonic_usecs() - s->tx.queued_at) / 1000.0);
+		smtp_reply(s, 250, "2.0.0 Ok: queued as %s", s->tx.queue_id);
+	} else {
+		mt_slog(MT_LOG_ERROR, &s->log, "queueing failed: %s", error);
+		smtp_reply(s, 451, "4.3.0 Error: queue file write error");
+	}
+	smtp_tx_reset(s);
+	smtp_enter_state(s, SMTP_STATE_COMMAND);
+	smtp_session_resume(s);
+}
+
+/* The content is complete and acceptable: queue it durably. */
+static void finish_message(struct smtp_session *s)
+{
+	struct smtp_tx *tx = &s->tx;
+	struct queue_msg *msg = queue_msg_new();
+	unsigned int hops = count_received(tx->body.data + tx->content_start,
+					   tx->body.len - tx->content_start);
+
+	memcpy(msg->id, tx->queue_id, sizeof(msg->id));
+	msg->arrival = mta_now_ms();
+	msg->flags = (tx->body_8bit ? QUEUE_MSG_8BIT : 0) |
+		(tx->smtputf8 ? QUEUE_MSG_SMTPUTF8 : 0);
+	if (hops > s->mta->set->max_hops) {
+		mt_slog(MT_LOG_WARNING, &s->log, "mail loop: %u Received: lines "
+			"(max_hops=%u); the message will be bounced", hops,
+			(unsigned int)s->mta->set->max_hops);
+		msg->flags |= QUEUE_MSG_LOOP;
+	}
+	msg->sender = mt_xstrdup(tx->sender);
+	msg->envid = tx->envid != NULL ? mt_xstrdup(tx->envid) : NULL;
+	msg->ret = tx->ret;
+	msg->client = mt_xasprintf("helo=%s addr=%s", s->helo, s->peer_ip);
+	for (unsigned int i = 0; i < tx->rcpt_count; i++) {
+		struct queue_rcpt *r = queue_msg_add_rcpt(msg, tx->rcpts[i].address);
+		r->orcpt = tx->rcpts[i].orcpt != NULL ?
+			mt_xstrdup(tx->rcpts[i].orcpt) : NULL;
+		r->notify = tx->rcpts[i].notify;
+	}
+	size_t size = tx->body.len;
+	msg->size = size;
+	msg->body = queue_body_new(mt_buf_steal(&tx->body), size);
+	tx->queued_size = size;
+	tx->queued_at = monotonic_usecs();
+	smtp_enter_state(s, SMTP_STATE_WAIT);
+	s->queue_op = queue_submit(s->mta->queue, msg,
+				   smtp_server_receiving(s->mta->server) > 0,
+				   queued_done, s);
+}
+
+/* Refuse the content just read; the transaction is over either way. */
+static void refuse_content(struct smtp_session *s, int code, const char *text)
+{
+	smtp_reply(s, code, "%s", text);
+	smtp_tx_reset(s);
+	smtp_enter_state(s, SMTP_STATE_COMMAND);
+}
+
+/* DATA */
+
+void smtp_cmd_data(struct smtp_session *s, const char *args)
+{
+	struct smtp_tx *tx = &s->tx;
+	if (!tx->active) {
+		smtp_reply(s, 503, "5.5.1 Error: need MAIL command");
+		return;
+	}
+	if (tx->bdat_used) {
+		smtp_reply(s, 503, "5.5.1 Error: DATA after BDAT");
+		return;
+	}
+	if (tx->rcpt_count == 0) {
+		smtp_reply(s, 554, "5.5.1 Error: no valid recipients");
+		return;
+	}
+	if (*args != '\0') {
+		smtp_reply(s, 501, "5.5.4 Syntax: DATA");
+		return;
+	}
+	const struct mt_mta_settings *set = s->mta->set;
+	add_received(s);
+	mt_dot_decoder_init(&tx->dec, set->bare_newline_policy == MT_BARE_NEWLINE_NORMALIZE ?
+			    MT_DOT_BARE_NORMALIZE : MT_DOT_BARE_REJECT,
+			    set->max_message_size, LINE_MAX_OCTETS);
+	smtp_reply(s, 354, "End data with <CR><LF>.<CR><LF>");
+	smtp_enter_state(s, SMTP_STATE_DATA);
+}
+
+bool smtp_data_input(struct smtp_session *s)
+{
+	struct smtp_tx *tx = &s->tx;
+	const char *error;
+	if (!mt_dot_decode_evbuffer(&tx->dec, bufferevent_get_input(s->bev),
+				    &tx->body))
+		return false;
+	switch (mt_dot_decoder_result(&tx->dec, &error)) {
+	case MT_DOT_RESULT_OK:
+		finish_message(s);
+		break;
+	case MT_DOT_RESULT_TOO_BIG:
+		refuse_content(s, 552, "5.3.4 Message size exceeds fixed maximum "
+			       "message size");
+		break;
+	case MT_DOT_RESULT_BARE_NEWLINE:
+		mt_slog(MT_LOG_WARNING, &s->log, "bare LF or CR in DATA from %s "
+			"(bare_newline_policy=reject)", s->peer_name);
+		refuse_content(s, 550, "5.6.0 Message contains a bare CR or LF; "
+			       "lines must end with CRLF (RFC 5321 2.3.8)");
+		break;
+	case MT_DOT_RESULT_LINE_TOO_LONG:
+		refuse_content(s, 550, "5.6.0 Message contains a line longer than "
+			       "998 octets (RFC 5322 2.1.1)");
+		break;
+	}
+	return true;
+}
+
+/* BDAT (RFC 3030) */
+
+static bool parse_bdat(const char *args, uint64_t *size_r, bool *last_r)
+{
+	const char *p = args;
+	uint64_t n = 0;
+	if (!isdigit((unsigned char)*p))
+		return false;
+	for (; isdigit((unsigned char)*p); p++) {
+		if (n > (UINT64_MAX - 9) / 10)
+			return false;
+		n = n * 10 + (uint64_t)(*p - '0');
+	}
+	*last_r = false;
+	if (*p == ' ' && strcasecmp(p + 1, "LAST") == 0)
+		*last_r = true;
+	else if (*p != '\0')
+		return false;
+	*size_r = n;
+	return true;
+}
+
+static void bdat_put(struct smtp_tx *tx, uint64_t max, const char *data, size_t len)
+{
+	if (tx->too_big)
+		return;
+	if (tx->body.len - tx->content_start + len > max) {
+		tx->too_big = true;
+		return;
+	}
+	mt_buf_append(&tx->body, data, len);
+}
+
+/* Append chunk octets, applying the bare newline policy and measuring lines.
+ * A CR is held back until the next octet shows whether it ends a line. */
+static void bdat_append(struct smtp_session *s, const char *p, size_t len)
+{
+	struct smtp_tx *tx = &s->tx;
+	const struct mt_mta_settings *set = s->mta->set;
+	bool normalize = set->bare_newline_policy == MT_BARE_NEWLINE_NORMALIZE;
+	uint64_t max = set->max_message_size;
+	size_t i = 0;
+	while (i < len) {
+		if (tx->bdat_cr) {
+			tx->bdat_cr = false;
+			if (p[i] == '\n') {
+				bdat_put(tx, max, "\r\n", 2);
+				tx->line_len = 0;
+				i++;
+				continue;
+			}
+			tx->bare_newline = true;
+			bdat_put(tx, max, normalize ? "\r\n" : "\r", normalize ? 2 : 1);
+			tx->line_len = 0;
+		}
+		size_t run = 0;
+		while (i + run < len && p[i + run] != '\r' && p[i + run] != '\n')
+			run++;
+		bdat_put(tx, max, p + i, run);
+		tx->line_len += run;
+		if (tx->line_len > tx->longest_line)
+			tx->longest_line = tx->line_len;
+		i += run;
+		if (i == len)
+			break;
+		if (p[i] == '\r') {
+			tx->bdat_cr = true;
+		} else {
+			tx->bare_newline = true;
+			bdat_put(tx, max, normalize ? "\r\n" : "\n", normalize ? 2 : 1);
+			tx->line_len = 0;
+		}
+		i++;
+	}
+}
+
+static void bdat_chunk_done(struct smtp_session *s, uint64_t size)
+{
+	struct smtp_tx *tx = &s->tx;
+	smtp_enter_state(s, SMTP_STATE_COMMAND);
+	if (tx->bdat_error != NULL) {
+		/* RFC 3030 2: after a failed chunk the transaction is over. */
+		const char *error = tx->bdat_error;
+		int code = atoi(error);
+		refuse_content(s, code, error + 4);
+		return;
+	}
+	if (tx->too_big) {
+		refuse_content(s, 552, "5.3.4 Message size exceeds fixed maximum "
+			       "message size");
+		return;
+	}
+	if (!tx->bdat_last) {
+		smtp_reply(s, 250, "2.0.0 %llu octets received", (unsigned long long)size);
+		return;
+	}
+	if (tx->bdat_cr) {
+		/* A CR as the very last octet is a bare CR. */
+		tx->bdat_cr = false;
+		tx->bare_newline = true;
+		bool normalize = s->mta->set->bare_newline_policy ==
+			MT_BARE_NEWLINE_NORMALIZE;
+		bdat_put(tx, s->mta->set->max_message_size, normalize ? "\r\n" : "\r",
+			 normalize ? 2 : 1);
+	}
+	if (tx->bare_newline &&
+	    s->mta->set->bare_newline_policy == MT_BARE_NEWLINE_REJECT) {
+		refuse_content(s, 550, "5.6.0 Message contains a bare CR or LF; "
+			       "lines must end with CRLF (RFC 5321 2.3.8)");
+		return;
+	}
+	if (tx->longest_line > LINE_MAX_OCTETS) {
+		refuse_content(s, 550, "5.6.0 Message contains a line longer than "
+			       "998 octets (RFC 5322 2.1.1)");
+		return;
+	}
+	finish_message(s);
+}
+
+void smtp_cmd_bdat(struct smtp_session *s, const char *args)
+{
+	struct smtp_tx *tx = &s->tx;
+	uint64_t size;
+	bool last;
+	if (!parse_bdat(args, &size, &last)) {
+		/* The chunk size is unknown, so its octets cannot be skipped:
+		 * what follows will be read as commands. */
+		smtp_reply(s, 501, "5.5.4 Syntax: BDAT size [LAST]");
+		return;
+	}
+	/* Errors are answered once the chunk has been read (RFC 3030 2). */
+	tx->bdat_error = NULL;
+	if (!tx->active)
+		tx->bdat_error = "503 5.5.1 Error: need MAIL command";
+	else if (tx->rcpt_count == 0)
+		tx->bdat_error = "554 5.5.1 Error: no valid recipients";
+	else if (!tx->bdat_used) {
+		tx->bdat_used = true;
+		add_received(s);
+	}
+	tx->bdat_last = last;
+	tx->bdat_left = size;
+	if (size == 0) {
+		bdat_chunk_done(s, 0);
+		return;
+	}
+	tx->bdat_chunk = size;
+	smtp_enter_state(s, SMTP_STATE_BDAT);
+}
+
+bool smtp_bdat_input(struct smtp_session *s)
+{
+	struct smtp_tx *tx = &s->tx;
+	struct evbuffer *in = bufferevent_get_input(s->bev);
+	size_t avail = evbuffer_get_length(in);
+	if (avail == 0)
+		return false;
+	size_t n = avail < tx->bdat_left ? avail : (size_t)tx->bdat_left;
+	if (tx->bdat_error == NULL) {
+		struct evbuffer_iovec vec[16];
+		size_t done = 0;
+		while (done < n) {
+			int k = evbuffer_peek(in, (ev_ssize_t)(n - done), NULL, vec, 16);
+			size_t taken = 0;
+			for (int i = 0; i < k && i < 16 && done + taken < n; i++) {
+				size_t len = vec[i].iov_len;
+				if (len > n - done - taken)
+					len = n - done - taken;
+				bdat_append(s, vec[i].iov_base, len);
+				taken += len;
+			}
+			evbuffer_drain(in, taken);
+			done += taken;
+		}
+	} else {
+		evbuffer_drain(in, n);
+	}
+	tx->bdat_left -= n;
+	if (tx->bdat_left > 0)
+		return false;
+	bdat_chunk_done(s, tx->bdat_chunk);
+	return true;
+}

@@ -1,0 +1,587 @@
+/* smtp-session.c — one ESMTP server connection: the bufferevent and its
+ * callbacks, the input loop (command lines, DATA/BDAT content), command
+ * dispatch through the table, replies and their counters, timeouts, the
+ * switch to TLS, and the end of the session with its summary log line.
+ *
+ * Trust boundary: every byte from the socket is the client's. Command lines
+ * go through lib/lineio (bounded, CRLF only unless bare_newline_policy =
+ * normalize, no NUL); content goes to smtp-data.c. Input is read at most
+ * INPUT_HIGH ahead of processing and command processing pauses while more
+ * than OUTPUT_HIGH of replies wait to be sent, so a client that pipelines
+ * without reading cannot grow our memory.
+ * RFCs: 5321 3.1 (greeting), 4.2 (replies), 4.5.3.2 (timeouts); 2920
+ * (pipelining); 3207 4.2 (discard plaintext state after STARTTLS); 8314
+ * (implicit TLS). */
+#include "smtp-session.h"
+#include "alloc.h"
+#include "dirsvc.h"
+#include "mta-policy.h"
+#include "mta.h"
+#include "tls.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/event.h>
+
+#define INPUT_HIGH (1024u * 1024u)
+#define OUTPUT_HIGH (256u * 1024u)
+
+static const char *const state_names[SMTP_STATE_COUNT] = {
+	[SMTP_STATE_HANDSHAKE] = "handshake",
+	[SMTP_STATE_COMMAND] = "command",
+	[SMTP_STATE_AUTH] = "auth",
+	[SMTP_STATE_DATA] = "data",
+	[SMTP_STATE_BDAT] = "bdat",
+	[SMTP_STATE_WAIT] = "wait",
+	[SMTP_STATE_STARTTLS] = "starttls",
+	[SMTP_STATE_CLOSING] = "closing",
+};
+
+static const char *const service_names[SMTP_SERVICE_COUNT] = {
+	[SMTP_SERVICE_SMTP] = "smtp",
+	[SMTP_SERVICE_SUBMISSION] = "submission",
+	[SMTP_SERVICE_SUBMISSIONS] = "submissions",
+};
+
+static void read_cb(struct bufferevent *bev, void *arg);
+static void write_cb(struct bufferevent *bev, void *arg);
+static void event_cb(struct bufferevent *bev, short what, void *arg);
+
+/* Timers */
+
+static void arm_idle_timer(struct smtp_session *s)
+{
+	const struct mt_mta_settings *set = s->mta->set;
+	uint64_t ms = s->state == SMTP_STATE_DATA || s->state == SMTP_STATE_BDAT ?
+		set->data_timeout : set->command_timeout;
+	struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000 };
+	evtimer_add(s->idle_timer, &tv);
+}
+
+static void idle_timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct smtp_session *s = arg;
+	if (s->state == SMTP_STATE_CLOSING) {
+		/* The client does not even read our last reply. */
+		smtp_session_close(s, "timeout writing the last reply");
+		return;
+	}
+	mt_slog(MT_LOG_INFO, &s->log, "timeout after state=%s from %s",
+		state_names[s->state], s->peer_name);
+	smtp_session_finish(s, 421, "4.4.2 %s Error: timeout exceeded",
+			    s->mta->hostname);
+}
+
+static void life_timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct smtp_session *s = arg;
+	if (s->state == SMTP_STATE_CLOSING) {
+		smtp_session_close(s, "max_session_time while closing");
+		return;
+	}
+	mt_slog(MT_LOG_INFO, &s->log, "max_session_time reached from %s",
+		s->peer_name);
+	smtp_session_finish(s, 421, "4.4.2 %s Error: session time limit exceeded",
+			    s->mta->hostname);
+}
+
+/* States */
+
+void smtp_enter_state(struct smtp_session *s, enum smtp_state state)
+{
+	if (s->state == state)
+		return;
+	mt_slog(MT_LOG_DEBUG, &s->log, "state %s -> %s", state_names[s->state],
+		state_names[state]);
+	enum smtp_state old = s->state;
+	bool was_receiving = old == SMTP_STATE_DATA || old == SMTP_STATE_BDAT;
+	bool receiving = state == SMTP_STATE_DATA || state == SMTP_STATE_BDAT;
+	if (was_receiving != receiving)
+		smtp_server_note_receiving(s->mta->server, receiving ? 1 : -1);
+	s->state = state;
+	if (state == SMTP_STATE_COMMAND &&
+	    (old == SMTP_STATE_DATA || old == SMTP_STATE_BDAT ||
+	     old == SMTP_STATE_WAIT))
+		mt_line_reader_reset(&s->reader);
+	if (state == SMTP_STATE_DATA || state == SMTP_STATE_BDAT ||
+	    old == SMTP_STATE_DATA || old == SMTP_STATE_BDAT)
+		arm_idle_timer(s);
+}
+
+/* Replies */
+
+static void count_reply(struct smtp_session *s, int code)
+{
+	if (code >= 500)
+		s->errors++;
+	/* 334 and 354 ask for more; the command is done at its final reply. */
+	if (s->current_cmd < 0 || code == 334 || code == 354)
+		return;
+	if (code < 400)
+		s->cmd_ok[s->current_cmd]++;
+	s->current_cmd = -1;
+}
+
+static void reply_va(struct smtp_session *s, int code, bool more,
+		     const char *fmt, va_list ap)
+{
+	struct mt_buf text = MT_BUF_INIT;
+	mt_buf_vappendf(&text, fmt, ap);
+	mt_line_reply(bufferevent_get_output(s->bev), code, more, "%s",
+		      mt_buf_cstr(&text));
+	if (!more && code >= 400) {
+		const char *cmd = s->current_cmd >= 0 ?
+			(s->current_cmd == (int)SMTP_CMD_UNKNOWN ? "unknown" :
+			 smtp_commands[s->current_cmd].name) : "-";
+		mt_slog(MT_LOG_INFO, &s->log, "reject cmd=%s from %s: %d %s", cmd,
+			s->peer_name, code, mt_buf_cstr(&text));
+	}
+	mt_buf_free(&text);
+}
+
+void smtp_reply(struct smtp_session *s, int code, const char *fmt, ...)
+{
+	va_list ap;
+	if (s->closed)
+		return;
+	va_start(ap, fmt);
+	reply_va(s, code, false, fmt, ap);
+	va_end(ap);
+	count_reply(s, code);
+}
+
+void smtp_reply_more(struct smtp_session *s, int code, const char *fmt, ...)
+{
+	va_list ap;
+	if (s->closed)
+		return;
+	va_start(ap, fmt);
+	reply_va(s, code, true, fmt, ap);
+	va_end(ap);
+}
+
+void smtp_session_finish(struct smtp_session *s, int code, const char *fmt, ...)
+{
+	va_list ap;
+	if (s->closed || s->state == SMTP_STATE_CLOSING)
+		return;
+	va_start(ap, fmt);
+	reply_va(s, code, false, fmt, ap);
+	va_end(ap);
+	count_reply(s, code);
+	smtp_enter_state(s, SMTP_STATE_CLOSING);
+	/* Nothing more is read; write_cb closes once the reply is out, or
+	 * the idle timer if the client does not take it. */
+	bufferevent_disable(s->bev, EV_READ);
+	bufferevent_enable(s->bev, EV_WRITE);
+	arm_idle_timer(s);
+}
+
+/* Policy helpers for the handlers */
+
+bool smtp_auth_required(const struct smtp_session *s)
+{
+	return s->service != SMTP_SERVICE_SMTP;
+}
+
+bool smtp_auth_offered(const struct smtp_session *s)
+{
+	return s->mta->dirsvc != NULL &&
+		(s->tls || !s->mta->set->require_tls_for_auth);
+}
+
+/* Submission with AUTH only over TLS: nothing but the PRE_TLS commands
+ * before STARTTLS (RFC 3207 4: a server may require it). */
+static bool tls_required(const struct smtp_session *s)
+{
+	return s->service == SMTP_SERVICE_SUBMISSION &&
+		s->mta->set->require_tls_for_auth && s->mta->tls_server != NULL;
+}
+
+/* Dispatch */
+
+static const struct smtp_command *find_command(const char *verb, size_t len,
+					       int *index_r)
+{
+	for (unsigned int i = 0; i < smtp_command_count; i++) {
+		if (strlen(smtp_commands[i].name) == len &&
+		    strncasecmp(smtp_commands[i].name, verb, len) == 0) {
+			*index_r = (int)i;
+			return &smtp_commands[i];
+		}
+	}
+	return NULL;
+}
+
+static void dispatch(struct smtp_session *s, const char *line)
+{
+	const struct mt_mta_settings *set = s->mta->set;
+	size_t verb_len = strcspn(line, " ");
+	const char *args = line + verb_len + (line[verb_len] == ' ' ? 1 : 0);
+	int index;
+	const struct smtp_command *cmd = find_command(line, verb_len, &index);
+
+	if (cmd == NULL) {
+		s->cmd_total[SMTP_CMD_UNKNOWN]++;
+		s->current_cmd = (int)SMTP_CMD_UNKNOWN;
+		smtp_reply(s, 500, line[0] == '\0' ? "5.5.2 Error: bad syntax" :
+			   "5.5.2 Error: command not recognized");
+		return;
+	}
+	s->cmd_total[index]++;
+	s->current_cmd = index;
+	if (smtp_server_draining(s) && cmd->handler != smtp_cmd_quit) {
+		smtp_session_finish(s, 421, "4.3.2 %s Service shutting down",
+				    s->mta->hostname);
+		return;
+	}
+	if ((cmd->flags & SMTP_CMD_JUNK) != 0 && ++s->junk > set->max_junk_commands) {
+		smtp_session_finish(s, 421, "4.7.0 %s Error: too many %s commands",
+				    s->mta->hostname, cmd->name);
+		return;
+	}
+	if ((cmd->flags & SMTP_CMD_PRE_TLS) == 0 && !s->tls && tls_required(s)) {
+		smtp_reply(s, 530, "5.7.0 Must issue a STARTTLS command first");
+		return;
+	}
+	if ((cmd->flags & SMTP_CMD_PRE_AUTH) == 0 && !s->authenticated &&
+	    smtp_auth_required(s)) {
+		smtp_reply(s, 530, "5.7.0 Authentication required");
+		return;
+	}
+	/* RFC 2920 3.1: these end a group; input already waiting after them
+	 * is improper pipelining (STARTTLS discards it and says so). */
+	if ((cmd->flags & SMTP_CMD_GROUP_END) != 0 && cmd->handler != smtp_cmd_starttls &&
+	    evbuffer_get_length(bufferevent_get_input(s->bev)) > 0)
+		mt_slog(MT_LOG_DEBUG, &s->log, "improper pipelining after %s from %s",
+			cmd->name, s->peer_name);
+	cmd->handler(s, args);
+}
+
+/* One command or AUTH line; false when none is complete yet. */
+static bool read_command(struct smtp_session *s)
+{
+	const char *error;
+	enum mt_line_status status = mt_line_read(&s->reader,
+		bufferevent_get_input(s->bev), &s->line, &error);
+
+	switch (status) {
+	case MT_LINE_NEED_MORE:
+		return false;
+	case MT_LINE_OK:
+		if (s->state == SMTP_STATE_AUTH)
+			smtp_auth_continue(s, mt_buf_cstr(&s->line));
+		else
+			dispatch(s, mt_buf_cstr(&s->line));
+		return true;
+	case MT_LINE_TOO_LONG:
+		s->current_cmd = -1;
+		if (s->state == SMTP_STATE_AUTH)
+			smtp_auth_continue(s, NULL);
+		smtp_reply(s, 500, "5.5.2 Error: line too long");
+		return true;
+	default:
+		s->current_cmd = -1;
+		if (s->state == SMTP_STATE_AUTH)
+			smtp_auth_continue(s, NULL);
+		mt_slog(MT_LOG_INFO, &s->log, "bad command line from %s: %s",
+			s->peer_name, error);
+		smtp_reply(s, 500, "5.5.2 Error: %s", error);
+		return true;
+	}
+}
+
+static void process_input(struct smtp_session *s)
+{
+	const struct mt_mta_settings *set = s->mta->set;
+	while (!s->closed) {
+		if (s->errors > set->max_errors) {
+			smtp_session_finish(s, 421, "4.7.0 %s Error: too many errors",
+					    s->mta->hostname);
+			return;
+		}
+		if (evbuffer_get_length(bufferevent_get_output(s->bev)) > OUTPUT_HIGH) {
+			/* Resumed by write_cb once the client reads. */
+			s->input_paused = true;
+			return;
+		}
+		bool progress;
+		switch (s->state) {
+		case SMTP_STATE_COMMAND:
+		case SMTP_STATE_AUTH:
+			progress = read_command(s);
+			break;
+		case SMTP_STATE_DATA:
+			progress = smtp_data_input(s);
+			break;
+		case SMTP_STATE_BDAT:
+			progress = smtp_bdat_input(s);
+			break;
+		default:
+			return;
+		}
+		if (!progress)
+			return;
+	}
+}
+
+void smtp_session_resume(struct smtp_session *s)
+{
+	if (!s->closed)
+		process_input(s);
+}
+
+/* Callbacks */
+
+static void set_callbacks(struct smtp_session *s)
+{
+	bufferevent_setcb(s->bev, read_cb, write_cb, event_cb, s);
+	bufferevent_setwatermark(s->bev, EV_READ, 0, INPUT_HIGH);
+	bufferevent_enable(s->bev, EV_READ | EV_WRITE);
+}
+
+static void greet(struct smtp_session *s)
+{
+	smtp_enter_state(s, SMTP_STATE_COMMAND);
+	s->greeted = true;
+	mt_line_reply(bufferevent_get_output(s->bev), 220, false,
+		      "%s ESMTP %s", s->mta->hostname, MTA_NAME);
+}
+
+static void read_cb(struct bufferevent *bev, void *arg)
+{
+	struct smtp_session *s = arg;
+	if (s->state != SMTP_STATE_CLOSING)
+		arm_idle_timer(s);
+	process_input(s);
+}
+
+/* STARTTLS: the 220 is on the wire; wrap the socket in TLS. Whatever the
+ * client pipelined after the command is dropped with the plain
+ * bufferevent (RFC 3207 4.2, CVE-2011-0411). */
+static void start_tls(struct smtp_session *s)
+{
+	size_t discarded = 0;
+	const char *error;
+	struct bufferevent *tls_bev = mt_tls_bev_starttls(s->mta->tls_server,
+		&s->bev, NULL, &discarded, &error);
+	if (tls_bev == NULL) {
+		mt_slog(MT_LOG_WARNING, &s->log, "STARTTLS from %s failed: %s",
+			s->peer_name, error);
+		smtp_session_close(s, "starttls failed");
+		return;
+	}
+	s->bev = tls_bev;
+	if (discarded > 0)
+		mt_slog(MT_LOG_WARNING, &s->log, "discarded %zu octets pipelined "
+			"after STARTTLS from %s (RFC 3207 4.2)", discarded,
+			s->peer_name);
+	mt_line_reader_reset(&s->reader);
+	smtp_enter_state(s, SMTP_STATE_HANDSHAKE);
+	set_callbacks(s);
+}
+
+static void write_cb(struct bufferevent *bev, void *arg)
+{
+	struct smtp_session *s = arg;
+	if (s->state == SMTP_STATE_CLOSING) {
+		smtp_session_close(s, "done");
+		return;
+	}
+	if (s->state == SMTP_STATE_STARTTLS) {
+		start_tls(s);
+		return;
+	}
+	if (s->input_paused) {
+		s->input_paused = false;
+		process_input(s);
+	}
+}
+
+static void tls_established(struct smtp_session *s)
+{
+	SSL *ssl = bufferevent_openssl_get_ssl(s->bev);
+	s->tls = true;
+	if (ssl != NULL)
+		mt_tls_describe(ssl, s->tls_info, sizeof(s->tls_info));
+	mt_slog(MT_LOG_INFO, &s->log, "tls from %s: %s", s->peer_name, s->tls_info);
+	if (!s->greeted)
+		greet(s);
+	else
+		smtp_enter_state(s, SMTP_STATE_COMMAND);
+	process_input(s);
+}
+
+static void event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct smtp_session *s = arg;
+	if ((what & BEV_EVENT_CONNECTED) != 0) {
+		tls_established(s);
+		return;
+	}
+	char why[256], tls_error[128];
+	if ((what & BEV_EVENT_EOF) != 0)
+		snprintf(why, sizeof(why), "lost connection in state %s",
+			 state_names[s->state]);
+	else if (bufferevent_openssl_get_ssl(bev) != NULL)
+		snprintf(why, sizeof(why), "tls error in state %s: %s",
+			 state_names[s->state],
+			 mt_tls_bev_error(bev, tls_error, sizeof(tls_error)));
+	else
+		snprintf(why, sizeof(why), "connection error in state %s",
+			 state_names[s->state]);
+	smtp_session_close(s, why);
+}
+
+/* Life cycle */
+
+struct smtp_session *smtp_session_new(struct mta *mta, enum smtp_service service,
+				      int fd, const struct sockaddr *peer,
+				      socklen_t peerlen)
+{
+	struct event_base *base = mt_loop_base(mta->loop);
+	struct smtp_session *s = mt_xcalloc(1, sizeof(*s));
+	const char *error;
+
+	s->mta = mta;
+	s->service = service;
+	s->log.session_id = mt_session_id_new();
+	s->current_cmd = -1;
+	if (peerlen > sizeof(s->peer))
+		peerlen = sizeof(s->peer);
+	memcpy(&s->peer, peer, peerlen);
+	mt_sockaddr_str(peer, s->peer_name, sizeof(s->peer_name));
+	smtp_format_peer_ip(peer, s->peer_ip, sizeof(s->peer_ip));
+	s->trusted = mta_policy_is_trusted_client(mta->policy, peer);
+	s->cmd_total = mt_xcalloc(smtp_command_count + 1, sizeof(unsigned int));
+	s->cmd_ok = mt_xcalloc(smtp_command_count + 1, sizeof(unsigned int));
+	mt_line_reader_init(&s->reader, mta->set->max_line_length,
+			    mta->set->bare_newline_policy == MT_BARE_NEWLINE_NORMALIZE ?
+			    MT_LINE_ACCEPT_LF : MT_LINE_STRICT_CRLF);
+
+	error = "bufferevent_socket_new failed";
+	if (service != SMTP_SERVICE_SUBMISSIONS)
+		s->bev = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
+	else if (mta->tls_server != NULL)
+		s->bev = mt_tls_bev_accept(mta->tls_server, base, fd, &error);
+	else
+		error = "no TLS certificate configured";
+	if (s->bev == NULL) {
+		mt_slog(MT_LOG_ERROR, &s->log, "cannot set up the connection from %s: %s",
+			s->peer_name, error);
+		if (service != SMTP_SERVICE_SUBMISSIONS || mta->tls_server == NULL)
+			close(fd);
+		free(s->cmd_total);
+		free(s->cmd_ok);
+		free(s);
+		return NULL;
+	}
+	s->idle_timer = evtimer_new(base, idle_timeout_cb, s);
+	s->life_timer = evtimer_new(base, life_timeout_cb, s);
+	if (s->idle_timer == NULL || s->life_timer == NULL)
+		mt_panic("evtimer_new failed");
+	uint64_t life = mta->set->max_session_time;
+	struct timeval tv = { (time_t)(life / 1000), (suseconds_t)(life % 1000) * 1000 };
+	evtimer_add(s->life_timer, &tv);
+
+	mt_slog(MT_LOG_INFO, &s->log, "connect from %s service=%s%s", s->peer_name,
+		service_names[service], s->trusted ? " trusted=yes" : "");
+	set_callbacks(s);
+	if (service == SMTP_SERVICE_SUBMISSIONS) {
+		s->state = SMTP_STATE_HANDSHAKE;
+		arm_idle_timer(s);
+	} else {
+		s->state = SMTP_STATE_HANDSHAKE;	/* so greet() logs the change */
+		greet(s);
+		arm_idle_timer(s);
+	}
+	return s;
+}
+
+/* "ehlo=1 mail=1 rcpt=1/2 data=1 quit=1 commands=5/6" */
+static void log_summary(struct smtp_session *s, const char *reason)
+{
+	struct mt_buf line = MT_BUF_INIT;
+	unsigned int total = 0, ok = 0;
+	for (unsigned int i = 0; i <= smtp_command_count; i++) {
+		if (s->cmd_total[i] == 0)
+			continue;
+		const char *name = i == SMTP_CMD_UNKNOWN ? "unknown" :
+			smtp_commands[i].name;
+		mt_buf_append_char(&line, ' ');
+		for (const char *p = name; *p != '\0'; p++)
+			mt_buf_append_char(&line, (char)(*p | 0x20));
+		if (s->cmd_ok[i] == s->cmd_total[i])
+			mt_buf_appendf(&line, "=%u", s->cmd_total[i]);
+		else
+			mt_buf_appendf(&line, "=%u/%u", s->cmd_ok[i], s->cmd_total[i]);
+		total += s->cmd_total[i];
+		ok += s->cmd_ok[i];
+	}
+	if (ok == total)
+		mt_buf_appendf(&line, " commands=%u", total);
+	else
+		mt_buf_appendf(&line, " commands=%u/%u", ok, total);
+	mt_slog(MT_LOG_INFO, &s->log, "disconnect from %s reason=\"%s\" messages=%u%s",
+		s->peer_name, reason, s->messages, mt_buf_cstr(&line));
+	mt_buf_free(&line);
+}
+
+static void session_free(void *context)
+{
+	struct smtp_session *s = context;
+	free(s->cmd_total);
+	free(s->cmd_ok);
+	free(s);
+}
+
+void smtp_session_close(struct smtp_session *s, const char *reason)
+{
+	if (s->closed)
+		return;
+	s->closed = true;
+	if (s->state == SMTP_STATE_DATA || s->state == SMTP_STATE_BDAT)
+		smtp_server_note_receiving(s->mta->server, -1);
+	s->log.queue_id[0] = '\0';
+	log_summary(s, reason);
+	mt_dirsvc_request_cancel(&s->dir_req);
+	queue_op_forget(&s->queue_op);
+	smtp_tx_reset(s);
+	free(s->pending_rcpt.address);
+	free(s->pending_rcpt.orcpt);
+	free(s->helo);
+	free(s->auth_user);
+	if (s->auth_login_user != NULL) {
+		explicit_bzero(s->auth_login_user, strlen(s->auth_login_user));
+		free(s->auth_login_user);
+	}
+	mt_buf_free(&s->line);
+	if (s->bev != NULL)
+		bufferevent_free(s->bev);
+	s->bev = NULL;
+	event_free(s->idle_timer);
+	event_free(s->life_timer);
+	smtp_server_session_closed(s->mta->server, s);
+	/* We may be inside one of s's callbacks: free it from the loop. */
+	mt_loop_post(s->mta->loop, session_free, s);
+}
+
+void smtp_session_drain(struct smtp_session *s)
+{
+	/* Idle between transactions: go now. Otherwise the next command
+	 * gets the 421 (dispatch()). */
+	if (s->state == SMTP_STATE_COMMAND && !s->tx.active &&
+	    evbuffer_get_length(bufferevent_get_input(s->bev)) == 0)
+		smtp_session_finish(s, 421, "4.3.2 %s Service shutting down",
+				    s->mta->hostname);
+	else if (s->state == SMTP_STATE_HANDSHAKE)
+		smtp_session_close(s, "shutdown during tls handshake");
+}

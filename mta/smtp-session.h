@@ -1,0 +1,236 @@
+/* smtp-session.h — one ESMTP server connection (smtp-session.c), its
+ * command handlers (smtp-commands.c, smtp-auth.c, smtp-data.c) and the
+ * server that holds the sessions and their limits.
+ *
+ * Connection state (struct smtp_session) and transaction state (struct
+ * smtp_tx, from MAIL to the end of DATA) are separate objects with their own
+ * reset. Commands that wait on the directory or the queue split into a check
+ * half that runs at once and a proceed half run by the completion; meanwhile
+ * the session is in SMTP_STATE_WAIT and reads no further commands (pipelined
+ * ones wait in the input buffer, RFC 2920 3.1).
+ *
+ * Trust boundary: everything read from the socket is the client's. Lines
+ * are bounded (max_line_length), message content is decoded only by
+ * lib/dotcodec (CRLF.CRLF ends DATA, nothing else), and every client-driven
+ * count (errors, junk commands, recipients, size, idle and total time) has a
+ * limit from [mta].
+ * RFCs: 5321 (ESMTP), 1870 (SIZE), 2920 (PIPELINING), 3030 (CHUNKING),
+ * 6152 (8BITMIME), 2034/3463 (enhanced status codes), 3207 (STARTTLS),
+ * 4954 (AUTH), 4616 (PLAIN), 6531 (SMTPUTF8), 8314 (implicit TLS). */
+#ifndef MT_MTA_SMTP_SESSION_H
+#define MT_MTA_SMTP_SESSION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "buf.h"
+#include "dotcodec.h"
+#include "lineio.h"
+#include "log.h"
+#include "loop.h"
+#include "queue.h"
+
+struct bufferevent;
+struct event;
+struct mta;
+struct mt_dirsvc_request;
+
+/* Which listener accepted the connection. */
+enum smtp_service {
+	SMTP_SERVICE_SMTP,		/* 25: MX and trusted relay clients */
+	SMTP_SERVICE_SUBMISSION,	/* 587: AUTH required (RFC 6409) */
+	SMTP_SERVICE_SUBMISSIONS,	/* 465: implicit TLS, AUTH required */
+	SMTP_SERVICE_COUNT
+};
+
+enum smtp_state {
+	SMTP_STATE_HANDSHAKE,	/* implicit TLS handshake, before the greeting */
+	SMTP_STATE_COMMAND,	/* reading command lines */
+	SMTP_STATE_AUTH,	/* reading an AUTH continuation line */
+	SMTP_STATE_DATA,	/* reading DATA content up to CRLF.CRLF */
+	SMTP_STATE_BDAT,	/* reading a BDAT chunk of known size */
+	SMTP_STATE_WAIT,	/* waiting for the directory or the queue */
+	SMTP_STATE_STARTTLS,	/* 220 queued; TLS starts once it is sent */
+	SMTP_STATE_CLOSING,	/* last reply queued; close once it is sent */
+	SMTP_STATE_COUNT
+};
+
+/* The command table (smtp-commands.c). */
+enum smtp_cmd_flags {
+	SMTP_CMD_PRE_TLS = 0x1,	/* allowed where TLS is required, before it */
+	SMTP_CMD_PRE_AUTH = 0x2,	/* allowed where AUTH is required, before it */
+	SMTP_CMD_JUNK = 0x4,	/* counts against max_junk_commands */
+	SMTP_CMD_GROUP_END = 0x8,	/* must end a pipelined group (RFC 2920 3.1) */
+};
+
+struct smtp_session;
+typedef void smtp_cmd_handler_t(struct smtp_session *s, const char *args);
+
+struct smtp_command {
+	const char *name;
+	smtp_cmd_handler_t *handler;
+	unsigned int flags;
+};
+
+extern const struct smtp_command smtp_commands[];
+extern const unsigned int smtp_command_count;
+/* Counter slot for lines that match no command. */
+#define SMTP_CMD_UNKNOWN smtp_command_count
+
+struct smtp_rcpt {
+	char *address;		/* as accepted, normal form */
+	char *orcpt;		/* DSN ORCPT or NULL */
+	unsigned int notify;	/* QUEUE_NOTIFY_* */
+};
+
+/* One mail transaction: MAIL FROM .. end of DATA/BDAT LAST, or RSET. */
+struct smtp_tx {
+	bool active;			/* MAIL FROM accepted */
+	char queue_id[QUEUE_ID_LEN + 1];
+	char *sender;			/* "" for <> */
+	uint64_t declared_size;		/* SIZE=, 0 if none */
+	bool body_8bit, smtputf8;
+	enum queue_ret ret;
+	char *envid;
+	struct smtp_rcpt *rcpts;
+	unsigned int rcpt_count;
+	/* Content: our Received: line, then the client's message. */
+	struct mt_buf body;
+	size_t content_start;		/* offset of the client's part in body */
+	struct mt_dot_decoder dec;	/* DATA */
+	bool bdat_used;			/* BDAT seen: DATA now refused */
+	uint64_t bdat_chunk;		/* size of the current chunk */
+	uint64_t bdat_left;		/* octets of the current chunk to read */
+	bool bdat_last;
+	const char *bdat_error;		/* reply for this chunk, once read */
+	bool bdat_cr;			/* last octet of the previous chunk was CR */
+	bool bare_newline, too_big;
+	size_t line_len, longest_line;
+	size_t queued_size;		/* body octets handed to the queue */
+	uint64_t queued_at;		/* monotonic usecs of the hand-over */
+};
+
+/* A recipient waiting for its directory answer. */
+struct smtp_pending_rcpt {
+	char *address;
+	char *orcpt;
+	unsigned int notify;
+};
+
+struct smtp_session {
+	struct smtp_session *prev, *next;
+	struct mta *mta;
+	enum smtp_service service;
+	struct bufferevent *bev;
+	struct mt_logctx log;
+	struct sockaddr_storage peer;
+	char peer_ip[MT_SOCKADDR_STRLEN];	/* "a.b.c.d" or "v6addr" */
+	char peer_name[MT_SOCKADDR_STRLEN];	/* "a.b.c.d:port" for logs */
+	bool trusted;			/* client address in mynetworks */
+
+	enum smtp_state state;
+	struct mt_line_reader reader;
+	struct mt_buf line;
+	struct event *idle_timer;	/* command_timeout / data_timeout */
+	struct event *life_timer;	/* max_session_time */
+	bool greeted;			/* the 220 greeting was sent */
+	bool closed;			/* gone from the server; freed soon */
+	bool input_paused;		/* output backlog: resume on drain */
+
+	/* Connection state, reset by STARTTLS (RFC 3207 4.2). */
+	char *helo;
+	bool esmtp;
+	bool tls;
+	char tls_info[128];
+	bool authenticated;
+	char *auth_user;
+
+	struct smtp_tx tx;
+	struct smtp_pending_rcpt pending_rcpt;
+	struct mt_dirsvc_request *dir_req;
+	struct queue_op *queue_op;
+	/* AUTH in progress */
+	int auth_mech;			/* 0 none, 1 PLAIN, 2 LOGIN */
+	char *auth_login_user;		/* LOGIN: the user, awaiting password */
+
+	/* Limits and counters */
+	unsigned int errors, junk;
+	int current_cmd;		/* index awaiting its final reply, -1 none */
+	unsigned int *cmd_total, *cmd_ok;	/* smtp_command_count + 1 */
+	unsigned int messages;
+};
+
+/* The server: every session, and the limits across them. */
+struct smtp_server *smtp_server_new(struct mta *mta);
+/* Close every session now (shutdown after the drain). */
+void smtp_server_free(struct smtp_server **server_p);
+/* A new connection from a listener (takes fd). */
+void smtp_server_accept(struct smtp_server *server, enum smtp_service service,
+			int fd, const struct sockaddr *peer, socklen_t peerlen);
+/* SIGTERM: say 421 to idle sessions, let the others finish their
+ * transaction; mta_drain_check() when the last one is gone. */
+void smtp_server_drain(struct smtp_server *server);
+unsigned int smtp_server_count(const struct smtp_server *server);
+/* Sessions receiving message content now (DATA or BDAT): others about to
+ * commit, for the queue's group commit (commit_delay). */
+unsigned int smtp_server_receiving(const struct smtp_server *server);
+/* A session started (+1) or stopped (-1) receiving content. */
+void smtp_server_note_receiving(struct smtp_server *server, int delta);
+
+/* Between smtp-server.c and smtp-session.c. */
+
+/* A session on an accepted fd (taken); NULL if it could not be set up. */
+struct smtp_session *smtp_session_new(struct mta *mta, enum smtp_service service,
+				      int fd, const struct sockaddr *peer,
+				      socklen_t peerlen);
+/* Close now: log the summary, cancel what is pending, free from the loop. */
+void smtp_session_close(struct smtp_session *s, const char *reason);
+/* Drain: an idle session says 421 and closes; a busy one after its reply. */
+void smtp_session_drain(struct smtp_session *s);
+/* The client's address without the port ("192.0.2.1", "2001:db8::1"). */
+void smtp_format_peer_ip(const struct sockaddr *peer, char *buf, size_t size);
+/* The session is gone: unlink it and release its limits. */
+void smtp_server_session_closed(struct smtp_server *server,
+				struct smtp_session *s);
+
+/* For the handlers (smtp-session.c). */
+
+/* The final or only line of a reply: "250 2.1.0 Ok". text starts with the
+ * enhanced status code. Counts the command done (2xx/3xx) and errors (5xx). */
+void smtp_reply(struct smtp_session *s, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* A non-final line of a multi-line reply ("250-..."). */
+void smtp_reply_more(struct smtp_session *s, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void smtp_enter_state(struct smtp_session *s, enum smtp_state state);
+/* Resume reading input after an asynchronous step finished. */
+void smtp_session_resume(struct smtp_session *s);
+/* Queue a last reply (421/221) and close once it is written. */
+void smtp_session_finish(struct smtp_session *s, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Is AUTH on offer in this session now? */
+bool smtp_auth_offered(const struct smtp_session *s);
+/* Does this service require AUTH before mail? */
+bool smtp_auth_required(const struct smtp_session *s);
+/* Is the server shutting down (sessions end after their transaction)? */
+bool smtp_server_draining(const struct smtp_session *s);
+
+/* Transaction (smtp-commands.c). */
+void smtp_tx_reset(struct smtp_session *s);
+
+/* Handlers */
+smtp_cmd_handler_t smtp_cmd_ehlo, smtp_cmd_helo, smtp_cmd_mail, smtp_cmd_rcpt,
+	smtp_cmd_rset, smtp_cmd_noop, smtp_cmd_quit, smtp_cmd_vrfy,
+	smtp_cmd_help, smtp_cmd_starttls, smtp_cmd_not_implemented;
+/* smtp-auth.c */
+smtp_cmd_handler_t smtp_cmd_auth;
+/* An AUTH continuation line (state SMTP_STATE_AUTH). */
+void smtp_auth_continue(struct smtp_session *s, const char *line);
+/* smtp-data.c */
+smtp_cmd_handler_t smtp_cmd_data, smtp_cmd_bdat;
+/* Consume DATA or BDAT content from the input; false when it needs more. */
+bool smtp_data_input(struct smtp_session *s);
+bool smtp_bdat_input(struct smtp_session *s);
+
+#endif

@@ -1,0 +1,78 @@
+# popstore/daemon.mk — mailtier-popstore, the daemon (LMTP in, POP3 out) on
+# top of the store library of popstore/local.mk; its unit and integration
+# tests and its benchmark. Included by Makefile.am after popstore/local.mk.
+sbin_PROGRAMS += popstore/mailtier-popstore
+
+popstore_daemon_sources = \
+	popstore/popstore.h \
+	popstore/lmtp-session.c popstore/lmtp-session.h \
+	popstore/lmtp-commands.c \
+	popstore/lmtp-headers.c popstore/lmtp-headers.h \
+	popstore/pop3-session.c popstore/pop3-session.h \
+	popstore/pop3-commands.c \
+	popstore/pop3-auth.c \
+	popstore/pop3-sasl.c popstore/pop3-sasl.h \
+	popstore/pop3-fetch.c \
+	popstore/pop3-top.c popstore/pop3-top.h
+
+popstore_mailtier_popstore_SOURCES = popstore/main.c $(popstore_daemon_sources)
+popstore_mailtier_popstore_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) \
+	$(LIBEVENT_OPENSSL_CFLAGS) $(OPENSSL_CFLAGS) $(LDAP_CFLAGS) \
+	-I$(top_srcdir)/popstore
+popstore_mailtier_popstore_LDADD = popstore/libmtstore.a dirsvc/libdirsvc.a \
+	lib/libmtsettings.a $(BDB_LIBS) $(DIRSVC_LIBS) $(MAILTIER_LIBS)
+
+EXTRA_DIST += popstore/README.md
+
+# Unit tests of the daemon's pure parts (SASL PLAIN, TOP, trace headers).
+popstore_daemon_unit_tests = \
+	tests/unit/test-pop3-sasl \
+	tests/unit/test-pop3-top \
+	tests/unit/test-lmtp-headers
+check_PROGRAMS += $(popstore_daemon_unit_tests)
+TESTS += $(popstore_daemon_unit_tests)
+POPSTORE_UNIT_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) -I$(top_srcdir)/popstore
+
+tests_unit_test_pop3_sasl_SOURCES = tests/unit/test-pop3-sasl.c \
+	popstore/pop3-sasl.c popstore/pop3-sasl.h
+tests_unit_test_pop3_sasl_CFLAGS = $(POPSTORE_UNIT_CFLAGS)
+tests_unit_test_pop3_sasl_LDADD = $(MAILTIER_LIBS) $(CMOCKA_LIBS)
+
+tests_unit_test_pop3_top_SOURCES = tests/unit/test-pop3-top.c \
+	popstore/pop3-top.c popstore/pop3-top.h
+tests_unit_test_pop3_top_CFLAGS = $(POPSTORE_UNIT_CFLAGS) $(LIBEVENT_CFLAGS)
+tests_unit_test_pop3_top_LDADD = $(MAILTIER_LIBS) $(CMOCKA_LIBS)
+
+tests_unit_test_lmtp_headers_SOURCES = tests/unit/test-lmtp-headers.c \
+	popstore/lmtp-headers.c popstore/lmtp-headers.h
+tests_unit_test_lmtp_headers_CFLAGS = $(POPSTORE_UNIT_CFLAGS)
+tests_unit_test_lmtp_headers_LDADD = $(MAILTIER_LIBS) $(CMOCKA_LIBS)
+
+# Integration tests: real slapd (mailtierctl directory up), real clients.
+# popstore-panic puts a store's environment into DB_RUNRECOVERY.
+check_PROGRAMS += tests/integration/popstore-panic
+tests_integration_popstore_panic_SOURCES = tests/integration/popstore-panic.c
+tests_integration_popstore_panic_LDADD = $(BDB_LIBS)
+
+popstore_integration_tests = \
+	tests/integration/test-popstore-lmtp.py \
+	tests/integration/test-popstore-pop3.py \
+	tests/integration/test-popstore-admin.py \
+	tests/integration/test-popstore-crash.py \
+	tests/integration/test-popstore-diskfull.py
+TESTS += $(popstore_integration_tests)
+EXTRA_DIST += $(popstore_integration_tests) tests/integration/popstorelib.py
+# Known store defect (popstore/store-env.c): on a full file system the
+# environment's region files, mapped sparse, are extended and touched and
+# the daemon dies of SIGBUS instead of answering 452 4.3.1. Remove this line
+# when the store pre-allocates its regions (DB_REGION_INIT plus regions
+# that do not grow after open, or DB_SYSTEM_MEM).
+XFAIL_TESTS = tests/integration/test-popstore-diskfull.py
+
+# bench/popstore.py drives it (built by `make check`, or by
+# `make bench/popstore-load`): the LMTP/POP3 load client that measures
+# mailtier-popstore and Dovecot alike.
+check_PROGRAMS += bench/popstore-load
+bench_popstore_load_SOURCES = bench/popstore-load.c
+bench_popstore_load_LDADD = $(PTHREAD_LIBS)
+EXTRA_DIST += bench/popstore.py

@@ -1,0 +1,491 @@
+/* lmtp-commands.c — mailtier-popstore's LMTP command table and handlers:
+ * LHLO, MAIL, RCPT (checked against the directory), DATA (delivered to the
+ * store with group commit, one reply per recipient), RSET, NOOP, QUIT.
+ *
+ * Trust boundary: command arguments come from the LMTP client. Addresses
+ * go through lib/address (RFC 5321 4.1.2 grammar and limits) and to the
+ * directory only through libdirsvc; the LHLO name is restricted to domain
+ * and address-literal characters before it reaches a Received: line.
+ *
+ * RFC 2033 4.1 (LHLO; HELO/EHLO are not LMTP), 4.2 (after DATA "one reply
+ * for each successful RCPT command", in RCPT order; "If there were no
+ * successful RCPT commands ... the DATA command MUST fail with a 503");
+ * RFC 5321 4.1.1 (commands), 4.5.3.1.10 (too many recipients: 452);
+ * RFC 1870 (SIZE; 552 when the declared size is over the limit);
+ * RFC 6152 (8BITMIME: BODY=7BIT|8BITMIME); RFC 3463 (enhanced codes);
+ * RFC 2034 (ENHANCEDSTATUSCODES).
+ *
+ * XQUEUEID=<id> on MAIL FROM (advertised in the LHLO reply) is a private
+ * parameter: the MTA's queue id, logged as queue=<id> on this session's
+ * lines and written into the Received: line, so one grep follows a
+ * message from the MTA into the store. */
+#include "lmtp-session.h"
+#include "lmtp-headers.h"
+#include "alloc.h"
+#include "dirsvc.h"
+#include "store.h"
+
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+
+#define LMTP_QUEUE_ID_MAX 31
+
+static void cmd_lhlo(struct lmtp_session *s, const char *arg);
+static void cmd_mail(struct lmtp_session *s, const char *arg);
+static void cmd_rcpt(struct lmtp_session *s, const char *arg);
+static void cmd_data(struct lmtp_session *s, const char *arg);
+static void cmd_rset(struct lmtp_session *s, const char *arg);
+static void cmd_noop(struct lmtp_session *s, const char *arg);
+static void cmd_quit(struct lmtp_session *s, const char *arg);
+static void cmd_helo(struct lmtp_session *s, const char *arg);
+
+const struct lmtp_command lmtp_commands[] = {
+	{ "LHLO", cmd_lhlo, 0 },
+	{ "MAIL", cmd_mail, LMTP_CMD_NEEDS_LHLO },
+	{ "RCPT", cmd_rcpt, LMTP_CMD_NEEDS_LHLO },
+	{ "DATA", cmd_data, LMTP_CMD_NEEDS_LHLO },
+	{ "RSET", cmd_rset, 0 },
+	{ "NOOP", cmd_noop, 0 },
+	{ "QUIT", cmd_quit, 0 },
+	{ "HELO", cmd_helo, LMTP_CMD_JUNK },
+	{ "EHLO", cmd_helo, LMTP_CMD_JUNK },
+};
+const unsigned int lmtp_command_count = sizeof(lmtp_commands) / sizeof(lmtp_commands[0]);
+_Static_assert(sizeof(lmtp_commands) / sizeof(lmtp_commands[0]) <= LMTP_COMMANDS_MAX,
+	       "raise LMTP_COMMANDS_MAX");
+
+void lmtp_command_dispatch(struct lmtp_session *s, const char *line)
+{
+	size_t len = strcspn(line, " ");
+	const char *arg = line[len] == ' ' ? line + len + 1 : "";
+
+	for (unsigned int i = 0; i < lmtp_command_count; i++) {
+		const struct lmtp_command *cmd = &lmtp_commands[i];
+		if (strlen(cmd->name) != len || strncasecmp(cmd->name, line, len) != 0)
+			continue;
+		s->counts[i]++;
+		if ((cmd->flags & LMTP_CMD_NEEDS_LHLO) != 0 && s->lhlo == NULL) {
+			lmtp_error(s, 503, "5.5.1 Send LHLO first");
+			return;
+		}
+		cmd->handler(s, arg);
+		return;
+	}
+	s->unknown_count++;
+	lmtp_error(s, 500, "5.5.1 Unknown command");
+}
+
+void lmtp_command_counts(const struct lmtp_session *s, struct mt_buf *out)
+{
+	for (unsigned int i = 0; i < lmtp_command_count; i++) {
+		if (s->counts[i] == 0)
+			continue;
+		char name[8];
+		size_t n = strlen(lmtp_commands[i].name);
+		for (size_t k = 0; k <= n; k++)
+			name[k] = (char)tolower((unsigned char)lmtp_commands[i].name[k]);
+		mt_buf_appendf(out, "%s=%u ", name, s->counts[i]);
+	}
+	if (s->unknown_count > 0)
+		mt_buf_appendf(out, "unknown=%u ", s->unknown_count);
+	mt_buf_appendf(out, "commands=%u", s->commands);
+}
+
+/* "FROM:" / "TO:" prefix, case-insensitively; the rest or NULL. */
+static const char *skip_keyword(const char *arg, const char *keyword)
+{
+	size_t n = strlen(keyword);
+	return strncasecmp(arg, keyword, n) == 0 ? arg + n : NULL;
+}
+
+/* RFC 5321 4.1.1.1: a domain or an address literal. Only the characters
+ * those may hold, so the name is safe in a Received: line. */
+static bool lhlo_name_ok(const char *name)
+{
+	size_t len = strlen(name);
+	if (len == 0 || len > LMTP_LHLO_MAX)
+		return false;
+	for (const char *p = name; *p != '\0'; p++) {
+		unsigned char c = (unsigned char)*p;
+		if (!isalnum(c) && strchr(".-_:[]", c) == NULL)
+			return false;
+	}
+	return true;
+}
+
+static void cmd_lhlo(struct lmtp_session *s, const char *arg)
+{
+	if (!lhlo_name_ok(arg)) {
+		lmtp_error(s, 501, "5.5.4 Syntax: LHLO hostname");
+		return;
+	}
+	lmtp_tx_reset(s);
+	free(s->lhlo);
+	s->lhlo = mt_xstrdup(arg);
+	lmtp_reply_more(s, 250, "%s", s->ps->hostname);
+	lmtp_reply_more(s, 250, "PIPELINING");
+	lmtp_reply_more(s, 250, "ENHANCEDSTATUSCODES");
+	lmtp_reply_more(s, 250, "8BITMIME");
+	lmtp_reply_more(s, 250, "XQUEUEID");
+	lmtp_reply(s, 250, "SIZE %" PRIu64, s->ps->set->max_message_size);
+}
+
+static void cmd_helo(struct lmtp_session *s, const char *arg)
+{
+	lmtp_error(s, 500, "5.5.1 This is an LMTP server: use LHLO");
+}
+
+static bool queue_id_ok(const char *id)
+{
+	size_t len = strlen(id);
+	if (len == 0 || len > LMTP_QUEUE_ID_MAX)
+		return false;
+	for (const char *p = id; *p != '\0'; p++)
+		if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-' && *p != '_')
+			return false;
+	return true;
+}
+
+static void cmd_mail(struct lmtp_session *s, const char *arg)
+{
+	const struct mt_popstore_settings *set = s->ps->set;
+	struct mt_address addr;
+	struct mt_esmtp_params params;
+	const char *error, *path;
+	const char *queue_id = NULL;
+
+	if (s->tx.active) {
+		lmtp_error(s, 503, "5.5.1 Nested MAIL command");
+		return;
+	}
+	if ((path = skip_keyword(arg, "FROM:")) == NULL) {
+		lmtp_error(s, 501, "5.5.4 Syntax: MAIL FROM:<address>");
+		return;
+	}
+	if (!mt_address_parse(path, strlen(path), MT_ADDR_ALLOW_NULL, &addr,
+			      &params, &error)) {
+		lmtp_error(s, 501, "5.1.7 Bad sender address: %s", error);
+		return;
+	}
+	for (size_t i = 0; i < params.count; i++) {
+		const struct mt_esmtp_param *p = &params.param[i];
+		if (strcmp(p->key, "SIZE") == 0) {
+			char *end;
+			if (p->value == NULL || !isdigit((unsigned char)p->value[0])) {
+				lmtp_error(s, 501, "5.5.4 Bad SIZE parameter");
+				return;
+			}
+			unsigned long long size = strtoull(p->value, &end, 10);
+			if (*end != '\0') {
+				lmtp_error(s, 501, "5.5.4 Bad SIZE parameter");
+				return;
+			}
+			if (size > set->max_message_size) {
+				s->rejected++;
+				lmtp_reply(s, 552, "5.3.4 Message size exceeds fixed maximum message size");
+				return;
+			}
+		} else if (strcmp(p->key, "BODY") == 0) {
+			if (p->value == NULL || (strcasecmp(p->value, "7BIT") != 0 &&
+						 strcasecmp(p->value, "8BITMIME") != 0)) {
+				lmtp_error(s, 501, "5.5.4 BODY must be 7BIT or 8BITMIME");
+				return;
+			}
+		} else if (strcmp(p->key, "XQUEUEID") == 0) {
+			if (p->value == NULL || !queue_id_ok(p->value)) {
+				lmtp_error(s, 501, "5.5.4 Bad XQUEUEID parameter");
+				return;
+			}
+			queue_id = p->value;
+		} else {
+			lmtp_error(s, 555, "5.5.4 Unsupported parameter %s", p->key);
+			return;
+		}
+	}
+
+	lmtp_tx_reset(s);
+	s->tx.active = true;
+	s->tx.sender = mt_xstrdup(addr.addr);
+	s->tx_count++;
+	if (queue_id != NULL)
+		snprintf(s->tx.queue_id, sizeof(s->tx.queue_id), "%s", queue_id);
+	else
+		snprintf(s->tx.queue_id, sizeof(s->tx.queue_id), "%016" PRIx64 ".%u",
+			 s->log.session_id, s->tx_count);
+	memcpy(s->log.queue_id, s->tx.queue_id, sizeof(s->log.queue_id));
+	mt_slog(MT_LOG_INFO, &s->log, "lmtp from=<%s>", s->tx.sender);
+	lmtp_reply(s, 250, "2.1.0 Sender OK");
+}
+
+static void rcpt_done(const struct mt_dirsvc_recipient *r, void *context);
+
+static void cmd_rcpt(struct lmtp_session *s, const char *arg)
+{
+	struct mt_address addr;
+	struct mt_esmtp_params params;
+	const char *error, *path;
+
+	if (!s->tx.active) {
+		lmtp_error(s, 503, "5.5.1 Send MAIL first");
+		return;
+	}
+	if ((path = skip_keyword(arg, "TO:")) == NULL) {
+		lmtp_error(s, 501, "5.5.4 Syntax: RCPT TO:<address>");
+		return;
+	}
+	if (!mt_address_parse(path, strlen(path), 0, &addr, &params, &error)) {
+		lmtp_error(s, 501, "5.1.3 Bad recipient address: %s", error);
+		return;
+	}
+	if (params.count > 0) {
+		lmtp_error(s, 555, "5.5.4 Unsupported parameter %s", params.param[0].key);
+		return;
+	}
+	if (s->tx.rcpt_count >= s->ps->set->max_recipients) {
+		s->rejected++;
+		lmtp_reply(s, 452, "4.5.3 Too many recipients");
+		return;
+	}
+	free(s->rcpt_pending);
+	s->rcpt_pending = mt_xstrdup(addr.addr);
+	lmtp_enter_state(s, LMTP_STATE_RCPT_WAIT);
+	s->dir_req = mt_dirsvc_lookup_recipient(s->ps->dir, &s->log, addr.addr,
+						rcpt_done, s);
+}
+
+static void rcpt_add(struct lmtp_session *s, const char *mailbox, uint64_t quota)
+{
+	struct lmtp_tx *tx = &s->tx;
+	if (tx->rcpt_count == tx->rcpt_alloc) {
+		tx->rcpt_alloc = tx->rcpt_alloc == 0 ? 4 : tx->rcpt_alloc * 2;
+		tx->rcpts = mt_xrealloc(tx->rcpts, tx->rcpt_alloc * sizeof(*tx->rcpts));
+	}
+	struct lmtp_rcpt *r = &tx->rcpts[tx->rcpt_count++];
+	r->address = s->rcpt_pending;
+	s->rcpt_pending = NULL;
+	r->mailbox = mt_xstrdup(mailbox);
+	r->quota = quota != 0 ? quota : s->ps->set->default_quota;
+	r->slot = 0;
+}
+
+/* The proceed half of RCPT: the directory's answer. */
+static void rcpt_done(const struct mt_dirsvc_recipient *r, void *context)
+{
+	struct lmtp_session *s = context;
+	const char *rcpt = s->rcpt_pending;
+	s->dir_req = NULL;
+	lmtp_enter_state(s, LMTP_STATE_COMMAND);
+
+	switch (r->status) {
+	case MT_DIRSVC_FOUND:
+		if (r->account == MT_DIRSVC_DISABLED) {
+			mt_slog(MT_LOG_INFO, &s->log, "lmtp rcpt=<%s> result=rejected reason=disabled",
+				rcpt);
+			s->rejected++;
+			lmtp_reply(s, 550, "5.2.1 <%s> Mailbox disabled", rcpt);
+		} else if (strcmp(r->shard, s->ps->shard) != 0) {
+			mt_slog(MT_LOG_INFO, &s->log,
+				"lmtp rcpt=<%s> result=rejected reason=wrong-shard shard=%s",
+				rcpt, r->shard);
+			s->rejected++;
+			lmtp_reply(s, 550, "5.1.1 <%s> User unknown on this shard", rcpt);
+		} else {
+			lmtp_reply(s, 250, "2.1.5 <%s> Recipient OK", rcpt);
+			rcpt_add(s, r->address, r->quota);
+		}
+		break;
+	case MT_DIRSVC_NOT_FOUND:
+		mt_slog(MT_LOG_INFO, &s->log, "lmtp rcpt=<%s> result=rejected reason=unknown",
+			rcpt);
+		s->rejected++;
+		lmtp_reply(s, 550, "5.1.1 <%s> User unknown", rcpt);
+		break;
+	case MT_DIRSVC_INVALID:
+		s->rejected++;
+		lmtp_reply(s, 553, "5.1.3 <%s> Address not accepted", rcpt);
+		break;
+	case MT_DIRSVC_TEMPFAIL:
+	default:
+		mt_slog(MT_LOG_WARNING, &s->log,
+			"lmtp rcpt=<%s> result=tempfail reason=\"%s\"", rcpt,
+			r->reason != NULL ? r->reason : "directory");
+		s->rejected++;
+		lmtp_reply(s, 451, "4.4.3 <%s> Directory temporarily unavailable, try again later",
+			   rcpt);
+		break;
+	}
+	free(s->rcpt_pending);
+	s->rcpt_pending = NULL;
+	lmtp_resume(s);
+}
+
+static void cmd_data(struct lmtp_session *s, const char *arg)
+{
+	if (arg[0] != '\0') {
+		lmtp_error(s, 501, "5.5.4 DATA takes no arguments");
+		return;
+	}
+	if (!s->tx.active) {
+		lmtp_error(s, 503, "5.5.1 Send MAIL first");
+		return;
+	}
+	if (s->tx.rcpt_count == 0) {
+		lmtp_error(s, 503, "5.5.1 No valid recipients");
+		return;
+	}
+	lmtp_reply(s, 354, "Start mail input; end with <CRLF>.<CRLF>");
+	lmtp_data_begin(s);
+}
+
+/* One reply per accepted recipient, all alike (a verdict on the message). */
+static void data_reply_all(struct lmtp_session *s, int code, const char *text)
+{
+	for (unsigned int i = 0; i < s->tx.rcpt_count; i++)
+		lmtp_reply(s, code, "%s <%s>", text, s->tx.rcpts[i].address);
+	s->rejected += s->tx.rcpt_count;
+}
+
+static void deliver_done(struct mt_store_req *req, void *context);
+
+void lmtp_data_end(struct lmtp_session *s)
+{
+	struct lmtp_tx *tx = &s->tx;
+	const char *error;
+	enum mt_dot_result verdict = mt_dot_decoder_result(&tx->dec, &error);
+
+	lmtp_enter_state(s, LMTP_STATE_COMMAND);
+	if (verdict != MT_DOT_RESULT_OK) {
+		mt_slog(MT_LOG_INFO, &s->log, "lmtp data rejected size=%" PRIu64 " reason=\"%s\"",
+			tx->dec.size, error);
+		if (verdict == MT_DOT_RESULT_TOO_BIG)
+			data_reply_all(s, 552, "5.3.4 Message too big for system");
+		else
+			data_reply_all(s, 550, "5.6.0 Message contains a bare CR or LF "
+				       "(lines must end in CRLF)");
+		lmtp_tx_reset(s);
+		return;
+	}
+
+	/* One store recipient per distinct mailbox: an address and its alias
+	 * in one transaction get one copy and the same reply. */
+	struct mt_store_rcpt *srcpts = mt_xcalloc(tx->rcpt_count, sizeof(*srcpts));
+	struct mt_buf *prefixes = mt_xcalloc(tx->rcpt_count, sizeof(*prefixes));
+	unsigned int slots = 0;
+	time_t now = time(NULL);
+	for (unsigned int i = 0; i < tx->rcpt_count; i++) {
+		struct lmtp_rcpt *r = &tx->rcpts[i];
+		unsigned int k;
+		for (k = 0; k < slots; k++)
+			if (strcmp(srcpts[k].mailbox, r->mailbox) == 0)
+				break;
+		r->slot = k;
+		if (k < slots)
+			continue;
+		const struct lmtp_trace trace = {
+			.sender = tx->sender, .helo = s->lhlo, .peer_ip = s->peer_ip,
+			.hostname = s->ps->hostname, .id = tx->queue_id,
+			.rcpt = r->address, .when = now,
+		};
+		lmtp_trace_headers(&prefixes[k], &trace);
+		srcpts[k].mailbox = r->mailbox;
+		srcpts[k].quota = r->quota;
+		srcpts[k].prefix = prefixes[k].data;
+		srcpts[k].prefix_len = prefixes[k].len;
+		slots++;
+	}
+	mt_slog(MT_LOG_DEBUG, &s->log, "lmtp data size=%" PRIu64 " mailboxes=%u",
+		tx->dec.size, slots);
+	lmtp_enter_state(s, LMTP_STATE_DELIVER);
+	s->store_req = mt_store_deliver(s->ps->port, srcpts, slots, &tx->body,
+					deliver_done, s);
+	for (unsigned int k = 0; k < slots; k++)
+		mt_buf_free(&prefixes[k]);
+	free(prefixes);
+	free(srcpts);
+}
+
+/* The proceed half of DATA: the store made the copies durable (or not). */
+static void deliver_done(struct mt_store_req *req, void *context)
+{
+	struct lmtp_session *s = context;
+	struct lmtp_tx *tx = &s->tx;
+	const struct mt_popstore_settings *set = s->ps->set;
+	unsigned int count;
+	const struct mt_store_rcpt *results = mt_store_req_rcpts(req, &count);
+	const char *error;
+	enum mt_store_status req_status = mt_store_req_status(req, &error);
+	bool fatal = false;
+
+	s->store_req = NULL;
+	lmtp_enter_state(s, LMTP_STATE_COMMAND);
+	for (unsigned int i = 0; i < tx->rcpt_count; i++) {
+		const struct lmtp_rcpt *r = &tx->rcpts[i];
+		enum mt_store_status st = r->slot < count ? results[r->slot].status :
+			MT_STORE_TEMPFAIL;
+		uint32_t uid = r->slot < count ? results[r->slot].uid : 0;
+		if (st == MT_STORE_OK) {
+			s->delivered++;
+			s->ps->messages_delivered++;
+			mt_slog(MT_LOG_INFO, &s->log,
+				"lmtp delivered to=<%s> mailbox=%s uid=%" PRIu32 " size=%" PRIu64,
+				r->address, r->mailbox, uid, tx->dec.size);
+			lmtp_reply(s, 250, "2.0.0 <%s> Delivered uid=%" PRIu32, r->address, uid);
+			continue;
+		}
+		s->rejected++;
+		mt_slog(st == MT_STORE_OVER_QUOTA ? MT_LOG_INFO : MT_LOG_WARNING, &s->log,
+			"lmtp not-delivered to=<%s> mailbox=%s status=%s error=\"%s\"",
+			r->address, r->mailbox, mt_store_status_name(st),
+			req_status != MT_STORE_OK ? error : "");
+		switch (st) {
+		case MT_STORE_OVER_QUOTA:
+			if (set->quota_temporary)
+				lmtp_reply(s, 452, "4.2.2 <%s> Mailbox full", r->address);
+			else
+				lmtp_reply(s, 552, "5.2.2 <%s> Mailbox full", r->address);
+			break;
+		case MT_STORE_NO_SPACE:
+			lmtp_reply(s, 452, "4.3.1 <%s> Insufficient system storage",
+				   r->address);
+			break;
+		case MT_STORE_FATAL:
+			fatal = true;
+			/* fall through */
+		default:
+			lmtp_reply(s, 451, "4.3.0 <%s> Temporary store failure, try again later",
+				   r->address);
+			break;
+		}
+	}
+	lmtp_tx_reset(s);
+	if (fatal) {
+		popstore_store_fatal(s->ps, error);
+		return;
+	}
+	lmtp_resume(s);
+}
+
+static void cmd_rset(struct lmtp_session *s, const char *arg)
+{
+	lmtp_tx_reset(s);
+	lmtp_reply(s, 250, "2.0.0 OK");
+}
+
+static void cmd_noop(struct lmtp_session *s, const char *arg)
+{
+	lmtp_reply(s, 250, "2.0.0 OK");
+}
+
+static void cmd_quit(struct lmtp_session *s, const char *arg)
+{
+	lmtp_reply(s, 221, "2.0.0 %s Bye", s->ps->hostname);
+	lmtp_close_after(s, "quit");
+}

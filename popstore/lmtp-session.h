@@ -1,0 +1,136 @@
+/* lmtp-session.h — an LMTP connection of mailtier-popstore, shared by the
+ * session code (lmtp-session.c: the socket, reading, DATA, replies, life
+ * cycle) and the command handlers (lmtp-commands.c).
+ *
+ * Trust boundary: every byte comes from an LMTP client (an MTA on a host in
+ * lmtp_clients); commands are parsed and bounded before use.
+ * RFC 2033 (LMTP), RFC 5321 (the SMTP it is based on), RFC 2920
+ * (PIPELINING), RFC 2034 (ENHANCEDSTATUSCODES), RFC 6152 (8BITMIME),
+ * RFC 1870 (SIZE). */
+#ifndef MT_LMTP_SESSION_H
+#define MT_LMTP_SESSION_H
+
+#include "popstore.h"
+#include "buf.h"
+#include "dotcodec.h"
+#include "lineio.h"
+#include "log.h"
+#include "address.h"
+#include "loop.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct bufferevent;
+struct mt_dirsvc_request;
+struct mt_store_req;
+
+/* RFC 2033 4.1: command lines are at most 512 octets with the CRLF. */
+#define LMTP_LINE_MAX 512
+#define LMTP_LHLO_MAX 255
+
+/* Where the connection is. Transaction state (what MAIL/RCPT gathered)
+ * lives apart in struct lmtp_tx. */
+enum lmtp_state {
+	LMTP_STATE_COMMAND,	/* reading commands */
+	LMTP_STATE_RCPT_WAIT,	/* a RCPT waits for the directory */
+	LMTP_STATE_DATA,	/* reading the message after 354 */
+	LMTP_STATE_DELIVER,	/* the store is making the message durable */
+	LMTP_STATE_CLOSING,	/* last reply queued; close once written */
+	LMTP_STATE_COUNT
+};
+
+extern const char *const lmtp_state_names[LMTP_STATE_COUNT];
+
+/* The command table: one entry per command, see lmtp-commands.c. */
+enum lmtp_cmd_flags {
+	LMTP_CMD_NEEDS_LHLO = 0x01,	/* 503 before LHLO */
+	LMTP_CMD_JUNK = 0x02,		/* counts towards max_errors */
+};
+
+struct lmtp_session;
+struct lmtp_command {
+	const char *name;
+	/* arg: the text after the command name and one space ("" if none). */
+	void (*handler)(struct lmtp_session *s, const char *arg);
+	unsigned int flags;
+};
+
+extern const struct lmtp_command lmtp_commands[];
+extern const unsigned int lmtp_command_count;
+#define LMTP_COMMANDS_MAX 16
+
+/* One accepted recipient. */
+struct lmtp_rcpt {
+	char *address;		/* as given in RCPT TO (normal form) */
+	char *mailbox;		/* the directory's canonical address */
+	uint64_t quota;
+	unsigned int slot;	/* index of its mailbox in the delivery */
+};
+
+/* The mail transaction: MAIL FROM to the end of DATA (or RSET). */
+struct lmtp_tx {
+	bool active;		/* MAIL FROM accepted */
+	char *sender;		/* normal form; "" for <> */
+	char queue_id[32];	/* the MTA's, or our own */
+	struct lmtp_rcpt *rcpts;
+	unsigned int rcpt_count, rcpt_alloc;
+	struct mt_dot_decoder dec;
+	struct mt_buf body;
+};
+
+struct lmtp_session {
+	struct lmtp_session *prev, *next;
+	struct popstore *ps;
+	struct bufferevent *bev;
+	struct mt_timer *idle;
+	struct mt_logctx log;
+	char peer[MT_SOCKADDR_STRLEN];
+	char peer_ip[MT_SOCKADDR_STRLEN];
+
+	enum lmtp_state state;
+	char *lhlo;			/* NULL until LHLO */
+	struct mt_line_reader reader;
+	struct mt_buf line;
+	unsigned int errors;
+	unsigned int tx_count;		/* transactions begun */
+	bool drain;			/* close at the next idle moment */
+	const char *close_reason;
+
+	struct lmtp_tx tx;
+	struct mt_dirsvc_request *dir_req;
+	struct mt_store_req *store_req;
+	char *rcpt_pending;		/* the address a lookup is for */
+
+	unsigned int counts[LMTP_COMMANDS_MAX];
+	unsigned int unknown_count, commands;
+	uint64_t delivered, rejected;
+};
+
+/* lmtp-session.c */
+void lmtp_enter_state(struct lmtp_session *s, enum lmtp_state state);
+/* One reply line (or the last of a multi-line reply). */
+void lmtp_reply(struct lmtp_session *s, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void lmtp_reply_more(struct lmtp_session *s, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* A bad command: counts towards max_errors, which ends the session. */
+void lmtp_error(struct lmtp_session *s, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Queue the last reply and close once it is written. */
+void lmtp_close_after(struct lmtp_session *s, const char *reason);
+/* The async part of a command finished: go on with pipelined input. */
+void lmtp_resume(struct lmtp_session *s);
+void lmtp_tx_reset(struct lmtp_session *s);
+/* Start the DATA phase (after 354 is queued). */
+void lmtp_data_begin(struct lmtp_session *s);
+
+/* lmtp-commands.c */
+/* Run one command line. */
+void lmtp_command_dispatch(struct lmtp_session *s, const char *line);
+/* The whole message is in: verdict, delivery. */
+void lmtp_data_end(struct lmtp_session *s);
+/* "lhlo=1 mail=1 rcpt=2 data=1 quit=1 commands=6" for the summary line. */
+void lmtp_command_counts(const struct lmtp_session *s, struct mt_buf *out);
+
+#endif

@@ -1,0 +1,455 @@
+/* main.c — mailtier-popstore: one message store shard. Start-up (config,
+ * listeners, privilege drop, the store with recovery, the directory
+ * client, TLS), sd-notify readiness and watchdog, SIGHUP reload, SIGTERM
+ * drain, periodic counters, and the exit on a Berkeley DB panic.
+ *
+ *	mailtier-popstore [-c FILE] [-s SHARD] [-F]
+ *
+ * -s names the shard ([popstore.SHARD], the users' mailHost); without it
+ * [popstore] shard= does. -F logs to stderr (foreground, tests).
+ * SIGHUP reloads the certificate and the proxy password and logs the
+ * counters (deliveries, log flushes) as a "stats when=reload" line.
+ *
+ * Trust boundary: the config file and command line are the operator's;
+ * the network is handled by lmtp-*.c and pop3-*.c. Everything here runs
+ * before the first connection or on signals.
+ * No protocol RFC; sd_notify(3) for systemd (Type=notify, WatchdogSec). */
+#include "popstore.h"
+#include "alloc.h"
+#include "dirsvc.h"
+#include "log.h"
+#include "loop.h"
+#include "privdrop.h"
+#include "sdnotify.h"
+#include "store.h"
+#include "tls.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#define FAILED_CHECK_MSECS 1000
+#define FATAL_EXIT_MSECS 200
+
+static struct popstore popstore;
+
+bool popstore_session_add(struct popstore *ps)
+{
+	if (ps->sessions >= ps->set->max_sessions)
+		return false;
+	ps->sessions++;
+	return true;
+}
+
+void popstore_session_remove(struct popstore *ps)
+{
+	if (ps->sessions > 0 && --ps->sessions == 0)
+		mt_loop_drain_done(ps->loop);
+}
+
+void popstore_socket_setup(int fd)
+{
+	int one = 1;
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+bool popstore_is_proxy(const struct popstore *ps, const struct sockaddr *peer)
+{
+	return mt_popstore_cidr_match(ps->proxy_addresses, ps->n_proxy_addresses, peer);
+}
+
+static void fatal_exit_cb(void *context)
+{
+	struct popstore *ps = context;
+	mt_loop_exit(ps->loop);
+}
+
+void popstore_store_fatal(struct popstore *ps, const char *error)
+{
+	if (ps->fatal)
+		return;
+	ps->fatal = true;
+	mt_error("store failed: %s; exiting so that the restart runs recovery",
+		 error != NULL ? error : "Berkeley DB panic");
+	mt_notify_status("store failed: restart needed for recovery");
+	/* A moment for the temporary-failure replies already queued to reach
+	 * their clients; every store request fails meanwhile. */
+	(void)mt_timer_add(ps->loop, FATAL_EXIT_MSECS, false, fatal_exit_cb, ps);
+}
+
+/* Counters */
+
+static void log_stats(struct popstore *ps, const char *when)
+{
+	struct mt_store_counters c;
+	mt_store_counters_get(ps->store, &c);
+	double per = c.deliveries > 0 ? (double)c.flushes / (double)c.deliveries : 0.0;
+	mt_info("stats when=%s deliveries=%" PRIu64 " delivery_requests=%" PRIu64
+		" flushes=%" PRIu64 " flushes_per_delivery=%.3f flushed_requests=%" PRIu64
+		" max_batch=%" PRIu64 " expunges=%" PRIu64 " expunged=%" PRIu64
+		" reads=%" PRIu64 " retries=%" PRIu64 " checkpoints=%" PRIu64
+		" sessions=%u lmtp_connections=%" PRIu64 " pop3_connections=%" PRIu64
+		" refused=%" PRIu64 " logins=%" PRIu64 " logins_failed=%" PRIu64,
+		when, c.deliveries, c.delivery_requests, c.flushes, per,
+		c.flushed_requests, c.max_batch, c.expunges, c.expunged, c.reads,
+		c.retries, c.checkpoints, ps->sessions, ps->lmtp_connections,
+		ps->pop3_connections, ps->refused_connections, ps->logins,
+		ps->logins_failed);
+}
+
+static void stats_cb(void *context)
+{
+	struct popstore *ps = context;
+	log_stats(ps, "periodic");
+	mt_dirsvc_log_stats(ps->dirsvc);
+}
+
+/* A panic seen by a store thread while no session was asking. */
+static void failed_check_cb(void *context)
+{
+	struct popstore *ps = context;
+	if (mt_store_failed(ps->store))
+		popstore_store_fatal(ps, "Berkeley DB panic (DB_RUNRECOVERY)");
+}
+
+/* Signals */
+
+/* The proxy credential: the file's first line. NULL with *error_r NULL if
+ * no file is configured; NULL with *error_r (static) if it cannot be read
+ * or is empty. */
+static char *read_proxy_password(const char *path, const char **error_r)
+{
+	static char error[512];
+	*error_r = NULL;
+	if (path[0] == '\0')
+		return NULL;
+	FILE *f = fopen(path, "r");
+	if (f == NULL) {
+		snprintf(error, sizeof(error), "%s: %s", path, strerror(errno));
+		*error_r = error;
+		return NULL;
+	}
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n = getline(&line, &cap, f);
+	fclose(f);
+	while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+		line[--n] = '\0';
+	if (n <= 0) {
+		free(line);
+		snprintf(error, sizeof(error), "%s: empty", path);
+		*error_r = error;
+		return NULL;
+	}
+	return line;
+}
+
+static void wipe_free(char **secret_p)
+{
+	if (*secret_p != NULL)
+		explicit_bzero(*secret_p, strlen(*secret_p));
+	MT_FREE(secret_p);
+}
+
+static void reload_cb(void *context)
+{
+	struct popstore *ps = context;
+	const char *error = NULL;
+
+	mt_notify_reloading();
+	if (ps->tls != NULL) {
+		if (mt_tls_reload(ps->tls, &error))
+			mt_info("reload tls=ok");
+		else
+			mt_error("reload tls failed (keeping the old certificate): %s", error);
+	}
+	if (ps->set->proxy_password_file[0] != '\0') {
+		char *pw = read_proxy_password(ps->set->proxy_password_file, &error);
+		if (pw != NULL) {
+			wipe_free(&ps->proxy_password);
+			ps->proxy_password = pw;
+			mt_info("reload proxy_password_file=ok");
+		} else
+			mt_error("reload proxy_password_file failed (keeping the old one): %s",
+				 error);
+	}
+	log_stats(ps, "reload");
+	mt_notify_ready();
+}
+
+static void drain_cb(void *context)
+{
+	struct popstore *ps = context;
+	mt_notify_stopping();
+	mt_info("draining sessions=%u", ps->sessions);
+	lmtp_sessions_drain(ps);
+	pop3_sessions_drain(ps);
+	if (ps->sessions == 0)
+		mt_loop_drain_done(ps->loop);
+}
+
+static void lmtp_accept_cb(int fd, const struct sockaddr *peer, socklen_t len,
+			   void *context)
+{
+	lmtp_session_accept(context, fd, peer);
+}
+
+static void pop3_accept_cb(int fd, const struct sockaddr *peer, socklen_t len,
+			   void *context)
+{
+	pop3_session_accept(context, fd, peer, false);
+}
+
+static void pop3s_accept_cb(int fd, const struct sockaddr *peer, socklen_t len,
+			    void *context)
+{
+	pop3_session_accept(context, fd, peer, true);
+}
+
+/* Start-up */
+
+static _Noreturn void usage(int status)
+{
+	fprintf(status == 0 ? stdout : stderr,
+		"usage: %s [-c FILE] [-s SHARD] [-F]\n"
+		"  -c FILE   config file (default %s)\n"
+		"  -s SHARD  the shard to serve: [popstore.SHARD] (default: [popstore] shard=)\n"
+		"  -F        log to stderr (foreground)\n",
+		POPSTORE_NAME, MT_DEFAULT_CONFIG_FILE);
+	exit(status);
+}
+
+/* This shard's settings: [popstore.NAME], or [popstore] itself if it
+ * names the shard and no instance exists. */
+static bool select_shard(struct popstore *ps, const char *path, const char *name)
+{
+	const struct mt_popstore_settings *base = mt_config_get(ps->config, "popstore", NULL);
+	if (name == NULL || name[0] == '\0')
+		name = base->shard;
+	if (name[0] == '\0') {
+		fprintf(stderr, "%s: no shard given: use -s SHARD or set [popstore] shard\n",
+			path);
+		return false;
+	}
+	const struct mt_popstore_settings *set = mt_config_get(ps->config, "popstore", name);
+	if (set == NULL) {
+		if (strcmp(base->shard, name) != 0) {
+			fprintf(stderr, "%s: no [popstore.%s] section for shard %s\n",
+				path, name, name);
+			return false;
+		}
+		set = base;
+	}
+	ps->set = set;
+	ps->shard = set->shard[0] != '\0' ? set->shard : name;
+	if (mt_config_map_get(ps->config, "shards", ps->shard) == NULL) {
+		fprintf(stderr, "%s: shard '%s' is not listed in [shards]\n", path, ps->shard);
+		return false;
+	}
+	const char *missing = set->db_home[0] == '\0' ? "db_home" :
+		set->lmtp_listen.host == NULL ? "lmtp_listen" :
+		set->pop3_listen.host == NULL ? "pop3_listen" : NULL;
+	if (missing != NULL) {
+		fprintf(stderr, "%s: [popstore.%s] %s is required\n", path, name, missing);
+		return false;
+	}
+	return true;
+}
+
+static struct mt_popstore_cidr *parse_cidrs(const struct mt_strlist *list, size_t *count_r)
+{
+	struct mt_popstore_cidr *cidrs = mt_xcalloc(list->count + 1, sizeof(*cidrs));
+	const char *error;
+	for (size_t i = 0; i < list->count; i++)
+		if (!mt_popstore_cidr_parse(list->items[i], &cidrs[i], &error))
+			mt_fatal("'%s': %s", list->items[i], error);	/* checked at load */
+	*count_r = list->count;
+	return cidrs;
+}
+
+static void hostport_str(const struct mt_hostport *hp, char *buf, size_t size)
+{
+	if (strchr(hp->host, ':') != NULL)
+		snprintf(buf, size, "[%s]:%u", hp->host, hp->port);
+	else
+		snprintf(buf, size, "%s:%u", hp->host, hp->port);
+}
+
+static struct mt_listener *listen_on(struct popstore *ps, const char *what,
+				     const struct mt_hostport *hp, mt_accept_cb_t *cb)
+{
+	char addr[MT_SOCKADDR_STRLEN + 8];
+	const char *error;
+	hostport_str(hp, addr, sizeof(addr));
+	struct mt_listener *l = mt_listener_add(ps->loop, addr, 0, cb, ps, &error);
+	if (l == NULL)
+		mt_fatal("%s listener on %s: %s", what, addr, error);
+	mt_info("listening %s=%s port=%u", what, addr, mt_listener_port(l));
+	return l;
+}
+
+static void setup_tls(struct popstore *ps)
+{
+	const struct mt_tls_config *tc = mt_config_get(ps->config, "tls", NULL);
+	if (tc->cert_file[0] == '\0')
+		return;
+	const struct mt_tls_settings ts = {
+		.cert_file = tc->cert_file, .key_file = tc->key_file,
+		.ca_file = NULL, .ciphers = tc->ciphers, .ciphersuites = tc->ciphersuites,
+		.min_version = tc->min_version == MT_TLS_V1_3 ? TLS1_3_VERSION : TLS1_2_VERSION,
+	};
+	const char *error;
+	ps->tls = mt_tls_new(MT_TLS_SERVER);
+	if (!mt_tls_load(ps->tls, &ts, &error))
+		mt_fatal("[tls]: %s", error);
+}
+
+static void open_store(struct popstore *ps)
+{
+	const struct mt_store_settings ss = {
+		.home = ps->set->db_home, .mode = MT_STORE_MODE_SERVE, .create = true,
+		.cache_size = ps->set->db_cache_size,
+		.commit_threads = (unsigned int)ps->set->commit_threads,
+		.reader_threads = (unsigned int)ps->set->reader_threads,
+	};
+	const char *error;
+	enum mt_store_status status = mt_store_open(&ss, &ps->store, &error);
+	if (status != MT_STORE_OK)
+		mt_fatal("store %s: %s: %s", ps->set->db_home,
+			 mt_store_status_name(status), error);
+	ps->port = mt_store_port_new(ps->store, mt_loop_base(ps->loop), &error);
+	if (ps->port == NULL)
+		mt_fatal("%s", error);
+}
+
+int main(int argc, char **argv)
+{
+	struct popstore *ps = &popstore;
+	const char *config_path = MT_DEFAULT_CONFIG_FILE, *shard = NULL, *error;
+	bool foreground = false;
+	int opt;
+
+	static const struct option options[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "shard", required_argument, NULL, 's' },
+		{ "foreground", no_argument, NULL, 'F' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	while ((opt = getopt_long(argc, argv, "c:s:Fh", options, NULL)) != -1) {
+		switch (opt) {
+		case 'c': config_path = optarg; break;
+		case 's': shard = optarg; break;
+		case 'F': foreground = true; break;
+		case 'h': usage(0);
+		default: usage(2);
+		}
+	}
+	if (optind != argc)
+		usage(2);
+
+	mt_log_init(POPSTORE_NAME, foreground ? MT_LOG_TARGET_STDERR : MT_LOG_TARGET_AUTO);
+	char *errors = NULL;
+	ps->config = mt_mailtier_config_load(config_path, &errors);
+	if (ps->config == NULL) {
+		fputs(errors, stderr);
+		free(errors);
+		return 1;
+	}
+	if (!select_shard(ps, config_path, shard)) {
+		mt_config_free(&ps->config);
+		return 1;
+	}
+	ps->global = mt_config_get(ps->config, "global", NULL);
+	mt_log_set_min_level((enum mt_log_level)(MT_LOG_DEBUG + ps->global->log_level));
+
+	if (ps->set->hostname[0] != '\0')
+		ps->hostname = mt_xstrdup(ps->set->hostname);
+	else {
+		char name[256];
+		if (gethostname(name, sizeof(name)) < 0)
+			snprintf(name, sizeof(name), "localhost");
+		name[sizeof(name) - 1] = '\0';
+		ps->hostname = mt_xstrdup(name);
+	}
+	ps->lmtp_clients = parse_cidrs(&ps->set->lmtp_clients, &ps->n_lmtp_clients);
+	ps->proxy_addresses = parse_cidrs(&ps->set->proxy_addresses, &ps->n_proxy_addresses);
+	ps->proxy_password = read_proxy_password(ps->set->proxy_password_file, &error);
+	if (error != NULL)
+		mt_fatal("[popstore] proxy_password_file %s", error);
+	setup_tls(ps);
+	if (ps->set->pop3s_listen.host != NULL && ps->tls == NULL)
+		mt_fatal("[popstore] pop3s_listen needs [tls] cert_file and key_file");
+
+	ps->loop = mt_loop_new(&error);
+	if (ps->loop == NULL)
+		mt_fatal("%s", error);
+	listen_on(ps, "lmtp", &ps->set->lmtp_listen, lmtp_accept_cb);
+	listen_on(ps, "pop3", &ps->set->pop3_listen, pop3_accept_cb);
+	if (ps->set->pop3s_listen.host != NULL)
+		listen_on(ps, "pop3s", &ps->set->pop3s_listen, pop3s_accept_cb);
+	if (!mt_privdrop(ps->global->user, ps->global->group, &error))
+		mt_fatal("%s", error);
+
+	/* As the unprivileged user, so the environment's files are its own.
+	 * Recovery runs here, before READY=1. */
+	open_store(ps);
+	const struct mt_directory_settings *dirset = mt_config_get(ps->config, "directory", NULL);
+	ps->dirsvc = mt_dirsvc_new(dirset, ps->config, &error);
+	if (ps->dirsvc == NULL)
+		mt_fatal("directory: %s", error);
+	ps->dir = mt_dirsvc_client_new(ps->dirsvc, mt_loop_base(ps->loop));
+
+	mt_loop_set_drain(ps->loop, (unsigned int)ps->global->drain_timeout, drain_cb, ps);
+	if (!mt_loop_handle_signals(ps->loop, reload_cb, ps, &error))
+		mt_fatal("%s", error);
+	struct mt_timer *watchdog = mt_notify_watchdog_start(ps->loop);
+	struct mt_timer *stats = ps->set->stats_interval == 0 ? NULL :
+		mt_timer_add(ps->loop, (unsigned int)ps->set->stats_interval, true,
+			     stats_cb, ps);
+	struct mt_timer *failed_check = mt_timer_add(ps->loop, FAILED_CHECK_MSECS, true,
+						     failed_check_cb, ps);
+
+	mt_info("ready shard=%s db_home=%s tls=%s proxy_logins=%s", ps->shard,
+		ps->set->db_home, ps->tls != NULL ? "yes" : "no",
+		ps->proxy_password != NULL ? "yes" : "no");
+	mt_notify_status("shard %s: serving", ps->shard);
+	mt_notify_ready();
+	int ret = mt_loop_run(ps->loop);
+
+	if (ps->fatal) {
+		/* Nothing more may touch the environment: no checkpoint, no
+		 * close. systemd restarts us; the open runs recovery. */
+		mt_error("exit status=1 reason=store-failed");
+		_exit(1);
+	}
+	lmtp_sessions_free_all(ps);
+	pop3_sessions_free_all(ps);
+	/* Run the deferred frees the closes just posted. */
+	event_base_loop(mt_loop_base(ps->loop), EVLOOP_NONBLOCK);
+	log_stats(ps, "exit");
+	mt_timer_free(&failed_check);
+	mt_timer_free(&stats);
+	mt_timer_free(&watchdog);
+	mt_dirsvc_client_free(&ps->dir);
+	mt_dirsvc_free(&ps->dirsvc);
+	mt_store_port_free(&ps->port);
+	mt_store_close(&ps->store);
+	mt_tls_free(&ps->tls);
+	mt_loop_free(&ps->loop);
+	wipe_free(&ps->proxy_password);
+	free(ps->lmtp_clients);
+	free(ps->proxy_addresses);
+	free(ps->hostname);
+	mt_config_free(&ps->config);
+	mt_info("exit status=%d", ret == 0 ? 0 : 1);
+	return ret == 0 ? 0 : 1;
+}

@@ -1,0 +1,320 @@
+/* pop3-auth.c — POP3 login for mailtier-popstore: USER/PASS and AUTH PLAIN
+ * for users (verified by libdirsvc; the user's mailHost must be this
+ * shard), AUTH PLAIN with an authorization identity for the MMP's proxy
+ * credential (only from proxy_addresses), then the mailbox open that may
+ * answer [IN-USE].
+ *
+ * Trust boundary: names and passwords are the client's. Passwords go only
+ * to libdirsvc or into a constant-time comparison with the proxy
+ * credential, and are wiped from our buffers after use; they are never
+ * logged. Every failed login gets the same "-ERR [AUTH] Authentication
+ * failed", whether the user exists or not, and counts towards max_errors.
+ * Plaintext credentials are refused before TLS unless the client is in
+ * proxy_addresses or allow_plaintext_auth is set (RFC 2595 2.1 spirit).
+ *
+ * RFC 1939 7 (USER, PASS), RFC 5034 4 (AUTH, "+ " continuation, "*"
+ * cancels, "=" empty initial response), RFC 4616 (PLAIN and its
+ * authorization identity), RFC 2449 8 and RFC 3206 (IN-USE, AUTH,
+ * SYS/TEMP, SYS/PERM response codes). */
+#include "pop3-session.h"
+#include "pop3-sasl.h"
+#include "alloc.h"
+#include "dirsvc.h"
+#include "store.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#define PLAINTEXT_REFUSED "[AUTH] Plaintext authentication disallowed on non-secure (SSL/TLS) connections"
+
+static void login_failed(struct pop3_session *s, const char *user, const char *reason)
+{
+	mt_slog(MT_LOG_INFO, &s->log, "pop3 login failed user=%s method=%s reason=%s",
+		user != NULL ? user : "-", s->login_method, reason);
+	s->ps->logins_failed++;
+	pop3_enter_state(s, POP3_STATE_AUTHORIZATION);
+	pop3_error(s, "[AUTH] Authentication failed");
+}
+
+/* After a failure that is not the client's fault: back to AUTHORIZATION. */
+static void login_aborted(struct pop3_session *s, const char *reply)
+{
+	pop3_enter_state(s, POP3_STATE_AUTHORIZATION);
+	pop3_err(s, "%s", reply);
+	MT_FREE(&s->login);
+}
+
+static void open_done(struct mt_store_req *req, void *context)
+{
+	struct pop3_session *s = context;
+	const char *error;
+	enum mt_store_status status = mt_store_req_status(req, &error);
+
+	s->store_req = NULL;
+	switch (status) {
+	case MT_STORE_OK: {
+		struct pop3_maildrop *d = &s->drop;
+		d->mbox = mt_store_req_mailbox(req);
+		d->name = mt_xstrdup(s->login);
+		d->count = mt_store_mailbox_count(d->mbox);
+		d->deleted = mt_xcalloc(d->count == 0 ? 1 : d->count, sizeof(bool));
+		s->ps->logins++;
+		mt_slog(MT_LOG_INFO, &s->log,
+			"pop3 login user=%s method=%s messages=%u bytes=%llu", s->login,
+			s->login_method, d->count,
+			(unsigned long long)mt_store_mailbox_bytes(d->mbox));
+		pop3_enter_state(s, POP3_STATE_TRANSACTION);
+		pop3_ok(s, "Logged in, %u messages", d->count);
+		pop3_prefetch_start(s);
+		break;
+	}
+	case MT_STORE_IN_USE:
+		mt_slog(MT_LOG_INFO, &s->log, "pop3 login user=%s result=in-use", s->login);
+		login_aborted(s, "[IN-USE] Mailbox is in use by another session");
+		break;
+	case MT_STORE_FATAL:
+		login_aborted(s, "[SYS/TEMP] Mailbox temporarily unavailable");
+		popstore_store_fatal(s->ps, error);
+		return;
+	default:
+		mt_slog(MT_LOG_WARNING, &s->log, "pop3 login user=%s open failed: %s: %s",
+			s->login, mt_store_status_name(status), error);
+		login_aborted(s, "[SYS/TEMP] Mailbox temporarily unavailable");
+		break;
+	}
+	pop3_resume(s);
+}
+
+/* Authenticated as (or on behalf of) address: open its mailbox. */
+static void open_mailbox(struct pop3_session *s, const char *address)
+{
+	free(s->login);
+	s->login = mt_xstrdup(address);
+	pop3_enter_state(s, POP3_STATE_LOGIN);
+	s->store_req = mt_store_mailbox_open(s->ps->port, address, open_done, s);
+}
+
+static bool shard_is_ours(struct pop3_session *s, const char *address,
+			  const char *shard)
+{
+	if (shard != NULL && strcmp(shard, s->ps->shard) == 0)
+		return true;
+	mt_slog(MT_LOG_INFO, &s->log, "pop3 login user=%s result=wrong-shard shard=%s",
+		address, shard != NULL ? shard : "-");
+	s->ps->logins_failed++;
+	login_aborted(s, "[SYS/PERM] This mailbox is not on this server");
+	return false;
+}
+
+static void auth_done(const struct mt_dirsvc_auth *r, void *context)
+{
+	struct pop3_session *s = context;
+	s->dir_req = NULL;
+
+	switch (r->status) {
+	case MT_DIRSVC_AUTH_OK:
+		if (shard_is_ours(s, r->address, r->shard)) {
+			open_mailbox(s, r->address);
+			return;
+		}
+		break;
+	case MT_DIRSVC_AUTH_BAD_CREDENTIALS:
+		login_failed(s, s->user, "bad-credentials");
+		break;
+	case MT_DIRSVC_AUTH_DISABLED:
+		login_failed(s, s->user, "disabled");
+		break;
+	case MT_DIRSVC_AUTH_TEMPFAIL:
+	default:
+		mt_slog(MT_LOG_WARNING, &s->log, "pop3 login user=%s result=tempfail reason=\"%s\"",
+			s->user, r->reason != NULL ? r->reason : "directory");
+		login_aborted(s, "[SYS/TEMP] Authentication temporarily unavailable");
+		break;
+	}
+	pop3_resume(s);
+}
+
+/* A user's own password: ask the directory. */
+static void password_login(struct pop3_session *s, const char *user,
+			   const char *password, const char *method)
+{
+	free(s->user);
+	s->user = mt_xstrdup(user);
+	s->login_method = method;
+	pop3_enter_state(s, POP3_STATE_LOGIN);
+	s->dir_req = mt_dirsvc_authenticate(s->ps->dir, &s->log, user, password,
+					    auth_done, s);
+}
+
+/* The proxy logged in for user s->user: does the user live here? */
+static void proxy_lookup_done(const struct mt_dirsvc_recipient *r, void *context)
+{
+	struct pop3_session *s = context;
+	s->dir_req = NULL;
+
+	switch (r->status) {
+	case MT_DIRSVC_FOUND:
+		if (r->account != MT_DIRSVC_ACTIVE)
+			login_failed(s, s->user, "disabled");
+		else if (shard_is_ours(s, r->address, r->shard)) {
+			open_mailbox(s, r->address);
+			return;
+		}
+		break;
+	case MT_DIRSVC_NOT_FOUND:
+	case MT_DIRSVC_INVALID:
+		login_failed(s, s->user, "unknown-authzid");
+		break;
+	case MT_DIRSVC_TEMPFAIL:
+	default:
+		mt_slog(MT_LOG_WARNING, &s->log, "pop3 login user=%s result=tempfail reason=\"%s\"",
+			s->user, r->reason != NULL ? r->reason : "directory");
+		login_aborted(s, "[SYS/TEMP] Authentication temporarily unavailable");
+		break;
+	}
+	pop3_resume(s);
+}
+
+/* Constant-time comparison of two secrets of any lengths. */
+static bool secret_equal(const char *a, const char *b)
+{
+	unsigned char da[EVP_MAX_MD_SIZE], db[EVP_MAX_MD_SIZE];
+	unsigned int la = 0, lb = 0;
+	if (EVP_Digest(a, strlen(a), da, &la, EVP_sha256(), NULL) != 1 ||
+	    EVP_Digest(b, strlen(b), db, &lb, EVP_sha256(), NULL) != 1 || la != lb)
+		return false;
+	return CRYPTO_memcmp(da, db, la) == 0;
+}
+
+static void proxy_login(struct pop3_session *s, const struct pop3_sasl_plain *p)
+{
+	const struct popstore *ps = s->ps;
+	s->login_method = "proxy";
+	free(s->user);
+	s->user = mt_xstrdup(p->authzid);
+	const char *why = NULL;
+	if (!s->from_proxy)
+		why = "proxy-login-from-non-proxy-address";
+	else if (ps->proxy_password == NULL)
+		why = "proxy-logins-disabled";
+	else if (strcmp(p->authcid, ps->set->proxy_user) != 0)
+		why = "not-the-proxy-user";
+	if (!secret_equal(p->passwd, ps->proxy_password != NULL ? ps->proxy_password : "") &&
+	    why == NULL)
+		why = "bad-proxy-password";
+	if (why != NULL) {
+		mt_slog(MT_LOG_WARNING, &s->log, "pop3 proxy login refused authcid=%s reason=%s",
+			p->authcid, why);
+		login_failed(s, p->authzid, why);
+		return;
+	}
+	pop3_enter_state(s, POP3_STATE_LOGIN);
+	s->dir_req = mt_dirsvc_lookup_recipient(s->ps->dir, &s->log, p->authzid,
+						proxy_lookup_done, s);
+}
+
+/* A complete PLAIN response (base64 text). */
+static void plain_login(struct pop3_session *s, const char *b64)
+{
+	struct pop3_sasl_plain p;
+	const char *error;
+
+	s->login_method = "plain";
+	if (!pop3_sasl_plain_decode(b64, &p, &error)) {
+		mt_slog(MT_LOG_INFO, &s->log, "pop3 auth plain rejected: %s", error);
+		pop3_enter_state(s, POP3_STATE_AUTHORIZATION);
+		if (strcmp(error, "invalid base64") == 0)
+			pop3_error(s, "Invalid base64 data");
+		else
+			login_failed(s, NULL, "malformed-plain");
+		return;
+	}
+	/* RFC 4616 2: an authzid equal to the authcid asks for nothing more. */
+	if (p.authzid[0] != '\0' && strcmp(p.authzid, p.authcid) != 0)
+		proxy_login(s, &p);
+	else
+		password_login(s, p.authcid, p.passwd, "plain");
+	explicit_bzero(&p, sizeof(p));
+}
+
+void pop3_cmd_user(struct pop3_session *s, const char *arg)
+{
+	if (!pop3_plaintext_ok(s)) {
+		pop3_error(s, PLAINTEXT_REFUSED);
+		return;
+	}
+	size_t len = strlen(arg);
+	if (len == 0 || len > POP3_USER_MAX) {
+		pop3_error(s, "Syntax: USER name");
+		return;
+	}
+	free(s->user);
+	s->user = mt_xstrdup(arg);
+	pop3_ok(s, "Send PASS");
+}
+
+void pop3_cmd_pass(struct pop3_session *s, const char *arg)
+{
+	s->login_method = "user";
+	if (!pop3_plaintext_ok(s)) {
+		pop3_error(s, PLAINTEXT_REFUSED);
+		return;
+	}
+	if (s->user == NULL) {
+		pop3_error(s, "Send USER first");
+		return;
+	}
+	if (arg[0] == '\0') {
+		login_failed(s, s->user, "empty-password");
+		return;
+	}
+	char *user = mt_xstrdup(s->user);
+	password_login(s, user, arg, "user");
+	free(user);
+}
+
+void pop3_cmd_auth(struct pop3_session *s, const char *arg)
+{
+	if (arg[0] == '\0') {
+		/* The RFC 1734 listing form some clients probe with. */
+		struct evbuffer *out = pop3_output(s);
+		pop3_ok(s, "Mechanisms follow");
+		mt_line_write(out, "PLAIN");
+		mt_line_write(out, ".");
+		return;
+	}
+	size_t mech_len = strcspn(arg, " ");
+	if (mech_len != 5 || strncasecmp(arg, "PLAIN", 5) != 0) {
+		pop3_error(s, "Unsupported authentication mechanism");
+		return;
+	}
+	if (!pop3_plaintext_ok(s)) {
+		pop3_error(s, PLAINTEXT_REFUSED);
+		return;
+	}
+	const char *ir = arg[mech_len] == ' ' ? arg + mech_len + 1 : NULL;
+	if (ir == NULL) {
+		/* RFC 5034 4: an empty challenge, then the response line. */
+		mt_line_write(pop3_output(s), "+ ");
+		mt_line_reader_init(&s->reader, POP3_SASL_LINE_MAX, MT_LINE_ACCEPT_LF);
+		pop3_enter_state(s, POP3_STATE_SASL);
+		return;
+	}
+	/* "=" is an empty initial response: PLAIN cannot be empty. */
+	plain_login(s, strcmp(ir, "=") == 0 ? "" : ir);
+}
+
+void pop3_sasl_response(struct pop3_session *s, char *line)
+{
+	mt_line_reader_init(&s->reader, POP3_LINE_MAX, MT_LINE_ACCEPT_LF);
+	pop3_enter_state(s, POP3_STATE_AUTHORIZATION);
+	if (strcmp(line, "*") == 0) {
+		pop3_error(s, "Authentication aborted");
+		return;
+	}
+	plain_login(s, line);
+}

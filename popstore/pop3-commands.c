@@ -1,0 +1,309 @@
+/* pop3-commands.c — mailtier-popstore's POP3 command table and the
+ * mailbox commands: CAPA, STLS, STAT, LIST, UIDL, TOP, RETR, DELE, NOOP,
+ * RSET, QUIT (the login commands are in pop3-auth.c, the streamed
+ * multi-line replies in pop3-fetch.c).
+ *
+ * Trust boundary: arguments are the client's. Message numbers must be
+ * plain decimal within the snapshot and not deleted; anything else is an
+ * -ERR that counts towards max_errors, and the session goes on.
+ *
+ * RFC 1939 5 (STAT, LIST, RETR, DELE, NOOP, RSET), 6 (QUIT and the UPDATE
+ * state: "the POP3 server removes all messages marked as deleted from the
+ * maildrop and replies as to the status of this operation"; "If a session
+ * terminates for some reason other than a client-issued QUIT command, the
+ * POP3 session does not enter the UPDATE state"), 7 (TOP, UIDL);
+ * RFC 2449 5 and 6 (CAPA and its tags), RFC 2595 4 (STLS). */
+#include "pop3-session.h"
+#include "alloc.h"
+#include "store.h"
+
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <event2/buffer.h>
+
+static void cmd_capa(struct pop3_session *s, const char *arg);
+static void cmd_stls(struct pop3_session *s, const char *arg);
+static void cmd_stat(struct pop3_session *s, const char *arg);
+static void cmd_list(struct pop3_session *s, const char *arg);
+static void cmd_uidl(struct pop3_session *s, const char *arg);
+static void cmd_top(struct pop3_session *s, const char *arg);
+static void cmd_retr(struct pop3_session *s, const char *arg);
+static void cmd_dele(struct pop3_session *s, const char *arg);
+static void cmd_noop(struct pop3_session *s, const char *arg);
+static void cmd_rset(struct pop3_session *s, const char *arg);
+static void cmd_quit(struct pop3_session *s, const char *arg);
+
+#define AUTHZ POP3_CMD_AUTHORIZATION
+#define TRANS POP3_CMD_TRANSACTION
+
+const struct pop3_command pop3_commands[] = {
+	{ "CAPA", cmd_capa, AUTHZ | TRANS },
+	{ "USER", pop3_cmd_user, AUTHZ },
+	{ "PASS", pop3_cmd_pass, AUTHZ | POP3_CMD_SECRET },
+	{ "AUTH", pop3_cmd_auth, AUTHZ | POP3_CMD_SECRET },
+	{ "STLS", cmd_stls, AUTHZ },
+	{ "STAT", cmd_stat, TRANS },
+	{ "LIST", cmd_list, TRANS },
+	{ "UIDL", cmd_uidl, TRANS },
+	{ "TOP", cmd_top, TRANS },
+	{ "RETR", cmd_retr, TRANS },
+	{ "DELE", cmd_dele, TRANS },
+	{ "NOOP", cmd_noop, TRANS },
+	{ "RSET", cmd_rset, TRANS },
+	{ "QUIT", cmd_quit, AUTHZ | TRANS },
+};
+const unsigned int pop3_command_count = sizeof(pop3_commands) / sizeof(pop3_commands[0]);
+_Static_assert(sizeof(pop3_commands) / sizeof(pop3_commands[0]) <= POP3_COMMANDS_MAX,
+	       "raise POP3_COMMANDS_MAX");
+
+void pop3_command_dispatch(struct pop3_session *s, char *line)
+{
+	size_t len = strcspn(line, " ");
+	const char *arg = line[len] == ' ' ? line + len + 1 : "";
+	unsigned int need = s->state == POP3_STATE_TRANSACTION ? TRANS : AUTHZ;
+
+	for (unsigned int i = 0; i < pop3_command_count; i++) {
+		const struct pop3_command *cmd = &pop3_commands[i];
+		if (strlen(cmd->name) != len || strncasecmp(cmd->name, line, len) != 0)
+			continue;
+		s->counts[i]++;
+		if ((cmd->flags & need) == 0) {
+			pop3_error(s, "Command not valid in this state");
+			return;
+		}
+		cmd->handler(s, arg);
+		return;
+	}
+	s->unknown_count++;
+	pop3_error(s, "Unknown command");
+}
+
+void pop3_command_counts(const struct pop3_session *s, struct mt_buf *out)
+{
+	for (unsigned int i = 0; i < pop3_command_count; i++) {
+		if (s->counts[i] == 0)
+			continue;
+		char name[8];
+		size_t n = strlen(pop3_commands[i].name);
+		for (size_t k = 0; k <= n; k++)
+			name[k] = (char)tolower((unsigned char)pop3_commands[i].name[k]);
+		mt_buf_appendf(out, "%s=%u ", name, s->counts[i]);
+	}
+	if (s->unknown_count > 0)
+		mt_buf_appendf(out, "unknown=%u ", s->unknown_count);
+	mt_buf_appendf(out, "commands=%u", s->commands);
+}
+
+void pop3_maildrop_reset(struct pop3_maildrop *drop)
+{
+	if (drop->mbox != NULL)
+		mt_store_mailbox_close(&drop->mbox);
+	free(drop->name);
+	free(drop->deleted);
+	memset(drop, 0, sizeof(*drop));
+}
+
+/* Parse a decimal number: digits only, no sign, at most 10 digits. */
+static bool parse_uint(const char *s, size_t len, uint64_t *value_r)
+{
+	uint64_t v = 0;
+	if (len == 0 || len > 10)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		if (!isdigit((unsigned char)s[i]))
+			return false;
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	}
+	*value_r = v;
+	return true;
+}
+
+/* "msg" naming a message that exists and is not deleted: its index. */
+static bool parse_msg(struct pop3_session *s, const char *arg, size_t len,
+		      unsigned int *index_r)
+{
+	uint64_t n;
+	if (!parse_uint(arg, len, &n) || n == 0 || n > s->drop.count) {
+		pop3_error(s, "No such message");
+		return false;
+	}
+	if (s->drop.deleted[n - 1]) {
+		pop3_error(s, "Message %" PRIu64 " is deleted", n);
+		return false;
+	}
+	*index_r = (unsigned int)(n - 1);
+	return true;
+}
+
+static void cmd_capa(struct pop3_session *s, const char *arg)
+{
+	struct evbuffer *out = pop3_output(s);
+	pop3_ok(s, "Capability list follows");
+	mt_line_write(out, "TOP");
+	mt_line_write(out, "UIDL");
+	mt_line_write(out, "RESP-CODES");
+	mt_line_write(out, "AUTH-RESP-CODE");
+	mt_line_write(out, "PIPELINING");
+	if (s->state != POP3_STATE_TRANSACTION) {
+		/* RFC 2595 2.1: offer plaintext logins only where they are
+		 * allowed; STLS only before TLS. */
+		if (pop3_plaintext_ok(s)) {
+			mt_line_write(out, "USER");
+			mt_line_write(out, "SASL PLAIN");
+		}
+		if (s->ps->tls != NULL && !s->tls)
+			mt_line_write(out, "STLS");
+	}
+	mt_line_write(out, "IMPLEMENTATION %s", POPSTORE_NAME);
+	mt_line_write(out, ".");
+}
+
+static void cmd_stls(struct pop3_session *s, const char *arg)
+{
+	if (s->ps->tls == NULL) {
+		pop3_error(s, "STLS not available");
+		return;
+	}
+	if (s->tls) {
+		pop3_error(s, "TLS is already active");
+		return;
+	}
+	pop3_ok(s, "Begin TLS negotiation");
+	pop3_starttls_pending(s);
+}
+
+static void cmd_stat(struct pop3_session *s, const char *arg)
+{
+	const struct pop3_maildrop *d = &s->drop;
+	uint64_t bytes = mt_store_mailbox_bytes(d->mbox) - d->deleted_bytes;
+	pop3_ok(s, "%u %" PRIu64, d->count - d->deleted_count, bytes);
+}
+
+static void cmd_list_uidl(struct pop3_session *s, const char *arg, bool uidl)
+{
+	unsigned int index;
+	if (arg[0] == '\0') {
+		pop3_ok(s, uidl ? "Unique-ID listing follows" : "%u messages",
+			s->drop.count - s->drop.deleted_count);
+		pop3_fetch_list(s, uidl);
+		return;
+	}
+	if (!parse_msg(s, arg, strlen(arg), &index))
+		return;
+	const struct mt_store_msg *m = mt_store_mailbox_msg(s->drop.mbox, index);
+	if (uidl)
+		pop3_ok(s, "%u %s", index + 1, m->uidl);
+	else
+		pop3_ok(s, "%u %" PRIu64, index + 1, m->size);
+}
+
+static void cmd_list(struct pop3_session *s, const char *arg)
+{
+	cmd_list_uidl(s, arg, false);
+}
+
+static void cmd_uidl(struct pop3_session *s, const char *arg)
+{
+	cmd_list_uidl(s, arg, true);
+}
+
+static void cmd_retr(struct pop3_session *s, const char *arg)
+{
+	unsigned int index;
+	if (!parse_msg(s, arg, strlen(arg), &index))
+		return;
+	const struct mt_store_msg *m = mt_store_mailbox_msg(s->drop.mbox, index);
+	pop3_ok(s, "%" PRIu64 " octets", m->size);
+	s->drop.retrieved++;
+	s->drop.retrieved_bytes += m->size;
+	pop3_fetch_message(s, index, false, 0);
+}
+
+static void cmd_top(struct pop3_session *s, const char *arg)
+{
+	unsigned int index;
+	uint64_t lines;
+	size_t len = strcspn(arg, " ");
+	if (arg[len] != ' ' || !parse_uint(arg + len + 1, strlen(arg + len + 1), &lines)) {
+		pop3_error(s, "Syntax: TOP msg n");
+		return;
+	}
+	if (!parse_msg(s, arg, len, &index))
+		return;
+	pop3_ok(s, "Top of message follows");
+	pop3_fetch_message(s, index, true, lines);
+}
+
+static void cmd_dele(struct pop3_session *s, const char *arg)
+{
+	unsigned int index;
+	if (!parse_msg(s, arg, strlen(arg), &index))
+		return;
+	struct pop3_maildrop *d = &s->drop;
+	d->deleted[index] = true;
+	d->deleted_count++;
+	pop3_prefetch_forget(s, index);
+	d->deleted_bytes += mt_store_mailbox_msg(d->mbox, index)->size;
+	pop3_ok(s, "Message %u deleted", index + 1);
+}
+
+static void cmd_noop(struct pop3_session *s, const char *arg)
+{
+	pop3_ok(s, "%s", "");
+}
+
+static void cmd_rset(struct pop3_session *s, const char *arg)
+{
+	struct pop3_maildrop *d = &s->drop;
+	memset(d->deleted, 0, (d->count == 0 ? 1 : d->count) * sizeof(bool));
+	d->deleted_count = 0;
+	d->deleted_bytes = 0;
+	pop3_ok(s, "%u messages", d->count);
+}
+
+static void expunge_done(struct mt_store_req *req, void *context)
+{
+	struct pop3_session *s = context;
+	const char *error;
+	enum mt_store_status status = mt_store_req_status(req, &error);
+
+	s->store_req = NULL;
+	if (status == MT_STORE_OK) {
+		mt_slog(MT_LOG_INFO, &s->log, "pop3 logout user=%s deleted=%u",
+			s->login, s->drop.deleted_count);
+		pop3_ok(s, "Logging out, %u messages deleted", s->drop.deleted_count);
+		pop3_close_after(s, "quit");
+		return;
+	}
+	mt_slog(MT_LOG_WARNING, &s->log, "pop3 logout user=%s expunge failed: %s: %s",
+		s->login, mt_store_status_name(status), error);
+	pop3_err(s, "[SYS/TEMP] Messages marked as deleted were not removed, try again later");
+	pop3_close_after(s, "quit-failed");
+	if (status == MT_STORE_FATAL)
+		popstore_store_fatal(s->ps, error);
+}
+
+static void cmd_quit(struct pop3_session *s, const char *arg)
+{
+	struct pop3_maildrop *d = &s->drop;
+	if (s->state != POP3_STATE_TRANSACTION || d->deleted_count == 0) {
+		if (s->state == POP3_STATE_TRANSACTION)
+			mt_slog(MT_LOG_INFO, &s->log, "pop3 logout user=%s deleted=0", s->login);
+		pop3_ok(s, "Logging out");
+		pop3_close_after(s, "quit");
+		return;
+	}
+	/* RFC 1939 6: UPDATE. The +OK waits until the removal is durable. */
+	uint32_t *uids = mt_xmalloc(d->deleted_count * sizeof(*uids));
+	unsigned int n = 0;
+	for (unsigned int i = 0; i < d->count; i++)
+		if (d->deleted[i])
+			uids[n++] = mt_store_mailbox_msg(d->mbox, i)->uid;
+	pop3_enter_state(s, POP3_STATE_UPDATE);
+	s->store_req = mt_store_expunge(s->ps->port, d->mbox, uids, n, expunge_done, s);
+	free(uids);
+}

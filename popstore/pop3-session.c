@@ -1,0 +1,431 @@
+/* pop3-session.c — one POP3 connection of mailtier-popstore: accepting it
+ * (plain on pop3_listen, implicit TLS on pop3s_listen), STLS, reading
+ * command lines, replies, flow control, idle timeout, drain and the
+ * deferred free. Commands are in pop3-commands.c and pop3-auth.c,
+ * streamed replies in pop3-fetch.c.
+ *
+ * Trust boundary: every byte is the client's. Lines are bounded (255
+ * octets, RFC 2449 4), a NUL or bare CR in a line is an error, pipelined
+ * input is read ahead at most POPSTORE_INPUT_HIGH octets, and a client
+ * that does not read its replies stops being read (output over
+ * POPSTORE_OUTPUT_HIGH pauses command processing and message streaming).
+ * After STLS nothing received before the TLS handshake is used (RFC 2595
+ * 4; lib/tls.h mt_tls_bev_starttls()), and the USER name given before it
+ * is forgotten.
+ * RFC 1939 3 (sessions, "+OK"/"-ERR", autologout timer), 4 (greeting),
+ * RFC 2449 (CAPA), RFC 2595 4 (STLS), RFC 8314 (implicit TLS on 995). */
+#include "pop3-session.h"
+#include "alloc.h"
+#include "dirsvc.h"
+#include "store.h"
+#include "tls.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/event.h>
+
+const char *const pop3_state_names[POP3_STATE_COUNT] = {
+	[POP3_STATE_AUTHORIZATION] = "authorization",
+	[POP3_STATE_SASL] = "sasl",
+	[POP3_STATE_LOGIN] = "login",
+	[POP3_STATE_STLS] = "stls",
+	[POP3_STATE_TRANSACTION] = "transaction",
+	[POP3_STATE_UPDATE] = "update",
+	[POP3_STATE_CLOSING] = "closing",
+};
+
+static void pop3_process(struct pop3_session *s);
+static void pop3_close(struct pop3_session *s, const char *reason);
+static void pop3_setup_bev(struct pop3_session *s);
+
+void pop3_enter_state(struct pop3_session *s, enum pop3_state state)
+{
+	if (s->state == state)
+		return;
+	mt_slog(MT_LOG_DEBUG, &s->log, "pop3 state %s -> %s",
+		pop3_state_names[s->state], pop3_state_names[state]);
+	s->state = state;
+}
+
+struct evbuffer *pop3_output(struct pop3_session *s)
+{
+	return bufferevent_get_output(s->bev);
+}
+
+static void pop3_vreply(struct pop3_session *s, const char *status,
+			const char *fmt, va_list ap)
+{
+	char text[512];
+	vsnprintf(text, sizeof(text), fmt, ap);
+	if (text[0] == '\0')
+		mt_line_write(pop3_output(s), "%s", status);
+	else
+		mt_line_write(pop3_output(s), "%s %s", status, text);
+}
+
+void pop3_ok(struct pop3_session *s, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	pop3_vreply(s, "+OK", fmt, ap);
+	va_end(ap);
+}
+
+void pop3_err(struct pop3_session *s, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	pop3_vreply(s, "-ERR", fmt, ap);
+	va_end(ap);
+}
+
+void pop3_close_after(struct pop3_session *s, const char *reason)
+{
+	if (s->state == POP3_STATE_CLOSING)
+		return;
+	s->close_reason = reason;
+	pop3_enter_state(s, POP3_STATE_CLOSING);
+	bufferevent_disable(s->bev, EV_READ);
+	if (evbuffer_get_length(pop3_output(s)) == 0)
+		pop3_close(s, reason);
+}
+
+void pop3_error(struct pop3_session *s, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	pop3_vreply(s, "-ERR", fmt, ap);
+	va_end(ap);
+	if (++s->errors >= s->ps->set->max_errors) {
+		mt_slog(MT_LOG_WARNING, &s->log, "pop3 too many errors=%u: disconnecting",
+			s->errors);
+		pop3_err(s, "Too many errors, closing connection");
+		pop3_close_after(s, "errors");
+	}
+}
+
+bool pop3_plaintext_ok(const struct pop3_session *s)
+{
+	return s->tls || s->from_proxy || s->ps->set->allow_plaintext_auth;
+}
+
+void pop3_resume(struct pop3_session *s)
+{
+	pop3_process(s);
+}
+
+void pop3_starttls_pending(struct pop3_session *s)
+{
+	pop3_enter_state(s, POP3_STATE_STLS);
+	/* Nothing more is read in plaintext; what the client pipelined after
+	 * STLS is dropped with the plain bufferevent. */
+	bufferevent_disable(s->bev, EV_READ);
+}
+
+/* "+OK Begin TLS" is written: wrap the socket in TLS. */
+static void pop3_starttls_now(struct pop3_session *s)
+{
+	size_t discarded = 0;
+	const char *error;
+	struct bufferevent *bev = mt_tls_bev_starttls(s->ps->tls, &s->bev, NULL,
+						      &discarded, &error);
+	if (bev == NULL) {
+		mt_slog(MT_LOG_WARNING, &s->log, "pop3 stls failed: %s", error);
+		pop3_close(s, "tls-failed");
+		return;
+	}
+	s->bev = bev;
+	s->tls = true;
+	pop3_setup_bev(s);
+	mt_line_reader_init(&s->reader, POP3_LINE_MAX, MT_LINE_ACCEPT_LF);
+	/* RFC 2595 4: the client must forget what it knew; so do we. */
+	MT_FREE(&s->user);
+	pop3_enter_state(s, POP3_STATE_AUTHORIZATION);
+	mt_slog(MT_LOG_INFO, &s->log, "pop3 stls discarded=%zu", discarded);
+}
+
+/* Run what the input holds until it is used up or a command waits. */
+static void pop3_process(struct pop3_session *s)
+{
+	struct evbuffer *in, *out;
+	const char *error;
+
+	for (;;) {
+		if (s->bev == NULL || s->fetch != NULL)
+			return;
+		if (s->state != POP3_STATE_AUTHORIZATION &&
+		    s->state != POP3_STATE_TRANSACTION && s->state != POP3_STATE_SASL)
+			return;
+		in = bufferevent_get_input(s->bev);
+		out = bufferevent_get_output(s->bev);
+		if (evbuffer_get_length(out) > POPSTORE_OUTPUT_HIGH)
+			return;
+		if (s->drain && s->state != POP3_STATE_TRANSACTION) {
+			pop3_err(s, "[SYS/TEMP] Server shutting down");
+			pop3_close_after(s, "shutdown");
+			return;
+		}
+		enum mt_line_status st = mt_line_read(&s->reader, in, &s->line, &error);
+		switch (st) {
+		case MT_LINE_NEED_MORE:
+			if (s->input_eof)
+				pop3_close(s, "eof");
+			return;
+		case MT_LINE_OK:
+			s->commands++;
+			if (s->state == POP3_STATE_SASL)
+				pop3_sasl_response(s, s->line.data);
+			else
+				pop3_command_dispatch(s, s->line.data);
+			break;
+		case MT_LINE_TOO_LONG:
+			if (s->state == POP3_STATE_SASL)
+				pop3_enter_state(s, POP3_STATE_AUTHORIZATION);
+			mt_line_reader_init(&s->reader, POP3_LINE_MAX, MT_LINE_ACCEPT_LF);
+			pop3_error(s, "Line too long (at most %u octets)", POP3_LINE_MAX);
+			break;
+		case MT_LINE_BARE_LF:
+		case MT_LINE_BARE_CR:
+			pop3_error(s, "Bare CR in command line");
+			break;
+		case MT_LINE_NUL:
+			pop3_error(s, "NUL octet in command line");
+			break;
+		}
+		/* Lines may hold passwords: do not leave them in memory. */
+		if (s->line.data != NULL)
+			explicit_bzero(s->line.data, s->line.cap);
+		s->line.len = 0;
+	}
+}
+
+/* Callbacks */
+
+static void pop3_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct pop3_session *s = arg;
+	mt_timer_reset(s->idle);
+	pop3_process(s);
+}
+
+static void pop3_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct pop3_session *s = arg;
+	size_t pending = evbuffer_get_length(bufferevent_get_output(bev));
+
+	mt_timer_reset(s->idle);
+	switch (s->state) {
+	case POP3_STATE_CLOSING:
+		if (pending == 0)
+			pop3_close(s, s->close_reason);
+		return;
+	case POP3_STATE_STLS:
+		if (pending == 0)
+			pop3_starttls_now(s);
+		return;
+	default:
+		break;
+	}
+	if (s->fetch != NULL)
+		pop3_fetch_continue(s);
+	else
+		pop3_process(s);
+}
+
+static void pop3_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct pop3_session *s = arg;
+	char buf[256];
+
+	if ((what & BEV_EVENT_CONNECTED) != 0) {
+		SSL *ssl = bufferevent_openssl_get_ssl(bev);
+		if (ssl != NULL)
+			mt_slog(MT_LOG_INFO, &s->log, "pop3 tls=\"%s\"",
+				mt_tls_describe(ssl, buf, sizeof(buf)));
+		return;
+	}
+	if (s->state == POP3_STATE_CLOSING) {
+		pop3_close(s, s->close_reason);
+		return;
+	}
+	if ((what & BEV_EVENT_EOF) != 0 && (what & BEV_EVENT_ERROR) == 0) {
+		/* Run what was pipelined before the close; a command in flight
+		 * (a login, the deletions of QUIT) finishes first. */
+		s->input_eof = true;
+		bufferevent_disable(bev, EV_READ);
+		pop3_process(s);
+		return;
+	}
+	if (s->tls) {
+		mt_slog(MT_LOG_INFO, &s->log, "pop3 tls error: %s",
+			mt_tls_bev_error(bev, buf, sizeof(buf)));
+	}
+	pop3_close(s, "error");
+}
+
+static void pop3_idle_cb(void *arg)
+{
+	struct pop3_session *s = arg;
+	if (s->state == POP3_STATE_LOGIN || s->state == POP3_STATE_UPDATE ||
+	    pop3_fetch_busy(s)) {
+		mt_timer_reset(s->idle);	/* waiting on us */
+		return;
+	}
+	if (s->state == POP3_STATE_CLOSING || s->state == POP3_STATE_STLS) {
+		pop3_close(s, s->state == POP3_STATE_CLOSING ? s->close_reason :
+			   "idle-timeout");
+		return;
+	}
+	/* RFC 1939 3: the autologout timer ends the session without UPDATE. */
+	pop3_err(s, "Disconnected for inactivity");
+	pop3_close_after(s, "idle-timeout");
+}
+
+/* Life cycle */
+
+static void pop3_session_free_cb(void *arg)
+{
+	struct pop3_session *s = arg;
+	mt_buf_free(&s->line);
+	free(s->user);
+	free(s->login);
+	free(s);
+}
+
+static void pop3_unlink(struct pop3_session *s)
+{
+	struct popstore *ps = s->ps;
+	if (s->prev != NULL)
+		s->prev->next = s->next;
+	else
+		ps->pop3_sessions = s->next;
+	if (s->next != NULL)
+		s->next->prev = s->prev;
+	s->prev = s->next = NULL;
+}
+
+static void pop3_close(struct pop3_session *s, const char *reason)
+{
+	if (s->idle == NULL)
+		return;		/* closed already */
+	struct mt_buf counts = MT_BUF_INIT;
+	pop3_command_counts(s, &counts);
+	mt_slog(MT_LOG_INFO, &s->log,
+		"pop3 disconnect peer=%s user=%s reason=%s %s retrieved=%llu retrieved_bytes=%llu errors=%u",
+		s->peer, s->login != NULL ? s->login : "-", reason,
+		mt_buf_cstr(&counts), (unsigned long long)s->drop.retrieved,
+		(unsigned long long)s->drop.retrieved_bytes, s->errors);
+	mt_buf_free(&counts);
+	mt_dirsvc_request_cancel(&s->dir_req);
+	if (s->store_req != NULL) {
+		/* An expunge in flight may still commit; its client got no
+		 * +OK, which RFC 1939 allows (the deletion was not promised). */
+		mt_store_req_cancel(s->store_req);
+		s->store_req = NULL;
+	}
+	pop3_fetch_free(s);
+	pop3_maildrop_reset(&s->drop);
+	if (s->bev != NULL)
+		bufferevent_free(s->bev);
+	s->bev = NULL;
+	pop3_enter_state(s, POP3_STATE_CLOSING);
+	mt_timer_free(&s->idle);
+	pop3_unlink(s);
+	mt_loop_post(s->ps->loop, pop3_session_free_cb, s);
+	popstore_session_remove(s->ps);
+}
+
+static void pop3_setup_bev(struct pop3_session *s)
+{
+	bufferevent_setwatermark(s->bev, EV_READ, 0, POPSTORE_INPUT_HIGH);
+	bufferevent_setwatermark(s->bev, EV_WRITE, POP3_OUTPUT_LOW, 0);
+	bufferevent_setcb(s->bev, pop3_read_cb, pop3_write_cb, pop3_event_cb, s);
+	bufferevent_enable(s->bev, EV_READ | EV_WRITE);
+}
+
+void pop3_session_accept(struct popstore *ps, int fd, const struct sockaddr *peer,
+			 bool implicit_tls)
+{
+	char addr[MT_SOCKADDR_STRLEN];
+	struct mt_logctx log = { .session_id = mt_session_id_new() };
+	const char *error;
+
+	mt_sockaddr_str(peer, addr, sizeof(addr));
+	if (!popstore_session_add(ps)) {
+		mt_slog(MT_LOG_WARNING, &log,
+			"pop3 refused peer=%s reason=max-sessions limit=%llu", addr,
+			(unsigned long long)ps->set->max_sessions);
+		ps->refused_connections++;
+		if (!implicit_tls) {
+			static const char busy[] = "-ERR [SYS/TEMP] Too many sessions, try again later\r\n";
+			(void)send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+		}
+		close(fd);
+		return;
+	}
+	popstore_socket_setup(fd);
+	struct bufferevent *bev;
+	if (implicit_tls)
+		bev = mt_tls_bev_accept(ps->tls, mt_loop_base(ps->loop), fd, &error);
+	else {
+		bev = bufferevent_socket_new(mt_loop_base(ps->loop), fd,
+					     BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+		error = "bufferevent_socket_new failed";
+	}
+	if (bev == NULL) {
+		mt_slog(MT_LOG_ERROR, &log, "pop3 peer=%s: %s", addr, error);
+		popstore_session_remove(ps);
+		return;
+	}
+	ps->pop3_connections++;
+
+	struct pop3_session *s = mt_xcalloc(1, sizeof(*s));
+	s->ps = ps;
+	s->log = log;
+	s->bev = bev;
+	memcpy(s->peer, addr, sizeof(s->peer));
+	s->from_proxy = popstore_is_proxy(ps, peer);
+	s->tls = s->implicit_tls = implicit_tls;
+	s->state = POP3_STATE_AUTHORIZATION;
+	mt_line_reader_init(&s->reader, POP3_LINE_MAX, MT_LINE_ACCEPT_LF);
+	pop3_setup_bev(s);
+	s->idle = mt_timer_add(ps->loop, (unsigned int)ps->set->idle_timeout,
+			       false, pop3_idle_cb, s);
+	s->next = ps->pop3_sessions;
+	if (s->next != NULL)
+		s->next->prev = s;
+	ps->pop3_sessions = s;
+
+	mt_slog(MT_LOG_INFO, &s->log, "pop3 connect peer=%s%s%s", addr,
+		implicit_tls ? " tls=implicit" : "", s->from_proxy ? " proxy=yes" : "");
+	/* RFC 1939 4: the greeting. No APOP timestamp: APOP is not offered. */
+	pop3_ok(s, "%s ready", POPSTORE_NAME);
+	if (mt_loop_is_draining(ps->loop)) {
+		s->drain = true;
+		pop3_process(s);
+	}
+}
+
+void pop3_sessions_drain(struct popstore *ps)
+{
+	struct pop3_session *s, *next;
+	for (s = ps->pop3_sessions; s != NULL; s = next) {
+		next = s->next;
+		s->drain = true;
+		pop3_process(s);
+	}
+}
+
+void pop3_sessions_free_all(struct popstore *ps)
+{
+	while (ps->pop3_sessions != NULL)
+		pop3_close(ps->pop3_sessions, "shutdown");
+}

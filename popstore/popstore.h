@@ -1,0 +1,100 @@
+/* popstore.h — what mailtier-popstore's parts share: the daemon object
+ * (config, store, directory client, TLS, the session registry) that main.c
+ * builds, and the entry points of the two protocols, LMTP in
+ * (lmtp-session.c) and POP3 out (pop3-session.c).
+ *
+ * Trust boundary: none of its own; see each protocol's files. Everything
+ * runs on the one main loop thread; the store and the directory do their
+ * blocking work on their own threads and call back on this loop. */
+#ifndef MT_POPSTORE_H
+#define MT_POPSTORE_H
+
+#include "popstore-settings.h"
+#include "mailtier-settings.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+struct mt_config;
+struct mt_loop;
+struct mt_store;
+struct mt_store_port;
+struct mt_dirsvc;
+struct mt_dirsvc_client;
+struct mt_tls;
+struct lmtp_session;
+struct pop3_session;
+
+#define POPSTORE_NAME "mailtier-popstore"
+
+/* How many octets a session may leave in its output buffer before it
+ * stops producing more (reading commands, reading message bodies), and
+ * how many pipelined input octets it reads ahead of the command it runs. */
+#define POPSTORE_OUTPUT_HIGH (128 * 1024)
+#define POPSTORE_INPUT_HIGH (64 * 1024)
+
+struct popstore {
+	struct mt_config *config;
+	const struct mt_popstore_settings *set;
+	const struct mt_global_settings *global;
+	const char *shard;		/* this shard's name (the users' mailHost) */
+	char *hostname;			/* greeting and Received: */
+
+	struct mt_loop *loop;
+	struct mt_store *store;
+	struct mt_store_port *port;
+	struct mt_dirsvc *dirsvc;
+	struct mt_dirsvc_client *dir;
+	struct mt_tls *tls;		/* NULL: no certificate, no STLS/POP3S */
+
+	struct mt_popstore_cidr *lmtp_clients, *proxy_addresses;
+	size_t n_lmtp_clients, n_proxy_addresses;
+	char *proxy_password;		/* NULL: proxy logins refused */
+
+	unsigned int sessions;		/* LMTP + POP3 now */
+	struct lmtp_session *lmtp_sessions;
+	struct pop3_session *pop3_sessions;
+	bool fatal;			/* the store failed: exit non-zero */
+
+	/* Daemon-wide counters for the stats line. */
+	uint64_t lmtp_connections, pop3_connections, refused_connections;
+	uint64_t messages_delivered, logins, logins_failed;
+};
+
+/* main.c */
+
+/* Account for a new session; false (and nothing counted) if max_sessions
+ * are open already: the caller refuses the connection. */
+bool popstore_session_add(struct popstore *ps);
+/* A session is gone (its memory is freed from the loop later). */
+void popstore_session_remove(struct popstore *ps);
+/* The store reported MT_STORE_FATAL: log, stop the loop, exit non-zero so
+ * systemd restarts the daemon into recovery. Nothing is acknowledged
+ * after this. */
+void popstore_store_fatal(struct popstore *ps, const char *error);
+/* Socket options for an accepted connection: TCP_NODELAY, because a reply
+ * is often a status line and then data from the store a moment later, and
+ * Nagle's algorithm would hold the second back for the client's delayed
+ * ACK (40 ms per command). */
+void popstore_socket_setup(int fd);
+/* Is peer allowed to log in with the proxy credential? */
+bool popstore_is_proxy(const struct popstore *ps, const struct sockaddr *peer);
+
+/* lmtp-session.c */
+
+void lmtp_session_accept(struct popstore *ps, int fd, const struct sockaddr *peer);
+/* SIGTERM: idle sessions say 421 and close, busy ones after their
+ * transaction. */
+void lmtp_sessions_drain(struct popstore *ps);
+/* Shutdown after the loop has returned: free what is left. */
+void lmtp_sessions_free_all(struct popstore *ps);
+
+/* pop3-session.c */
+
+void pop3_session_accept(struct popstore *ps, int fd, const struct sockaddr *peer,
+			 bool implicit_tls);
+void pop3_sessions_drain(struct popstore *ps);
+void pop3_sessions_free_all(struct popstore *ps);
+
+#endif
