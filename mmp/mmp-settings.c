@@ -1,6 +1,8 @@
 /* mmp-settings.c — the [mmp] section table (see config.h). Defaults follow
  * the seed's MMP (ConnLimits=30000, NumThreads=4) and RFC 1939's 10-minute
- * idle timer. */
+ * idle timer.
+ * Trust boundary: the operator's config file; every value is checked by
+ * the table so a mistake stops start-up with FILE:LINE. */
 #include "mmp-settings.h"
 #include "mailtier-settings.h"
 
@@ -46,6 +48,19 @@ static const struct mt_setting_def mmp_settings[] = {
 	{ .name = "shard_retry_interval", .type = MT_SETTING_DURATION,
 	  .offset = P(shard_retry_interval), .default_value = "30s", .min = 100,
 	  .doc = "A shard that failed is marked down this long, then probed." },
+	{ .name = "auth_fail_window", .type = MT_SETTING_DURATION,
+	  .offset = P(auth_fail_window), .default_value = "5m", .min = 1000,
+	  .max = 86400000,
+	  .doc = "Failed logins from one address count (for the delay and the limit) until this long after the last one." },
+	{ .name = "max_errors", .type = MT_SETTING_UINT, .offset = P(max_errors),
+	  .default_value = "10", .min = 1, .max = 1000,
+	  .doc = "Bad commands and failed logins in one session before it is disconnected." },
+	{ .name = "relay_splice", .type = MT_SETTING_BOOL, .offset = P(relay_splice),
+	  .default_value = "no",
+	  .doc = "After login, move bytes between two plaintext sockets with splice(2) instead of through user-space buffers." },
+	{ .name = "stats_interval", .type = MT_SETTING_DURATION,
+	  .offset = P(stats_interval), .default_value = "60s", .max = 86400000,
+	  .doc = "How often the connection and login counters are logged (0: only at exit)." },
 	MT_SETTINGS_END,
 };
 

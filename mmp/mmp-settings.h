@@ -1,5 +1,6 @@
 /* mmp-settings.h — the [mmp] section: the POP3 proxy's listeners, limits and
- * login policy. */
+ * login policy.
+ * Trust boundary: the operator's config file, checked by the table. */
 #ifndef MT_MMP_SETTINGS_H
 #define MT_MMP_SETTINGS_H
 
@@ -20,6 +21,11 @@ struct mt_mmp_settings {
 	char *proxy_password_file;
 	uint64_t backend_connect_timeout;	/* ms */
 	uint64_t shard_retry_interval;		/* ms */
+	/* Added with the daemon (all have defaults: older files still load). */
+	uint64_t auth_fail_window;	/* ms */
+	uint64_t max_errors;
+	bool relay_splice;
+	uint64_t stats_interval;	/* ms; 0 = only at exit */
 };
 
 #endif

@@ -1,0 +1,485 @@
+/* main.c — mailtier-mmp, the POP3 multiplexor proxy: start-up (config,
+ * TLS, the directory client, the shard table, listeners, privilege drop,
+ * worker loops, sd-notify), the accept hand-off with the connection
+ * limits, stats, SIGHUP (TLS reload) and the SIGTERM drain.
+ *
+ *	mailtier-mmp [-c FILE] [-f]
+ *	  -c FILE   config file (default MT_DEFAULT_CONFIG_FILE)
+ *	  -f        log to stderr with timestamps (foreground runs, tests)
+ *
+ * The main loop accepts on pop3_listen and pop3s_listen and checks the
+ * limits there (conn_limit, conn_limit_per_client, a blocked address):
+ * a refused plaintext client gets its -ERR [SYS/TEMP] line written at once
+ * and the socket closed; a refused implicit-TLS client needs the handshake
+ * to read it, so it goes to a worker as a refusal (at most
+ * TLS_REFUSALS_MAX at a time, beyond that the socket is just closed).
+ * Admitted connections go round robin to the `threads` worker loops, each
+ * with its own libdirsvc client.
+ *
+ * Trust boundary: the config and the proxy password file are the
+ * operator's; the TCP peer address is the client's (used for limits and
+ * logs). Everything else is in the session files.
+ * RFCs: RFC 2595 (pop3_listen with STLS), RFC 8314 (pop3s_listen). */
+#include "mmp.h"
+#include "alloc.h"
+#include "dirsvc.h"
+#include "mailtier-settings.h"
+#include "privdrop.h"
+#include "sdnotify.h"
+#include "tls.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+
+/* Implicit-TLS refusals being answered at once, at most. */
+#define TLS_REFUSALS_MAX 256
+/* Descriptors the process needs besides its connections. */
+#define FD_RESERVE 64
+/* How often failed-login records are expired. */
+#define SWEEP_MSECS 10000
+
+#define REFUSE_LIMIT "-ERR [SYS/TEMP] Too many connections, try again later."
+#define REFUSE_CLIENT "-ERR [SYS/TEMP] Too many connections from your " \
+	"address, try again later."
+#define REFUSE_BLOCKED "-ERR [SYS/TEMP] Too many failed logins from your " \
+	"address, try again later."
+
+static struct mmp_server server;
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: mailtier-mmp [-c config_file] [-f]\n");
+	exit(2);
+}
+
+/* The first line of path, without its line end. */
+static char *read_secret(const char *path, const char **error_r)
+{
+	static char error[512];
+	FILE *f = fopen(path, "re");
+	char *line = NULL;
+	size_t cap = 0;
+
+	if (f == NULL) {
+		snprintf(error, sizeof(error), "cannot open %s: %s", path,
+			 strerror(errno));
+		*error_r = error;
+		return NULL;
+	}
+	ssize_t n = getline(&line, &cap, f);
+	fclose(f);
+	if (n <= 0) {
+		free(line);
+		snprintf(error, sizeof(error), "%s is empty", path);
+		*error_r = error;
+		return NULL;
+	}
+	line[strcspn(line, "\r\n")] = '\0';
+	if (line[0] == '\0') {
+		free(line);
+		snprintf(error, sizeof(error), "%s: the first line is empty", path);
+		*error_r = error;
+		return NULL;
+	}
+	return line;
+}
+
+/* "host:port" for mt_listener_add() ("[v6]:port" for IPv6). */
+static char *listen_string(const struct mt_hostport *hp)
+{
+	if (strchr(hp->host, ':') != NULL)
+		return mt_xasprintf("[%s]:%u", hp->host, hp->port);
+	return mt_xasprintf("%s:%u", hp->host, hp->port);
+}
+
+/* Each connection needs a descriptor, two once logged in. */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			mt_warning("cannot raise RLIMIT_NOFILE to %llu: %s",
+				   (unsigned long long)rl.rlim_max, strerror(errno));
+	}
+	uint64_t need = server.set->conn_limit * 2 + FD_RESERVE;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < need)
+		mt_warning("open-file limit %llu is below the %llu that conn_limit=%llu "
+			   "needs when every session is logged in (LimitNOFILE= in the "
+			   "systemd unit)", (unsigned long long)rl.rlim_cur,
+			   (unsigned long long)need,
+			   (unsigned long long)server.set->conn_limit);
+}
+
+/* Accept hand-off (main loop) */
+
+struct conn_post {
+	struct mmp_worker *worker;
+	int fd;
+	enum mmp_listener_kind kind;
+	const char *reject;
+	socklen_t peerlen;
+	struct sockaddr_storage peer;
+};
+
+static void conn_run(void *context)
+{
+	struct conn_post *c = context;
+	mmp_session_new(c->worker, c->fd, (struct sockaddr *)&c->peer,
+			c->peerlen, c->kind, c->reject);
+	free(c);
+}
+
+static void dispatch(int fd, const struct sockaddr *peer, socklen_t peerlen,
+		     enum mmp_listener_kind kind, const char *reject)
+{
+	struct conn_post *c = mt_xcalloc(1, sizeof(*c));
+	c->worker = server.worker_list[server.next_worker++ % server.n_workers];
+	c->fd = fd;
+	c->kind = kind;
+	c->reject = reject;
+	if (peerlen > sizeof(c->peer))
+		peerlen = sizeof(c->peer);
+	memcpy(&c->peer, peer, peerlen);
+	c->peerlen = peerlen;
+	mt_loop_post(c->worker->loop, conn_run, c);
+}
+
+static void refuse(int fd, const struct sockaddr *peer, socklen_t peerlen,
+		   enum mmp_listener_kind kind, const char *reply,
+		   const char *reason)
+{
+	char addr[MT_SOCKADDR_STRLEN];
+
+	mt_info("refused client=%s listener=%s reason=%s",
+		mt_sockaddr_str(peer, addr, sizeof(addr)),
+		kind == MMP_LISTENER_POP3S ? "pop3s" : "pop3", reason);
+	if (kind == MMP_LISTENER_POP3S) {
+		if (atomic_load(&server.rejects) < TLS_REFUSALS_MAX) {
+			atomic_fetch_add(&server.rejects, 1);
+			dispatch(fd, peer, peerlen, kind, reply);
+			return;
+		}
+		close(fd);
+		return;
+	}
+	/* A fresh socket's buffer always takes one short line. */
+	char line[160];
+	int n = snprintf(line, sizeof(line), "%s\r\n", reply);
+	if (write(fd, line, (size_t)n) < 0) {
+		/* the client is gone already */
+	}
+	close(fd);
+}
+
+static void accept_conn(int fd, const struct sockaddr *peer, socklen_t peerlen,
+			enum mmp_listener_kind kind)
+{
+	if (atomic_load(&server.conns) >= server.set->conn_limit) {
+		atomic_fetch_add(&server.stats.refused_limit, 1);
+		refuse(fd, peer, peerlen, kind, REFUSE_LIMIT, "conn_limit");
+		return;
+	}
+	switch (mmp_clients_admit(server.clients, peer, mmp_now_ms())) {
+	case MMP_ADMIT_OK:
+		break;
+	case MMP_ADMIT_PER_CLIENT:
+		atomic_fetch_add(&server.stats.refused_client, 1);
+		refuse(fd, peer, peerlen, kind, REFUSE_CLIENT, "conn_limit_per_client");
+		return;
+	case MMP_ADMIT_BLOCKED:
+		atomic_fetch_add(&server.stats.refused_blocked, 1);
+		refuse(fd, peer, peerlen, kind, REFUSE_BLOCKED, "auth_fail_limit");
+		return;
+	}
+	atomic_fetch_add(&server.conns, 1);
+	atomic_fetch_add(&server.stats.connections, 1);
+	dispatch(fd, peer, peerlen, kind, NULL);
+}
+
+static void accept_pop3(int fd, const struct sockaddr *peer, socklen_t peerlen,
+			void *context)
+{
+	(void)context;
+	accept_conn(fd, peer, peerlen, MMP_LISTENER_POP3);
+}
+
+static void accept_pop3s(int fd, const struct sockaddr *peer, socklen_t peerlen,
+			 void *context)
+{
+	(void)context;
+	accept_conn(fd, peer, peerlen, MMP_LISTENER_POP3S);
+}
+
+/* Workers (each in its own thread) */
+
+static void worker_drain(void *context)
+{
+	mmp_sessions_drain(context);
+}
+
+static bool worker_init(struct mt_loop *loop, unsigned int index,
+			void *context, void **worker_context_r,
+			const char **error_r)
+{
+	struct mmp_worker *w = mt_xcalloc(1, sizeof(*w));
+	(void)context; (void)error_r;
+	w->server = &server;
+	w->index = index;
+	w->loop = loop;
+	w->base = mt_loop_base(loop);
+	w->dirsvc = mt_dirsvc_client_new(server.dirsvc, w->base);
+	w->reaper = mmp_reaper_new(w);
+	w->scratch = evbuffer_new();
+	if (w->scratch == NULL)
+		mt_panic("evbuffer_new failed");
+	if (server.set->relay_splice)
+		w->pipes = mmp_splice_pool_new();
+	mt_loop_set_drain(loop, 0, worker_drain, w);
+	server.worker_list[index] = w;
+	*worker_context_r = w;
+	return true;
+}
+
+static void worker_deinit(void *context)
+{
+	struct mmp_worker *w = context;
+	mmp_sessions_free_all(w);
+	event_free(w->reaper);
+	evbuffer_free(w->scratch);
+	mt_dirsvc_client_free(&w->dirsvc);
+	mmp_splice_pool_free(&w->pipes);
+	free(w);
+}
+
+/* Main loop: signals, stats */
+
+static void main_drain(void *context)
+{
+	(void)context;
+	mt_notify_stopping();
+	mmp_shards_stop(server.shards);
+	mt_workers_drain(server.workers);
+}
+
+static void reload(void *context)
+{
+	const char *error = NULL;
+	(void)context;
+	mt_notify_reloading();
+	if (server.tls != NULL) {
+		if (mt_tls_reload(server.tls, &error))
+			mt_info("reload: TLS certificate and key reloaded");
+		else
+			mt_error("reload: TLS kept as it was: %s", error);
+	}
+	mt_notify_ready();
+}
+
+#define STAT(name) ((unsigned long long)atomic_load(&server.stats.name))
+
+static void log_stats(void)
+{
+	mt_info("stats conns=%llu connections=%llu refused_limit=%llu "
+		"refused_client=%llu refused_blocked=%llu logins=%llu "
+		"auth_failed=%llu tempfail=%llu backend_refused=%llu "
+		"bytes_in=%llu bytes_out=%llu clients=%zu",
+		(unsigned long long)atomic_load(&server.conns), STAT(connections),
+		STAT(refused_limit), STAT(refused_client), STAT(refused_blocked),
+		STAT(logins), STAT(auth_failed), STAT(tempfail),
+		STAT(backend_refused), STAT(bytes_in), STAT(bytes_out),
+		mmp_clients_count(server.clients));
+	mt_dirsvc_log_stats(server.dirsvc);
+}
+
+static void stats_cb(void *context)
+{
+	(void)context;
+	log_stats();
+	/* Only this often: sd_notify() blocks when the service manager
+	 * does not read (a test harness, say), and the main loop accepts. */
+	mt_notify_status("%llu connections, %llu logins",
+			 (unsigned long long)atomic_load(&server.conns),
+			 STAT(logins));
+}
+
+static void sweep_cb(void *context)
+{
+	(void)context;
+	mmp_clients_sweep(server.clients, mmp_now_ms());
+}
+
+/* Start-up */
+
+static struct mt_tls *load_tls(const struct mt_tls_config *c)
+{
+	const char *error = NULL;
+	if (c->cert_file[0] == '\0')
+		return NULL;
+	struct mt_tls_settings set = {
+		.cert_file = c->cert_file, .key_file = c->key_file,
+		.ciphers = c->ciphers, .ciphersuites = c->ciphersuites,
+		.min_version = c->min_version == MT_TLS_V1_3 ?
+			TLS1_3_VERSION : TLS1_2_VERSION,
+	};
+	struct mt_tls *tls = mt_tls_new(MT_TLS_SERVER);
+	if (!mt_tls_load(tls, &set, &error))
+		mt_fatal("[tls]: %s", error);
+	return tls;
+}
+
+static struct mt_listener *add_listener(const struct mt_hostport *hp,
+					mt_accept_cb_t *cb)
+{
+	const char *error = NULL;
+	if (hp->host == NULL)
+		return NULL;
+	char *where = listen_string(hp);
+	struct mt_listener *l = mt_listener_add(server.main_loop, where, 0, cb,
+						NULL, &error);
+	if (l == NULL)
+		mt_fatal("%s", error);
+	free(where);
+	return l;
+}
+
+static void start(const char *config_file)
+{
+	const char *error = NULL;
+	char *errors = NULL;
+
+	struct mt_config *config = mt_mailtier_config_load(config_file, &errors);
+	if (config == NULL) {
+		fputs(errors, stderr);
+		mt_fatal("%s: configuration errors", config_file);
+	}
+	server.config = config;
+	const struct mt_global_settings *global = mt_config_get(config, "global", NULL);
+	mt_log_set_min_level((enum mt_log_level)global->log_level);
+	server.set = mt_config_get(config, "mmp", NULL);
+	const struct mt_mmp_settings *set = server.set;
+
+	if (set->proxy_password_file[0] == '\0')
+		mt_fatal("[mmp] proxy_password_file is not set");
+	server.proxy_password = read_secret(set->proxy_password_file, &error);
+	if (server.proxy_password == NULL)
+		mt_fatal("[mmp] proxy_password_file: %s", error);
+	server.proxy_user = set->proxy_user;
+	server.tls = load_tls(mt_config_get(config, "tls", NULL));
+	if (set->pop3s_listen.host != NULL && server.tls == NULL)
+		mt_fatal("[mmp] pop3s_listen needs [tls] cert_file and key_file "
+			 "(or set pop3s_listen empty)");
+	if (set->pop3_listen.host != NULL && server.tls == NULL &&
+	    !set->allow_plaintext_auth)
+		mt_warning("pop3_listen without [tls] and allow_plaintext_auth = no: "
+			   "no one can log in there");
+	raise_fd_limit();
+
+	server.main_loop = mt_loop_new(&error);
+	if (server.main_loop == NULL)
+		mt_fatal("%s", error);
+	server.shards = mmp_shards_new(config, server.main_loop, set, &error);
+	if (server.shards == NULL)
+		mt_fatal("[shards]: %s", error);
+	struct mmp_clients_settings cset = {
+		.conn_limit_per_client = set->conn_limit_per_client,
+		.auth_fail_delay = set->auth_fail_delay,
+		.auth_fail_limit = set->auth_fail_limit,
+		.auth_fail_window = set->auth_fail_window,
+	};
+	server.clients = mmp_clients_new(&cset);
+	server.dirsvc = mt_dirsvc_new(mt_config_get(config, "directory", NULL),
+				      config, &error);
+	if (server.dirsvc == NULL)
+		mt_fatal("[directory]: %s", error);
+
+	add_listener(&set->pop3_listen, accept_pop3);
+	add_listener(&set->pop3s_listen, accept_pop3s);
+	if (set->pop3_listen.host == NULL && set->pop3s_listen.host == NULL)
+		mt_fatal("[mmp] neither pop3_listen nor pop3s_listen is set");
+	if (!mt_privdrop(global->user, global->group, &error))
+		mt_fatal("%s", error);
+
+	server.n_workers = (unsigned int)set->threads;
+	server.worker_list = mt_xcalloc(server.n_workers, sizeof(*server.worker_list));
+	struct mt_worker_settings wset = {
+		.count = server.n_workers, .init = worker_init,
+		.deinit = worker_deinit, .context = &server,
+	};
+	server.workers = mt_workers_start(server.main_loop, &wset, &error);
+	if (server.workers == NULL)
+		mt_fatal("%s", error);
+	mt_loop_set_drain(server.main_loop, (unsigned int)global->drain_timeout,
+			  main_drain, NULL);
+	if (!mt_loop_handle_signals(server.main_loop, reload, NULL, &error))
+		mt_fatal("%s", error);
+}
+
+int main(int argc, char **argv)
+{
+	const char *config_file = MT_DEFAULT_CONFIG_FILE;
+	bool foreground = false;
+	int c;
+
+	while ((c = getopt(argc, argv, "c:fh")) != -1) {
+		switch (c) {
+		case 'c': config_file = optarg; break;
+		case 'f': foreground = true; break;
+		default: usage();
+		}
+	}
+	if (optind != argc)
+		usage();
+	mt_log_init("mailtier-mmp", foreground ? MT_LOG_TARGET_STDERR :
+		    MT_LOG_TARGET_AUTO);
+	start(config_file);
+
+	const struct mt_mmp_settings *set = server.set;
+	struct mt_timer *watchdog = mt_notify_watchdog_start(server.main_loop);
+	struct mt_timer *stats = set->stats_interval == 0 ? NULL :
+		mt_timer_add(server.main_loop, (unsigned int)set->stats_interval,
+			     true, stats_cb, NULL);
+	struct mt_timer *sweep = mt_timer_add(server.main_loop, SWEEP_MSECS, true,
+					      sweep_cb, NULL);
+	mt_info("started pop3=%s:%u pop3s=%s:%u threads=%u conn_limit=%llu "
+		"conn_limit_per_client=%llu tls=%s splice=%s",
+		set->pop3_listen.host != NULL ? set->pop3_listen.host : "-",
+		set->pop3_listen.port,
+		set->pop3s_listen.host != NULL ? set->pop3s_listen.host : "-",
+		set->pop3s_listen.port, server.n_workers,
+		(unsigned long long)set->conn_limit,
+		(unsigned long long)set->conn_limit_per_client,
+		server.tls != NULL ? "yes" : "no", set->relay_splice ? "yes" : "no");
+	mt_notify_ready();
+	mt_notify_status("0 connections");
+
+	int ret = mt_loop_run(server.main_loop);
+
+	mmp_shards_stop(server.shards);
+	mt_workers_stop(&server.workers);
+	mt_timer_free(&watchdog);
+	mt_timer_free(&stats);
+	mt_timer_free(&sweep);
+	log_stats();
+	mt_dirsvc_free(&server.dirsvc);
+	mmp_shards_free(&server.shards);
+	mmp_clients_free(&server.clients);
+	mt_tls_free(&server.tls);
+	explicit_bzero(server.proxy_password, strlen(server.proxy_password));
+	free(server.proxy_password);
+	free(server.worker_list);
+	mt_loop_free(&server.main_loop);
+	mt_config_free(&server.config);
+	mt_info("stopped");
+	return ret == 0 ? 0 : 1;
+}

@@ -1,0 +1,236 @@
+/* mmp-backend.c — logging in to a store shard on a user's behalf: connect
+ * to the shard's POP3 address, read the greeting, send AUTH PLAIN with the
+ * user's canonical address as authorization identity and the proxy's own
+ * credential (proxy_user, proxy_password_file), read the answer. All of it
+ * within backend_connect_timeout.
+ *
+ * Trust boundary: the shard is ours but may be down, slow or broken: every
+ * step has the one deadline, every line is bounded (512 octets) and checked
+ * for shape; an -ERR line is passed to the client unchanged (it carries the
+ * store's response code, e.g. [IN-USE]). The proxy password is sent only
+ * to shards from [shards] and never logged.
+ * RFCs: RFC 1939 section 4 (greeting), RFC 5034 section 4 (AUTH; an
+ * initial response that would make the command longer than 255 octets is
+ * sent after the server's "+ " instead), RFC 4616 (PLAIN with authzid),
+ * RFC 3206 and RFC 2449 section 8 (response codes, passed through). */
+#include "mmp.h"
+#include "alloc.h"
+#include "buf.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+enum backend_step {
+	STEP_CONNECT,		/* connecting, or waiting for the greeting */
+	STEP_AUTH_CONTINUE,	/* sent "AUTH PLAIN", waiting for "+ " */
+	STEP_AUTH,		/* sent the PLAIN response, waiting for +OK */
+};
+
+struct mmp_backend {
+	struct mmp_session *sess;
+	struct mmp_shard *shard;
+	struct bufferevent *bev;
+	struct event *timer;
+	struct mt_line_reader reader;
+	mmp_backend_cb_t *cb;
+	enum backend_step step;
+	const char *fail_reason;	/* static; set before a deferred failure */
+	char *address;
+};
+
+void mmp_backend_free(struct mmp_backend **backend_p)
+{
+	struct mmp_backend *b = *backend_p;
+	if (b == NULL)
+		return;
+	*backend_p = NULL;
+	if (b->bev != NULL)
+		bufferevent_free(b->bev);
+	if (b->timer != NULL)
+		event_free(b->timer);
+	free(b->address);
+	free(b);
+}
+
+struct bufferevent *mmp_backend_take(struct mmp_backend **backend_p)
+{
+	struct mmp_backend *b = *backend_p;
+	struct bufferevent *bev = b->bev;
+	b->bev = NULL;
+	bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
+	mmp_backend_free(backend_p);
+	return bev;
+}
+
+/* Report the outcome; the callback frees or takes the backend. */
+static void finish(struct mmp_backend *b, enum mmp_backend_status status,
+		   const char *line, const char *reason)
+{
+	evtimer_del(b->timer);
+	b->cb(b->sess, status, line, reason);
+}
+
+static void send_line(struct mmp_backend *b, const char *prefix,
+		      const struct mt_buf *response)
+{
+	struct evbuffer *out = b->sess->worker->scratch;
+	evbuffer_add(out, prefix, strlen(prefix));
+	if (response != NULL)
+		evbuffer_add(out, response->data, response->len);
+	evbuffer_add(out, "\r\n", 2);
+	mmp_bev_send(b->bev, true, out);
+}
+
+/* The PLAIN message: authzid = the user, authcid = the proxy. */
+static void build_response(struct mmp_backend *b, struct mt_buf *out)
+{
+	const struct mmp_server *server = b->sess->worker->server;
+	mmp_sasl_plain_encode(out, b->address, server->proxy_user,
+			      server->proxy_password);
+}
+
+static void on_greeting(struct mmp_backend *b)
+{
+	struct mt_buf response = MT_BUF_INIT;
+
+	build_response(b, &response);
+	/* RFC 5034 section 4: the whole AUTH line with its initial response
+	 * must fit in 255 octets (CRLF included); else wait for "+ ". */
+	if (strlen("AUTH PLAIN ") + response.len + 2 <= MMP_COMMAND_LINE_MAX) {
+		send_line(b, "AUTH PLAIN ", &response);
+		b->step = STEP_AUTH;
+	} else {
+		send_line(b, "AUTH PLAIN", NULL);
+		b->step = STEP_AUTH_CONTINUE;
+	}
+	explicit_bzero(response.data, response.cap);
+	mt_buf_free(&response);
+}
+
+/* One response line from the shard; false when the backend is finished
+ * (and possibly freed). */
+static bool on_line(struct mmp_backend *b, const char *line)
+{
+	enum mmp_response kind = mmp_response_kind(line);
+	struct mt_buf response = MT_BUF_INIT;
+
+	switch (b->step) {
+	case STEP_CONNECT:
+		if (kind != MMP_RESPONSE_OK) {
+			finish(b, MMP_BACKEND_FAILED, NULL, "no +OK greeting");
+			return false;
+		}
+		on_greeting(b);
+		return true;
+	case STEP_AUTH_CONTINUE:
+		if (kind == MMP_RESPONSE_CONTINUE) {
+			build_response(b, &response);
+			send_line(b, "", &response);
+			explicit_bzero(response.data, response.cap);
+			mt_buf_free(&response);
+			b->step = STEP_AUTH;
+			return true;
+		}
+		break;
+	case STEP_AUTH:
+		break;
+	}
+	if (kind == MMP_RESPONSE_OK)
+		finish(b, MMP_BACKEND_OK, line, NULL);
+	else if (kind == MMP_RESPONSE_ERR)
+		finish(b, MMP_BACKEND_REFUSED, line, NULL);
+	else
+		finish(b, MMP_BACKEND_FAILED, NULL, "unexpected answer to AUTH");
+	return false;
+}
+
+static void read_cb(struct bufferevent *bev, void *arg)
+{
+	struct mmp_backend *b = arg;
+	struct mt_buf line = MT_BUF_INIT;
+	bool more = true;
+
+	while (more) {
+		const char *error = NULL;
+		enum mt_line_status st = mt_line_read(&b->reader,
+						      bufferevent_get_input(bev),
+						      &line, &error);
+		if (st == MT_LINE_NEED_MORE)
+			break;
+		if (st != MT_LINE_OK) {
+			finish(b, MMP_BACKEND_FAILED, NULL, error);
+			break;
+		}
+		more = on_line(b, mt_buf_cstr(&line));
+		mt_buf_reset(&line);
+	}
+	mt_buf_free(&line);
+}
+
+static void event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct mmp_backend *b = arg;
+	if ((what & BEV_EVENT_CONNECTED) != 0) {
+		int one = 1;
+		(void)setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY,
+				 &one, sizeof(one));
+		return;
+	}
+	if ((what & BEV_EVENT_EOF) != 0) {
+		finish(b, MMP_BACKEND_FAILED, NULL, "connection closed");
+		return;
+	}
+	int err = EVUTIL_SOCKET_ERROR();
+	finish(b, MMP_BACKEND_FAILED, NULL,
+	       err != 0 ? evutil_socket_error_to_string(err) : "connection failed");
+}
+
+static void timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct mmp_backend *b = arg;
+	(void)fd; (void)what;
+	b->cb(b->sess, MMP_BACKEND_FAILED, NULL,
+	      b->fail_reason != NULL ? b->fail_reason : "timeout");
+}
+
+struct mmp_backend *mmp_backend_login(struct mmp_session *sess,
+				      struct mmp_shard *shard,
+				      const char *address, mmp_backend_cb_t *cb)
+{
+	struct mmp_worker *worker = sess->worker;
+	uint64_t ms = worker->server->set->backend_connect_timeout;
+	struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000 };
+	struct mmp_backend *b = mt_xcalloc(1, sizeof(*b));
+	socklen_t addrlen;
+	const struct sockaddr *addr = mmp_shard_sockaddr(shard, &addrlen);
+
+	b->sess = sess;
+	b->shard = shard;
+	b->cb = cb;
+	b->address = mt_xstrdup(address);
+	mt_line_reader_init(&b->reader, MMP_RESPONSE_LINE_MAX, MT_LINE_ACCEPT_LF);
+	b->timer = evtimer_new(worker->base, timer_cb, b);
+	b->bev = bufferevent_socket_new(worker->base, -1, BEV_OPT_CLOSE_ON_FREE);
+	if (b->timer == NULL || b->bev == NULL)
+		mt_panic("cannot create the backend connection");
+	bufferevent_setcb(b->bev, read_cb, NULL, event_cb, b);
+	bufferevent_setwatermark(b->bev, EV_READ, 0, MMP_INPUT_MAX);
+	bufferevent_enable(b->bev, EV_READ | EV_WRITE);
+	evtimer_add(b->timer, &tv);
+	if (bufferevent_socket_connect(b->bev, (struct sockaddr *)addr,
+				       (int)addrlen) < 0) {
+		/* Report it from the loop, never inside the caller's call. */
+		b->fail_reason = "cannot connect";
+		mt_slog(MT_LOG_DEBUG, &sess->log, "connect to %s: %s",
+			mmp_shard_address(shard), strerror(errno));
+		event_active(b->timer, EV_TIMEOUT, 0);
+	}
+	return b;
+}

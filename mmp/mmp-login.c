@@ -1,0 +1,183 @@
+/* mmp-login.c — from PASS or AUTH PLAIN to a relayed session: ask the
+ * directory (libdirsvc, cached) whether the password is right, find the
+ * user's shard, log in to it (mmp-backend.c) and hand the connection to
+ * the relay. Each step that waits is split into a start here and a
+ * completion callback run from the loop.
+ *
+ * Answers (RFC 3206 response codes, RFC 2449 section 8):
+ *   wrong user or password   -ERR [AUTH], after a delay that grows with the
+ *                            address's recent failures (mmp-clients.c);
+ *                            the connection closes when the address has
+ *                            reached auth_fail_limit
+ *   account disabled         -ERR [SYS/PERM] (the password was right)
+ *   account on hold          -ERR [SYS/TEMP]
+ *   directory unavailable    -ERR [SYS/TEMP], at once
+ *   shard down or silent     -ERR [SYS/TEMP], at once if marked down, else
+ *                            within backend_connect_timeout
+ *   shard says -ERR ...      that line, unchanged (e.g. [IN-USE])
+ *   shard says +OK           that line, then relaying
+ *
+ * Trust boundary: the user name and password are the client's; they reach
+ * the directory only through libdirsvc (which checks and escapes them) and
+ * the password is never logged or kept. The directory's answer (canonical
+ * address, mailHost) is trusted. */
+#include "mmp.h"
+#include "alloc.h"
+#include "dirsvc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+static void backend_done(struct mmp_session *sess,
+			 enum mmp_backend_status status, const char *line,
+			 const char *reason);
+
+/* A temporary failure: answer at once and go back to AUTHORIZATION. */
+static void tempfail(struct mmp_session *sess, const char *result,
+		     const char *reply, const char *reason)
+{
+	struct mmp_server *server = sess->worker->server;
+	atomic_fetch_add(&server->stats.tempfail, 1);
+	sess->result = result;
+	mt_slog(MT_LOG_INFO, &sess->log, "login user=%s result=%s reason=%s",
+		mmp_log_name(sess->user), result, reason);
+	mmp_reply(sess, "%s", reply);
+	mmp_session_resume(sess);
+}
+
+static void auth_done(const struct mt_dirsvc_auth *r, void *context)
+{
+	struct mmp_session *sess = context;
+	struct mmp_server *server = sess->worker->server;
+	bool blocked = false;
+	uint64_t delay;
+
+	sess->dirreq = NULL;
+	switch (r->status) {
+	case MT_DIRSVC_AUTH_OK:
+		break;
+	case MT_DIRSVC_AUTH_BAD_CREDENTIALS:
+		atomic_fetch_add(&server->stats.auth_failed, 1);
+		delay = mmp_clients_auth_failed(server->clients,
+						(struct sockaddr *)&sess->peer,
+						mmp_now_ms(), &blocked);
+		sess->result = blocked ? "auth_failed_blocked" : "auth_failed";
+		mt_slog(MT_LOG_INFO, &sess->log,
+			"login user=%s result=%s reason=%s delay_ms=%llu",
+			mmp_log_name(sess->user), sess->result,
+			r->reason != NULL ? r->reason : "-",
+			(unsigned long long)delay);
+		mmp_enter_state(sess, MMP_STATE_AUTH_DELAY);
+		mmp_session_timer_at(sess, mmp_now_ms() + delay);
+		return;
+	case MT_DIRSVC_AUTH_DISABLED:
+		sess->result = r->account == MT_DIRSVC_HOLD ? "account_hold" :
+			"account_disabled";
+		mt_slog(MT_LOG_INFO, &sess->log, "login user=%s result=%s",
+			mmp_log_name(sess->user), sess->result);
+		if (mmp_session_error(sess)) {
+			mmp_reply(sess, r->account == MT_DIRSVC_HOLD ?
+				  "-ERR [SYS/TEMP] Account temporarily unavailable." :
+				  "-ERR [SYS/PERM] Account disabled.");
+			mmp_session_resume(sess);
+		}
+		return;
+	case MT_DIRSVC_AUTH_TEMPFAIL:
+	default:
+		tempfail(sess, "tempfail_directory",
+			 "-ERR [SYS/TEMP] Directory unavailable, try again later.",
+			 r->reason != NULL ? r->reason : "-");
+		return;
+	}
+
+	/* Right password: from now on the canonical address is the user. */
+	free(sess->user);
+	sess->user = mt_xstrdup(r->address);
+	sess->shard = r->shard != NULL ?
+		mmp_shards_find(server->shards, r->shard) : NULL;
+	if (sess->shard == NULL) {
+		tempfail(sess, "tempfail_shard",
+			 "-ERR [SYS/TEMP] Mailbox server unavailable, try again later.",
+			 "mailHost not in [shards]");
+		return;
+	}
+	if (mmp_shard_is_down(sess->shard)) {
+		tempfail(sess, "tempfail_shard",
+			 "-ERR [SYS/TEMP] Mailbox server unavailable, try again later.",
+			 "shard marked down");
+		return;
+	}
+	mmp_enter_state(sess, MMP_STATE_BACKEND);
+	sess->backend = mmp_backend_login(sess, sess->shard, sess->user,
+					  backend_done);
+}
+
+void mmp_login_start(struct mmp_session *sess, const char *user,
+		     const char *password)
+{
+	mmp_enter_state(sess, MMP_STATE_DIRECTORY);
+	sess->result = NULL;
+	sess->shard = NULL;
+	sess->dirreq = mt_dirsvc_authenticate(sess->worker->dirsvc, &sess->log,
+					      user, password, auth_done, sess);
+}
+
+void mmp_login_delay_done(struct mmp_session *sess)
+{
+	if (strcmp(sess->result, "auth_failed_blocked") == 0) {
+		mmp_session_finish(sess, "auth_blocked",
+				   "-ERR [AUTH] Authentication failed.");
+		return;
+	}
+	mmp_reply(sess, "-ERR [AUTH] Authentication failed.");
+	if (mmp_session_error(sess))
+		mmp_session_resume(sess);
+}
+
+static void backend_done(struct mmp_session *sess,
+			 enum mmp_backend_status status, const char *line,
+			 const char *reason)
+{
+	struct mmp_server *server = sess->worker->server;
+
+	switch (status) {
+	case MMP_BACKEND_OK: {
+		struct bufferevent *bev = mmp_backend_take(&sess->backend);
+		atomic_fetch_add(&server->stats.logins, 1);
+		sess->result = "ok";
+		mt_slog(MT_LOG_DEBUG, &sess->log, "login user=%s shard=%s result=ok",
+			sess->user, mmp_shard_name(sess->shard));
+		mmp_reply(sess, "%s", line);
+		mmp_relay_start(sess, bev);
+		return;
+	}
+	case MMP_BACKEND_REFUSED:
+		mmp_backend_free(&sess->backend);
+		atomic_fetch_add(&server->stats.backend_refused, 1);
+		sess->result = "backend_refused";
+		mt_slog(MT_LOG_INFO, &sess->log,
+			"login user=%s shard=%s result=backend_refused answer=%s",
+			sess->user, mmp_shard_name(sess->shard), line);
+		/* The store's own answer, response code and all. */
+		mmp_reply(sess, "%s", line);
+		mmp_session_resume(sess);
+		return;
+	case MMP_BACKEND_FAILED:
+	default:
+		mmp_backend_free(&sess->backend);
+		mmp_shard_failed(sess->shard, reason);
+		tempfail(sess, "tempfail_shard",
+			 "-ERR [SYS/TEMP] Mailbox server unavailable, try again later.",
+			 reason);
+		return;
+	}
+}
+
+void mmp_login_abort(struct mmp_session *sess)
+{
+	mt_dirsvc_request_cancel(&sess->dirreq);
+	mmp_backend_free(&sess->backend);
+}

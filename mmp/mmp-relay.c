@@ -1,0 +1,426 @@
+/* mmp-relay.c — after login: copy bytes between the client and the store
+ * shard, both ways, until either side closes. Nothing is parsed or changed
+ * (the store speaks POP3 to the client from here on); per read event the
+ * proxy adds only the byte counts and the idle time stamp.
+ *
+ * Two ways to move the bytes:
+ *   bufferevents  the default, and always with TLS: evbuffer chains move
+ *                 from one side's input to the other's output without a
+ *                 copy in user space (evbuffer_add_buffer);
+ *   splice(2)     relay_splice = yes and both sides plaintext: socket ->
+ *                 pipe -> socket in the kernel. Pipes come from a small
+ *                 per-worker pool and are held only while bytes are in
+ *                 flight, so an idle session holds none.
+ * Either way a side that does not read makes the other side stop being
+ * read once MMP_RELAY_HIGH_WATER bytes wait for it (bounded memory), and a
+ * side that closes first has what is already on its way flushed to the
+ * other (a QUIT sent just before the client hung up still reaches the
+ * store, RFC 1939 section 6) before both are closed.
+ *
+ * Trust boundary: relayed bytes are the client's and the store's and are
+ * not looked at. No RFC applies beyond RFC 1939's session end. */
+#include "mmp.h"
+#include "alloc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+/* Bytes asked of one splice(2) into a pipe (the default pipe size). */
+#define SPLICE_CHUNK 65536
+/* Idle pipes kept per worker. */
+#define SPLICE_POOL_MAX 64
+
+struct mmp_splice_pool {
+	int (*pipes)[2];
+	size_t count;
+};
+
+/* One direction of a spliced relay. */
+struct splice_dir {
+	struct mmp_relay *relay;
+	int src, dst;
+	int pipe[2];		/* -1 when no pipe is held */
+	size_t in_pipe;
+	struct event *rd;	/* src readable */
+	struct event *wr;	/* dst writable (only while the pipe is full) */
+	uint64_t *counter;
+	const char *eof_end;	/* the session's end when src closes */
+	bool eof;
+};
+
+struct mmp_relay {
+	struct mmp_session *sess;
+	struct bufferevent *backend;	/* bufferevent mode */
+	const char *closing_end;	/* one side closed: flush, then close */
+	bool spliced;
+	int client_fd, backend_fd;	/* splice mode: we own them */
+	struct splice_dir up, down;	/* client -> store, store -> client */
+};
+
+/* Pipe pool */
+
+struct mmp_splice_pool *mmp_splice_pool_new(void)
+{
+	struct mmp_splice_pool *pool = mt_xcalloc(1, sizeof(*pool));
+	pool->pipes = mt_xcalloc(SPLICE_POOL_MAX, sizeof(*pool->pipes));
+	return pool;
+}
+
+void mmp_splice_pool_free(struct mmp_splice_pool **pool_p)
+{
+	struct mmp_splice_pool *pool = *pool_p;
+	if (pool == NULL)
+		return;
+	*pool_p = NULL;
+	for (size_t i = 0; i < pool->count; i++) {
+		close(pool->pipes[i][0]);
+		close(pool->pipes[i][1]);
+	}
+	free(pool->pipes);
+	free(pool);
+}
+
+static bool pool_take(struct mmp_splice_pool *pool, int p[2])
+{
+	if (pool->count > 0) {
+		pool->count--;
+		p[0] = pool->pipes[pool->count][0];
+		p[1] = pool->pipes[pool->count][1];
+		return true;
+	}
+	return pipe2(p, O_NONBLOCK | O_CLOEXEC) == 0;
+}
+
+/* Give an empty pipe back (or close it when the pool is full). */
+static void pool_put(struct mmp_splice_pool *pool, int p[2])
+{
+	if (pool->count < SPLICE_POOL_MAX) {
+		pool->pipes[pool->count][0] = p[0];
+		pool->pipes[pool->count][1] = p[1];
+		pool->count++;
+	} else {
+		close(p[0]);
+		close(p[1]);
+	}
+	p[0] = p[1] = -1;
+}
+
+/* Common */
+
+static void touch(struct mmp_relay *relay)
+{
+	relay->sess->last_active_ms = mmp_now_ms();
+}
+
+void mmp_relay_free(struct mmp_relay **relay_p)
+{
+	struct mmp_relay *relay = *relay_p;
+	if (relay == NULL)
+		return;
+	*relay_p = NULL;
+	if (relay->backend != NULL)
+		bufferevent_free(relay->backend);
+	struct splice_dir *dirs[] = { &relay->up, &relay->down };
+	for (size_t i = 0; i < 2; i++) {
+		struct splice_dir *d = dirs[i];
+		if (d->rd != NULL)
+			event_free(d->rd);
+		if (d->wr != NULL)
+			event_free(d->wr);
+		if (d->pipe[0] >= 0) {
+			if (d->in_pipe == 0 && relay->sess->worker->pipes != NULL)
+				pool_put(relay->sess->worker->pipes, d->pipe);
+			else {
+				close(d->pipe[0]);
+				close(d->pipe[1]);
+			}
+		}
+	}
+	if (relay->client_fd >= 0)
+		close(relay->client_fd);
+	if (relay->backend_fd >= 0)
+		close(relay->backend_fd);
+	free(relay);
+}
+
+/* Splice mode */
+
+static void splice_close(struct splice_dir *d, const char *end)
+{
+	mmp_session_close(d->relay->sess, end);
+}
+
+/* Move what is in the pipe to dst. false when the session was closed. */
+static bool splice_flush(struct splice_dir *d)
+{
+	struct mmp_splice_pool *pool = d->relay->sess->worker->pipes;
+
+	while (d->in_pipe > 0) {
+		ssize_t n = splice(d->pipe[0], NULL, d->dst, NULL, d->in_pipe,
+				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (n > 0) {
+			d->in_pipe -= (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN) {
+			/* dst is full: stop reading src until it drains. */
+			event_del(d->rd);
+			event_add(d->wr, NULL);
+			return true;
+		}
+		splice_close(d, "write_error");
+		return false;
+	}
+	event_del(d->wr);
+	if (d->pipe[0] >= 0)
+		pool_put(pool, d->pipe);
+	if (d->eof) {
+		splice_close(d, d->eof_end);
+		return false;
+	}
+	event_add(d->rd, NULL);
+	return true;
+}
+
+static void splice_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct splice_dir *d = arg;
+	struct mmp_relay *relay = d->relay;
+	(void)fd; (void)what;
+
+	if (d->pipe[0] < 0 && !pool_take(relay->sess->worker->pipes, d->pipe)) {
+		mt_slog(MT_LOG_ERROR, &relay->sess->log, "pipe2: %s",
+			strerror(errno));
+		splice_close(d, "error");
+		return;
+	}
+	ssize_t n = splice(d->src, NULL, d->pipe[1], NULL, SPLICE_CHUNK,
+			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+	if (n > 0) {
+		d->in_pipe += (size_t)n;
+		*d->counter += (uint64_t)n;
+		touch(relay);
+	} else if (n == 0) {
+		d->eof = true;	/* flushed (or closed at once) below */
+	} else if (errno != EAGAIN && errno != EINTR) {
+		d->eof = true;
+		d->eof_end = d == &relay->up ? "client_error" : "backend_error";
+	}
+	splice_flush(d);
+}
+
+static void splice_write_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd; (void)what;
+	splice_flush(arg);
+}
+
+static void splice_dir_init(struct mmp_relay *relay, struct splice_dir *d,
+			    int src, int dst, uint64_t *counter,
+			    const char *eof_end)
+{
+	struct event_base *base = relay->sess->worker->base;
+	d->relay = relay;
+	d->src = src;
+	d->dst = dst;
+	d->pipe[0] = d->pipe[1] = -1;
+	d->counter = counter;
+	d->eof_end = eof_end;
+	d->rd = event_new(base, src, EV_READ | EV_PERSIST, splice_read_cb, d);
+	d->wr = event_new(base, dst, EV_WRITE | EV_PERSIST, splice_write_cb, d);
+	if (d->rd == NULL || d->wr == NULL)
+		mt_panic("event_new failed");
+	event_add(d->rd, NULL);
+}
+
+/* Take both sockets out of their bufferevents (all buffers are empty). */
+static void switch_to_splice(struct mmp_relay *relay)
+{
+	struct mmp_session *sess = relay->sess;
+	struct bufferevent *bevs[] = { sess->client, relay->backend };
+	int fds[2];
+
+	for (size_t i = 0; i < 2; i++) {
+		fds[i] = bufferevent_getfd(bevs[i]);
+		bufferevent_disable(bevs[i], EV_READ | EV_WRITE);
+		bufferevent_setfd(bevs[i], -1);
+		bufferevent_free(bevs[i]);
+	}
+	sess->client = NULL;
+	relay->backend = NULL;
+	relay->client_fd = fds[0];
+	relay->backend_fd = fds[1];
+	relay->spliced = true;
+	splice_dir_init(relay, &relay->up, fds[0], fds[1], &sess->bytes_in,
+			"client_eof");
+	splice_dir_init(relay, &relay->down, fds[1], fds[0], &sess->bytes_out,
+			"backend_eof");
+	mt_slog(MT_LOG_DEBUG, &sess->log, "relay: splice");
+}
+
+/* Bufferevent mode */
+
+static bool buffers_empty(struct mmp_relay *relay)
+{
+	struct bufferevent *c = relay->sess->client, *b = relay->backend;
+	return evbuffer_get_length(bufferevent_get_input(c)) == 0 &&
+		evbuffer_get_length(bufferevent_get_output(c)) == 0 &&
+		evbuffer_get_length(bufferevent_get_input(b)) == 0 &&
+		evbuffer_get_length(bufferevent_get_output(b)) == 0;
+}
+
+static void maybe_splice(struct mmp_relay *relay)
+{
+	struct mmp_session *sess = relay->sess;
+	if (sess->worker->server->set->relay_splice && !sess->tls &&
+	    !relay->spliced && relay->closing_end == NULL &&
+	    sess->worker->pipes != NULL && buffers_empty(relay))
+		switch_to_splice(relay);
+}
+
+/* Move src's input to dst (a plaintext dst is written at once when
+ * nothing is queued for it); pause src when dst is backed up. */
+static void copy(struct mmp_relay *relay, struct bufferevent *src,
+		 struct bufferevent *dst, uint64_t *counter)
+{
+	struct evbuffer *in = bufferevent_get_input(src);
+	struct evbuffer *out = bufferevent_get_output(dst);
+	size_t n = evbuffer_get_length(in);
+	bool plain = dst == relay->backend || !relay->sess->tls;
+
+	if (n == 0)
+		return;
+	*counter += n;
+	touch(relay);
+	mmp_bev_send(dst, plain, in);
+	if (evbuffer_get_length(out) >= MMP_RELAY_HIGH_WATER) {
+		bufferevent_disable(src, EV_READ);
+		bufferevent_setwatermark(dst, EV_WRITE, MMP_RELAY_HIGH_WATER / 2, 0);
+	}
+}
+
+static void client_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct mmp_relay *relay = arg;
+	copy(relay, bev, relay->backend, &relay->sess->bytes_in);
+}
+
+static void backend_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct mmp_relay *relay = arg;
+	copy(relay, bev, relay->sess->client, &relay->sess->bytes_out);
+}
+
+/* dst's output drained to its low watermark: resume src, or finish. */
+static void drained(struct mmp_relay *relay, struct bufferevent *dst,
+		    struct bufferevent *src)
+{
+	if (evbuffer_get_length(bufferevent_get_output(dst)) == 0 &&
+	    relay->closing_end != NULL) {
+		mmp_session_close(relay->sess, relay->closing_end);
+		return;
+	}
+	if (relay->closing_end == NULL &&
+	    (bufferevent_get_enabled(src) & EV_READ) == 0) {
+		bufferevent_setwatermark(dst, EV_WRITE, 0, 0);
+		bufferevent_enable(src, EV_READ);
+	}
+	maybe_splice(relay);
+}
+
+static void client_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct mmp_relay *relay = arg;
+	drained(relay, bev, relay->backend);
+}
+
+static void backend_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct mmp_relay *relay = arg;
+	drained(relay, bev, relay->sess->client);
+}
+
+/* One side closed (or failed): flush what is on its way to the other. */
+static void side_closed(struct mmp_relay *relay, struct bufferevent *other,
+			const char *end)
+{
+	if (relay->closing_end != NULL)
+		return;
+	relay->closing_end = end;
+	bufferevent_disable(relay->sess->client, EV_READ);
+	bufferevent_disable(relay->backend, EV_READ);
+	if (evbuffer_get_length(bufferevent_get_output(other)) == 0) {
+		mmp_session_close(relay->sess, end);
+		return;
+	}
+	bufferevent_setwatermark(other, EV_WRITE, 0, 0);
+	bufferevent_enable(other, EV_WRITE);
+}
+
+static void client_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct mmp_relay *relay = arg;
+	(void)bev;
+	if (relay->closing_end != NULL) {
+		/* The side we were flushing to is gone too. */
+		mmp_session_close(relay->sess, relay->closing_end);
+		return;
+	}
+	/* Bytes read with the EOF are still to be passed on. */
+	copy(relay, bev, relay->backend, &relay->sess->bytes_in);
+	side_closed(relay, relay->backend,
+		    (what & BEV_EVENT_EOF) != 0 ? "client_eof" : "client_error");
+}
+
+static void backend_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct mmp_relay *relay = arg;
+	(void)bev;
+	if (relay->closing_end != NULL) {
+		mmp_session_close(relay->sess, relay->closing_end);
+		return;
+	}
+	copy(relay, bev, relay->sess->client, &relay->sess->bytes_out);
+	side_closed(relay, relay->sess->client,
+		    (what & BEV_EVENT_EOF) != 0 ? "backend_eof" : "backend_error");
+}
+
+void mmp_relay_start(struct mmp_session *sess, struct bufferevent *backend)
+{
+	struct mmp_relay *relay = mt_xcalloc(1, sizeof(*relay));
+	uint64_t now = mmp_now_ms();
+
+	relay->sess = sess;
+	relay->backend = backend;
+	relay->client_fd = relay->backend_fd = -1;
+	relay->up.pipe[0] = relay->up.pipe[1] = -1;
+	relay->down.pipe[0] = relay->down.pipe[1] = -1;
+	sess->relay = relay;
+	mmp_enter_state(sess, MMP_STATE_RELAY);
+	sess->last_active_ms = now;
+	mmp_session_timer_at(sess, now + sess->worker->server->set->idle_timeout);
+
+	bufferevent_setcb(sess->client, client_read_cb, client_write_cb,
+			  client_event_cb, relay);
+	bufferevent_setcb(backend, backend_read_cb, backend_write_cb,
+			  backend_event_cb, relay);
+	bufferevent_setwatermark(sess->client, EV_READ | EV_WRITE, 0, 0);
+	bufferevent_setwatermark(backend, EV_READ | EV_WRITE, 0, 0);
+	bufferevent_enable(sess->client, EV_READ | EV_WRITE);
+	bufferevent_enable(backend, EV_READ | EV_WRITE);
+	/* Commands the client pipelined after PASS/AUTH, and anything the
+	 * store sent after its +OK. */
+	copy(relay, sess->client, backend, &sess->bytes_in);
+	copy(relay, backend, sess->client, &sess->bytes_out);
+	/* The +OK went straight out: splice from the first byte, if asked. */
+	maybe_splice(relay);
+}

@@ -1,0 +1,370 @@
+/* mmp.h — what the files of mailtier-mmp share: the process-wide server
+ * object, the worker loops, the session and the calls between the parts.
+ *
+ *   main.c           start-up: config, TLS, listeners, privilege drop,
+ *                    workers, sd-notify, signals, the accept hand-off
+ *   mmp-session.c    one client connection: states, timers, replies, the
+ *                    end-of-session log line, deferred free
+ *   mmp-commands.c   the command table and the AUTHORIZATION handlers
+ *   mmp-login.c      PASS/AUTH -> directory -> shard -> backend -> relay,
+ *                    and the failed-login penalty
+ *   mmp-backend.c    connecting and logging in to a store shard
+ *   mmp-shards.c     the [shards] table, down marks and probes
+ *   mmp-relay.c      relaying bytes after login (bufferevents or splice)
+ *   mmp-clients.c    per client address: connection counts, failed logins
+ *   mmp-sasl.c       base64 and SASL PLAIN messages
+ *
+ * Threads: the main loop accepts and hands each connection to a worker
+ * loop, which owns the session from then on. Shared between threads are
+ * only the read-only settings, the atomic counters, the client table
+ * (mutex) and the shards' down marks (atomic).
+ *
+ * Trust boundary: everything a client sends is untrusted (commands, user
+ * names, passwords, relayed bytes); a store shard is trusted to speak POP3
+ * but its answers are still bounded and checked for shape. */
+#ifndef MT_MMP_H
+#define MT_MMP_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "lineio.h"
+#include "log.h"
+#include "loop.h"
+#include "mmp-settings.h"
+
+struct bufferevent;
+struct event;
+struct evbuffer;
+struct event_base;
+struct mt_config;
+struct mt_dirsvc;
+struct mt_dirsvc_client;
+struct mt_dirsvc_request;
+struct mt_tls;
+struct mmp_backend;
+struct mmp_clients;
+struct mmp_relay;
+struct mmp_shard;
+struct mmp_shards;
+struct mmp_splice_pool;
+
+/* RFC 2449 section 4: "Keywords and arguments ... commands ... MUST NOT
+ * exceed 255 octets, including the terminating CRLF". */
+#define MMP_COMMAND_LINE_MAX 255
+/* A SASL client response line (RFC 5034 section 4 lifts the 255-octet
+ * limit for them): room for PLAIN with a 254-octet name and a long
+ * password. */
+#define MMP_SASL_LINE_MAX 1024
+/* RFC 2449 section 4: response lines are at most 512 octets. */
+#define MMP_RESPONSE_LINE_MAX 512
+/* dirsvc's limit on names (RFC 5321 path length). */
+#define MMP_USER_MAX 254
+/* Before login a client cannot make us buffer more than this. */
+#define MMP_INPUT_MAX 4096
+/* After login: stop reading from one side while more than this waits to
+ * be written to the other (so a slow reader bounds our memory). */
+#define MMP_RELAY_HIGH_WATER 65536
+
+enum mmp_listener_kind {
+	MMP_LISTENER_POP3,	/* plaintext, STLS offered (RFC 2595) */
+	MMP_LISTENER_POP3S,	/* implicit TLS (RFC 8314) */
+};
+
+/* Process-wide counters (atomic; logged by the stats timer). */
+struct mmp_counters {
+	atomic_uint_fast64_t connections;	/* accepted and admitted */
+	atomic_uint_fast64_t refused_limit;	/* beyond conn_limit */
+	atomic_uint_fast64_t refused_client;	/* beyond conn_limit_per_client */
+	atomic_uint_fast64_t refused_blocked;	/* address over auth_fail_limit */
+	atomic_uint_fast64_t logins;		/* relaying to a shard */
+	atomic_uint_fast64_t auth_failed;	/* wrong user or password */
+	atomic_uint_fast64_t tempfail;		/* directory or shard unavailable */
+	atomic_uint_fast64_t backend_refused;	/* -ERR from the shard (IN-USE...) */
+	atomic_uint_fast64_t bytes_in, bytes_out;
+};
+
+struct mmp_server {
+	const struct mt_mmp_settings *set;
+	struct mt_config *config;
+	struct mt_tls *tls;		/* NULL: no STLS, no pop3s */
+	struct mt_dirsvc *dirsvc;
+	struct mmp_shards *shards;
+	struct mmp_clients *clients;
+	char *proxy_user;
+	char *proxy_password;
+	struct mt_loop *main_loop;
+	struct mt_workers *workers;
+	struct mmp_worker **worker_list;
+	unsigned int n_workers;
+	unsigned int next_worker;	/* main loop: round robin */
+	atomic_uint_fast64_t conns;	/* open client connections */
+	atomic_uint_fast64_t rejects;	/* TLS refusals being answered */
+	struct mmp_counters stats;
+};
+
+struct mmp_worker {
+	struct mmp_server *server;
+	unsigned int index;
+	struct mt_loop *loop;
+	struct event_base *base;
+	struct mt_dirsvc_client *dirsvc;
+	struct mmp_session *sessions;	/* live, doubly linked */
+	unsigned int n_sessions;
+	struct mmp_session *dead;	/* closed, freed by the reaper */
+	struct event *reaper;
+	struct mmp_splice_pool *pipes;
+	struct evbuffer *scratch;	/* a reply being sent; always left empty */
+	bool draining;
+};
+
+/* Every change goes through mmp_enter_state(); mmp_state_names[] matches. */
+enum mmp_state {
+	MMP_STATE_NEW,			/* accepted, nothing said yet */
+	MMP_STATE_TLS_HANDSHAKE,	/* implicit TLS, or after STLS */
+	MMP_STATE_AUTHORIZATION,	/* reading commands (RFC 1939 section 4) */
+	MMP_STATE_SASL,			/* AUTH PLAIN: waiting for the response */
+	MMP_STATE_STLS,			/* "+OK Begin TLS" being flushed */
+	MMP_STATE_DIRECTORY,		/* waiting for the directory */
+	MMP_STATE_AUTH_DELAY,		/* failed login: the penalty delay */
+	MMP_STATE_BACKEND,		/* connecting and logging in to the shard */
+	MMP_STATE_RELAY,		/* logged in: copying bytes both ways */
+	MMP_STATE_CLOSING,		/* last reply being flushed, then close */
+	MMP_STATE_DEAD,			/* closed; the reaper frees it */
+	MMP_STATE_COUNT
+};
+
+extern const char *const mmp_state_names[MMP_STATE_COUNT];
+
+/* Indexes into the command table, for the per-session counters. */
+enum mmp_command_id {
+	MMP_CMD_CAPA,
+	MMP_CMD_USER,
+	MMP_CMD_PASS,
+	MMP_CMD_AUTH,
+	MMP_CMD_STLS,
+	MMP_CMD_QUIT,
+	MMP_CMD_UNKNOWN,	/* not in the table, or not allowed here */
+	MMP_CMD_COUNT
+};
+
+struct mmp_session {
+	struct mmp_session *prev, *next;
+	struct mmp_worker *worker;
+	struct bufferevent *client;
+	struct mmp_backend *backend;	/* logging in to the shard */
+	struct mmp_relay *relay;	/* after login */
+	struct event *timer;		/* login, penalty or idle timeout */
+	struct mt_dirsvc_request *dirreq;
+	struct mt_logctx log;
+	struct mt_line_reader reader;
+	struct sockaddr_storage peer;
+	enum mmp_state state;
+	enum mmp_listener_kind kind;
+	bool tls;			/* TLS is (being) negotiated */
+	const char *reject;		/* refused: only say this and close */
+	char *user;			/* USER name, then the canonical address */
+	struct mmp_shard *shard;	/* after the directory answered */
+	const char *result;		/* login outcome, for the log line */
+	const char *end;		/* how the session ended */
+	uint64_t start_ms;
+	uint64_t login_deadline_ms;
+	uint64_t last_active_ms;	/* relay: for the idle timeout */
+	uint64_t bytes_in, bytes_out;	/* from / to the client */
+	uint32_t errors;
+	uint16_t commands[MMP_CMD_COUNT];
+};
+
+/* Milliseconds on the monotonic clock (coarse: cheap enough per event). */
+uint64_t mmp_now_ms(void);
+
+/* mmp-session.c */
+
+/* A connection from main: take fd (closing it on failure). reject: only
+ * answer this -ERR line and close (a refused implicit-TLS client, which
+ * needs the handshake to read it). */
+void mmp_session_new(struct mmp_worker *worker, int fd,
+		     const struct sockaddr *peer, socklen_t peerlen,
+		     enum mmp_listener_kind kind, const char *reject);
+void mmp_enter_state(struct mmp_session *sess, enum mmp_state state);
+/* Queue one reply line to the client (CR/LF in the text are neutralised). */
+void mmp_reply(struct mmp_session *sess, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Queue raw bytes (a multi-line reply, a backend line) to the client. */
+void mmp_reply_raw(struct mmp_session *sess, const void *data, size_t len);
+/* Send buf (drained) on bev: directly to the socket when direct (a
+ * plaintext socket) and nothing is queued, else (the rest) queued. */
+void mmp_bev_send(struct bufferevent *bev, bool direct, struct evbuffer *buf);
+/* If the client's output is written out, do what waited for that
+ * (STLS: start TLS; CLOSING: close). After a reply that may have gone
+ * straight to the socket, so no write callback will come. */
+void mmp_session_flushed_check(struct mmp_session *sess);
+/* Last reply, then close once it is written (at once if it was: the
+ * session may be closed when this returns). */
+void mmp_session_finish(struct mmp_session *sess, const char *end,
+			const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Close now: log the session line, release everything but the struct,
+ * which the reaper frees after the current callback. Idempotent. */
+void mmp_session_close(struct mmp_session *sess, const char *end);
+/* Read and run the client's command lines until the state leaves
+ * AUTHORIZATION/SASL or the input runs dry. */
+void mmp_session_input(struct mmp_session *sess);
+/* Arm the session timer to fire at deadline_ms (monotonic). */
+void mmp_session_timer_at(struct mmp_session *sess, uint64_t deadline_ms);
+/* Back to AUTHORIZATION after a login attempt; runs pipelined input. */
+void mmp_session_resume(struct mmp_session *sess);
+/* One error (bad command, failed login): false if that was one too many
+ * and the session is now finishing. */
+bool mmp_session_error(struct mmp_session *sess);
+/* name for a key=value log field: spaces escaped (\x20), as log.c does
+ * for control characters. Thread-local buffer, valid until the next call. */
+const char *mmp_log_name(const char *name);
+/* Worker drain: end pre-login sessions, let relaying ones finish. */
+void mmp_sessions_drain(struct mmp_worker *worker);
+/* Worker exit: close every session and free them. */
+void mmp_sessions_free_all(struct mmp_worker *worker);
+/* The worker's reaper event (frees closed sessions from the loop). */
+struct event *mmp_reaper_new(struct mmp_worker *worker);
+
+/* mmp-commands.c */
+
+/* One command line in AUTHORIZATION. */
+void mmp_command_run(struct mmp_session *sess, const char *line);
+/* One SASL response line (state SASL). */
+void mmp_command_sasl_response(struct mmp_session *sess, const char *line);
+/* The name of a command id, for the log line. */
+const char *mmp_command_name(enum mmp_command_id id);
+
+/* mmp-login.c */
+
+/* Check user/password and, if right, log in to the user's shard. The
+ * password is wiped by the caller after this returns (dirsvc copies it). */
+void mmp_login_start(struct mmp_session *sess, const char *user,
+		     const char *password);
+/* The session timer fired in AUTH_DELAY: give the delayed answer. */
+void mmp_login_delay_done(struct mmp_session *sess);
+/* Release what a login in progress holds (on close). */
+void mmp_login_abort(struct mmp_session *sess);
+
+/* mmp-backend.c: the outcome of a backend login. */
+enum mmp_backend_status {
+	MMP_BACKEND_OK,		/* +OK: relay from now on */
+	MMP_BACKEND_REFUSED,	/* -ERR line from the store: pass it on */
+	MMP_BACKEND_FAILED,	/* unreachable, timeout, protocol error */
+};
+
+typedef void mmp_backend_cb_t(struct mmp_session *sess,
+			      enum mmp_backend_status status,
+			      const char *line, const char *reason);
+
+/* Connect to shard and log in with AUTH PLAIN (authzid = address,
+ * authcid = proxy_user). cb runs once, from the loop; after an OK the
+ * connected bufferevent is taken with mmp_backend_take(). */
+struct mmp_backend *mmp_backend_login(struct mmp_session *sess,
+				      struct mmp_shard *shard,
+				      const char *address, mmp_backend_cb_t *cb);
+/* The logged-in connection (the backend object is freed). */
+struct bufferevent *mmp_backend_take(struct mmp_backend **backend_p);
+void mmp_backend_free(struct mmp_backend **backend_p);
+
+/* mmp-shards.c */
+
+struct mmp_shards *mmp_shards_new(const struct mt_config *config,
+				  struct mt_loop *main_loop,
+				  const struct mt_mmp_settings *set,
+				  const char **error_r);
+/* Main loop: stop probing (before the loop ends). */
+void mmp_shards_stop(struct mmp_shards *shards);
+/* Main loop, after the workers have stopped. */
+void mmp_shards_free(struct mmp_shards **shards_p);
+struct mmp_shard *mmp_shards_find(const struct mmp_shards *shards,
+				  const char *name);
+const char *mmp_shard_name(const struct mmp_shard *shard);
+const char *mmp_shard_address(const struct mmp_shard *shard);
+const struct sockaddr *mmp_shard_sockaddr(const struct mmp_shard *shard,
+					  socklen_t *len_r);
+bool mmp_shard_is_down(struct mmp_shard *shard);
+/* Any thread: the shard did not answer; mark it down and probe it from
+ * the main loop every shard_retry_interval until it answers. */
+void mmp_shard_failed(struct mmp_shard *shard, const char *reason);
+
+/* mmp-relay.c */
+
+/* Logged in: relay between the client and backend (taken) until either
+ * closes. Pipelined client input is forwarded first. */
+void mmp_relay_start(struct mmp_session *sess, struct bufferevent *backend);
+void mmp_relay_free(struct mmp_relay **relay_p);
+struct mmp_splice_pool *mmp_splice_pool_new(void);
+void mmp_splice_pool_free(struct mmp_splice_pool **pool_p);
+
+/* mmp-clients.c: per client address (IPv4, or IPv6 /128; a v4-mapped
+ * address counts as IPv4). Thread-safe. */
+
+enum mmp_admit {
+	MMP_ADMIT_OK,
+	MMP_ADMIT_PER_CLIENT,	/* conn_limit_per_client reached */
+	MMP_ADMIT_BLOCKED,	/* auth_fail_limit failures in the window */
+};
+
+struct mmp_clients_settings {
+	uint64_t conn_limit_per_client;
+	uint64_t auth_fail_delay;	/* ms, for the first failure */
+	uint64_t auth_fail_limit;
+	uint64_t auth_fail_window;	/* ms */
+};
+
+#define MMP_AUTH_FAIL_DELAY_MAX 60000	/* ms: the penalty stops growing */
+
+struct mmp_clients *mmp_clients_new(const struct mmp_clients_settings *set);
+void mmp_clients_free(struct mmp_clients **clients_p);
+/* One more connection from peer (counted when OK). */
+enum mmp_admit mmp_clients_admit(struct mmp_clients *clients,
+				 const struct sockaddr *peer, uint64_t now_ms);
+/* A connection admitted earlier has ended. */
+void mmp_clients_release(struct mmp_clients *clients,
+			 const struct sockaddr *peer);
+/* A failed login from peer: the delay before answering it (ms), growing
+ * with the address's recent failures; *blocked_r when it has reached
+ * auth_fail_limit. */
+uint64_t mmp_clients_auth_failed(struct mmp_clients *clients,
+				 const struct sockaddr *peer, uint64_t now_ms,
+				 bool *blocked_r);
+/* Forget failures older than the window (periodic). */
+void mmp_clients_sweep(struct mmp_clients *clients, uint64_t now_ms);
+/* Addresses tracked (tests, stats). */
+size_t mmp_clients_count(struct mmp_clients *clients);
+
+/* mmp-sasl.c */
+
+struct mt_buf;
+
+/* RFC 4648 section 4 base64, strict: no whitespace, proper padding. */
+bool mmp_base64_decode(const char *in, struct mt_buf *out, const char **error_r);
+void mmp_base64_encode(const void *data, size_t len, struct mt_buf *out);
+
+/* An RFC 4616 PLAIN message: authzid NUL authcid NUL passwd. */
+struct mmp_plain {
+	const char *authzid;	/* "" when absent */
+	const char *authcid;
+	const char *password;
+};
+
+/* Split a decoded PLAIN message held in buf (which the fields then point
+ * into). false and a static error unless it has exactly two NULs, a
+ * non-empty authcid and password, and no field over the limits. */
+bool mmp_sasl_plain_parse(struct mt_buf *buf, struct mmp_plain *plain_r,
+			  const char **error_r);
+/* Append base64(authzid NUL authcid NUL password) to out. */
+void mmp_sasl_plain_encode(struct mt_buf *out, const char *authzid,
+			   const char *authcid, const char *password);
+
+/* Is line a POP3 positive (+OK), negative (-ERR) or continuation ("+ ")
+ * response? RFC 1939 section 3, RFC 5034 section 4. */
+enum mmp_response { MMP_RESPONSE_OK, MMP_RESPONSE_ERR, MMP_RESPONSE_CONTINUE,
+		    MMP_RESPONSE_BAD };
+enum mmp_response mmp_response_kind(const char *line);
+
+#endif

@@ -1,0 +1,224 @@
+/* test-mmp-session.c — scenario tests for the MMP's session before login
+ * (mmp/mmp-session.c, mmp/mmp-commands.c): a real session on a worker's
+ * event loop, a socketpair as the client, and a table of client input and
+ * the exact bytes expected back (greeting included), each case fed whole
+ * and again a byte at a time. Covers CAPA with and without plaintext
+ * logins, the plaintext refusal, USER/PASS argument checks, AUTH (list,
+ * unsupported mechanism, continuation, "*", bad base64, foreign authzid),
+ * STLS without TLS, QUIT (then EOF), unknown commands up to max_errors
+ * (then EOF), overlong lines and pipelining. The login itself (directory,
+ * store) is the integration tests' job. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+
+#include "buf.h"
+#include "loop.h"
+#include "mmp.h"
+
+#define GREETING "+OK mailtier POP3 proxy ready.\r\n"
+#define REFUSED "-ERR [AUTH] Plaintext authentication disallowed on " \
+	"non-secure (SSL/TLS) connections.\r\n"
+#define CAPA_BASE "+OK Capability list follows\r\nTOP\r\nUIDL\r\nRESP-CODES\r\n" \
+	"AUTH-RESP-CODE\r\nPIPELINING\r\n"
+#define EOF_MARK "<EOF>"
+
+struct scenario {
+	const char *name;
+	bool plaintext;		/* allow_plaintext_auth */
+	const char *input;
+	const char *expect;	/* everything the client reads; EOF_MARK at the end = closed */
+};
+
+static const struct scenario scenarios[] = {
+	{ "greeting", false, "", GREETING },
+	{ "CAPA before TLS", false, "CAPA\r\n", GREETING CAPA_BASE ".\r\n" },
+	{ "CAPA, plaintext allowed", true, "CAPA\r\n",
+	  GREETING CAPA_BASE "USER\r\nSASL PLAIN\r\n.\r\n" },
+	{ "USER before TLS", false, "USER alice@example.test\r\n", GREETING REFUSED },
+	{ "PASS before TLS", false, "PASS secret\r\n", GREETING REFUSED },
+	{ "AUTH PLAIN before TLS", false, "AUTH PLAIN AGEAYg==\r\n",
+	  GREETING REFUSED },
+	{ "AUTH list before TLS", false, "AUTH\r\n", GREETING "+OK\r\n.\r\n" },
+	{ "AUTH list", true, "AUTH\r\n", GREETING "+OK\r\nPLAIN\r\n.\r\n" },
+	{ "QUIT", false, "QUIT\r\n", GREETING "+OK Logging out.\r\n" EOF_MARK },
+	{ "quit, lower case", false, "quit\r\n",
+	  GREETING "+OK Logging out.\r\n" EOF_MARK },
+	{ "LF only", false, "QUIT\n", GREETING "+OK Logging out.\r\n" EOF_MARK },
+	{ "pipelined", false, "CAPA\r\nNOOP\r\nQUIT\r\nCAPA\r\n",
+	  GREETING CAPA_BASE ".\r\n-ERR Unknown command.\r\n"
+	  "+OK Logging out.\r\n" EOF_MARK },
+	{ "unknown commands up to max_errors", false, "A\r\nB\r\nC\r\nD\r\n",
+	  GREETING "-ERR Unknown command.\r\n-ERR Unknown command.\r\n"
+	  "-ERR Too many errors, closing the connection.\r\n" EOF_MARK },
+	{ "overlong line", false,
+	  "XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX"
+	  "XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX"
+	  "XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX"
+	  "XXXXXXXXXXX\r\nQUIT\r\n",
+	  GREETING "-ERR Line too long.\r\n+OK Logging out.\r\n" EOF_MARK },
+	{ "STLS without TLS", false, "STLS\r\n", GREETING "-ERR TLS not available.\r\n" },
+	{ "USER without a name", true, "USER\r\n",
+	  GREETING "-ERR Missing user name.\r\n" },
+	{ "PASS before USER", true, "PASS x\r\n",
+	  GREETING "-ERR No user name given (USER first).\r\n" },
+	{ "PASS without a password", true, "USER a\r\nPASS\r\n",
+	  GREETING "+OK\r\n-ERR Missing password.\r\n" },
+	{ "AUTH unsupported", true, "AUTH CRAM-MD5\r\n",
+	  GREETING "-ERR Unsupported authentication mechanism.\r\n" },
+	{ "AUTH PLAIN cancelled", true, "AUTH PLAIN\r\n*\r\n",
+	  GREETING "+ \r\n-ERR Authentication cancelled.\r\n" },
+	{ "AUTH PLAIN bad base64", true, "AUTH PLAIN ab*d\r\n",
+	  GREETING "-ERR [AUTH] Invalid AUTH PLAIN response.\r\n" },
+	{ "AUTH PLAIN empty", true, "AUTH PLAIN =\r\n",
+	  GREETING "-ERR [AUTH] Invalid AUTH PLAIN response.\r\n" },
+	/* "bob\0alice\0pw": bob may not act as alice. */
+	{ "AUTH PLAIN foreign authzid", true, "AUTH PLAIN Ym9iAGFsaWNlAHB3\r\n",
+	  GREETING "-ERR [AUTH] Invalid AUTH PLAIN response.\r\n" },
+	{ "AUTH PLAIN continuation", true, "AUTH PLAIN\r\n",
+	  GREETING "+ \r\n" },
+};
+
+struct fixture {
+	struct mt_mmp_settings set;
+	struct mmp_server server;
+	struct mmp_worker worker;
+	struct mt_loop *loop;
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	const char *error = NULL;
+	struct mmp_clients_settings cset = {
+		.conn_limit_per_client = 100, .auth_fail_delay = 1000,
+		.auth_fail_limit = 10, .auth_fail_window = 60000,
+	};
+	f->set.max_errors = 3;
+	f->set.login_timeout = 60000;
+	f->set.idle_timeout = 60000;
+	f->loop = mt_loop_new(&error);
+	assert_non_null(f->loop);
+	f->server.set = &f->set;
+	f->server.clients = mmp_clients_new(&cset);
+	f->worker.server = &f->server;
+	f->worker.loop = f->loop;
+	f->worker.base = mt_loop_base(f->loop);
+	f->worker.reaper = mmp_reaper_new(&f->worker);
+	f->worker.scratch = evbuffer_new();
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	mmp_sessions_free_all(&f->worker);
+	event_free(f->worker.reaper);
+	evbuffer_free(f->worker.scratch);
+	mmp_clients_free(&f->server.clients);
+	mt_loop_free(&f->loop);
+	free(f);
+	return 0;
+}
+
+/* Let the loop run until nothing is pending. */
+static void spin(struct fixture *f)
+{
+	for (int i = 0; i < 20; i++)
+		event_base_loop(f->worker.base, EVLOOP_NONBLOCK);
+}
+
+/* What the client side can read now; appends EOF_MARK on EOF. */
+static bool drain(int fd, struct mt_buf *got)
+{
+	char buf[4096];
+	for (;;) {
+		ssize_t n = read(fd, buf, sizeof(buf));
+		if (n > 0) {
+			mt_buf_append(got, buf, (size_t)n);
+			continue;
+		}
+		if (n == 0) {
+			mt_buf_append_str(got, EOF_MARK);
+			return true;
+		}
+		return false;	/* EAGAIN */
+	}
+}
+
+static void run(struct fixture *f, const struct scenario *s, bool bytewise)
+{
+	int sv[2];
+	struct sockaddr_in peer = { .sin_family = AF_INET, .sin_port = htons(1234),
+				    .sin_addr.s_addr = htonl(0xc0000201) };
+	struct mt_buf got = MT_BUF_INIT;
+
+	f->set.allow_plaintext_auth = s->plaintext;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	fcntl(sv[0], F_SETFL, O_NONBLOCK);
+	fcntl(sv[1], F_SETFL, O_NONBLOCK);
+	atomic_fetch_add(&f->server.conns, 1);
+	assert_int_equal(mmp_clients_admit(f->server.clients,
+					   (struct sockaddr *)&peer, 0), MMP_ADMIT_OK);
+	mmp_session_new(&f->worker, sv[0], (struct sockaddr *)&peer,
+			sizeof(peer), MMP_LISTENER_POP3, NULL);
+	spin(f);
+	size_t len = strlen(s->input);
+	bool eof = false;
+	for (size_t i = 0; i < len && !eof; i += bytewise ? 1 : len) {
+		size_t n = bytewise ? 1 : len;
+		if (write(sv[1], s->input + i, n) < 0 && errno != EPIPE)
+			fail_msg("write: %s", strerror(errno));
+		spin(f);
+		eof = drain(sv[1], &got);
+	}
+	spin(f);
+	if (!eof)
+		drain(sv[1], &got);
+	if (strcmp(mt_buf_cstr(&got), s->expect) != 0)
+		fail_msg("%s%s:\n got: %s\nwant: %s", s->name,
+			 bytewise ? " (a byte at a time)" : "", mt_buf_cstr(&got),
+			 s->expect);
+	close(sv[1]);
+	spin(f);	/* the session sees EOF and goes */
+	mt_buf_free(&got);
+}
+
+static void test_scenarios(void **state)
+{
+	struct fixture *f = *state;
+	for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
+		run(f, &scenarios[i], false);
+		run(f, &scenarios[i], true);
+	}
+	/* Every session was closed and its slot given back. */
+	assert_null(f->worker.sessions);
+	assert_int_equal(f->worker.n_sessions, 0);
+	assert_int_equal(atomic_load(&f->server.conns), 0);
+	assert_int_equal(mmp_clients_count(f->server.clients), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_scenarios, setup, teardown),
+	};
+	mt_log_set_min_level(MT_LOG_WARNING);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
