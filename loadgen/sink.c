@@ -40,6 +40,14 @@ struct sink_conn {
 	struct mt_logctx log;
 	bool helo, in_mail, in_data, in_headers, closing, dead;
 	unsigned int rcpts;		/* of the current transaction */
+	/* The message's id header value (the first one), handed over when
+	 * the message is complete: a message has arrived when its final
+	 * "." has, not when its headers have (a run that ended on the
+	 * header would close the connection under the rest of it). A
+	 * longer value is cut to one that never parses as an id. */
+	char id[LG_ID_MAX];
+	size_t id_len;
+	bool have_id;
 	uint64_t octets;
 	unsigned int bad_commands;
 	unsigned int cmd_counts[CMD_COUNT];
@@ -95,6 +103,8 @@ static void reset_transaction(struct sink_conn *conn)
 	conn->in_data = false;
 	conn->rcpts = 0;
 	conn->octets = 0;
+	conn->have_id = false;
+	conn->id_len = 0;
 }
 
 static void cmd_ehlo(struct sink_conn *conn, const char *args)
@@ -143,6 +153,8 @@ static void cmd_data(struct sink_conn *conn, const char *args)
 	conn->in_data = true;
 	conn->in_headers = true;
 	conn->octets = 0;
+	conn->have_id = false;
+	conn->id_len = 0;
 	mt_line_reply(out_of(conn), 354, false, "End data with <CR><LF>.<CR><LF>");
 }
 
@@ -222,6 +234,15 @@ static void data_line(struct sink_conn *conn, const char *line, size_t len)
 		sink->counts.rcpts += conn->rcpts;
 		sink->counts.octets += conn->octets;
 		mt_line_reply(out_of(conn), 250, false, "2.0.0 Ok: discarded");
+		if (conn->have_id) {
+			sink->counts.with_id++;
+			if (sink->arrival_cb != NULL)
+				sink->arrival_cb(conn->id, conn->id_len, conn->rcpts,
+						 sink->arrival_context);
+			else if (sink->tracker != NULL)
+				lg_tracker_seen(sink->tracker, conn->id, conn->id_len,
+						conn->rcpts, lg_now_us());
+		}
 		reset_transaction(conn);
 		return;
 	}
@@ -238,14 +259,11 @@ static void data_line(struct sink_conn *conn, const char *line, size_t len)
 	}
 	size_t value_len;
 	const char *value = lg_id_header_value(line, len, &value_len);
-	if (value != NULL) {
-		sink->counts.with_id++;
-		if (sink->arrival_cb != NULL)
-			sink->arrival_cb(value, value_len, conn->rcpts,
-					 sink->arrival_context);
-		else if (sink->tracker != NULL)
-			lg_tracker_seen(sink->tracker, value, value_len,
-					conn->rcpts, lg_now_us());
+	if (value != NULL && !conn->have_id) {
+		conn->id_len = value_len < sizeof(conn->id) ? value_len : sizeof(conn->id) - 1;
+		memcpy(conn->id, value, conn->id_len);
+		conn->id[conn->id_len] = '\0';
+		conn->have_id = true;
 	}
 }
 
@@ -420,8 +438,16 @@ void lg_sink_free(struct lg_sink **sink_p)
 	if (sink == NULL)
 		return;
 	mt_listener_free(&sink->listener);
-	while (sink->conns != NULL)
-		conn_close(sink->conns);
+	while (sink->conns != NULL) {
+		struct sink_conn *conn = sink->conns;
+		/* A reply still queued (the 250 that accepts a message the
+		 * run counted) goes out before the close, as far as the
+		 * socket takes it at once: a client that never saw it would
+		 * send the message again, or count it as not relayed. */
+		if (evbuffer_get_length(out_of(conn)) > 0)
+			(void)evbuffer_write(out_of(conn), bufferevent_getfd(conn->bev));
+		conn_close(conn);
+	}
 	reaper_cb(-1, 0, sink);
 	event_free(sink->reaper);
 	MT_FREE(sink_p);

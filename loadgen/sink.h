@@ -2,7 +2,11 @@
  * remote deliveries (the mail to @remote_domain), counts sessions,
  * transactions, recipients and octets, discards the message text (nothing
  * is stored, nothing fsynced) and hands each message's id header to the
- * delivery tracker, so remote delivery time is measured where it ends.
+ * delivery tracker when the message is complete (its final "." in, counted,
+ * the 250 queued), so remote delivery time is measured where it ends and
+ * an arrival the tracker has seen is one the sink has counted: a run that
+ * ends on its last arrival never cuts a message off half-way. Replies
+ * still queued when the sink is freed are written before the close.
  *
  * Trust boundary: everything it reads comes from the MTA under test (or
  * whoever connects): commands are parsed by a command table with named
@@ -44,8 +48,9 @@ struct lg_sink_counts {
  * tracker may be NULL (the standalone sink only counts). */
 struct lg_sink *lg_sink_new(struct mt_loop *loop, const char *hostport,
 			    struct lg_tracker *tracker, const char **error_r);
-/* Instead of the tracker: hand each id header value (and the message's
- * recipient count) to cb, e.g. to route it to another generator process. */
+/* Instead of the tracker: hand each accepted message's id header value
+ * (and its recipient count) to cb, e.g. to route it to another generator
+ * process. */
 typedef void lg_sink_arrival_cb(const char *id, size_t len, unsigned int count,
 				void *context);
 void lg_sink_set_arrival(struct lg_sink *sink, lg_sink_arrival_cb *cb,

@@ -24,7 +24,9 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/test-loadgen-run.XXXXXX")
 server_pid=
 pids=
 cleanup() {
-	[ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null
+	# (the server writes its stats on the way out: let it, before the
+	# directory goes)
+	[ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
 	for p in $pids; do kill "$p" 2>/dev/null; done
 	rm -rf "$work"
 }
@@ -183,18 +185,19 @@ same_run() {
 # The same sessions (per level, phase and kind) as the one-process run,
 # the remote copies counted at the manager's sink and timed.
 same_sessions() {
-	"$python" - "$work/report/results.json" "$1" "$2" <<'PY' || fail "$2: not the same sessions"
+	"$python" - "$work/report/results.json" "$1" "$2" <<'PY' || fail "$2: not the run of one process (the assertion above)"
 import json, sys
 one, many, what = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3]
 def sessions(r):
     return [(l["pct"], phase, kind, l[phase]["sessions"][kind]["attempted"])
             for l in r["levels"] for phase in ("warmup", "measure")
             for kind in sorted(l[phase]["sessions"])]
-assert sessions(one) == sessions(many), (what, sessions(one), sessions(many))
+assert sessions(one) == sessions(many), (what, "not the same sessions", sessions(one), sessions(many))
 t = many["totals"]
 assert many["generators"] == 2, many["generators"]
 assert t["sessions_failed"] == 0, (what, t["errors"])
-assert t["counters"]["rcpts_to_remote"] == many["sink"]["rcpts"], (what, "to-remote != at the sink")
+assert t["counters"]["rcpts_to_remote"] == many["sink"]["rcpts"], (what, "to-remote != at the sink",
+    t["counters"]["rcpts_to_remote"], many["sink"]["rcpts"])
 assert t["functions"]["delivery"]["attempts"] > 0 and t["counters"]["deliveries_lost"] == 0, what
 assert t["functions"]["delivery"]["pass"] == t["functions"]["delivery"]["attempts"], what
 assert many["arrivals"]["awaited_at_end"] == 0 and many["valid"], what
