@@ -13,7 +13,8 @@ lib_libmailtier_a_SOURCES = \
 	lib/loop.c lib/loop.h \
 	lib/tls.c lib/tls.h \
 	lib/sdnotify.c lib/sdnotify.h \
-	lib/privdrop.c lib/privdrop.h
+	lib/privdrop.c lib/privdrop.h \
+	lib/cidr.c lib/cidr.h
 
 lib_libmtsettings_a_SOURCES = \
 	lib/mailtier-settings.c lib/mailtier-settings.h \

@@ -102,57 +102,6 @@ static const struct mt_setting_def mta_settings[] = {
 	MT_SETTINGS_END,
 };
 
-bool mt_cidr_parse(const char *text, struct mt_cidr *cidr_r, const char **error_r)
-{
-	char addr[INET6_ADDRSTRLEN + 1];
-	const char *slash = strchr(text, '/');
-	size_t len = slash != NULL ? (size_t)(slash - text) : strlen(text);
-
-	memset(cidr_r, 0, sizeof(*cidr_r));
-	if (len == 0 || len >= sizeof(addr)) {
-		*error_r = "expected address/prefix";
-		return false;
-	}
-	memcpy(addr, text, len);
-	addr[len] = '\0';
-	unsigned int max;
-	if (inet_pton(AF_INET, addr, cidr_r->addr) == 1) {
-		cidr_r->family = AF_INET;
-		max = 32;
-	} else if (inet_pton(AF_INET6, addr, cidr_r->addr) == 1) {
-		cidr_r->family = AF_INET6;
-		max = 128;
-	} else {
-		*error_r = "invalid IP address in network";
-		return false;
-	}
-	unsigned int prefix = max;
-	if (slash != NULL) {
-		const char *p = slash + 1;
-		if (*p == '\0' || strlen(p) > 3) {
-			*error_r = "invalid prefix length";
-			return false;
-		}
-		prefix = 0;
-		for (; *p != '\0'; p++) {
-			if (*p < '0' || *p > '9') {
-				*error_r = "invalid prefix length";
-				return false;
-			}
-			prefix = prefix * 10 + (unsigned int)(*p - '0');
-		}
-		if (prefix > max) {
-			*error_r = "prefix length too large for the address";
-			return false;
-		}
-	}
-	cidr_r->prefix = prefix;
-	/* Clear host bits so matching is a plain comparison. */
-	for (unsigned int bit = prefix; bit < max; bit++)
-		cidr_r->addr[bit / 8] &= (unsigned char)~(0x80u >> (bit % 8));
-	return true;
-}
-
 static void mta_check(struct mt_config_checker *checker,
 		      const struct mt_config *config,
 		      const struct mt_section *section)

@@ -4,6 +4,7 @@
 #define MT_MTA_SETTINGS_H
 
 #include "config.h"
+#include "cidr.h"
 
 #include <stdbool.h>
 
@@ -43,16 +44,5 @@ struct mt_mta_settings {
 	struct mt_strlist dns_servers;
 	uint64_t commit_delay;
 };
-
-/* One mynetworks entry: address/prefix (a bare address is a /32 or /128). */
-struct mt_cidr {
-	int family;			/* AF_INET or AF_INET6 */
-	unsigned char addr[16];		/* network byte order, host bits cleared */
-	unsigned int prefix;
-};
-
-/* Parse "a.b.c.d/n", "v6addr/n" or a bare address; false and a static error
- * on bad input. */
-bool mt_cidr_parse(const char *text, struct mt_cidr *cidr_r, const char **error_r);
 
 #endif

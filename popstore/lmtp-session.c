@@ -319,7 +319,7 @@ void lmtp_session_accept(struct popstore *ps, int fd, const struct sockaddr *pee
 	struct mt_logctx log = { .session_id = mt_session_id_new() };
 
 	mt_sockaddr_str(peer, addr, sizeof(addr));
-	if (!mt_popstore_cidr_match(ps->lmtp_clients, ps->n_lmtp_clients, peer)) {
+	if (!mt_cidr_match(ps->lmtp_clients, ps->n_lmtp_clients, peer)) {
 		mt_slog(MT_LOG_WARNING, &log,
 			"lmtp refused peer=%s reason=not-in-lmtp_clients", addr);
 		ps->refused_connections++;

@@ -63,7 +63,7 @@ void popstore_socket_setup(int fd)
 
 bool popstore_is_proxy(const struct popstore *ps, const struct sockaddr *peer)
 {
-	return mt_popstore_cidr_match(ps->proxy_addresses, ps->n_proxy_addresses, peer);
+	return mt_cidr_match(ps->proxy_addresses, ps->n_proxy_addresses, peer);
 }
 
 static void fatal_exit_cb(void *context)
@@ -264,12 +264,12 @@ static bool select_shard(struct popstore *ps, const char *path, const char *name
 	return true;
 }
 
-static struct mt_popstore_cidr *parse_cidrs(const struct mt_strlist *list, size_t *count_r)
+static struct mt_cidr *parse_cidrs(const struct mt_strlist *list, size_t *count_r)
 {
-	struct mt_popstore_cidr *cidrs = mt_xcalloc(list->count + 1, sizeof(*cidrs));
+	struct mt_cidr *cidrs = mt_xcalloc(list->count + 1, sizeof(*cidrs));
 	const char *error;
 	for (size_t i = 0; i < list->count; i++)
-		if (!mt_popstore_cidr_parse(list->items[i], &cidrs[i], &error))
+		if (!mt_cidr_parse(list->items[i], &cidrs[i], &error))
 			mt_fatal("'%s': %s", list->items[i], error);	/* checked at load */
 	*count_r = list->count;
 	return cidrs;

@@ -9,6 +9,7 @@
 #define MT_POPSTORE_SETTINGS_H
 
 #include "config.h"
+#include "cidr.h"
 
 #include <stdbool.h>
 #include <sys/socket.h>
@@ -41,20 +42,5 @@ struct mt_popstore_settings {
 	uint64_t commit_threads;
 	uint64_t reader_threads;
 };
-
-/* One parsed CIDR entry: a.b.c.d[/n] or v6addr[/n]. */
-struct mt_popstore_cidr {
-	int family;			/* AF_INET or AF_INET6 */
-	unsigned char addr[16];		/* network order, host bits cleared */
-	unsigned int prefix;
-};
-
-/* Parse one entry; false and a static error on bad input. */
-bool mt_popstore_cidr_parse(const char *text, struct mt_popstore_cidr *cidr_r,
-			    const char **error_r);
-/* Is peer (AF_INET or AF_INET6; a v4-mapped v6 address counts as v4) in
- * one of the count entries? */
-bool mt_popstore_cidr_match(const struct mt_popstore_cidr *list, size_t count,
-			    const struct sockaddr *peer);
 
 #endif

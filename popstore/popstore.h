@@ -48,7 +48,7 @@ struct popstore {
 	struct mt_dirsvc_client *dir;
 	struct mt_tls *tls;		/* NULL: no certificate, no STLS/POP3S */
 
-	struct mt_popstore_cidr *lmtp_clients, *proxy_addresses;
+	struct mt_cidr *lmtp_clients, *proxy_addresses;
 	size_t n_lmtp_clients, n_proxy_addresses;
 	char *proxy_password;		/* NULL: proxy logins refused */
 

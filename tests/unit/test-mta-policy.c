@@ -1,5 +1,5 @@
 /* test-mta-policy.c — unit tests for the MTA's policy tables: mynetworks
- * CIDR parsing (mt_cidr_parse in mta-settings.c) and matching (IPv4, IPv6,
+ * CIDR parsing (mt_cidr_parse in lib/cidr.c) and matching (IPv4, IPv6,
  * IPv4-mapped IPv6 clients, /0 and host routes), local domains compared
  * case-insensitively, and next hops: transport_map exact and ".subdomain"
  * keys with the longest match winning, then relayhost, then none (MX). */
