@@ -1,0 +1,1 @@
+# tests/multihost/local.mk — the five-host network-namespace test.
