@@ -33,8 +33,7 @@ static bool valid_id(const char *id)
 		strspn(id, "0123456789ABCDEF") == QUEUE_ID_LEN;
 }
 
-/* Send request to the daemon; the whole reply (NUL-terminated) or NULL. */
-static char *ask(const char *queue_dir, const char *request)
+char *ctl_admin_ask(const char *queue_dir, const char *request)
 {
 	struct sockaddr_un sun;
 	memset(&sun, 0, sizeof(sun));
@@ -174,7 +173,7 @@ int ctl_queue(struct ctl_context *ctx, int argc, char **argv)
 		 id != NULL ? id : "");
 	for (char *p = request; *p != '\0' && *p != ' '; p++)
 		*p = (char)(*p >= 'a' && *p <= 'z' ? *p - 'a' + 'A' : *p);
-	char *reply = ask(set->queue_dir, request);
+	char *reply = ctl_admin_ask(set->queue_dir, request);
 	mt_config_free(&config);
 	if (reply == NULL)
 		return CTL_EXIT_FAIL;

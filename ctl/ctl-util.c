@@ -32,9 +32,23 @@ static int wait_status(pid_t pid)
 int ctl_run(char *const argv[])
 {
 	pid_t pid;
+	fflush(NULL);	/* our output first, then the child's */
 	if (posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ) != 0)
 		return -1;
 	return wait_status(pid);
+}
+
+int ctl_run_logged(char *const argv[], const char *log_path)
+{
+	posix_spawn_file_actions_t actions;
+	posix_spawn_file_actions_init(&actions);
+	posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_path,
+					 O_WRONLY | O_CREAT | O_APPEND, 0640);
+	posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+	pid_t pid;
+	int rc = posix_spawnp(&pid, argv[0], &actions, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&actions);
+	return rc != 0 ? -1 : wait_status(pid);
 }
 
 pid_t ctl_pipe_start(char *const argv[], FILE **to_child_r)
@@ -77,6 +91,25 @@ int ctl_pipe_finish(pid_t pid, FILE **to_child_p)
 	return write_ok ? status : (status == 0 ? -1 : status);
 }
 
+/* Alive and not a zombie: a daemon whose parent exited is reparented to
+ * pid 1, and not every pid 1 (some containers') reaps it. */
+static bool pid_running(pid_t pid)
+{
+	if (kill(pid, 0) != 0 && errno == ESRCH)
+		return false;
+	char path[64], stat[256];
+	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+	FILE *f = fopen(path, "r");
+	if (f == NULL)
+		return true;	/* no /proc: kill() said it exists */
+	size_t n = fread(stat, 1, sizeof(stat) - 1, f);
+	fclose(f);
+	stat[n] = '\0';
+	/* "PID (COMM) STATE ...": COMM may hold spaces and parentheses. */
+	const char *close_paren = strrchr(stat, ')');
+	return close_paren == NULL || close_paren[1] != ' ' || close_paren[2] != 'Z';
+}
+
 pid_t ctl_pidfile_alive(const char *path)
 {
 	const char *error;
@@ -87,7 +120,7 @@ pid_t ctl_pidfile_alive(const char *path)
 	long pid = strtol(text, &end, 10);
 	bool valid = end != text && pid > 1 && (*end == '\0' || *end == '\n');
 	free(text);
-	if (!valid || kill((pid_t)pid, 0) != 0)
+	if (!valid || !pid_running((pid_t)pid))
 		return 0;
 	return (pid_t)pid;
 }
@@ -97,7 +130,7 @@ static bool pid_gone(pid_t pid)
 	/* Reap it if it is our child; otherwise just probe. */
 	if (waitpid(pid, NULL, WNOHANG) == pid)
 		return true;
-	return kill(pid, 0) != 0 && errno == ESRCH;
+	return !pid_running(pid);
 }
 
 bool ctl_stop_pid(pid_t pid, unsigned int timeout_ms)

@@ -10,6 +10,8 @@
 /* Run argv (PATH search) and wait; the exit status, or -1 if it could not
  * start or died of a signal. */
 int ctl_run(char *const argv[]);
+/* The same with its stdout and stderr appended to log_path. */
+int ctl_run_logged(char *const argv[], const char *log_path);
 
 /* Start argv with a pipe on its stdin and its stdout on /dev/null (stderr
  * is kept); *to_child_r is the write end (with a large buffer). Finish with ctl_pipe_finish(), which closes it and waits. */

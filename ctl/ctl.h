@@ -33,5 +33,11 @@ int ctl_users_bulk(struct ctl_context *ctx, int argc, char **argv);
 int ctl_queue(struct ctl_context *ctx, int argc, char **argv);
 int ctl_store_stat(struct ctl_context *ctx, int argc, char **argv);
 int ctl_store_backup(struct ctl_context *ctx, int argc, char **argv);
+int ctl_cluster(struct ctl_context *ctx, int argc, char **argv);
+
+/* Send one request line to the running mailtier-mta's admin socket in
+ * queue_dir; the whole reply (NUL-terminated, "+OK"/"-ERR" line first) or
+ * NULL after a message on stderr. ctl-queue.c. */
+char *ctl_admin_ask(const char *queue_dir, const char *request);
 
 #endif

@@ -11,6 +11,7 @@
 #include "log.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <time.h>
@@ -20,9 +21,15 @@
 
 static void notify(const char *state)
 {
+	/* Once: a daemon started by `mailtierctl cluster up` outlives the
+	 * socket it reported READY=1 to, and each later STATUS= would warn. */
+	static bool warned;
 	int ret = sd_notify(0, state);
-	if (ret < 0)
-		mt_warning("sd_notify(%s) failed: error=%d", state, -ret);
+	if (ret < 0 && !warned) {
+		warned = true;
+		mt_warning("sd_notify(%s) failed: error=%d (further failures not logged)",
+			   state, -ret);
+	}
 }
 
 void mt_notify_ready(void) { notify("READY=1"); }

@@ -25,7 +25,8 @@ unit_tests = \
 	tests/unit/test-loop \
 	tests/unit/test-tls \
 	tests/unit/test-sdnotify \
-	tests/unit/test-privdrop
+	tests/unit/test-privdrop \
+	tests/unit/test-sasl
 
 check_PROGRAMS += $(unit_tests)
 TESTS += $(unit_tests)
@@ -42,7 +43,8 @@ EXTRA_DIST += tests/harness/mtharness.py
 integration_tests = \
 	tests/integration/test-config-check.sh \
 	tests/integration/test-harness.py \
-	tests/integration/test-directory.py
+	tests/integration/test-directory.py \
+	tests/integration/test-cluster.py
 
 TESTS += $(integration_tests)
 EXTRA_DIST += $(integration_tests) tests/integration/configs

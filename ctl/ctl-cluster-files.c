@@ -1,0 +1,296 @@
+/* ctl-cluster-files.c — the files of a local cluster (see ctl-cluster.h):
+ * its directory tree, the self-signed certificate, the proxy secret, the
+ * generated mailtier.conf and endpoints.env (written and read back).
+ *
+ * Trust boundary: the operator's command line and files this tool wrote;
+ * endpoints.env is parsed strictly (KEY=value lines with values we write:
+ * no quoting, no expansion). */
+#include "ctl-cluster.h"
+#include "alloc.h"
+#include "buf.h"
+#include "ctl-util.h"
+#include "slapd-config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+char *cluster_path(const struct cluster *c, const char *name)
+{
+	return mt_xasprintf("%s/%s", c->dir, name);
+}
+
+static bool make_dir(const struct cluster *c, const char *name, char **error_r)
+{
+	char *path = name[0] == '\0' ? mt_xstrdup(c->dir) : cluster_path(c, name);
+	bool ok = mkdir(path, 0700) == 0 || errno == EEXIST;
+	if (!ok)
+		*error_r = mt_xasprintf("%s: cannot create: %s", path, strerror(errno));
+	free(path);
+	return ok;
+}
+
+static bool exists(const struct cluster *c, const char *name)
+{
+	char *path = cluster_path(c, name);
+	bool found = access(path, F_OK) == 0;
+	free(path);
+	return found;
+}
+
+static bool make_certificate(const struct cluster *c, char **error_r)
+{
+	if (exists(c, "tls/cert.pem") && exists(c, "tls/key.pem"))
+		return true;
+	char *cert = cluster_path(c, "tls/cert.pem");
+	char *key = cluster_path(c, "tls/key.pem");
+	char *const argv[] = { "openssl", "req", "-x509", "-newkey", "ec",
+		"-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "3650",
+		"-subj", "/CN=localhost", "-addext",
+		"subjectAltName=DNS:localhost,IP:127.0.0.1",
+		"-keyout", key, "-out", cert, NULL };
+	char *log = cluster_path(c, "log/openssl.log");
+	bool ok = ctl_run_logged(argv, log) == 0;
+	if (!ok)
+		*error_r = mt_xasprintf("openssl req could not make %s (see %s)", cert, log);
+	free(log);
+	free(cert);
+	free(key);
+	return ok;
+}
+
+bool cluster_prepare_dir(const struct cluster *c, char **error_r)
+{
+	static const char *const dirs[] = { "", "log", "run", "tls", "queue", "directory" };
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		if (!make_dir(c, dirs[i], error_r))
+			return false;
+	}
+	for (unsigned int n = 1; n <= c->shards; n++) {
+		char name[32];
+		snprintf(name, sizeof(name), "store-shard%u", n);
+		if (!make_dir(c, name, error_r))
+			return false;
+	}
+	if (!exists(c, "proxy.secret")) {
+		char *path = cluster_path(c, "proxy.secret");
+		char *secret = ctl_random_password();
+		const char *error;
+		bool ok = ctl_write_private(path, secret, &error);
+		if (!ok)
+			*error_r = mt_xasprintf("%s: %s", path, error);
+		free(secret);
+		free(path);
+		if (!ok)
+			return false;
+	}
+	return make_certificate(c, error_r);
+}
+
+static void append_directory(struct mt_buf *conf, const struct cluster *c,
+			     const char *suffix, const char *service_dn)
+{
+	mt_buf_appendf(conf,
+		"[directory]\n"
+		"# The local slapd in %s/directory (mailtierctl directory up).\n"
+		"uris = ldap://127.0.0.1:%u/\nbase_dn = ou=people,%s\nbind_dn = %s\n"
+		"bind_password_file = %s/directory/service.secret\nauth_method = hash\n"
+		"admin_dn = cn=admin,%s\nadmin_password_file = %s/directory/admin.secret\n"
+		"local_slapd_dir = %s/directory\n\n",
+		c->dir, cluster_port(c, CLUSTER_PORT_LDAP), suffix, service_dn, c->dir,
+		suffix, c->dir, c->dir);
+}
+
+static void append_mta(struct mt_buf *conf, const struct cluster *c)
+{
+	mt_buf_appendf(conf,
+		"[mta]\nsmtp_listen = 127.0.0.1:%u\nsubmission_listen = 127.0.0.1:%u\n"
+		"submissions_listen = 127.0.0.1:%u\nhostname = mta.%s\nlocal_domains = %s\n"
+		"mynetworks = 127.0.0.0/8 ::1/128\n"
+		"# A local cluster never sends mail off this machine: every remote\n"
+		"# domain goes to the sink (mailtier-load --sink-listen %s).\n"
+		"relayhost = %s\ntransport_map = %s=%s\nqueue_dir = %s/queue\n"
+		"retry_schedule = 30s 1m 5m 15m\nmax_queue_lifetime = 1d\n\n",
+		cluster_port(c, CLUSTER_PORT_SMTP), cluster_port(c, CLUSTER_PORT_SUBMISSION),
+		cluster_port(c, CLUSTER_PORT_SUBMISSIONS), c->domain, c->domain,
+		c->sink, c->sink, c->remote_domain, c->sink, c->dir);
+}
+
+static void append_mmp(struct mt_buf *conf, const struct cluster *c)
+{
+	mt_buf_appendf(conf,
+		"[mmp]\npop3_listen = 127.0.0.1:%u\npop3s_listen = 127.0.0.1:%u\n"
+		"threads = 2\n"
+		"# Everything listens on 127.0.0.1 only, and the load generator logs\n"
+		"# in with USER/PASS without TLS. Say no on anything reachable.\n"
+		"allow_plaintext_auth = yes\n"
+		"proxy_password_file = %s/proxy.secret\nstats_interval = 10s\n\n",
+		cluster_port(c, CLUSTER_PORT_POP3), cluster_port(c, CLUSTER_PORT_POP3S), c->dir);
+}
+
+static void append_stores(struct mt_buf *conf, const struct cluster *c)
+{
+	mt_buf_appendf(conf,
+		"[popstore]\n# Shared by every shard; [popstore.NAME] adds each one's own.\n"
+		"db_cache_size = 64M\nlmtp_clients = 127.0.0.0/8 ::1/128\n"
+		"proxy_addresses = 127.0.0.0/8 ::1/128\n"
+		"proxy_password_file = %s/proxy.secret\nallow_plaintext_auth = yes\n"
+		"stats_interval = 10s\n\n", c->dir);
+	for (unsigned int n = 1; n <= c->shards; n++)
+		mt_buf_appendf(conf,
+			"[popstore.shard%u]\ndb_home = %s/store-shard%u\n"
+			"lmtp_listen = 127.0.0.1:%u\npop3_listen = 127.0.0.1:%u\n\n",
+			n, c->dir, n, cluster_shard_lmtp(c, n), cluster_shard_pop3(c, n));
+}
+
+bool cluster_write_config(const struct cluster *c, char **error_r)
+{
+	if (exists(c, "mailtier.conf"))
+		return true;
+	char *suffix = NULL, *admin_dn = NULL, *service_dn = NULL;
+	const char *error;
+	if (!mt_slapd_default_dns(c->domain, &suffix, &admin_dn, &service_dn, &error)) {
+		*error_r = mt_xasprintf("--domain %s: %s", c->domain, error);
+		return false;
+	}
+	struct mt_buf conf = MT_BUF_INIT;
+	mt_buf_appendf(&conf,
+		"# %s/mailtier.conf — written by `mailtierctl cluster up`: a local\n"
+		"# cluster on 127.0.0.1. Edit it and run `cluster down` and `cluster up`\n"
+		"# to apply; `mailtierctl -c %s/mailtier.conf config check` checks it.\n\n"
+		"[global]\n# Run as whoever started the cluster.\nuser =\ngroup =\n"
+		"log_level = info\ndrain_timeout = 10s\n\n",
+		c->dir, c->dir);
+	append_directory(&conf, c, suffix, service_dn);
+	mt_buf_appendf(&conf, "[shards]\n");
+	for (unsigned int n = 1; n <= c->shards; n++)
+		mt_buf_appendf(&conf, "shard%u = 127.0.0.1:%u, 127.0.0.1:%u\n", n,
+			       cluster_shard_lmtp(c, n), cluster_shard_pop3(c, n));
+	mt_buf_appendf(&conf, "\n[tls]\ncert_file = %s/tls/cert.pem\nkey_file = %s/tls/key.pem\n\n",
+		       c->dir, c->dir);
+	append_mta(&conf, c);
+	append_mmp(&conf, c);
+	append_stores(&conf, c);
+	mt_buf_appendf(&conf,
+		"[loadgen]\n# mailtier-load run --config %s/mailtier.conf aims at this cluster.\n"
+		"smtp = 127.0.0.1:%u\npop = 127.0.0.1:%u\nsink_listen = %s\nusers = %lu\n"
+		"domain = %s\nremote_domain = %s\n",
+		c->dir, cluster_port(c, CLUSTER_PORT_SMTP), cluster_port(c, CLUSTER_PORT_POP3),
+		c->sink, c->users, c->domain, c->remote_domain);
+	char *path = cluster_path(c, "mailtier.conf");
+	bool ok = ctl_write_private(path, mt_buf_cstr(&conf), &error);
+	if (!ok)
+		*error_r = mt_xasprintf("%s: cannot write: %s", path, error);
+	free(path);
+	mt_buf_free(&conf);
+	free(suffix);
+	free(admin_dn);
+	free(service_dn);
+	return ok;
+}
+
+bool cluster_write_endpoints(const struct cluster *c, char **error_r)
+{
+	struct mt_buf env = MT_BUF_INIT;
+	mt_buf_appendf(&env,
+		"# Written by `mailtierctl cluster up`: the cluster in %s.\n"
+		"# Use with:  . %s/endpoints.env\n"
+		"CONF=%s/mailtier.conf\nDOMAIN=%s\nREMOTE_DOMAIN=%s\nSINK=%s\n"
+		"SMTP_PORT=%u\nSUBMISSION_PORT=%u\nSUBMISSIONS_PORT=%u\n"
+		"POP3_PORT=%u\nPOP3S_PORT=%u\nLDAP_URI=ldap://127.0.0.1:%u/\n"
+		"SHARDS=%u\nUSERS=%lu\nBASE_PORT=%u\n",
+		c->dir, c->dir, c->dir, c->domain, c->remote_domain, c->sink,
+		cluster_port(c, CLUSTER_PORT_SMTP), cluster_port(c, CLUSTER_PORT_SUBMISSION),
+		cluster_port(c, CLUSTER_PORT_SUBMISSIONS), cluster_port(c, CLUSTER_PORT_POP3),
+		cluster_port(c, CLUSTER_PORT_POP3S), cluster_port(c, CLUSTER_PORT_LDAP),
+		c->shards, c->users, c->base_port);
+	for (unsigned int n = 1; n <= c->shards; n++)
+		mt_buf_appendf(&env, "SHARD%u_LMTP_PORT=%u\nSHARD%u_POP3_PORT=%u\n",
+			       n, cluster_shard_lmtp(c, n), n, cluster_shard_pop3(c, n));
+	char *path = cluster_path(c, "endpoints.env");
+	const char *error;
+	bool ok = ctl_write_private(path, mt_buf_cstr(&env), &error);
+	if (!ok)
+		*error_r = mt_xasprintf("%s: cannot write: %s", path, error);
+	free(path);
+	mt_buf_free(&env);
+	return ok;
+}
+
+static void replace(char **field, const char *value)
+{
+	free(*field);
+	*field = mt_xstrdup(value);
+}
+
+static bool parse_uint(const char *text, unsigned long max, unsigned long *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(text, &end, 10);
+	if (errno != 0 || end == text || *end != '\0' || v > max || text[0] == '-')
+		return false;
+	*out = v;
+	return true;
+}
+
+bool cluster_load_endpoints(struct cluster *c, char **error_r)
+{
+	char *path = cluster_path(c, "endpoints.env");
+	const char *error;
+	char *text = ctl_read_file(path, &error);
+	if (text == NULL) {
+		free(path);
+		return false;
+	}
+	unsigned long shards = 0, users = 0, base = 0;
+	bool ok = true;
+	unsigned int lineno = 0;
+	for (char *save = NULL, *line = strtok_r(text, "\n", &save); line != NULL && ok;
+	     line = strtok_r(NULL, "\n", &save)) {
+		lineno++;
+		char *eq = strchr(line, '=');
+		if (line[0] == '#' || eq == NULL)
+			continue;
+		*eq = '\0';
+		const char *key = line, *value = eq + 1;
+		if (strcmp(key, "SHARDS") == 0)
+			ok = parse_uint(value, CLUSTER_MAX_SHARDS, &shards);
+		else if (strcmp(key, "USERS") == 0)
+			ok = parse_uint(value, 100000000, &users);
+		else if (strcmp(key, "BASE_PORT") == 0)
+			ok = parse_uint(value, 65535, &base);
+		else if (strcmp(key, "DOMAIN") == 0)
+			replace(&c->domain, value);
+		else if (strcmp(key, "REMOTE_DOMAIN") == 0)
+			replace(&c->remote_domain, value);
+		else if (strcmp(key, "SINK") == 0)
+			replace(&c->sink, value);
+		if (!ok)
+			*error_r = mt_xasprintf("%s:%u: bad value for %s", path, lineno, key);
+	}
+	if (ok && (shards == 0 || base == 0 || c->domain == NULL ||
+		   c->remote_domain == NULL || c->sink == NULL)) {
+		*error_r = mt_xasprintf("%s: incomplete (SHARDS, BASE_PORT, DOMAIN, "
+					"REMOTE_DOMAIN and SINK are needed)", path);
+		ok = false;
+	}
+	c->shards = (unsigned int)shards;
+	c->users = users;
+	c->base_port = (unsigned int)base;
+	free(text);
+	free(path);
+	return ok;
+}
+
+void cluster_free(struct cluster *c)
+{
+	free(c->dir);
+	free(c->domain);
+	free(c->remote_domain);
+	free(c->sink);
+	*c = (struct cluster){ 0 };
+}

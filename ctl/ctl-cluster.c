@@ -1,0 +1,625 @@
+/* ctl-cluster.c — `mailtierctl cluster up|status|down|logs`: a whole
+ * mailtier cluster on 127.0.0.1 in one directory, for a newcomer's first
+ * run, the demo, the benchmarks and the fault tests (files and ports:
+ * ctl-cluster.h).
+ *
+ *   up      write the config once, start slapd, provision users once,
+ *           start every daemon that is not running and wait until each
+ *           is ready (sd_notify READY=1), write endpoints.env
+ *   status  each daemon: pid, state (stopped / running / ready: its
+ *           listeners answer), listeners, counters
+ *   down    SIGTERM each by its pid file (MMP, MTA, shards, slapd) and wait
+ *   logs    tail the daemons' logs (-F unless --no-follow)
+ *
+ * Trust boundary: the operator's command line and the files `up` wrote. */
+#include "ctl.h"
+#include "ctl-cluster.h"
+#include "ctl-spawn.h"
+#include "ctl-util.h"
+#include "alloc.h"
+#include "buf.h"
+#include "mailtier-settings.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define READY_TIMEOUT_MS 120000u
+#define STOP_TIMEOUT_MS 30000u
+#define BULK_ONLINE_MAX 20000ul
+
+enum daemon_kind { DAEMON_SLAPD, DAEMON_STORE, DAEMON_MTA, DAEMON_MMP };
+
+struct daemon_port {
+	const char *label;
+	unsigned int port;
+};
+
+struct cluster_daemon {
+	char name[24];
+	enum daemon_kind kind;
+	unsigned int shard;
+	struct daemon_port ports[3];
+	size_t n_ports;
+};
+
+/* Every daemon of the cluster, in start order; returns how many. */
+static size_t cluster_daemons(const struct cluster *c, struct cluster_daemon *out)
+{
+	size_t n = 0;
+	out[n++] = (struct cluster_daemon){ .name = "slapd", .kind = DAEMON_SLAPD,
+		.ports = { { "ldap", cluster_port(c, CLUSTER_PORT_LDAP) } }, .n_ports = 1 };
+	for (unsigned int s = 1; s <= c->shards; s++) {
+		struct cluster_daemon *d = &out[n++];
+		*d = (struct cluster_daemon){ .kind = DAEMON_STORE, .shard = s,
+			.ports = { { "lmtp", cluster_shard_lmtp(c, s) },
+				   { "pop3", cluster_shard_pop3(c, s) } }, .n_ports = 2 };
+		snprintf(d->name, sizeof(d->name), "shard%u", s);
+	}
+	out[n++] = (struct cluster_daemon){ .name = "mta", .kind = DAEMON_MTA,
+		.ports = { { "smtp", cluster_port(c, CLUSTER_PORT_SMTP) },
+			   { "submission", cluster_port(c, CLUSTER_PORT_SUBMISSION) },
+			   { "submissions", cluster_port(c, CLUSTER_PORT_SUBMISSIONS) } },
+		.n_ports = 3 };
+	out[n++] = (struct cluster_daemon){ .name = "mmp", .kind = DAEMON_MMP,
+		.ports = { { "pop3", cluster_port(c, CLUSTER_PORT_POP3) },
+			   { "pop3s", cluster_port(c, CLUSTER_PORT_POP3S) } }, .n_ports = 2 };
+	return n;
+}
+
+static char *pid_path(const struct cluster *c, const struct cluster_daemon *d)
+{
+	if (d->kind == DAEMON_SLAPD)
+		return cluster_path(c, "directory/slapd.pid");
+	return mt_xasprintf("%s/run/%s.pid", c->dir, d->name);
+}
+
+static pid_t daemon_pid(const struct cluster *c, const struct cluster_daemon *d)
+{
+	char *path = pid_path(c, d);
+	pid_t pid = ctl_pidfile_alive(path);
+	free(path);
+	return pid;
+}
+
+/* 1: something accepts on 127.0.0.1:port; 0: refused; -1: error. */
+static int port_answers(unsigned int port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int rc = connect(fd, (struct sockaddr *)&sin, sizeof(sin));
+	close(fd);
+	return rc == 0 ? 1 : 0;
+}
+
+/* Options */
+
+struct cluster_opts {
+	struct cluster c;
+	bool given_shards, given_users, given_base, given_domain, given_remote, given_sink;
+	bool follow;
+	unsigned int lines;
+	const char *only;	/* logs NAME */
+};
+
+static int cluster_usage(const char *progname)
+{
+	fprintf(stderr,
+		"usage: %s cluster up --dir DIR [--shards N] [--users U] [--base-port P]\n"
+		"                         [--domain D] [--remote-domain R] [--sink HOST:PORT]\n"
+		"       %s cluster status --dir DIR\n"
+		"       %s cluster down --dir DIR\n"
+		"       %s cluster logs --dir DIR [--no-follow] [--lines N] [NAME]\n",
+		progname, progname, progname, progname);
+	return CTL_EXIT_USAGE;
+}
+
+static bool parse_number(const char *opt, const char *text, unsigned long min,
+			 unsigned long max, unsigned long *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(text, &end, 10);
+	if (errno != 0 || end == text || *end != '\0' || text[0] == '-' || v < min || v > max) {
+		fprintf(stderr, "--%s: '%s' is not a number from %lu to %lu\n", opt, text, min, max);
+		return false;
+	}
+	*out = v;
+	return true;
+}
+
+static bool parse_cluster_opts(int argc, char **argv, struct cluster_opts *o)
+{
+	static const struct option options[] = {
+		{ "dir", required_argument, NULL, 'd' },
+		{ "shards", required_argument, NULL, 'n' },
+		{ "users", required_argument, NULL, 'u' },
+		{ "base-port", required_argument, NULL, 'p' },
+		{ "domain", required_argument, NULL, 'D' },
+		{ "remote-domain", required_argument, NULL, 'R' },
+		{ "sink", required_argument, NULL, 's' },
+		{ "no-follow", no_argument, NULL, 'F' },
+		{ "lines", required_argument, NULL, 'l' },
+		{ NULL, 0, NULL, 0 },
+	};
+	*o = (struct cluster_opts){ .c = { .shards = 2, .users = 1000, .base_port = 20000 },
+				    .follow = true, .lines = 20 };
+	const char *dir = NULL, *domain = "example.test", *remote = "remote.test", *sink = NULL;
+	unsigned long v;
+	optind = 0;
+	int opt;
+	while ((opt = getopt_long(argc, argv, "", options, NULL)) != -1) {
+		switch (opt) {
+		case 'd': dir = optarg; break;
+		case 'n':
+			if (!parse_number("shards", optarg, 1, CLUSTER_MAX_SHARDS, &v))
+				return false;
+			o->c.shards = (unsigned int)v;
+			o->given_shards = true;
+			break;
+		case 'u':
+			if (!parse_number("users", optarg, 1, 100000000, &v))
+				return false;
+			o->c.users = v;
+			o->given_users = true;
+			break;
+		case 'p':
+			if (!parse_number("base-port", optarg, 1024, 65535 - 10 - 2 * CLUSTER_MAX_SHARDS, &v))
+				return false;
+			o->c.base_port = (unsigned int)v;
+			o->given_base = true;
+			break;
+		case 'D': domain = optarg; o->given_domain = true; break;
+		case 'R': remote = optarg; o->given_remote = true; break;
+		case 's': sink = optarg; o->given_sink = true; break;
+		case 'F': o->follow = false; break;
+		case 'l':
+			if (!parse_number("lines", optarg, 1, 1000000, &v))
+				return false;
+			o->lines = (unsigned int)v;
+			break;
+		default:
+			return false;
+		}
+	}
+	if (optind < argc)
+		o->only = argv[optind++];
+	if (dir == NULL || optind != argc)
+		return false;
+	if (strspn(domain, "abcdefghijklmnopqrstuvwxyz0123456789.-") != strlen(domain) ||
+	    strspn(remote, "abcdefghijklmnopqrstuvwxyz0123456789.-") != strlen(remote) ||
+	    domain[0] == '\0' || remote[0] == '\0') {
+		fprintf(stderr, "--domain/--remote-domain: lower-case letters, digits, '.' and '-'\n");
+		return false;
+	}
+	char abs_dir[PATH_MAX];
+	if (dir[0] != '/' && getcwd(abs_dir, sizeof(abs_dir)) != NULL)
+		o->c.dir = mt_xasprintf("%s/%s", abs_dir, dir);
+	else
+		o->c.dir = mt_xstrdup(dir);
+	o->c.domain = mt_xstrdup(domain);
+	o->c.remote_domain = mt_xstrdup(remote);
+	o->c.sink = sink != NULL ? mt_xstrdup(sink) :
+		mt_xasprintf("127.0.0.1:%u", cluster_port(&o->c, CLUSTER_PORT_SINK));
+	return true;
+}
+
+/* The cluster as `up` wrote it; explicit options must agree with it. */
+static bool load_existing(struct cluster_opts *o, bool *found_r)
+{
+	struct cluster old = { .dir = mt_xstrdup(o->c.dir) };
+	char *error = NULL;
+	*found_r = cluster_load_endpoints(&old, &error);
+	if (!*found_r) {
+		cluster_free(&old);
+		if (error != NULL) {
+			fprintf(stderr, "%s\n", error);
+			free(error);
+			return false;
+		}
+		return true;
+	}
+	const char *differs = NULL;
+	if (o->given_shards && old.shards != o->c.shards) differs = "--shards";
+	else if (o->given_users && old.users != o->c.users) differs = "--users";
+	else if (o->given_base && old.base_port != o->c.base_port) differs = "--base-port";
+	else if (o->given_domain && strcmp(old.domain, o->c.domain) != 0) differs = "--domain";
+	else if (o->given_remote && strcmp(old.remote_domain, o->c.remote_domain) != 0)
+		differs = "--remote-domain";
+	else if (o->given_sink && strcmp(old.sink, o->c.sink) != 0) differs = "--sink";
+	if (differs != NULL) {
+		fprintf(stderr, "%s: the cluster in %s was made with another %s; "
+			"`cluster down` and remove the directory to change it\n",
+			differs, o->c.dir, differs);
+		cluster_free(&old);
+		return false;
+	}
+	cluster_free(&o->c);
+	o->c = old;
+	return true;
+}
+
+/* up */
+
+static int run_self(const struct cluster *c, char *const args[])
+{
+	char *self = ctl_self_path();
+	char *conf = cluster_path(c, "mailtier.conf");
+	char *argv[16] = { self, "-c", conf };
+	size_t n = 3;
+	for (size_t i = 0; args[i] != NULL && n < 15; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	int status = ctl_run(argv);
+	free(self);
+	free(conf);
+	return status;
+}
+
+static bool directory_up(const struct cluster *c)
+{
+	char *dir = cluster_path(c, "directory");
+	char port[16];
+	snprintf(port, sizeof(port), "%u", cluster_port(c, CLUSTER_PORT_LDAP));
+	char *const up[] = { "directory", "up", "--dir", dir, "--port", port,
+			     "--domain", c->domain, NULL };
+	bool ok = run_self(c, up) == 0;
+	free(dir);
+	return ok;
+}
+
+static bool directory_down(const struct cluster *c)
+{
+	char *dir = cluster_path(c, "directory");
+	char *const down[] = { "directory", "down", "--dir", dir, NULL };
+	bool ok = run_self(c, down) == 0;
+	free(dir);
+	return ok;
+}
+
+/* userK@D / secretK over the shards, once (DIR/users.provisioned). Large
+ * counts go in offline with slapadd, which needs slapd stopped. */
+static bool provision_users(const struct cluster *c)
+{
+	char *marker = cluster_path(c, "users.provisioned");
+	bool ok = access(marker, F_OK) == 0;
+	if (ok) {
+		free(marker);
+		return true;
+	}
+	char count[24];
+	snprintf(count, sizeof(count), "%lu", c->users);
+	struct mt_buf shards = MT_BUF_INIT;
+	for (unsigned int n = 1; n <= c->shards; n++)
+		mt_buf_appendf(&shards, "%sshard%u", n > 1 ? "," : "", n);
+	char *const bulk[] = { "users", "bulk", "--count", count, "--domain", c->domain,
+			       "--shards", (char *)mt_buf_cstr(&shards), NULL };
+	bool offline = c->users > BULK_ONLINE_MAX;
+	printf("provisioning %lu users user1..user%lu@%s (password secretK)%s\n",
+	       c->users, c->users, c->domain, offline ? ", offline with slapadd" : "");
+	fflush(stdout);
+	ok = (!offline || directory_down(c)) && run_self(c, bulk) == 0 &&
+		(!offline || directory_up(c));
+	const char *error;
+	if (ok && !ctl_write_private(marker, count, &error)) {
+		fprintf(stderr, "%s: %s\n", marker, error);
+		ok = false;
+	}
+	mt_buf_free(&shards);
+	free(marker);
+	return ok;
+}
+
+static bool check_config(const struct cluster *c)
+{
+	char *path = cluster_path(c, "mailtier.conf");
+	char *errors = NULL;
+	struct mt_config *config = mt_mailtier_config_load(path, &errors);
+	free(path);
+	if (config == NULL) {
+		fputs(errors, stderr);
+		free(errors);
+		return false;
+	}
+	mt_config_free(&config);
+	return true;
+}
+
+/* Ports of a daemon about to start that something else holds. */
+static bool ports_free(const struct cluster_daemon *d)
+{
+	for (size_t i = 0; i < d->n_ports; i++) {
+		if (port_answers(d->ports[i].port) == 1) {
+			fprintf(stderr, "%s: 127.0.0.1:%u (%s) is already in use by another "
+				"program; choose another --base-port\n",
+				d->name, d->ports[i].port, d->ports[i].label);
+			return false;
+		}
+	}
+	return true;
+}
+
+static pid_t start_daemon(const struct cluster *c, const struct cluster_daemon *d)
+{
+	char *conf = cluster_path(c, "mailtier.conf");
+	char *log = mt_xasprintf("%s/log/%s.log", c->dir, d->name);
+	char *pidfile = pid_path(c, d);
+	char *program = NULL;
+	char *argv[8];
+	switch (d->kind) {
+	case DAEMON_STORE:
+		program = ctl_program_path("popstore", "mailtier-popstore");
+		argv[0] = program; argv[1] = "-c"; argv[2] = conf;
+		argv[3] = "-s"; argv[4] = (char *)d->name; argv[5] = "-F"; argv[6] = NULL;
+		break;
+	case DAEMON_MTA:
+	case DAEMON_MMP:
+		program = d->kind == DAEMON_MTA ? ctl_program_path("mta", "mailtier-mta") :
+			ctl_program_path("mmp", "mailtier-mmp");
+		argv[0] = program; argv[1] = "-c"; argv[2] = conf; argv[3] = "-f"; argv[4] = NULL;
+		break;
+	case DAEMON_SLAPD:
+		abort();
+	}
+	struct ctl_spawn spawn = { .name = d->name, .argv = argv, .log_path = log,
+				   .pid_path = pidfile, .ready_timeout_ms = READY_TIMEOUT_MS };
+	char *error = NULL;
+	pid_t pid = ctl_spawn_daemon(&spawn, &error);
+	if (pid == 0) {
+		fprintf(stderr, "%s\n", error);
+		free(error);
+		char *const tail[] = { "tail", "-n", "5", log, NULL };
+		ctl_run(tail);
+	}
+	free(program);
+	free(conf);
+	free(log);
+	free(pidfile);
+	return pid;
+}
+
+static void print_endpoints(const struct cluster *c)
+{
+	printf("cluster %s is up: %u shards, %lu users @%s\n"
+	       "  SMTP        127.0.0.1:%u   submission 127.0.0.1:%u   submissions 127.0.0.1:%u\n"
+	       "  POP3 (MMP)  127.0.0.1:%u   POP3S 127.0.0.1:%u\n"
+	       "  LDAP        ldap://127.0.0.1:%u/\n"
+	       "  remote mail for @%s and every other domain goes to the sink at %s\n"
+	       "  endpoints:  . %s/endpoints.env\n"
+	       "  stop with:  mailtierctl cluster down --dir %s\n",
+	       c->dir, c->shards, c->users, c->domain, cluster_port(c, CLUSTER_PORT_SMTP),
+	       cluster_port(c, CLUSTER_PORT_SUBMISSION), cluster_port(c, CLUSTER_PORT_SUBMISSIONS),
+	       cluster_port(c, CLUSTER_PORT_POP3), cluster_port(c, CLUSTER_PORT_POP3S),
+	       cluster_port(c, CLUSTER_PORT_LDAP), c->remote_domain, c->sink, c->dir, c->dir);
+}
+
+static int cluster_up(const struct cluster *c)
+{
+	struct cluster_daemon daemons[CLUSTER_MAX_SHARDS + 3];
+	size_t n = cluster_daemons(c, daemons);
+	char *error = NULL;
+	if (!cluster_prepare_dir(c, &error) || !cluster_write_config(c, &error)) {
+		fprintf(stderr, "%s\n", error);
+		free(error);
+		return CTL_EXIT_FAIL;
+	}
+	if (!check_config(c) || !cluster_write_endpoints(c, &error)) {
+		if (error != NULL)
+			fprintf(stderr, "%s\n", error);
+		free(error);
+		return CTL_EXIT_FAIL;
+	}
+	if (daemon_pid(c, &daemons[0]) == 0 && !ports_free(&daemons[0]))
+		return CTL_EXIT_FAIL;
+	if (!directory_up(c) || !provision_users(c))
+		return CTL_EXIT_FAIL;
+	for (size_t i = 1; i < n; i++) {
+		pid_t pid = daemon_pid(c, &daemons[i]);
+		if (pid != 0) {
+			printf("%-8s already running (pid %ld)\n", daemons[i].name, (long)pid);
+			continue;
+		}
+		if (!ports_free(&daemons[i]))
+			return CTL_EXIT_FAIL;
+		pid = start_daemon(c, &daemons[i]);
+		if (pid == 0)
+			return CTL_EXIT_FAIL;
+		printf("%-8s ready (pid %ld)\n", daemons[i].name, (long)pid);
+		fflush(stdout);
+	}
+	print_endpoints(c);
+	return CTL_EXIT_OK;
+}
+
+/* status */
+
+/* The last " stats " line of a daemon's log (its periodic counters). */
+static char *last_stats_line(const struct cluster *c, const struct cluster_daemon *d)
+{
+	char *path = mt_xasprintf("%s/log/%s.log", c->dir, d->name);
+	FILE *f = fopen(path, "r");
+	free(path);
+	if (f == NULL)
+		return NULL;
+	if (fseek(f, -65536, SEEK_END) != 0)
+		rewind(f);
+	char line[2048];
+	char *found = NULL;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		char *at = strstr(line, " stats ");
+		if (at != NULL) {
+			line[strcspn(line, "\n")] = '\0';
+			free(found);
+			found = mt_xstrdup(at + 1);
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+static void print_counters(const struct cluster *c, const struct cluster_daemon *d)
+{
+	if (d->kind == DAEMON_MTA) {
+		char *queue = cluster_path(c, "queue");
+		char *reply = ctl_admin_ask(queue, "STATS");
+		free(queue);
+		if (reply == NULL)
+			return;
+		/* "name: value" lines, shown as one line of name=value. */
+		struct mt_buf line = MT_BUF_INIT;
+		char *body = strchr(reply, '\n');
+		for (char *save = NULL, *l = body != NULL ? strtok_r(body + 1, "\n", &save) : NULL;
+		     l != NULL && strcmp(l, ".") != 0; l = strtok_r(NULL, "\n", &save)) {
+			char *colon = strstr(l, ": ");
+			if (colon != NULL)
+				memmove(colon + 1, colon + 2, strlen(colon + 2) + 1), *colon = '=';
+			mt_buf_appendf(&line, "%s%s", line.len > 0 ? " " : "", l);
+		}
+		if (line.len > 0)
+			printf("           queue %s\n", mt_buf_cstr(&line));
+		mt_buf_free(&line);
+		free(reply);
+	} else if (d->kind != DAEMON_SLAPD) {
+		char *stats = last_stats_line(c, d);
+		if (stats != NULL)
+			printf("           %s\n", stats);
+		free(stats);
+	}
+}
+
+static int cluster_status(const struct cluster *c)
+{
+	struct cluster_daemon daemons[CLUSTER_MAX_SHARDS + 3];
+	size_t n = cluster_daemons(c, daemons);
+	printf("cluster %s: %u shards, %lu users @%s, sink %s\n", c->dir, c->shards,
+	       c->users, c->domain, c->sink);
+	printf("%-8s %-8s %-8s %s\n", "NAME", "PID", "STATE", "LISTENERS");
+	bool all_ready = true;
+	for (size_t i = 0; i < n; i++) {
+		const struct cluster_daemon *d = &daemons[i];
+		pid_t pid = daemon_pid(c, d);
+		bool ready = pid != 0;
+		struct mt_buf listeners = MT_BUF_INIT;
+		for (size_t p = 0; p < d->n_ports; p++) {
+			int answers = pid != 0 ? port_answers(d->ports[p].port) : 0;
+			ready = ready && answers == 1;
+			mt_buf_appendf(&listeners, "%s%s=127.0.0.1:%u%s", p > 0 ? " " : "",
+				       d->ports[p].label, d->ports[p].port,
+				       pid != 0 && answers != 1 ? "(down)" : "");
+		}
+		char pidtext[16] = "-";
+		if (pid != 0)
+			snprintf(pidtext, sizeof(pidtext), "%ld", (long)pid);
+		printf("%-8s %-8s %-8s %s\n", d->name, pidtext,
+		       pid == 0 ? "stopped" : ready ? "ready" : "running", mt_buf_cstr(&listeners));
+		mt_buf_free(&listeners);
+		if (pid != 0)
+			print_counters(c, d);
+		all_ready = all_ready && ready;
+	}
+	return all_ready ? CTL_EXIT_OK : CTL_EXIT_FAIL;
+}
+
+/* down */
+
+static int cluster_down(const struct cluster *c)
+{
+	struct cluster_daemon daemons[CLUSTER_MAX_SHARDS + 3];
+	size_t n = cluster_daemons(c, daemons);
+	int status = CTL_EXIT_OK;
+	for (size_t i = n; i-- > 0; ) {
+		const struct cluster_daemon *d = &daemons[i];
+		pid_t pid = daemon_pid(c, d);
+		if (pid == 0) {
+			printf("%-8s not running\n", d->name);
+			continue;
+		}
+		bool clean = ctl_stop_pid(pid, STOP_TIMEOUT_MS);
+		printf("%-8s pid %ld %s\n", d->name, (long)pid,
+		       clean ? "stopped" : "killed: it did not stop within 30 s");
+		if (!clean)
+			status = CTL_EXIT_FAIL;
+		if (d->kind != DAEMON_SLAPD) {
+			char *path = pid_path(c, d);
+			unlink(path);
+			free(path);
+		}
+	}
+	return status;
+}
+
+/* logs */
+
+static int cluster_logs(const struct cluster *c, const struct cluster_opts *o)
+{
+	struct cluster_daemon daemons[CLUSTER_MAX_SHARDS + 3];
+	size_t n = cluster_daemons(c, daemons);
+	char lines[16];
+	snprintf(lines, sizeof(lines), "%u", o->lines);
+	char *argv[CLUSTER_MAX_SHARDS + 10];
+	size_t argc = 0;
+	argv[argc++] = "tail";
+	argv[argc++] = "-n";
+	argv[argc++] = lines;
+	if (o->follow)
+		argv[argc++] = "-F";
+	size_t first_log = argc;
+	for (size_t i = 0; i < n; i++) {
+		if (daemons[i].kind == DAEMON_SLAPD)
+			continue;	/* slapd logs to syslog */
+		if (o->only != NULL && strcmp(o->only, daemons[i].name) != 0)
+			continue;
+		argv[argc++] = mt_xasprintf("%s/log/%s.log", c->dir, daemons[i].name);
+	}
+	argv[argc] = NULL;
+	if (argc == first_log) {
+		fprintf(stderr, "%s: no such daemon in %s (shard1..shard%u, mta, mmp)\n",
+			o->only, c->dir, c->shards);
+		return CTL_EXIT_USAGE;
+	}
+	fflush(NULL);
+	execvp("tail", argv);
+	fprintf(stderr, "tail: %s\n", strerror(errno));
+	return CTL_EXIT_FAIL;
+}
+
+int ctl_cluster(struct ctl_context *ctx, int argc, char **argv)
+{
+	const char *cmd = argv[0];
+	struct cluster_opts o;
+	if (!parse_cluster_opts(argc, argv, &o)) {
+		cluster_free(&o.c);
+		return cluster_usage(ctx->progname);
+	}
+	bool is_up = strcmp(cmd, "up") == 0;
+	bool found;
+	int status;
+	if (!load_existing(&o, &found)) {
+		status = CTL_EXIT_FAIL;
+	} else if (is_up) {
+		status = cluster_up(&o.c);
+	} else if (!found) {
+		fprintf(stderr, "%s: no cluster here (no endpoints.env); start one with "
+			"`%s cluster up --dir %s`\n", o.c.dir, ctx->progname, o.c.dir);
+		status = CTL_EXIT_FAIL;
+	} else if (strcmp(cmd, "status") == 0) {
+		status = cluster_status(&o.c);
+	} else if (strcmp(cmd, "down") == 0) {
+		status = cluster_down(&o.c);
+	} else {
+		status = cluster_logs(&o.c, &o);
+	}
+	cluster_free(&o.c);
+	return status;
+}

@@ -1,0 +1,70 @@
+/* ctl-cluster.h — a local mailtier cluster in one directory, shared by the
+ * `mailtierctl cluster` commands (ctl-cluster.c) and the files they write
+ * (ctl-cluster-files.c).
+ *
+ * DIR/mailtier.conf   the cluster's config (written once; edit and re-run up)
+ * DIR/endpoints.env   shell assignments: ports, domains, the sink
+ * DIR/directory/      the local slapd (`mailtierctl directory up`)
+ * DIR/store-shardN/   each shard's Berkeley DB environment
+ * DIR/queue/          the MTA's queue
+ * DIR/tls/            a self-signed certificate for 127.0.0.1 / localhost
+ * DIR/log/NAME.log    each daemon's log; DIR/run/NAME.pid its pid
+ *
+ * Ports from the base port P: P slapd, P+1 SMTP, P+2 submission, P+3
+ * submissions, P+4 POP3 and P+5 POP3S (the MMP), P+9 the default sink,
+ * shard n (1-based) LMTP P+10+2(n-1) and POP3 P+11+2(n-1). */
+#ifndef MT_CTL_CLUSTER_H
+#define MT_CTL_CLUSTER_H
+
+#include <stdbool.h>
+
+#define CLUSTER_MAX_SHARDS 40
+
+struct cluster {
+	char *dir;		/* absolute */
+	unsigned int shards;
+	unsigned long users;
+	unsigned int base_port;
+	char *domain;
+	char *remote_domain;
+	char *sink;		/* HOST:PORT the MTA relays remote mail to */
+};
+
+enum cluster_port {
+	CLUSTER_PORT_LDAP = 0,
+	CLUSTER_PORT_SMTP = 1,
+	CLUSTER_PORT_SUBMISSION = 2,
+	CLUSTER_PORT_SUBMISSIONS = 3,
+	CLUSTER_PORT_POP3 = 4,
+	CLUSTER_PORT_POP3S = 5,
+	CLUSTER_PORT_SINK = 9,
+};
+static inline unsigned int cluster_port(const struct cluster *c, enum cluster_port p)
+{
+	return c->base_port + (unsigned int)p;
+}
+static inline unsigned int cluster_shard_lmtp(const struct cluster *c, unsigned int n)
+{
+	return c->base_port + 10 + 2 * (n - 1);
+}
+static inline unsigned int cluster_shard_pop3(const struct cluster *c, unsigned int n)
+{
+	return c->base_port + 11 + 2 * (n - 1);
+}
+
+/* DIR/NAME; caller frees. */
+char *cluster_path(const struct cluster *c, const char *name);
+
+/* Create DIR and its subdirectories, the TLS certificate and the proxy
+ * secret when missing. */
+bool cluster_prepare_dir(const struct cluster *c, char **error_r);
+/* Write DIR/mailtier.conf unless it exists; true if it is there after. */
+bool cluster_write_config(const struct cluster *c, char **error_r);
+/* Write DIR/endpoints.env (always: it is derived, never edited). */
+bool cluster_write_endpoints(const struct cluster *c, char **error_r);
+/* Read DIR/endpoints.env back into c (dir set by the caller). false if
+ * there is none; *error_r set if it is there but unreadable. */
+bool cluster_load_endpoints(struct cluster *c, char **error_r);
+void cluster_free(struct cluster *c);
+
+#endif

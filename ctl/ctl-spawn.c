@@ -1,0 +1,206 @@
+/* ctl-spawn.c — start a daemon detached and wait for its sd_notify
+ * READY=1 (see ctl-spawn.h).
+ *
+ * The notify socket is an abstract-namespace datagram socket named after
+ * this process and the daemon, so nothing is left on disk and two
+ * `cluster up`s never share one. Once we exit, the daemon's later
+ * notifications (STATUS=, STOPPING=1) find no socket and are dropped —
+ * exactly what happens to a daemon started by hand.
+ *
+ * Trust boundary: the messages come from a daemon we started; only
+ * "READY=1" is looked for, anything else is ignored. */
+#include "ctl-spawn.h"
+#include "alloc.h"
+#include "ctl-util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stddef.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static int notify_socket(const char *name, char **env_value_r)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int len = snprintf(sun.sun_path + 1, sizeof(sun.sun_path) - 1,
+			   "mailtierctl-%ld-%s", (long)getpid(), name);
+	if (len < 0 || (size_t)len >= sizeof(sun.sun_path) - 1)
+		return -1;
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	socklen_t alen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)len);
+	if (bind(fd, (struct sockaddr *)&sun, alen) != 0) {
+		close(fd);
+		return -1;
+	}
+	*env_value_r = mt_xasprintf("@%s", sun.sun_path + 1);
+	return fd;
+}
+
+/* The child: own session, stdin from /dev/null, output to the log. */
+static _Noreturn void exec_daemon(const struct ctl_spawn *s, const char *notify, int log_fd)
+{
+	setsid();
+	int null_fd = open("/dev/null", O_RDONLY);
+	if (null_fd >= 0)
+		dup2(null_fd, STDIN_FILENO);
+	dup2(log_fd, STDOUT_FILENO);
+	dup2(log_fd, STDERR_FILENO);
+	setenv("NOTIFY_SOCKET", notify, 1);
+	/* As the units' LimitNOFILE= does: the MMP sizes itself by it. */
+	struct rlimit nofile;
+	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+		nofile.rlim_cur = nofile.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &nofile);
+	}
+	unsetenv("WATCHDOG_USEC");
+	unsetenv("WATCHDOG_PID");
+	unsetenv("LISTEN_FDS");
+	unsetenv("LISTEN_PID");
+	signal(SIGPIPE, SIG_DFL);
+	execv(s->argv[0], s->argv);
+	fprintf(stderr, "cannot run %s: %s\n", s->argv[0], strerror(errno));
+	_exit(127);
+}
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static bool has_ready(const char *msg)
+{
+	for (const char *line = msg; line != NULL; ) {
+		if (strncmp(line, "READY=1", 7) == 0 && (line[7] == '\n' || line[7] == '\0'))
+			return true;
+		line = strchr(line, '\n');
+		if (line != NULL)
+			line++;
+	}
+	return false;
+}
+
+/* Wait for READY=1 from pid; "" on success, else why not. */
+static const char *wait_ready(int fd, pid_t pid, unsigned int timeout_ms)
+{
+	long long deadline = now_ms() + timeout_ms;
+	for (;;) {
+		int status;
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			return WIFEXITED(status) ? "exited before it was ready" :
+				"died of a signal before it was ready";
+		long long left = deadline - now_ms();
+		if (left <= 0)
+			return "not ready within the timeout";
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		/* Short polls: an exit shows up through waitpid, not the socket. */
+		if (poll(&p, 1, left < 100 ? (int)left : 100) <= 0)
+			continue;
+		char msg[4096];
+		ssize_t n = recv(fd, msg, sizeof(msg) - 1, 0);
+		if (n <= 0)
+			continue;
+		msg[n] = '\0';
+		if (has_ready(msg))
+			return "";
+	}
+}
+
+static bool write_pid(const char *path, pid_t pid)
+{
+	char text[32];
+	snprintf(text, sizeof(text), "%ld\n", (long)pid);
+	const char *error;
+	return ctl_write_private(path, text, &error);
+}
+
+pid_t ctl_spawn_daemon(const struct ctl_spawn *s, char **error_r)
+{
+	char *notify = NULL;
+	int fd = notify_socket(s->name, &notify);
+	if (fd < 0) {
+		*error_r = mt_xasprintf("notify socket: %s", strerror(errno));
+		return 0;
+	}
+	int log_fd = open(s->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+	if (log_fd < 0) {
+		*error_r = mt_xasprintf("%s: %s", s->log_path, strerror(errno));
+		close(fd);
+		free(notify);
+		return 0;
+	}
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0)
+		exec_daemon(s, notify, log_fd);
+	close(log_fd);
+	free(notify);
+	if (pid < 0) {
+		*error_r = mt_xasprintf("fork: %s", strerror(errno));
+		close(fd);
+		return 0;
+	}
+	const char *why = wait_ready(fd, pid, s->ready_timeout_ms);
+	close(fd);
+	if (why[0] != '\0') {
+		if (kill(pid, 0) == 0)
+			ctl_stop_pid(pid, 5000);
+		*error_r = mt_xasprintf("%s %s (see %s)", s->name, why, s->log_path);
+		return 0;
+	}
+	if (!write_pid(s->pid_path, pid)) {
+		*error_r = mt_xasprintf("%s: cannot write", s->pid_path);
+		ctl_stop_pid(pid, 5000);
+		return 0;
+	}
+	return pid;
+}
+
+char *ctl_self_path(void)
+{
+	char path[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+	if (n <= 0)
+		return mt_xstrdup(SBINDIR "/mailtierctl");
+	path[n] = '\0';
+	return mt_xstrdup(path);
+}
+
+char *ctl_program_path(const char *dir, const char *name)
+{
+	const char *env = getenv("MAILTIER_SBINDIR");
+	if (env != NULL && env[0] != '\0')
+		return mt_xasprintf("%s/%s", env, name);
+	/* A build tree: BUILD/ctl/mailtierctl next to BUILD/DIR/NAME. */
+	char *self = ctl_self_path();
+	char *slash = strrchr(self, '/');
+	if (slash != NULL) {
+		*slash = '\0';
+		slash = strrchr(self, '/');
+	}
+	if (slash != NULL && strcmp(slash, "/ctl") == 0) {
+		*slash = '\0';
+		char *path = mt_xasprintf("%s/%s/%s", self, dir, name);
+		if (access(path, X_OK) == 0) {
+			free(self);
+			return path;
+		}
+		free(path);
+	}
+	free(self);
+	return mt_xasprintf("%s/%s", SBINDIR, name);
+}

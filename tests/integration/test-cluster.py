@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""test-cluster.py -- `mailtierctl cluster up|status|down|logs`: a whole
+cluster (slapd, two store shards, the MTA, the MMP) started by one command
+on a free block of loopback ports, used with real clients: mail in with
+swaks and smtplib, out with curl and poplib (plain and implicit TLS against
+the cluster's own certificate), remote mail relayed to mailtier-load's
+sink. Then: a killed daemon shows as stopped and a second `up` starts only
+it; other mailtierctl commands work on the cluster with -c; `down` stops
+everything and frees the ports."""
+
+import os
+import poplib
+import re
+import smtplib
+import socket
+import ssl
+import subprocess
+import time
+
+import mtharness
+
+
+def free_block(count):
+    """A base port P such that P..P+count-1 are free on 127.0.0.1."""
+    for _ in range(200):
+        base = mtharness.free_port()
+        if base + count >= 65000:
+            continue
+        socks = []
+        try:
+            for p in range(base, base + count):
+                s = socket.socket()
+                s.bind(("127.0.0.1", p))
+                socks.append(s)
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise mtharness.HarnessError("no block of free ports")
+
+
+def read_env(path):
+    env = {}
+    for line in open(path):
+        line = line.strip()
+        if line and not line.startswith("#"):
+            k, _, v = line.partition("=")
+            env[k] = v
+    return env
+
+
+def port_open(port):
+    with socket.socket() as s:
+        s.settimeout(2)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def status(h, d):
+    """(exit status, {name: (pid, state)}) of `cluster status`."""
+    p = h.ctl("cluster", "status", "--dir", d, check=False)
+    rows = {}
+    for line in p.stdout.splitlines():
+        m = re.match(r"^(slapd|shard\d+|mta|mmp)\s+(\S+)\s+(\S+)\s", line)
+        if m:
+            rows[m.group(1)] = (m.group(2), m.group(3))
+    return p.returncode, rows, p.stdout
+
+
+def fetch_curl(port, user, password, msg=1):
+    p = subprocess.run(["curl", "-sS", "--max-time", "20",
+                        f"pop3://127.0.0.1:{port}/{msg}", "-u", f"{user}:{password}"],
+                       capture_output=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+def wait_mailbox(port, user, password, count, timeout=30):
+    deadline = time.monotonic() + timeout
+    while True:
+        p = poplib.POP3("127.0.0.1", port, timeout=10)
+        p.user(user)
+        p.pass_(password)
+        n, _ = p.stat()
+        p.quit()
+        if n >= count:
+            return
+        assert time.monotonic() < deadline, f"{user}: {n} messages, want {count}"
+        time.sleep(0.2)
+
+
+def test(h):
+    if subprocess.run(["sh", "-c", "command -v swaks && command -v curl"],
+                      capture_output=True).returncode != 0:
+        raise mtharness.Skip("swaks and curl are needed (scripts/install-deps)")
+    d = os.path.join(h.tmpdir, "cluster")
+    base = free_block(16)
+    h.add_cleanup(lambda: h.ctl("cluster", "down", "--dir", d, check=False))
+    p = h.ctl("cluster", "up", "--dir", d, "--base-port", base, "--users", 40)
+    assert "cluster " + d + " is up" in p.stdout, p.stdout
+    env = read_env(os.path.join(d, "endpoints.env"))
+    assert env["CONF"] == os.path.join(d, "mailtier.conf")
+    assert env["DOMAIN"] == "example.test" and env["REMOTE_DOMAIN"] == "remote.test"
+    assert int(env["SMTP_PORT"]) == base + 1 and int(env["POP3_PORT"]) == base + 4
+    assert env["LDAP_URI"] == f"ldap://127.0.0.1:{base}/"
+    assert env["SINK"] == f"127.0.0.1:{base + 9}"
+    for n in (1, 2):
+        assert int(env[f"SHARD{n}_LMTP_PORT"]) == base + 8 + 2 * n
+        assert int(env[f"SHARD{n}_POP3_PORT"]) == base + 9 + 2 * n
+    conf = env["CONF"]
+    smtp, pop, pops = int(env["SMTP_PORT"]), int(env["POP3_PORT"]), int(env["POP3S_PORT"])
+
+    rc, rows, out = status(h, d)
+    assert rc == 0, out
+    assert set(rows) == {"slapd", "shard1", "shard2", "mta", "mmp"}, out
+    assert all(state == "ready" for _, state in rows.values()), out
+
+    # The users are in the directory, on both shards.
+    shards = set()
+    for k in range(1, 41):
+        shown = h.ctl("users", "show", f"user{k}@example.test", config=conf).stdout
+        shards.add(re.search(r"mailHost:\s*(\S+)|shard:\s*(\S+)", shown).group(0).split()[-1])
+    assert shards == {"shard1", "shard2"}, shards
+
+    # swaks in, curl out (through the MMP).
+    sw = subprocess.run(["swaks", "--server", f"127.0.0.1:{smtp}", "--to",
+                         "user3@example.test", "--from", "someone@remote.test",
+                         "--header", "Subject: cluster test", "--body", "hello from swaks"],
+                        capture_output=True, text=True, timeout=60)
+    assert sw.returncode == 0 and "250 2.0.0" in sw.stdout, sw.stdout + sw.stderr
+    wait_mailbox(pop, "user3@example.test", "secret3", 1)
+    body = fetch_curl(pop, "user3@example.test", "secret3")
+    assert b"hello from swaks" in body and b"Subject: cluster test" in body, body
+
+    # smtplib to a user on each shard, poplib over implicit TLS.
+    by_shard = {}
+    for k in range(1, 41):
+        shown = h.ctl("users", "show", f"user{k}@example.test", config=conf).stdout
+        by_shard.setdefault("shard1" if "shard1" in shown else "shard2", k)
+    ctx = ssl.create_default_context(cafile=os.path.join(d, "tls", "cert.pem"))
+    for shard, k in by_shard.items():
+        text = f"Subject: to {shard}\r\n\r\nbody for user{k}\r\n"
+        with smtplib.SMTP("127.0.0.1", smtp, timeout=30) as s:
+            s.sendmail("a@remote.test", [f"user{k}@example.test"], text)
+        wait_mailbox(pop, f"user{k}@example.test", f"secret{k}", 1)
+        p = poplib.POP3_SSL("localhost", pops, context=ctx, timeout=10)
+        p.user(f"user{k}@example.test")
+        p.pass_(f"secret{k}")
+        n, _ = p.stat()
+        got = b"\r\n".join(p.retr(n)[1])
+        p.quit()
+        assert f"body for user{k}".encode() in got, got
+
+    # Remote mail goes to the sink (never off this machine).
+    sink = subprocess.Popen([mtharness.binary("loadgen/mailtier-load"), "sink",
+                             "--listen", env["SINK"], "--duration", "15"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    h.add_cleanup(lambda: sink.kill())
+    mtharness.wait_port(base + 9)
+    with smtplib.SMTP("127.0.0.1", smtp, timeout=30) as s:
+        s.sendmail("user1@example.test", ["far@remote.test"], "Subject: out\r\n\r\nout\r\n")
+    h.ctl("queue", "flush", config=conf)
+    out, _ = sink.communicate(timeout=40)
+    assert re.search(r"messages 1,", out), out
+
+    # A killed daemon: status says so, `up` starts only it.
+    mta_pid = int(rows["mta"][0])
+    os.kill(mta_pid, 9)
+    deadline = time.monotonic() + 10
+    while True:
+        rc, rows2, out = status(h, d)
+        if rows2["mta"][1] == "stopped":
+            break
+        assert time.monotonic() < deadline, out
+        time.sleep(0.1)
+    assert rc != 0, out
+    p = h.ctl("cluster", "up", "--dir", d)
+    assert re.search(r"shard1\s+already running", p.stdout), p.stdout
+    assert re.search(r"mta\s+ready", p.stdout), p.stdout
+    rc, rows3, out = status(h, d)
+    assert rc == 0, out
+    assert rows3["mmp"][0] == rows["mmp"][0] and rows3["mta"][0] != rows["mta"][0], out
+    with smtplib.SMTP("127.0.0.1", smtp, timeout=30) as s:
+        s.sendmail("a@remote.test", ["user3@example.test"], "Subject: again\r\n\r\nagain\r\n")
+    wait_mailbox(pop, "user3@example.test", "secret3", 2)
+
+    # Other options must agree with the cluster that is there.
+    p = h.ctl("cluster", "up", "--dir", d, "--shards", 3, check=False)
+    assert p.returncode != 0 and "--shards" in p.stderr, p.stderr
+
+    # Logs, and the other commands with -c.
+    p = h.ctl("cluster", "logs", "--dir", d, "--no-follow", "--lines", 3, "mta")
+    assert "mailtier-mta" in p.stdout, p.stdout
+    assert "ok" in h.ctl("config", "check", config=conf).stdout
+    h.ctl("queue", "list", config=conf)
+    assert "mailboxes" in h.ctl("store", "stat", "shard1", config=conf).stdout.lower()
+
+    # down: every daemon stops, the ports close.
+    p = h.ctl("cluster", "down", "--dir", d)
+    assert p.stdout.count("stopped") == 5, p.stdout
+    rc, rows, out = status(h, d)
+    assert all(state == "stopped" for _, state in rows.values()), out
+    for port in (base, smtp, pop, base + 10, base + 11):
+        assert not port_open(port), port
+
+
+if __name__ == "__main__":
+    mtharness.main(test)
