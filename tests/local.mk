@@ -25,8 +25,7 @@ unit_tests = \
 	tests/unit/test-loop \
 	tests/unit/test-tls \
 	tests/unit/test-sdnotify \
-	tests/unit/test-privdrop \
-	tests/unit/test-sasl
+	tests/unit/test-privdrop
 
 check_PROGRAMS += $(unit_tests)
 TESTS += $(unit_tests)
