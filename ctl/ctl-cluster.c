@@ -358,7 +358,7 @@ static pid_t start_daemon(const struct cluster *c, const struct cluster_daemon *
 	case DAEMON_STORE:
 		program = ctl_program_path("popstore", "mailtier-popstore");
 		argv[0] = program; argv[1] = "-c"; argv[2] = conf;
-		argv[3] = "-s"; argv[4] = (char *)d->name; argv[5] = "-F"; argv[6] = NULL;
+		argv[3] = "-s"; argv[4] = (char *)d->name; argv[5] = "-f"; argv[6] = NULL;
 		break;
 	case DAEMON_MTA:
 	case DAEMON_MMP:

@@ -1,12 +1,14 @@
 /* ctl-directory.c — `mailtierctl directory up|down|status`: a local OpenLDAP
  * slapd for development, tests, the demo and small installs.
  *
- *   directory up --dir DIR --port PORT [--domain D] [--auth-method hash|bind]
+ *   directory up --dir DIR --port PORT [--address ADDR] [--domain D]
+ *                [--auth-method hash|bind]
  *     first time: random admin and service passwords (DIR/admin.secret,
  *     DIR/service.secret), slapd.conf and base entries (dirsvc/slapd-config.c),
- *     the base loaded with slapadd; every time: start slapd bound to
- *     127.0.0.1 only, wait until the service DN can bind, and write
- *     DIR/directory.conf — a mailtier.conf [directory] section for it.
+ *     the base loaded with slapadd; every time: start slapd bound to ADDR
+ *     only (an IPv4 or IPv6 address; default 127.0.0.1), wait until the
+ *     service DN can bind there, and write DIR/directory.conf — a
+ *     mailtier.conf [directory] section whose uris name ldap://ADDR:PORT/.
  *     A slapd already running from DIR is left alone.
  *   directory down --dir DIR     stop it by its pid (SIGTERM, then SIGKILL)
  *
@@ -18,6 +20,7 @@
 #include "pwhash.h"
 #include "slapd-config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <ldap.h>
@@ -31,15 +34,16 @@
 struct directory_opts {
 	const char *dir;
 	const char *domain;
+	const char *address;	/* numeric IPv4/IPv6 slapd listens on */
 	unsigned int port;
 	bool hash_auth;
 };
 
 static int directory_usage(const char *progname)
 {
-	fprintf(stderr, "usage: %s directory up --dir DIR --port PORT [--domain DOMAIN] "
-		"[--auth-method hash|bind]\n       %s directory down --dir DIR\n",
-		progname, progname);
+	fprintf(stderr, "usage: %s directory up --dir DIR --port PORT [--address ADDR] "
+		"[--domain DOMAIN] [--auth-method hash|bind]\n"
+		"       %s directory down --dir DIR\n", progname, progname);
 	return CTL_EXIT_USAGE;
 }
 
@@ -48,11 +52,13 @@ static bool parse_directory_opts(int argc, char **argv, struct directory_opts *o
 	static const struct option options[] = {
 		{ "dir", required_argument, NULL, 'd' },
 		{ "port", required_argument, NULL, 'p' },
+		{ "address", required_argument, NULL, 'A' },
 		{ "domain", required_argument, NULL, 'D' },
 		{ "auth-method", required_argument, NULL, 'a' },
 		{ NULL, 0, NULL, 0 },
 	};
-	*o = (struct directory_opts){ .domain = "example.test", .hash_auth = true };
+	*o = (struct directory_opts){ .domain = "example.test",
+				      .address = "127.0.0.1", .hash_auth = true };
 	optind = 0;	/* 0: GNU getopt re-initialises (permutation back on) */
 	int opt;
 	while ((opt = getopt_long(argc, argv, "", options, NULL)) != -1) {
@@ -68,6 +74,19 @@ static bool parse_directory_opts(int argc, char **argv, struct directory_opts *o
 				return false;
 			}
 			o->port = (unsigned int)port;
+			break;
+		}
+		case 'A': {
+			/* A numeric address only: it goes into slapd's -h URL
+			 * and directory.conf as it is. */
+			unsigned char addr[sizeof(struct in6_addr)];
+			if (inet_pton(AF_INET, optarg, addr) != 1 &&
+			    inet_pton(AF_INET6, optarg, addr) != 1) {
+				fprintf(stderr, "--address: '%s' is not an IPv4 or "
+					"IPv6 address\n", optarg);
+				return false;
+			}
+			o->address = optarg;
 			break;
 		}
 		case 'D':
@@ -142,15 +161,16 @@ static bool db_is_empty(const char *dir)
 static bool write_directory_conf(const struct directory_opts *o,
 				 const struct mt_slapd_params *p)
 {
-	struct mt_buf conf = MT_BUF_INIT;
+	struct mt_buf conf = MT_BUF_INIT, uri = MT_BUF_INIT;
+	mt_slapd_ldap_uri(&uri, o->address, o->port);
 	mt_buf_appendf(&conf,
 		"# Written by mailtierctl directory up: the [directory] section for\n"
 		"# the local slapd in %s. Copy it into mailtier.conf.\n"
-		"[directory]\nuris = ldap://127.0.0.1:%u/\nbase_dn = ou=people,%s\n"
+		"[directory]\nuris = %s\nbase_dn = ou=people,%s\n"
 		"bind_dn = %s\nbind_password_file = %s/service.secret\n"
 		"auth_method = %s\nadmin_dn = %s\nadmin_password_file = %s/admin.secret\n"
 		"local_slapd_dir = %s\n\n[mta]\nlocal_domains = %s\n",
-		o->dir, o->port, p->suffix, p->service_dn, o->dir,
+		o->dir, mt_buf_cstr(&uri), p->suffix, p->service_dn, o->dir,
 		o->hash_auth ? "hash" : "bind", p->admin_dn, o->dir, o->dir, o->domain);
 	char *path = mt_xasprintf("%s/directory.conf", o->dir);
 	const char *error;
@@ -159,6 +179,7 @@ static bool write_directory_conf(const struct directory_opts *o,
 		fprintf(stderr, "%s: cannot write: %s\n", path, error);
 	free(path);
 	mt_buf_free(&conf);
+	mt_buf_free(&uri);
 	return ok;
 }
 
@@ -178,7 +199,8 @@ static int directory_up(struct ctl_context *ctx, const struct directory_opts *o)
 	char *pidfile = mt_xasprintf("%s/slapd.pid", o->dir);
 	char *conffile = mt_xasprintf("%s/slapd.conf", o->dir);
 	char *baseldif = mt_xasprintf("%s/base.ldif", o->dir);
-	struct mt_buf admin_hash = MT_BUF_INIT, service_hash = MT_BUF_INIT, urls = MT_BUF_INIT;
+	struct mt_buf admin_hash = MT_BUF_INIT, service_hash = MT_BUF_INIT;
+	struct mt_buf urls = MT_BUF_INIT, uri = MT_BUF_INIT;
 	const char *error = NULL;
 	if (admin_pw == NULL || service_pw == NULL)
 		goto out;
@@ -187,11 +209,13 @@ static int directory_up(struct ctl_context *ctx, const struct directory_opts *o)
 		goto out;
 	}
 	struct mt_slapd_params p = {
-		.dir = o->dir, .port = o->port, .suffix = suffix,
+		.dir = o->dir, .listen_host = o->address, .port = o->port,
+		.suffix = suffix,
 		.admin_dn = admin_dn, .service_dn = service_dn,
 		.service_reads_password = o->hash_auth, .mailtier_schema = schema,
 	};
 	mt_slapd_listen_urls(&urls, &p);
+	mt_slapd_ldap_uri(&uri, o->address, o->port);
 	pid_t running = ctl_pidfile_alive(pidfile);
 	if (running == 0) {
 		/* Service accounts need no slow hash: their passwords are random. */
@@ -226,9 +250,8 @@ static int directory_up(struct ctl_context *ctx, const struct directory_opts *o)
 			goto out;
 		}
 	}
-	char *uri = mt_xasprintf("ldap://127.0.0.1:%u/", o->port);
-	bool ready = wait_for_bind(uri, service_dn, service_pw, 15000, &error);
-	free(uri);
+	bool ready = wait_for_bind(mt_buf_cstr(&uri), service_dn, service_pw,
+				   15000, &error);
 	if (!ready) {
 		fprintf(stderr, "slapd in %s does not answer a bind as %s: %s\n",
 			o->dir, service_dn, error);
@@ -236,15 +259,16 @@ static int directory_up(struct ctl_context *ctx, const struct directory_opts *o)
 	}
 	if (!write_directory_conf(o, &p))
 		goto out;
-	printf("directory %s: slapd pid %d on ldap://127.0.0.1:%u/ suffix %s\n"
+	printf("directory %s: slapd pid %d on %s suffix %s\n"
 	       "config section: %s/directory.conf\n",
 	       running ? "already running" : "started",
-	       (int)ctl_pidfile_alive(pidfile), o->port, suffix, o->dir);
+	       (int)ctl_pidfile_alive(pidfile), mt_buf_cstr(&uri), suffix, o->dir);
 	status = CTL_EXIT_OK;
 out:
 	mt_buf_free(&admin_hash);
 	mt_buf_free(&service_hash);
 	mt_buf_free(&urls);
+	mt_buf_free(&uri);
 	free(suffix);
 	free(admin_dn);
 	free(service_dn);

@@ -15,7 +15,7 @@ static const struct ctl_command ctl_commands[] = {
 	  ctl_config_check },
 	{ "config", "doc", "", "print the mailtier.conf(5) man page generated from the tables",
 	  ctl_config_doc },
-	{ "directory", "up", "--dir DIR --port PORT [--domain D] [--auth-method hash|bind]",
+	{ "directory", "up", "--dir DIR --port PORT [--address ADDR] [--domain D] [--auth-method hash|bind]",
 	  "start a local slapd for development and tests (writes DIR/directory.conf)",
 	  ctl_directory_up },
 	{ "directory", "down", "--dir DIR", "stop the local slapd started from DIR",

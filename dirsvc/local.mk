@@ -17,7 +17,8 @@ DIRSVC_LIBS = $(LDAP_LIBS) $(OPENSSL_LIBS) $(CRYPT_LIBS)
 
 dirsvcdatadir = $(pkgdatadir)/dirsvc
 dist_dirsvcdata_DATA = dirsvc/mailtier.schema dirsvc/mailtier.ldif \
-	dirsvc/base.ldif.in dirsvc/mailtier-slapd-setup.sh
+	dirsvc/base.ldif.in
+dist_dirsvcdata_SCRIPTS = dirsvc/mailtier-slapd-setup.sh
 EXTRA_DIST += dirsvc/README.md
 
 # The bulk-generation tool for benchmarks and tests (not installed).

@@ -327,10 +327,19 @@ static void append_percent_encoded(struct mt_buf *out, const char *s)
 	}
 }
 
+void mt_slapd_ldap_uri(struct mt_buf *out, const char *host, unsigned int port)
+{
+	if (host == NULL)
+		host = "127.0.0.1";
+	bool v6 = strchr(host, ':') != NULL;
+	mt_buf_appendf(out, "ldap://%s%s%s:%u/", v6 ? "[" : "", host,
+		       v6 ? "]" : "", port);
+}
+
 void mt_slapd_listen_urls(struct mt_buf *out, const struct mt_slapd_params *p)
 {
-	mt_buf_appendf(out, "ldap://%s:%u/ ldapi://",
-		       p->listen_host ? p->listen_host : "127.0.0.1", p->port);
+	mt_slapd_ldap_uri(out, p->listen_host, p->port);
+	mt_buf_append_str(out, " ldapi://");
 	append_percent_encoded(out, p->dir);
 	append_percent_encoded(out, "/ldapi");
 	mt_buf_append_char(out, '/');

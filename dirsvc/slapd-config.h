@@ -27,7 +27,7 @@
 
 struct mt_slapd_params {
 	const char *dir;		/* state directory, see above */
-	const char *listen_host;	/* NULL = 127.0.0.1 (mt_slapd_listen_urls) */
+	const char *listen_host;	/* address, NULL = 127.0.0.1 (mt_slapd_listen_urls) */
 	unsigned int port;		/* ldap:// port */
 	const char *suffix;		/* e.g. dc=example,dc=test */
 	const char *admin_dn;		/* rootdn: writes everything */
@@ -68,7 +68,12 @@ bool mt_slapd_append_base_ldif(struct mt_buf *out,
 bool mt_slapd_write_base_ldif(const struct mt_slapd_params *p,
 			      const char **error_r);
 
-/* Append the slapd -h argument: "ldap://HOST:PORT/ ldapi://<dir>%2Fldapi/". */
+/* Append "ldap://HOST:PORT/" (RFC 4516): an IPv6 literal goes in
+ * brackets; host NULL = 127.0.0.1. */
+void mt_slapd_ldap_uri(struct mt_buf *out, const char *host, unsigned int port);
+
+/* Append the slapd -h argument: "ldap://HOST:PORT/ ldapi://<dir>%2Fldapi/"
+ * (HOST = p->listen_host, as mt_slapd_ldap_uri() writes it). */
 void mt_slapd_listen_urls(struct mt_buf *out, const struct mt_slapd_params *p);
 
 #endif

@@ -1,4 +1,16 @@
 # packaging/local.mk — systemd units, Debian and RPM packaging files.
+# scripts/build-deb and scripts/build-rpm build the packages from the
+# `make dist` tarball, so everything they need is listed here.
 EXTRA_DIST += packaging/systemd/mailtier.target packaging/systemd/mailtier-mta.service \
 	packaging/systemd/mailtier-mmp.service packaging/systemd/mailtier-popstore@.service \
 	packaging/systemd/mailtier.sysusers packaging/systemd/mailtier.tmpfiles
+EXTRA_DIST += packaging/debian/changelog packaging/debian/control \
+	packaging/debian/copyright packaging/debian/rules \
+	packaging/debian/source/format \
+	packaging/debian/mailtier.install packaging/debian/mailtier-load.install \
+	packaging/debian/mailtier.docs packaging/debian/mailtier-load.docs \
+	packaging/debian/mailtier.postrm \
+	packaging/debian/mailtier.postinst packaging/debian/mailtier.prerm
+EXTRA_DIST += packaging/rpm/mailtier.spec
+EXTRA_DIST += scripts/build-deb scripts/build-rpm scripts/check-packages \
+	tests/packaging/test-deb.sh tests/packaging/test-rpm.sh

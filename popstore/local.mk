@@ -9,7 +9,8 @@ popstore_libmtstore_a_SOURCES = \
 	popstore/store-commit.c \
 	popstore/store-async.c \
 	popstore/store-mailbox.c \
-	popstore/store-admin.c
+	popstore/store-admin.c \
+	popstore/store-space.c
 popstore_libmtstore_a_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS)
 
 # What a program using the store links (after its own objects).

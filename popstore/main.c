@@ -219,10 +219,10 @@ static void pop3s_accept_cb(int fd, const struct sockaddr *peer, socklen_t len,
 static _Noreturn void usage(int status)
 {
 	fprintf(status == 0 ? stdout : stderr,
-		"usage: %s [-c FILE] [-s SHARD] [-F]\n"
+		"usage: %s [-c FILE] [-s SHARD] [-f|-F]\n"
 		"  -c FILE   config file (default %s)\n"
 		"  -s SHARD  the shard to serve: [popstore.SHARD] (default: [popstore] shard=)\n"
-		"  -F        log to stderr (foreground)\n",
+		"  -f, -F    log to stderr (foreground; -f as the other daemons)\n",
 		POPSTORE_NAME, MT_DEFAULT_CONFIG_FILE);
 	exit(status);
 }
@@ -344,10 +344,11 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	while ((opt = getopt_long(argc, argv, "c:s:Fh", options, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "c:s:fFh", options, NULL)) != -1) {
 		switch (opt) {
 		case 'c': config_path = optarg; break;
 		case 's': shard = optarg; break;
+		case 'f':
 		case 'F': foreground = true; break;
 		case 'h': usage(0);
 		default: usage(2);

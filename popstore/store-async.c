@@ -343,7 +343,9 @@ static void *reader_main(void *arg)
 	struct mt_store *store = arg;
 	struct mt_store_req *req;
 	while ((req = store_queue_pop(&store->read_q)) != NULL) {
+		pthread_rwlock_rdlock(&store->io_lock);
 		reader_run(store, req);
+		pthread_rwlock_unlock(&store->io_lock);
 		store_req_complete(req);
 	}
 	return NULL;

@@ -19,9 +19,14 @@
  * Guarantees: a request is completed only after a log flush that began
  * after its transaction committed (a request reaches flush_q only once its
  * commit has returned, and the flusher takes flush_q before it flushes).
- * If the flush fails (disk full), the flush is retried for a while; then the
- * requests complete with MT_STORE_NO_SPACE/TEMPFAIL: the client retries, and
- * a message may then be stored twice, never lost once acknowledged. */
+ * A transaction that committed cannot be taken back, so a flush that fails
+ * for lack of space must still succeed: the store enters no-space mode
+ * (writes refused at submission and before their transaction, so nothing
+ * more commits), gives back its space reserve and flushes again
+ * (store-space.c), and the requests complete as durable. Only if that
+ * still fails for FLUSH_NOSPACE_RETRIES × FLUSH_RETRY_MSECS do they
+ * complete with MT_STORE_NO_SPACE — then a retried message could be stored
+ * twice, but an acknowledged one is never lost. */
 #include "store-private.h"
 #include "alloc.h"
 #include "log.h"
@@ -31,9 +36,9 @@
 #include <string.h>
 #include <time.h>
 
-/* A full disk may clear (log removal at the next checkpoint, an admin):
- * retry the flush for up to FLUSH_RETRIES × FLUSH_RETRY_MSECS. */
-#define FLUSH_RETRIES 10
+/* After the reserve, a full disk may still clear (an admin): retry the
+ * flush for up to FLUSH_NOSPACE_RETRIES × FLUSH_RETRY_MSECS. */
+#define FLUSH_NOSPACE_RETRIES 50
 #define FLUSH_RETRY_MSECS 200
 /* How long a flush may wait for transactions still executing to join it,
  * and the most requests one flush completes. */
@@ -63,11 +68,14 @@ static int flush_log(struct mt_store *store)
 		int ret = store->env->log_flush(store->env, NULL);
 		if (ret == 0 || atomic_load(&store->failed))
 			return ret;
-		if ((ret != ENOSPC && ret != EDQUOT) || attempt >= FLUSH_RETRIES) {
+		if (!store_space_failed(store, ret, "log flush") ||
+		    attempt >= FLUSH_NOSPACE_RETRIES) {
 			mt_error("store: home=%s log flush failed: %s", store->home,
 				 db_strerror(ret));
 			return ret;
 		}
+		if (store_space_flush_reserved(store, &ret) && ret == 0)
+			return 0;
 		struct timespec ts = { 0, FLUSH_RETRY_MSECS * 1000000L };
 		nanosleep(&ts, NULL);
 	}

@@ -17,7 +17,9 @@
  * request (set_lk_detect). A Berkeley DB panic is logged and latched
  * (mt_store_failed()). After a clean close the region files are removed
  * unless another process is attached, so the next open applies its own
- * cache size. */
+ * cache size. Every region page is backed by allocated blocks from the open
+ * on (DB_REGION_INIT plus store-space.c), so a full disk cannot fault a
+ * region page (SIGBUS); full-disk handling is in store-space.c. */
 #include "store-private.h"
 #include "alloc.h"
 #include "log.h"
@@ -38,6 +40,9 @@
 #define DEFAULT_LOG_FILE_SIZE (64ull << 20)
 #define LOG_BUFFER_MAX (8u << 20)
 #define CHECKPOINT_LOG_KBYTES (256u * 1024)
+/* The space reserve beyond the log buffer (file system metadata, the
+ * next log file's first blocks). */
+#define RESERVE_SLACK (1u << 20)
 /* Sized for expunges of large mailboxes; a few MB of region. */
 #define LOCKS_MAX 20000u
 #define LOCKERS_MAX 4000u
@@ -106,11 +111,16 @@ bool mt_store_failed(struct mt_store *store)
 	return atomic_load(&store->failed);
 }
 
-/* Berkeley DB's own error messages go to our log. */
+/* Berkeley DB's own error messages go to our log; on a full disk, where
+ * every probe repeats them, as debug lines (store-space.c logs the state). */
 static void store_errcall(const DB_ENV *dbenv, const char *prefix,
 			  const char *msg)
 {
-	mt_error("store: berkeley-db: %s", msg);
+	struct mt_store *store = dbenv->app_private;
+	if (store != NULL && store_space_full(store))
+		mt_debug("store: berkeley-db: %s", msg);
+	else
+		mt_error("store: berkeley-db: %s", msg);
 }
 
 static void store_event(DB_ENV *dbenv, u_int32_t event, void *info)
@@ -129,7 +139,9 @@ static void store_event(DB_ENV *dbenv, u_int32_t event, void *info)
 				 store->home);
 		break;
 	case DB_EVENT_WRITE_FAILED:
-		mt_error("store: home=%s Berkeley DB write failed", store->home);
+		if (!store_space_full(store))
+			mt_error("store: home=%s Berkeley DB write failed",
+				 store->home);
 		break;
 	default:
 		break;
@@ -159,7 +171,7 @@ int store_checkpoint(struct mt_store *store, unsigned int log_kbytes)
 		if (log_kbytes == 0 || after.file != before.file ||
 		    after.offset != before.offset)
 			store_counter_add(&store->n_checkpoints, 1);
-	} else {
+	} else if (!store_space_failed(store, ret, "checkpoint")) {
 		(void)store_status_from_db(store, ret);
 		mt_error("store: home=%s checkpoint failed: %s", store->home,
 			 db_strerror(ret));
@@ -169,7 +181,8 @@ int store_checkpoint(struct mt_store *store, unsigned int log_kbytes)
 
 /* Every second: a checkpoint if CHECKPOINT_LOG_KBYTES of log were written
  * since the last one (bounding log disk use and recovery time under load);
- * and one every checkpoint_secs regardless. */
+ * and one every checkpoint_secs regardless. On a full disk, the probe for
+ * space instead (store-space.c). */
 static void *checkpoint_main(void *arg)
 {
 	struct mt_store *store = arg;
@@ -186,7 +199,11 @@ static void *checkpoint_main(void *arg)
 		if (store->ckp_stop || atomic_load(&store->failed))
 			continue;
 		pthread_mutex_unlock(&store->ckp_lock);
-		if (++secs >= store->set.checkpoint_secs) {
+		if (!store_space_full(store))
+			(void)store_space_headroom(store, false);
+		if (store_space_full(store))
+			store_space_probe(store);
+		else if (++secs >= store->set.checkpoint_secs) {
 			secs = 0;
 			(void)store_checkpoint(store, 0);
 		} else
@@ -236,6 +253,23 @@ static int env_open_recover(struct mt_store *store, u_int32_t flags)
 	return ret;
 }
 
+/* Every region page backed by allocated blocks (store-space.c). The daemon
+ * refuses to run without that on a full disk; elsewhere (no fallocate
+ * there, or mailtierctl, which exits soon) it is a warning. */
+static enum mt_store_status env_regions_backed(struct mt_store *store,
+					       const char **error_r)
+{
+	int ret = store_space_prealloc_regions(store, error_r);
+	if (ret == 0)
+		return MT_STORE_OK;
+	if (store->set.mode == MT_STORE_MODE_SERVE &&
+	    (ret == ENOSPC || ret == EDQUOT))
+		return MT_STORE_NO_SPACE;
+	mt_warning("store: home=%s %s: a full disk may crash this process",
+		   store->home, *error_r);
+	return MT_STORE_OK;
+}
+
 /* Create, configure and open the environment handle. */
 static enum mt_store_status env_open(struct mt_store *store, const char **error_r)
 {
@@ -282,6 +316,8 @@ static enum mt_store_status env_open(struct mt_store *store, const char **error_
 	uint64_t lg_bsize = set->log_file_size / 4;
 	if (lg_bsize > LOG_BUFFER_MAX)
 		lg_bsize = LOG_BUFFER_MAX;
+	/* The most a log flush writes is the log buffer. */
+	store->reserve_size = lg_bsize + RESERVE_SLACK;
 	const u_int32_t env_flags = DB_CREATE | DB_INIT_TXN | DB_INIT_LOG |
 		DB_INIT_LOCK | DB_INIT_MPOOL | DB_THREAD | DB_RECOVER | DB_REGISTER;
 	if ((ret = env->set_cachesize(env, (u_int32_t)(set->cache_size >> 30),
@@ -295,6 +331,7 @@ static enum mt_store_status env_open(struct mt_store *store, const char **error_
 	    (ret = env->set_lk_max_objects(env, LOCKS_MAX)) != 0 ||
 	    (ret = env->set_lk_max_lockers(env, LOCKERS_MAX)) != 0 ||
 	    (ret = env->set_tx_max(env, TXNS_MAX)) != 0 ||
+	    (ret = env->set_flags(env, DB_REGION_INIT, 1)) != 0 ||
 	    (ret = env_open_recover(store, env_flags)) != 0) {
 		if (ret == DB_VERSION_MISMATCH) {
 			*error_r = store_error("store %s: the environment was made by "
@@ -306,7 +343,7 @@ static enum mt_store_status env_open(struct mt_store *store, const char **error_
 				       store->home, db_strerror(ret));
 		return store_status_from_db(store, ret);
 	}
-	return MT_STORE_OK;
+	return env_regions_backed(store, error_r);
 }
 
 static int db_open_one(struct mt_store *store, DB_TXN *txn, DB **db_r,
@@ -437,15 +474,23 @@ static void env_remove_regions(const char *home)
 
 /* A panicked environment refuses every call, its close included, so its
  * handles cannot be freed; they are kept here (reachable, not leaked) until
- * the process exits, which after a panic it must. */
-static DB_ENV *panicked_envs[8];
+ * the process exits, which after a panic it must. So is an environment
+ * whose last checkpoint failed (a full disk): closing it would drop the
+ * dirty pages and unregister the process, and the next open would then
+ * see a clean environment and skip the recovery that redoes those pages
+ * from the log. Left open, it is recovered when this process is gone (or
+ * joined, pages and all, by an open in this process). */
+static DB_ENV *abandoned_envs[8];
 
 static void store_free(struct mt_store *store)
 {
-	if (store->env != NULL && atomic_load(&store->failed)) {
-		for (size_t i = 0; i < sizeof(panicked_envs) / sizeof(panicked_envs[0]); i++) {
-			if (panicked_envs[i] == NULL) {
-				panicked_envs[i] = store->env;
+	if (store->env != NULL && store->unwritten && !atomic_load(&store->failed))
+		mt_warning("store: home=%s closed with pages not written (disk "
+			   "full?): the next start runs recovery", store->home);
+	if (store->env != NULL && (atomic_load(&store->failed) || store->unwritten)) {
+		for (size_t i = 0; i < sizeof(abandoned_envs) / sizeof(abandoned_envs[0]); i++) {
+			if (abandoned_envs[i] == NULL) {
+				abandoned_envs[i] = store->env;
 				break;
 			}
 		}
@@ -466,9 +511,13 @@ static void store_free(struct mt_store *store)
 	store_queue_destroy(&store->read_q);
 	pthread_mutex_destroy(&store->ckp_lock);
 	pthread_cond_destroy(&store->ckp_cond);
+	pthread_mutex_destroy(&store->space_lock);
+	pthread_rwlock_destroy(&store->io_lock);
 	store_mailbox_table_deinit(store);
 	if (store->lock_fd >= 0)
 		close(store->lock_fd);	/* releases the flock */
+	if (store->body_fd >= 0)
+		close(store->body_fd);
 	free(store->executors);
 	free(store->readers);
 	free(store->home);
@@ -517,6 +566,7 @@ enum mt_store_status mt_store_open(const struct mt_store_settings *set,
 	store->home = mt_xstrdup(set->home);
 	store->set.home = store->home;
 	store->lock_fd = -1;
+	store->body_fd = -1;
 	if (store->set.cache_size == 0)
 		store->set.cache_size = DEFAULT_CACHE_SIZE;
 	if (store->set.checkpoint_secs == 0)
@@ -540,11 +590,15 @@ enum mt_store_status mt_store_open(const struct mt_store_settings *set,
 	store_queue_init(&store->read_q);
 	pthread_mutex_init(&store->ckp_lock, NULL);
 	pthread_cond_init(&store->ckp_cond, NULL);
+	pthread_mutex_init(&store->space_lock, NULL);
+	pthread_rwlock_init(&store->io_lock, NULL);
 	store_mailbox_table_init(store);
 
 	enum mt_store_status status = env_open(store, error_r);
 	if (status == MT_STORE_OK)
 		status = dbs_open(store, error_r);
+	if (status == MT_STORE_OK && set->mode == MT_STORE_MODE_SERVE)
+		store_space_open(store);
 	if (status == MT_STORE_OK && set->mode == MT_STORE_MODE_SERVE &&
 	    !threads_start(store, error_r))
 		status = MT_STORE_TEMPFAIL;
@@ -568,7 +622,7 @@ void mt_store_close(struct mt_store **store_p)
 		mt_warning("store: home=%s closed with %u mailboxes open",
 			   store->home, store->open_count);
 	if (store->set.mode == MT_STORE_MODE_SERVE && !atomic_load(&store->failed))
-		(void)store_checkpoint(store, 0);
+		store->unwritten = store_checkpoint(store, 0) != 0;
 	store_free(store);
 }
 

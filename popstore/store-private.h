@@ -7,6 +7,7 @@
  *   store-async.c     requests, completion ports, the reader pool
  *   store-mailbox.c   open mailboxes: snapshot, in-use table, sync reads
  *   store-admin.c     stat and hot backup
+ *   store-space.c     a full disk: region preallocation, reserve, no-space mode
  * Trust boundary: as store.h. */
 #ifndef MT_POPSTORE_STORE_PRIVATE_H
 #define MT_POPSTORE_STORE_PRIVATE_H
@@ -29,6 +30,9 @@
 #define STORE_BODY_DB "body.db"
 /* flock()ed by the serving process: one daemon per store. */
 #define STORE_LOCK_FILE "popstore.lock"
+/* Allocated space given back when a log flush hits a full disk, so that
+ * what committed can still be made durable (store-space.c). */
+#define STORE_RESERVE_FILE "popstore.reserve"
 #define STORE_BODY_PAGESIZE 8192
 /* Eight overflow pages' payload (page size minus Berkeley DB's 26-byte page
  * header), so a full chunk wastes no page. */
@@ -171,6 +175,23 @@ struct mt_store {
 	struct store_open_entry *open_table[STORE_OPEN_BUCKETS];
 	unsigned int open_count;
 
+	/* A full disk (store-space.c): writes are refused while no_space. */
+	atomic_bool no_space;
+	pthread_mutex_t space_lock;
+	bool reserve_held;		/* under space_lock */
+	uint64_t reserve_size;		/* the log buffer and some */
+	/* Held shared by the reader threads, exclusively while the reserve's
+	 * space is given to the log, so no page write can take it. */
+	pthread_rwlock_t io_lock;
+	/* Database files' blocks allocated ahead of their end (store-space.c),
+	 * under space_lock. */
+	int body_fd;
+	uint64_t body_prealloc_end;
+	atomic_uint_fast64_t probe_msecs;	/* last probe, CLOCK_MONOTONIC */
+	/* The checkpoint at close failed (pages only in the cache): the
+	 * environment is left for the next open's recovery, not closed. */
+	bool unwritten;
+
 	atomic_uint_fast64_t n_deliveries, n_delivery_requests, n_expunges,
 		n_expunged, n_flushes, n_flushed_requests, n_max_batch,
 		n_retries, n_reads, n_checkpoints;
@@ -187,6 +208,36 @@ const char *store_strerror(int ret);
 /* Checkpoint now, or (log_kbytes > 0) only if that much log was written
  * since the last one. */
 int store_checkpoint(struct mt_store *store, unsigned int log_kbytes);
+
+/* store-space.c */
+/* Allocate the blocks of every region file up to the end of its mapping;
+ * 0 or an errno value (message in *error_r). */
+int store_space_prealloc_regions(struct mt_store *store, const char **error_r);
+/* SERVE mode, after open: make the reserve (or start in no-space mode). */
+void store_space_open(struct mt_store *store);
+/* A write failed for lack of space (ret ENOSPC/EDQUOT; anything else is
+ * ignored): enter no-space mode. True if ret was such a failure. */
+bool store_space_failed(struct mt_store *store, int ret, const char *where);
+static inline bool store_space_full(struct mt_store *store)
+{
+	return atomic_load(&store->no_space);
+}
+/* Blocks for the database files ahead of their ends: at open over the
+ * whole files (all = true), then every second; and before a delivery of
+ * bytes, for body.db. 0 or an errno value; ENOSPC/EDQUOT enter no-space
+ * mode. */
+int store_space_headroom(struct mt_store *store, bool all);
+int store_space_ensure(struct mt_store *store, uint64_t bytes);
+/* After a log flush failed for lack of space: once no transaction runs
+ * (none starts in no-space mode) and no reader, give the reserve back and
+ * flush again, *ret_r its result. False if the reserve was not held. */
+bool store_space_flush_reserved(struct mt_store *store, int *ret_r);
+/* In no-space mode, every second (checkpoint thread): reserve, log flush
+ * and checkpoint; when all succeed, writes are accepted again. */
+void store_space_probe(struct mt_store *store);
+/* For a write about to run (commit thread): true unless in no-space mode
+ * and a probe (at most every few hundred ms) does not end it. */
+bool store_space_writable(struct mt_store *store);
 
 /* store-records.c */
 /* Run body(txn, context) in a transaction, retrying deadlocks; commit with

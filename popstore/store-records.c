@@ -283,6 +283,13 @@ void store_records_deliver(struct mt_store *store, struct mt_store_req *req)
 		.now = (uint64_t)time(NULL),
 		.scratch = mt_xmalloc(store->chunk_size),
 	};
+	/* Room in body.db's allocated blocks first (store-space.c); without
+	 * it the store is in no-space mode and nothing below commits. */
+	uint64_t bytes = 0;
+	for (unsigned int i = 0; i < req->rcpt_count; i++)
+		bytes += req->rcpts[i].prefix_len + req->body_size;
+	if (store_space_writable(store) && !atomic_load(&store->failed))
+		(void)store_space_ensure(store, bytes);
 	for (unsigned int i = 0; i < req->rcpt_count; i++) {
 		struct mt_store_rcpt *rcpt = &req->rcpts[i];
 		if (rcpt->status != MT_STORE_OK)
@@ -290,11 +297,23 @@ void store_records_deliver(struct mt_store *store, struct mt_store_req *req)
 		int ret;
 		if (atomic_load(&store->failed))
 			ret = DB_RUNRECOVERY;
-		else {
+		else if (store_space_full(store)) {
+			/* Nothing commits on a full disk (store-space.c). */
+			rcpt->status = MT_STORE_NO_SPACE;
+			if (req->status == MT_STORE_OK)
+				store_req_set_error(req, MT_STORE_NO_SPACE, "disk full: "
+						    "no writes until space returns");
+			continue;
+		} else {
 			ctx.rcpt = rcpt;
 			ret = store_txn_run(store, deliver_txn, &ctx, DB_TXN_NOSYNC);
+			(void)store_space_failed(store, ret, "delivery");
 		}
 		rcpt->status = store_status_from_db(store, ret);
+		/* What fails on a full disk is often not ENOSPC itself (a cache
+		 * that cannot write its pages returns EIO or ENOMEM). */
+		if (rcpt->status == MT_STORE_TEMPFAIL && store_space_full(store))
+			rcpt->status = MT_STORE_NO_SPACE;
 		if (ret == 0) {
 			rcpt->uid = ctx.uid;
 			req->needs_flush = true;
@@ -379,8 +398,14 @@ void store_records_expunge(struct mt_store *store, struct mt_store_req *req)
 	struct expunge_ctx ctx = {
 		.mbox = req->mbox, .uids = req->uids, .count = req->uid_count,
 	};
+	if (!store_space_writable(store) && !atomic_load(&store->failed)) {
+		store_req_set_error(req, MT_STORE_NO_SPACE,
+				    "disk full: no writes until space returns");
+		return;
+	}
 	int ret = atomic_load(&store->failed) ? DB_RUNRECOVERY :
 		store_txn_run(store, expunge_txn, &ctx, DB_TXN_NOSYNC);
+	(void)store_space_failed(store, ret, "expunge");
 	if (ret == 0) {
 		req->needs_flush = ctx.removed > 0;
 		req->removed = ctx.removed;
@@ -389,7 +414,10 @@ void store_records_expunge(struct mt_store *store, struct mt_store_req *req)
 	const char *error = store_error("expunge in mailbox %s failed: %s",
 					req->mbox->name, store_strerror(ret));
 	mt_error("store: %s", error);
-	store_req_set_error(req, store_status_from_db(store, ret), error);
+	enum mt_store_status status = store_status_from_db(store, ret);
+	if (status == MT_STORE_TEMPFAIL && store_space_full(store))
+		status = MT_STORE_NO_SPACE;
+	store_req_set_error(req, status, error);
 }
 
 /* One attempt at reading the snapshot; deadlocks make the caller retry. */

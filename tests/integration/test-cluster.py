@@ -10,6 +10,7 @@ everything and frees the ports."""
 
 import os
 import poplib
+import random
 import re
 import smtplib
 import socket
@@ -21,11 +22,16 @@ import mtharness
 
 
 def free_block(count):
-    """A base port P such that P..P+count-1 are free on 127.0.0.1."""
+    """A base port P such that P..P+count-1 are free on 127.0.0.1, below
+    the kernel's ephemeral range (outgoing connections take ports there,
+    and could take one of the block while the cluster starts)."""
+    low = 10000
+    try:
+        low_eph = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low_eph = 32768
     for _ in range(200):
-        base = mtharness.free_port()
-        if base + count >= 65000:
-            continue
+        base = random.randrange(low, max(low + 1, low_eph - count))
         socks = []
         try:
             for p in range(base, base + count):
