@@ -87,6 +87,8 @@ int ctl_config_doc(struct ctl_context *ctx, int argc, char **argv)
 				for (int j = 0; s->enum_values[j] != NULL; j++)
 					printf("%s%s", j ? ", " : " ", s->enum_values[j]);
 			}
+			if (s->readers != NULL)
+				printf(". Read by: %s", s->readers);
 			if ((s->flags & MT_SETTING_REQUIRED) != 0)
 				printf(". Required");
 			else if (s->default_value != NULL && s->default_value[0] != '\0') {

@@ -59,6 +59,8 @@ struct mt_setting_def {
 	const char *const *enum_values;	/* ENUM: NULL-terminated */
 	unsigned int flags;
 	const char *doc;		/* one line: meaning (and unit) */
+	const char *readers;		/* for docs: who reads this key, when
+					 * not every reader of its section */
 };
 
 #define MT_SETTINGS_END { .name = NULL }

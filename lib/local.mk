@@ -14,7 +14,8 @@ lib_libmailtier_a_SOURCES = \
 	lib/tls.c lib/tls.h \
 	lib/sdnotify.c lib/sdnotify.h \
 	lib/privdrop.c lib/privdrop.h \
-	lib/cidr.c lib/cidr.h
+	lib/cidr.c lib/cidr.h \
+	lib/sasl.c lib/sasl.h
 
 lib_libmtsettings_a_SOURCES = \
 	lib/mailtier-settings.c lib/mailtier-settings.h \

@@ -42,6 +42,7 @@ static const struct mt_setting_def tls_settings[] = {
 	{ .name = "key_file", .type = MT_SETTING_STRING, .offset = T(key_file),
 	  .doc = "PEM private key matching cert_file." },
 	{ .name = "ca_file", .type = MT_SETTING_STRING, .offset = T(ca_file),
+	  .readers = "mailtier-mta (to verify the servers it relays to)",
 	  .doc = "PEM CA bundle for verifying peers (outgoing SMTP); empty: no verification." },
 	{ .name = "ciphers", .type = MT_SETTING_STRING, .offset = T(ciphers),
 	  .default_value = "ECDHE+AESGCM:ECDHE+CHACHA20:DHE+AESGCM",
@@ -123,7 +124,7 @@ static void *parse_shard(const char *key, const char *value, const char **error_
 
 const struct mt_section_def mt_shards_section = {
 	.name = "shards", .kind = MT_SECTION_MAP,
-	.readers = "mailtier-mta, mailtier-mmp, mailtier-popstore, mailtierctl",
+	.readers = "mailtier-mta, mailtier-mmp, mailtier-popstore, mailtierctl, mailtier-load",
 	.doc = "One line per store shard: NAME = LMTP_ADDRESS, POP3_ADDRESS. "
 	       "NAME is the value of the users' mailHost attribute.",
 	.parse_entry = parse_shard, .free_entry = free_shard,

@@ -9,12 +9,13 @@ mta_libmta_a_SOURCES = \
 	mta/mta-policy.c mta/mta-policy.h \
 	mta/smtp-server.c mta/smtp-session.c mta/smtp-session.h \
 	mta/smtp-commands.c mta/smtp-auth.c mta/smtp-data.c \
+	mta/smtp-parse.c mta/smtp-parse.h mta/smtp-content.c mta/smtp-content.h \
 	mta/queue.c mta/queue.h mta/queue-records.c mta/queue-records.h \
 	mta/queue-store.c mta/queue-store.h \
 	lib/bdb-commit.c lib/bdb-commit.h \
 	mta/delivery.c mta/delivery.h mta/delivery-private.h \
 	mta/delivery-dest.c mta/outbound.c mta/outbound.h mta/outbound-tx.c \
-	mta/bounce.c \
+	mta/bounce.c mta/bounce-text.c mta/bounce-text.h \
 	mta/client-reply.c mta/client-reply.h mta/dns.c mta/dns.h \
 	mta/admin.c mta/admin.h
 # What a program linking libmta needs after it.

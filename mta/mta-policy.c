@@ -7,10 +7,10 @@
  * any subdomain (the Postfix convention); the longest match wins. */
 #include "mta-policy.h"
 #include "alloc.h"
+#include "cidr.h"
 #include "mta-settings.h"
 
 #include <ctype.h>
-#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -107,44 +107,12 @@ const char *mta_policy_primary_domain(const struct mta_policy *p)
 	return p->n_local > 0 ? p->local_domains[0] : "localhost";
 }
 
-static bool cidr_match(const struct mt_cidr *c, const unsigned char *addr)
-{
-	unsigned int full = c->prefix / 8, rest = c->prefix % 8;
-	if (memcmp(c->addr, addr, full) != 0)
-		return false;
-	if (rest == 0)
-		return true;
-	unsigned char mask = (unsigned char)(0xff00u >> rest);
-	return (addr[full] & mask) == c->addr[full];
-}
-
 bool mta_policy_is_trusted_client(const struct mta_policy *p,
 				  const struct sockaddr *peer)
 {
-	unsigned char v4[4], v6[16];
-	const unsigned char *addr4 = NULL, *addr6 = NULL;
-
-	if (peer->sa_family == AF_INET) {
-		memcpy(v4, &((const struct sockaddr_in *)peer)->sin_addr, 4);
-		addr4 = v4;
-	} else if (peer->sa_family == AF_INET6) {
-		memcpy(v6, &((const struct sockaddr_in6 *)peer)->sin6_addr, 16);
-		addr6 = v6;
-		/* An IPv4 client on a dual-stack socket: ::ffff:a.b.c.d. */
-		static const unsigned char mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0,
-							  0, 0, 0xff, 0xff };
-		if (memcmp(v6, mapped, 12) == 0) {
-			memcpy(v4, v6 + 12, 4);
-			addr4 = v4;
-		}
-	}
-	for (size_t i = 0; i < p->n_networks; i++) {
-		const struct mt_cidr *c = &p->networks[i];
-		if ((c->family == AF_INET && addr4 != NULL && cidr_match(c, addr4)) ||
-		    (c->family == AF_INET6 && addr6 != NULL && cidr_match(c, addr6)))
-			return true;
-	}
-	return false;
+	/* lib/cidr: IPv4 clients on a dual-stack socket (::ffff:a.b.c.d)
+	 * match IPv4 networks. */
+	return mt_cidr_match(p->networks, p->n_networks, peer);
 }
 
 const struct mt_hostport *mta_policy_nexthop(const struct mta_policy *p,

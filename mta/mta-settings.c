@@ -22,7 +22,8 @@ static const struct mt_setting_def mta_settings[] = {
 	{ .name = "hostname", .type = MT_SETTING_STRING, .offset = M(hostname),
 	  .doc = "Name in the greeting and Received: lines (empty: the system's host name)." },
 	{ .name = "local_domains", .type = MT_SETTING_LIST, .offset = M(local_domains),
-	  .flags = MT_SETTING_REQUIRED, .doc = "Domains whose users live in the directory." },
+	  .flags = MT_SETTING_REQUIRED, .readers = "mailtier-mta, mailtierctl",
+	  .doc = "Domains whose users live in the directory." },
 	{ .name = "mynetworks", .type = MT_SETTING_LIST, .offset = M(mynetworks),
 	  .default_value = "127.0.0.0/8 ::1/128",
 	  .doc = "Client networks (CIDR) allowed to relay without AUTH." },
@@ -56,6 +57,7 @@ static const struct mt_setting_def mta_settings[] = {
 	  .doc = "After this a message still undelivered is bounced." },
 	{ .name = "queue_dir", .type = MT_SETTING_STRING, .offset = M(queue_dir),
 	  .default_value = LOCALSTATEDIR "/lib/mailtier/queue",
+	  .readers = "mailtier-mta, mailtierctl",
 	  .doc = "Directory of the durable queue." },
 	{ .name = "bare_newline_policy", .type = MT_SETTING_ENUM,
 	  .offset = M(bare_newline_policy), .default_value = "reject",
@@ -145,7 +147,7 @@ static void mta_check(struct mt_config_checker *checker,
 }
 
 const struct mt_section_def mt_mta_section = {
-	.name = "mta", .kind = MT_SECTION_SINGLE, .readers = "mailtier-mta, mailtierctl",
+	.name = "mta", .kind = MT_SECTION_SINGLE, .readers = "mailtier-mta",
 	.doc = "The ESMTP server, its durable queue and delivery.",
 	.struct_size = sizeof(struct mt_mta_settings),
 	.settings = mta_settings, .check = mta_check,

@@ -3,7 +3,8 @@
  * checked or kept here).
  *
  * Trust boundary: the client's base64 lines carry a user name and a
- * password. Both are decoded into bounded buffers, passed to
+ * password. Both are decoded by lib/sasl (strict base64, RFC 4616 PLAIN
+ * checks) into bounded buffers, passed to
  * mt_dirsvc_authenticate() (which copies and wipes the password) and wiped
  * here; neither is logged (only the user name once authenticated). AUTH is
  * offered only over TLS unless require_tls_for_auth = no (RFC 4954 4:
@@ -15,6 +16,7 @@
 #include "alloc.h"
 #include "dirsvc.h"
 #include "mta.h"
+#include "sasl.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -22,56 +24,7 @@
 
 #define AUTH_MECH_PLAIN 1
 #define AUTH_MECH_LOGIN 2
-#define CREDENTIAL_MAX 1024	/* decoded octets of one AUTH line */
-
-static int b64_value(unsigned char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+')
-		return 62;
-	if (c == '/')
-		return 63;
-	return -1;
-}
-
-/* Strict base64 (padding required) into out (max octets); the length, or
- * -1 on bad input. "=" alone is the empty string (RFC 4954 4). */
-static long b64_decode(const char *in, unsigned char *out, size_t max)
-{
-	size_t len = strlen(in), o = 0;
-	if (strcmp(in, "=") == 0)
-		return 0;
-	if (len == 0 || len % 4 != 0 || len / 4 * 3 > max)
-		return -1;
-	for (size_t i = 0; i < len; i += 4) {
-		int v[4];
-		for (int k = 0; k < 4; k++) {
-			unsigned char c = (unsigned char)in[i + k];
-			bool pad_ok = k >= 2 && i + 4 == len && c == '=';
-			v[k] = pad_ok ? -2 : b64_value(c);
-			if (v[k] == -1)
-				return -1;
-		}
-		if (v[2] == -2 && v[3] != -2)
-			return -1;
-		unsigned int bits = (unsigned int)v[0] << 18 | (unsigned int)v[1] << 12;
-		if (v[2] >= 0)
-			bits |= (unsigned int)v[2] << 6;
-		if (v[3] >= 0)
-			bits |= (unsigned int)v[3];
-		out[o++] = (unsigned char)(bits >> 16);
-		if (v[2] >= 0)
-			out[o++] = (unsigned char)(bits >> 8);
-		if (v[3] >= 0)
-			out[o++] = (unsigned char)bits;
-	}
-	return (long)o;
-}
+#define CREDENTIAL_MAX 1024	/* decoded octets of one LOGIN line */
 
 static void auth_reset(struct smtp_session *s)
 {
@@ -128,59 +81,66 @@ static void authenticate(struct smtp_session *s, const char *user, char *passwor
 	explicit_bzero(password, strlen(password));
 }
 
-/* PLAIN: authzid NUL authcid NUL passwd. */
+/* PLAIN: authzid NUL authcid NUL passwd (lib/sasl). */
 static void auth_plain(struct smtp_session *s, const char *b64)
 {
-	unsigned char buf[CREDENTIAL_MAX + 1];
-	long n = b64_decode(b64, buf, CREDENTIAL_MAX);
-	if (n < 0) {
+	struct mt_sasl_plain plain;
+	const char *error;
+
+	/* RFC 4954 4: "=" is an empty response, no valid PLAIN message. */
+	enum mt_sasl_status status = b64[0] == '\0' ? MT_SASL_BAD_BASE64 :
+		mt_sasl_plain_decode(strcmp(b64, "=") == 0 ? "" : b64, &plain, &error);
+	switch (status) {
+	case MT_SASL_OK:
+		break;
+	case MT_SASL_BAD_BASE64:
 		auth_reset(s);
 		smtp_reply(s, 501, "5.5.2 Invalid base64 data");
 		return;
-	}
-	buf[n] = '\0';
-	const unsigned char *nul1 = memchr(buf, '\0', (size_t)n);
-	const unsigned char *nul2 = nul1 == NULL ? NULL :
-		memchr(nul1 + 1, '\0', (size_t)(buf + n - (nul1 + 1)));
-	if (nul1 == NULL || nul2 == NULL) {
-		explicit_bzero(buf, sizeof(buf));
+	case MT_SASL_BAD_MESSAGE:
 		auth_reset(s);
 		smtp_reply(s, 501, "5.5.2 Invalid PLAIN authentication message");
 		return;
-	}
-	const char *authzid = (const char *)buf, *authcid = (const char *)nul1 + 1;
-	char *password = (char *)nul2 + 1;
-	if (authzid[0] != '\0' && strcmp(authzid, authcid) != 0) {
-		/* No proxy authorization here. */
-		explicit_bzero(buf, sizeof(buf));
+	case MT_SASL_BAD_FIELD:
+		/* Empty, over-long or non-UTF-8 names and passwords are
+		 * wrong credentials, as the directory would say. */
 		auth_reset(s);
 		smtp_reply(s, 535, "5.7.8 Authentication credentials invalid");
 		return;
 	}
-	authenticate(s, authcid, password);
-	explicit_bzero(buf, sizeof(buf));
+	if (plain.authzid[0] != '\0' && strcmp(plain.authzid, plain.authcid) != 0) {
+		/* No proxy authorization here. */
+		mt_sasl_plain_wipe(&plain);
+		auth_reset(s);
+		smtp_reply(s, 535, "5.7.8 Authentication credentials invalid");
+		return;
+	}
+	authenticate(s, plain.authcid, plain.passwd);
+	mt_sasl_plain_wipe(&plain);
 }
 
 /* LOGIN: the user name, then the password, each on its own line. */
 static void auth_login_step(struct smtp_session *s, const char *b64)
 {
-	unsigned char buf[CREDENTIAL_MAX + 1];
-	long n = b64_decode(b64, buf, CREDENTIAL_MAX);
-	if (n < 0 || memchr(buf, '\0', (size_t)n) != NULL) {
-		explicit_bzero(buf, sizeof(buf));
+	char buf[CREDENTIAL_MAX + 1];
+	const char *error;
+
+	/* "=" is an empty value (RFC 4954 4); "" is no base64 at all. */
+	if (b64[0] == '\0' ||
+	    mt_sasl_login_decode(strcmp(b64, "=") == 0 ? "" : b64, buf,
+				 sizeof(buf), &error) != MT_SASL_OK) {
 		auth_reset(s);
 		smtp_reply(s, 501, "5.5.2 Invalid base64 data");
 		return;
 	}
-	buf[n] = '\0';
 	if (s->auth_login_user == NULL) {
-		s->auth_login_user = mt_xstrdup((const char *)buf);
+		s->auth_login_user = mt_xstrdup(buf);
 		smtp_enter_state(s, SMTP_STATE_AUTH);
 		smtp_reply(s, 334, "UGFzc3dvcmQ6");	/* "Password:" */
 	} else {
 		char *user = s->auth_login_user;
 		s->auth_login_user = NULL;
-		authenticate(s, user, (char *)buf);
+		authenticate(s, user, buf);
 		explicit_bzero(user, strlen(user));
 		free(user);
 	}

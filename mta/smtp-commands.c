@@ -21,6 +21,7 @@
 #include "dirsvc.h"
 #include "mta-policy.h"
 #include "mta.h"
+#include "smtp-parse.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -28,9 +29,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-#define ENVID_MAX 100		/* RFC 3461 4.4 */
-#define ORCPT_MAX 500		/* RFC 3461 4.2 */
 
 const struct smtp_command smtp_commands[] = {
 	{ "EHLO", smtp_cmd_ehlo, SMTP_CMD_PRE_TLS | SMTP_CMD_PRE_AUTH | SMTP_CMD_GROUP_END },
@@ -98,21 +96,6 @@ static void pending_clear(struct smtp_pending_rcpt *pending)
 
 /* Greeting commands */
 
-/* The EHLO/HELO argument: one token of printable ASCII (a domain or an
- * address literal; RFC 5321 4.1.1.1). Checked loosely: clients get it
- * wrong often, and it is only logged and put in Received:. */
-static bool helo_arg_ok(const char *args, size_t *len_r)
-{
-	size_t len = strcspn(args, " ");
-	if (len == 0 || len > 255)
-		return false;
-	for (size_t i = 0; i < len; i++)
-		if (args[i] <= 32 || args[i] >= 127)
-			return false;
-	*len_r = len;
-	return true;
-}
-
 static void set_helo(struct smtp_session *s, const char *args, size_t len,
 		     bool esmtp)
 {
@@ -125,7 +108,7 @@ static void set_helo(struct smtp_session *s, const char *args, size_t len,
 void smtp_cmd_ehlo(struct smtp_session *s, const char *args)
 {
 	size_t len;
-	if (!helo_arg_ok(args, &len)) {
+	if (!smtp_parse_helo(args, &len)) {
 		smtp_reply(s, 501, "5.5.4 Syntax: EHLO hostname");
 		return;
 	}
@@ -148,7 +131,7 @@ void smtp_cmd_ehlo(struct smtp_session *s, const char *args)
 void smtp_cmd_helo(struct smtp_session *s, const char *args)
 {
 	size_t len;
-	if (!helo_arg_ok(args, &len)) {
+	if (!smtp_parse_helo(args, &len)) {
 		smtp_reply(s, 501, "5.5.4 Syntax: HELO hostname");
 		return;
 	}
@@ -180,102 +163,17 @@ void smtp_cmd_starttls(struct smtp_session *s, const char *args)
 	smtp_enter_state(s, SMTP_STATE_STARTTLS);
 }
 
-/* ESMTP parameters */
+/* MAIL and RCPT: smtp-parse.c parses, the handlers decide. */
 
-/* xtext (RFC 3461 4): printable ASCII except '+' and '=' or "+XX" hex. */
-static bool xtext_ok(const char *v, size_t max)
+static void reply_parse_error(struct smtp_session *s, const struct smtp_parse_error *e)
 {
-	size_t len = strlen(v);
-	if (len == 0 || len > max)
-		return false;
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)v[i];
-		if (c == '+') {
-			if (!isxdigit((unsigned char)v[i + 1]) ||
-			    !isxdigit((unsigned char)v[i + 2]))
-				return false;
-			i += 2;
-		} else if (c < 33 || c > 126 || c == '=') {
-			return false;
-		}
-	}
-	return true;
-}
-
-static bool parse_size(const char *v, uint64_t *size_r)
-{
-	if (v == NULL || *v == '\0' || strlen(v) > 20)
-		return false;
-	uint64_t n = 0;
-	for (const char *p = v; *p != '\0'; p++) {
-		if (*p < '0' || *p > '9' || n > (UINT64_MAX - 9) / 10)
-			return false;
-		n = n * 10 + (uint64_t)(*p - '0');
-	}
-	*size_r = n;
-	return true;
-}
-
-/* MAIL parameters into tx; false after replying. */
-static bool mail_params(struct smtp_session *s, const struct mt_esmtp_params *params)
-{
-	struct smtp_tx *tx = &s->tx;
-	for (size_t i = 0; i < params->count; i++) {
-		const char *key = params->param[i].key, *v = params->param[i].value;
-		if (!s->esmtp) {
-			smtp_reply(s, 555, "5.5.4 Error: parameters need EHLO");
-			return false;
-		}
-		if (strcmp(key, "SIZE") == 0) {
-			if (!parse_size(v, &tx->declared_size)) {
-				smtp_reply(s, 501, "5.5.4 Bad SIZE parameter");
-				return false;
-			}
-			if (tx->declared_size > s->mta->set->max_message_size) {
-				smtp_reply(s, 552, "5.3.4 Message size exceeds fixed "
-					   "maximum message size");
-				return false;
-			}
-		} else if (strcmp(key, "BODY") == 0) {
-			if (v != NULL && strcasecmp(v, "8BITMIME") == 0)
-				tx->body_8bit = true;
-			else if (v == NULL || strcasecmp(v, "7BIT") != 0) {
-				smtp_reply(s, 555, "5.5.4 Unsupported BODY parameter");
-				return false;
-			}
-		} else if (strcmp(key, "SMTPUTF8") == 0 && v == NULL) {
-			tx->smtputf8 = true;
-		} else if (strcmp(key, "RET") == 0 && v != NULL &&
-			   (strcasecmp(v, "FULL") == 0 || strcasecmp(v, "HDRS") == 0)) {
-			tx->ret = toupper((unsigned char)v[0]) == 'F' ?
-				QUEUE_RET_FULL : QUEUE_RET_HDRS;
-		} else if (strcmp(key, "ENVID") == 0 && v != NULL &&
-			   xtext_ok(v, ENVID_MAX)) {
-			free(tx->envid);
-			tx->envid = mt_xstrdup(v);
-		} else if (strcmp(key, "AUTH") == 0 && v != NULL) {
-			/* RFC 4954 5: accepted; we do not relay it on. */
-		} else {
-			smtp_reply(s, 555, "5.5.4 Unsupported parameter %s", key);
-			return false;
-		}
-	}
-	return true;
-}
-
-static bool has_8bit(const char *s)
-{
-	for (; *s != '\0'; s++)
-		if ((unsigned char)*s >= 0x80)
-			return true;
-	return false;
+	smtp_reply(s, e->code, "%s%s", e->text, e->detail);
 }
 
 void smtp_cmd_mail(struct smtp_session *s, const char *args)
 {
-	struct mt_address addr;
-	struct mt_esmtp_params params;
-	const char *error;
+	struct smtp_mail_args mail;
+	struct smtp_parse_error error;
 
 	if (s->helo == NULL) {
 		smtp_reply(s, 503, "5.5.1 Error: send HELO/EHLO first");
@@ -285,93 +183,30 @@ void smtp_cmd_mail(struct smtp_session *s, const char *args)
 		smtp_reply(s, 503, "5.5.1 Error: nested MAIL command");
 		return;
 	}
-	if (strncasecmp(args, "FROM:", 5) != 0) {
-		smtp_reply(s, 501, "5.5.4 Syntax: MAIL FROM:<address>");
-		return;
-	}
-	args += 5;
-	unsigned int flags = MT_ADDR_ALLOW_NULL | MT_ADDR_LENIENT |
-		(s->esmtp ? MT_ADDR_SMTPUTF8 : 0);
-	if (!mt_address_parse(args, strlen(args), flags, &addr, &params, &error)) {
-		smtp_reply(s, 501, "5.1.7 Bad sender address syntax: %s", error);
-		return;
-	}
-	if (!mail_params(s, &params)) {
+	if (!smtp_parse_mail(args, s->esmtp, s->mta->set->max_message_size,
+			     &mail, &error)) {
 		smtp_tx_reset(s);
+		reply_parse_error(s, &error);
 		return;
 	}
-	if (has_8bit(addr.addr) && !s->tx.smtputf8) {
-		smtp_tx_reset(s);
-		smtp_reply(s, 553, "5.6.7 Non-ASCII address needs SMTPUTF8");
-		return;
-	}
-	s->tx.active = true;
-	s->tx.sender = mt_xstrdup(addr.addr);
-	queue_new_id(s->mta->queue, s->tx.queue_id);
-	snprintf(s->log.queue_id, sizeof(s->log.queue_id), "%s", s->tx.queue_id);
+	struct smtp_tx *tx = &s->tx;
+	tx->active = true;
+	tx->sender = mt_xstrdup(mail.addr.addr);
+	tx->declared_size = mail.size;
+	tx->body_8bit = mail.body_8bit;
+	tx->smtputf8 = mail.smtputf8;
+	tx->ret = mail.ret;
+	tx->envid = mail.envid != NULL ? mt_xstrdup(mail.envid) : NULL;
+	queue_new_id(s->mta->queue, tx->queue_id);
+	snprintf(s->log.queue_id, sizeof(s->log.queue_id), "%s", tx->queue_id);
 	mt_slog(MT_LOG_INFO, &s->log, "mail from=<%s> size=%llu client=%s%s%s",
-		s->tx.sender, (unsigned long long)s->tx.declared_size, s->peer_name,
+		tx->sender, (unsigned long long)tx->declared_size, s->peer_name,
 		s->authenticated ? " auth=" : "",
 		s->authenticated ? s->auth_user : "");
 	smtp_reply(s, 250, "2.1.0 Ok");
 }
 
 /* RCPT */
-
-static unsigned int parse_notify(const char *v, bool *ok_r)
-{
-	unsigned int notify = 0;
-	*ok_r = false;
-	if (v == NULL)
-		return 0;
-	if (strcasecmp(v, "NEVER") == 0) {
-		*ok_r = true;
-		return QUEUE_NOTIFY_NEVER;
-	}
-	const char *p = v;
-	while (*p != '\0') {
-		size_t len = strcspn(p, ",");
-		if (len == 7 && strncasecmp(p, "SUCCESS", 7) == 0)
-			notify |= QUEUE_NOTIFY_SUCCESS;
-		else if (len == 7 && strncasecmp(p, "FAILURE", 7) == 0)
-			notify |= QUEUE_NOTIFY_FAILURE;
-		else if (len == 5 && strncasecmp(p, "DELAY", 5) == 0)
-			notify |= QUEUE_NOTIFY_DELAY;
-		else
-			return 0;
-		p += len;
-		if (*p == ',' && *++p == '\0')
-			return 0;
-	}
-	*ok_r = notify != 0;
-	return notify;
-}
-
-static bool rcpt_params(struct smtp_session *s, const struct mt_esmtp_params *params,
-			struct smtp_pending_rcpt *pending)
-{
-	for (size_t i = 0; i < params->count; i++) {
-		const char *key = params->param[i].key, *v = params->param[i].value;
-		bool ok = s->esmtp;
-		if (ok && strcmp(key, "NOTIFY") == 0) {
-			pending->notify = parse_notify(v, &ok);
-		} else if (ok && strcmp(key, "ORCPT") == 0) {
-			ok = v != NULL && strchr(v, ';') != NULL &&
-				xtext_ok(strchr(v, ';') + 1, ORCPT_MAX);
-			if (ok) {
-				free(pending->orcpt);
-				pending->orcpt = mt_xstrdup(v);
-			}
-		} else {
-			ok = false;
-		}
-		if (!ok) {
-			smtp_reply(s, 555, "5.5.4 Unsupported or bad parameter %s", key);
-			return false;
-		}
-	}
-	return true;
-}
 
 static void rcpt_lookup_done(const struct mt_dirsvc_recipient *result,
 			     void *context)
@@ -417,50 +252,42 @@ static bool local_part_routes(const char *local)
 
 void smtp_cmd_rcpt(struct smtp_session *s, const char *args)
 {
-	struct mt_address addr;
-	struct mt_esmtp_params params;
+	struct smtp_rcpt_args rcpt;
+	struct smtp_parse_error error;
 	struct smtp_pending_rcpt pending = { NULL, NULL, 0 };
-	const char *error;
 
 	if (!s->tx.active) {
 		smtp_reply(s, 503, "5.5.1 Error: need MAIL command");
 		return;
 	}
-	if (strncasecmp(args, "TO:", 3) != 0) {
-		smtp_reply(s, 501, "5.5.4 Syntax: RCPT TO:<address>");
-		return;
-	}
-	if (s->tx.rcpt_count >= s->mta->set->max_recipients) {
+	if (strncasecmp(args, "TO:", 3) == 0 &&
+	    s->tx.rcpt_count >= s->mta->set->max_recipients) {
 		smtp_reply(s, 452, "4.5.3 Error: too many recipients");
 		return;
 	}
-	args += 3;
-	unsigned int flags = MT_ADDR_ALLOW_POSTMASTER | MT_ADDR_LENIENT |
-		(s->tx.smtputf8 ? MT_ADDR_SMTPUTF8 : 0);
-	if (!mt_address_parse(args, strlen(args), flags, &addr, &params, &error)) {
-		smtp_reply(s, 501, "5.1.3 Bad recipient address syntax: %s", error);
+	if (!smtp_parse_rcpt(args, s->esmtp, s->tx.smtputf8, &rcpt, &error)) {
+		reply_parse_error(s, &error);
 		return;
 	}
-	if (!rcpt_params(s, &params, &pending)) {
-		pending_clear(&pending);
-		return;
-	}
-	const char *domain = addr.domain;
+	const struct mt_address *addr = &rcpt.addr;
+	pending.notify = rcpt.notify;
+	pending.orcpt = rcpt.orcpt != NULL ? mt_xstrdup(rcpt.orcpt) : NULL;
+	const char *domain = addr->domain;
 	if (domain[0] == '\0') {
 		/* <Postmaster> (RFC 5321 4.1.1.3): ours, in the first domain. */
 		domain = mta_policy_primary_domain(s->mta->policy);
 		pending.address = mt_xasprintf("postmaster@%s", domain);
 	} else {
-		pending.address = mt_xstrdup(addr.addr);
+		pending.address = mt_xstrdup(addr->addr);
 	}
 	if (tx_has_rcpt(&s->tx, pending.address)) {
 		pending_clear(&pending);
 		smtp_reply(s, 250, "2.1.5 Ok (duplicate recipient)");
 		return;
 	}
-	bool local = !addr.is_literal &&
+	bool local = !addr->is_literal &&
 		mta_policy_is_local_domain(s->mta->policy, domain);
-	if (local && (local_part_routes(addr.local) || addr.local[0] == '"')) {
+	if (local && (local_part_routes(addr->local) || addr->local[0] == '"')) {
 		smtp_reply(s, 550, "5.1.1 <%s>: Recipient address rejected: "
 			   "User unknown", pending.address);
 		pending_clear(&pending);

@@ -19,6 +19,8 @@
 #include "smtp-session.h"
 #include "alloc.h"
 #include "mta.h"
+#include "smtp-content.h"
+#include "smtp-parse.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -29,8 +31,6 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
-
-#define LINE_MAX_OCTETS 998	/* RFC 5322 2.1.1, CRLF not counted */
 
 /* The protocol name for Received: "with" (RFC 3848, RFC 6531 3.7.3). */
 static const char *with_protocol(const struct smtp_session *s)
@@ -68,23 +68,6 @@ static void add_received(struct smtp_session *s)
 	tx->content_start = tx->body.len;
 }
 
-/* Received: fields in the client's header section (RFC 5321 6.3). */
-static unsigned int count_received(const char *p, size_t len)
-{
-	unsigned int count = 0;
-	size_t i = 0;
-	while (i < len) {
-		const char *eol = memchr(p + i, '\n', len - i);
-		size_t line_len = eol != NULL ? (size_t)(eol - (p + i)) : len - i;
-		if (line_len == 0 || (line_len == 1 && p[i] == '\r'))
-			break;	/* the empty line ends the header section */
-		if (line_len >= 9 && strncasecmp(p + i, "Received:", 9) == 0)
-			count++;
-		i += line_len + 1;
-	}
-	return count;
-}
-
 static uint64_t monotonic_usecs(void)
 {
 	struct timespec ts;
@@ -116,7 +99,7 @@ static void finish_message(struct smtp_session *s)
 {
 	struct smtp_tx *tx = &s->tx;
 	struct queue_msg *msg = queue_msg_new();
-	unsigned int hops = count_received(tx->body.data + tx->content_start,
+	unsigned int hops = smtp_count_received(tx->body.data + tx->content_start,
 					   tx->body.len - tx->content_start);
 
 	memcpy(msg->id, tx->queue_id, sizeof(msg->id));
@@ -158,6 +141,15 @@ static void refuse_content(struct smtp_session *s, int code, const char *text)
 	smtp_enter_state(s, SMTP_STATE_COMMAND);
 }
 
+/* Refuse it for what the decoder found (smtp-content.c has the texts). */
+static void refuse_verdict(struct smtp_session *s, enum mt_dot_result r)
+{
+	int code;
+	const char *text;
+	smtp_content_refusal(r, &code, &text);
+	refuse_content(s, code, text);
+}
+
 /* DATA */
 
 void smtp_cmd_data(struct smtp_session *s, const char *args)
@@ -183,7 +175,7 @@ void smtp_cmd_data(struct smtp_session *s, const char *args)
 	add_received(s);
 	mt_dot_decoder_init(&tx->dec, set->bare_newline_policy == MT_BARE_NEWLINE_NORMALIZE ?
 			    MT_DOT_BARE_NORMALIZE : MT_DOT_BARE_REJECT,
-			    set->max_message_size, LINE_MAX_OCTETS);
+			    set->max_message_size, SMTP_LINE_MAX_OCTETS);
 	smtp_reply(s, 354, "End data with <CR><LF>.<CR><LF>");
 	smtp_enter_state(s, SMTP_STATE_DATA);
 }
@@ -195,103 +187,19 @@ bool smtp_data_input(struct smtp_session *s)
 	if (!mt_dot_decode_evbuffer(&tx->dec, bufferevent_get_input(s->bev),
 				    &tx->body))
 		return false;
-	switch (mt_dot_decoder_result(&tx->dec, &error)) {
-	case MT_DOT_RESULT_OK:
+	enum mt_dot_result r = mt_dot_decoder_result(&tx->dec, &error);
+	if (r == MT_DOT_RESULT_OK) {
 		finish_message(s);
-		break;
-	case MT_DOT_RESULT_TOO_BIG:
-		refuse_content(s, 552, "5.3.4 Message size exceeds fixed maximum "
-			       "message size");
-		break;
-	case MT_DOT_RESULT_BARE_NEWLINE:
+		return true;
+	}
+	if (r == MT_DOT_RESULT_BARE_NEWLINE)
 		mt_slog(MT_LOG_WARNING, &s->log, "bare LF or CR in DATA from %s "
 			"(bare_newline_policy=reject)", s->peer_name);
-		refuse_content(s, 550, "5.6.0 Message contains a bare CR or LF; "
-			       "lines must end with CRLF (RFC 5321 2.3.8)");
-		break;
-	case MT_DOT_RESULT_LINE_TOO_LONG:
-		refuse_content(s, 550, "5.6.0 Message contains a line longer than "
-			       "998 octets (RFC 5322 2.1.1)");
-		break;
-	}
+	refuse_verdict(s, r);
 	return true;
 }
 
 /* BDAT (RFC 3030) */
-
-static bool parse_bdat(const char *args, uint64_t *size_r, bool *last_r)
-{
-	const char *p = args;
-	uint64_t n = 0;
-	if (!isdigit((unsigned char)*p))
-		return false;
-	for (; isdigit((unsigned char)*p); p++) {
-		if (n > (UINT64_MAX - 9) / 10)
-			return false;
-		n = n * 10 + (uint64_t)(*p - '0');
-	}
-	*last_r = false;
-	if (*p == ' ' && strcasecmp(p + 1, "LAST") == 0)
-		*last_r = true;
-	else if (*p != '\0')
-		return false;
-	*size_r = n;
-	return true;
-}
-
-static void bdat_put(struct smtp_tx *tx, uint64_t max, const char *data, size_t len)
-{
-	if (tx->too_big)
-		return;
-	if (tx->body.len - tx->content_start + len > max) {
-		tx->too_big = true;
-		return;
-	}
-	mt_buf_append(&tx->body, data, len);
-}
-
-/* Append chunk octets, applying the bare newline policy and measuring lines.
- * A CR is held back until the next octet shows whether it ends a line. */
-static void bdat_append(struct smtp_session *s, const char *p, size_t len)
-{
-	struct smtp_tx *tx = &s->tx;
-	const struct mt_mta_settings *set = s->mta->set;
-	bool normalize = set->bare_newline_policy == MT_BARE_NEWLINE_NORMALIZE;
-	uint64_t max = set->max_message_size;
-	size_t i = 0;
-	while (i < len) {
-		if (tx->bdat_cr) {
-			tx->bdat_cr = false;
-			if (p[i] == '\n') {
-				bdat_put(tx, max, "\r\n", 2);
-				tx->line_len = 0;
-				i++;
-				continue;
-			}
-			tx->bare_newline = true;
-			bdat_put(tx, max, normalize ? "\r\n" : "\r", normalize ? 2 : 1);
-			tx->line_len = 0;
-		}
-		size_t run = 0;
-		while (i + run < len && p[i + run] != '\r' && p[i + run] != '\n')
-			run++;
-		bdat_put(tx, max, p + i, run);
-		tx->line_len += run;
-		if (tx->line_len > tx->longest_line)
-			tx->longest_line = tx->line_len;
-		i += run;
-		if (i == len)
-			break;
-		if (p[i] == '\r') {
-			tx->bdat_cr = true;
-		} else {
-			tx->bare_newline = true;
-			bdat_put(tx, max, normalize ? "\r\n" : "\n", normalize ? 2 : 1);
-			tx->line_len = 0;
-		}
-		i++;
-	}
-}
 
 static void bdat_chunk_done(struct smtp_session *s, uint64_t size)
 {
@@ -304,33 +212,18 @@ static void bdat_chunk_done(struct smtp_session *s, uint64_t size)
 		refuse_content(s, code, error + 4);
 		return;
 	}
-	if (tx->too_big) {
-		refuse_content(s, 552, "5.3.4 Message size exceeds fixed maximum "
-			       "message size");
+	if (tx->chunk.too_big) {
+		refuse_verdict(s, MT_DOT_RESULT_TOO_BIG);
 		return;
 	}
 	if (!tx->bdat_last) {
 		smtp_reply(s, 250, "2.0.0 %llu octets received", (unsigned long long)size);
 		return;
 	}
-	if (tx->bdat_cr) {
-		/* A CR as the very last octet is a bare CR. */
-		tx->bdat_cr = false;
-		tx->bare_newline = true;
-		bool normalize = s->mta->set->bare_newline_policy ==
-			MT_BARE_NEWLINE_NORMALIZE;
-		bdat_put(tx, s->mta->set->max_message_size, normalize ? "\r\n" : "\r",
-			 normalize ? 2 : 1);
-	}
-	if (tx->bare_newline &&
-	    s->mta->set->bare_newline_policy == MT_BARE_NEWLINE_REJECT) {
-		refuse_content(s, 550, "5.6.0 Message contains a bare CR or LF; "
-			       "lines must end with CRLF (RFC 5321 2.3.8)");
-		return;
-	}
-	if (tx->longest_line > LINE_MAX_OCTETS) {
-		refuse_content(s, 550, "5.6.0 Message contains a line longer than "
-			       "998 octets (RFC 5322 2.1.1)");
+	smtp_chunk_finish(&tx->chunk, &tx->body);
+	enum mt_dot_result r = smtp_chunk_result(&tx->chunk, SMTP_LINE_MAX_OCTETS);
+	if (r != MT_DOT_RESULT_OK) {
+		refuse_verdict(s, r);
 		return;
 	}
 	finish_message(s);
@@ -341,7 +234,7 @@ void smtp_cmd_bdat(struct smtp_session *s, const char *args)
 	struct smtp_tx *tx = &s->tx;
 	uint64_t size;
 	bool last;
-	if (!parse_bdat(args, &size, &last)) {
+	if (!smtp_parse_bdat(args, &size, &last)) {
 		/* The chunk size is unknown, so its octets cannot be skipped:
 		 * what follows will be read as commands. */
 		smtp_reply(s, 501, "5.5.4 Syntax: BDAT size [LAST]");
@@ -356,6 +249,8 @@ void smtp_cmd_bdat(struct smtp_session *s, const char *args)
 	else if (!tx->bdat_used) {
 		tx->bdat_used = true;
 		add_received(s);
+		smtp_chunk_init(&tx->chunk, s->mta->set->bare_newline_policy ==
+				MT_BARE_NEWLINE_NORMALIZE, s->mta->set->max_message_size);
 	}
 	tx->bdat_last = last;
 	tx->bdat_left = size;
@@ -385,7 +280,7 @@ bool smtp_bdat_input(struct smtp_session *s)
 				size_t len = vec[i].iov_len;
 				if (len > n - done - taken)
 					len = n - done - taken;
-				bdat_append(s, vec[i].iov_base, len);
+				smtp_chunk_decode(&tx->chunk, vec[i].iov_base, len, &tx->body);
 				taken += len;
 			}
 			evbuffer_drain(in, taken);

@@ -30,6 +30,7 @@
 #include "log.h"
 #include "loop.h"
 #include "queue.h"
+#include "smtp-content.h"
 
 struct bufferevent;
 struct event;
@@ -104,9 +105,7 @@ struct smtp_tx {
 	uint64_t bdat_left;		/* octets of the current chunk to read */
 	bool bdat_last;
 	const char *bdat_error;		/* reply for this chunk, once read */
-	bool bdat_cr;			/* last octet of the previous chunk was CR */
-	bool bare_newline, too_big;
-	size_t line_len, longest_line;
+	struct smtp_chunk_decoder chunk;	/* BDAT content (smtp-content.c) */
 	size_t queued_size;		/* body octets handed to the queue */
 	uint64_t queued_at;		/* monotonic usecs of the hand-over */
 };

@@ -11,7 +11,6 @@ popstore_daemon_sources = \
 	popstore/pop3-session.c popstore/pop3-session.h \
 	popstore/pop3-commands.c \
 	popstore/pop3-auth.c \
-	popstore/pop3-sasl.c popstore/pop3-sasl.h \
 	popstore/pop3-fetch.c \
 	popstore/pop3-top.c popstore/pop3-top.h
 
@@ -24,19 +23,14 @@ popstore_mailtier_popstore_LDADD = popstore/libmtstore.a dirsvc/libdirsvc.a \
 
 EXTRA_DIST += popstore/README.md
 
-# Unit tests of the daemon's pure parts (SASL PLAIN, TOP, trace headers).
+# Unit tests of the daemon's pure parts (TOP, trace headers; SASL PLAIN is
+# lib/sasl, tests/unit/test-sasl.c).
 popstore_daemon_unit_tests = \
-	tests/unit/test-pop3-sasl \
 	tests/unit/test-pop3-top \
 	tests/unit/test-lmtp-headers
 check_PROGRAMS += $(popstore_daemon_unit_tests)
 TESTS += $(popstore_daemon_unit_tests)
 POPSTORE_UNIT_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) -I$(top_srcdir)/popstore
-
-tests_unit_test_pop3_sasl_SOURCES = tests/unit/test-pop3-sasl.c \
-	popstore/pop3-sasl.c popstore/pop3-sasl.h
-tests_unit_test_pop3_sasl_CFLAGS = $(POPSTORE_UNIT_CFLAGS)
-tests_unit_test_pop3_sasl_LDADD = $(MAILTIER_LIBS) $(CMOCKA_LIBS)
 
 tests_unit_test_pop3_top_SOURCES = tests/unit/test-pop3-top.c \
 	popstore/pop3-top.c popstore/pop3-top.h

@@ -17,9 +17,9 @@
  * authorization identity), RFC 2449 8 and RFC 3206 (IN-USE, AUTH,
  * SYS/TEMP, SYS/PERM response codes). */
 #include "pop3-session.h"
-#include "pop3-sasl.h"
 #include "alloc.h"
 #include "dirsvc.h"
+#include "sasl.h"
 #include "store.h"
 
 #include <stdlib.h>
@@ -190,7 +190,7 @@ static bool secret_equal(const char *a, const char *b)
 	return CRYPTO_memcmp(da, db, la) == 0;
 }
 
-static void proxy_login(struct pop3_session *s, const struct pop3_sasl_plain *p)
+static void proxy_login(struct pop3_session *s, const struct mt_sasl_plain *p)
 {
 	const struct popstore *ps = s->ps;
 	s->login_method = "proxy";
@@ -217,17 +217,18 @@ static void proxy_login(struct pop3_session *s, const struct pop3_sasl_plain *p)
 						proxy_lookup_done, s);
 }
 
-/* A complete PLAIN response (base64 text). */
+/* A complete PLAIN response (base64 text), decoded by lib/sasl. */
 static void plain_login(struct pop3_session *s, const char *b64)
 {
-	struct pop3_sasl_plain p;
+	struct mt_sasl_plain p;
 	const char *error;
 
 	s->login_method = "plain";
-	if (!pop3_sasl_plain_decode(b64, &p, &error)) {
+	enum mt_sasl_status status = mt_sasl_plain_decode(b64, &p, &error);
+	if (status != MT_SASL_OK) {
 		mt_slog(MT_LOG_INFO, &s->log, "pop3 auth plain rejected: %s", error);
 		pop3_enter_state(s, POP3_STATE_AUTHORIZATION);
-		if (strcmp(error, "invalid base64") == 0)
+		if (status == MT_SASL_BAD_BASE64)
 			pop3_error(s, "Invalid base64 data");
 		else
 			login_failed(s, NULL, "malformed-plain");
@@ -238,7 +239,7 @@ static void plain_login(struct pop3_session *s, const char *b64)
 		proxy_login(s, &p);
 	else
 		password_login(s, p.authcid, p.passwd, "plain");
-	explicit_bzero(&p, sizeof(p));
+	mt_sasl_plain_wipe(&p);
 }
 
 void pop3_cmd_user(struct pop3_session *s, const char *arg)

@@ -16,12 +16,15 @@ static const char *const bare_newline_policies[] = { "reject", "normalize", NULL
 
 static const struct mt_setting_def popstore_settings[] = {
 	{ .name = "shard", .type = MT_SETTING_STRING, .offset = S(shard),
+	  .readers = "mailtier-popstore, mailtierctl",
 	  .doc = "Shard name (default: the NAME of [popstore.NAME]; mailtier-popstore -s overrides)." },
 	{ .name = "db_home", .type = MT_SETTING_STRING, .offset = S(db_home),
 	  .flags = MT_SETTING_REQUIRED,
+	  .readers = "mailtier-popstore, mailtierctl",
 	  .doc = "Berkeley DB environment directory of this shard." },
 	{ .name = "db_cache_size", .type = MT_SETTING_SIZE, .offset = S(db_cache_size),
 	  .default_value = "64M", .min = 1u << 20,
+	  .readers = "mailtier-popstore, mailtierctl",
 	  .doc = "Berkeley DB cache (the seed's store.dbcachesize)." },
 	{ .name = "lmtp_listen", .type = MT_SETTING_HOSTPORT, .offset = S(lmtp_listen),
 	  .flags = MT_SETTING_REQUIRED, .doc = "LMTP listener for the MTAs." },
@@ -117,7 +120,7 @@ static void popstore_check(struct mt_config_checker *checker,
 
 const struct mt_section_def mt_popstore_section = {
 	.name = "popstore", .kind = MT_SECTION_FAMILY,
-	.readers = "mailtier-popstore, mailtierctl",
+	.readers = "mailtier-popstore",
 	.doc = "Message store shards: [popstore] for shared values, [popstore.NAME] per shard.",
 	.struct_size = sizeof(struct mt_popstore_settings),
 	.settings = popstore_settings, .check = popstore_check,

@@ -25,7 +25,8 @@ unit_tests = \
 	tests/unit/test-loop \
 	tests/unit/test-tls \
 	tests/unit/test-sdnotify \
-	tests/unit/test-privdrop
+	tests/unit/test-privdrop \
+	tests/unit/test-sasl
 
 check_PROGRAMS += $(unit_tests)
 TESTS += $(unit_tests)

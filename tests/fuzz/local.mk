@@ -13,7 +13,11 @@ fuzz_regression_tests = \
 	tests/fuzz/fuzz-config \
 	tests/fuzz/fuzz-ldap-escape \
 	tests/fuzz/fuzz-pwhash \
-	tests/fuzz/fuzz-reply
+	tests/fuzz/fuzz-reply \
+	tests/fuzz/fuzz-sasl \
+	tests/fuzz/fuzz-smtp-cmd \
+	tests/fuzz/fuzz-smtp-data \
+	tests/fuzz/fuzz-bounce
 
 check_PROGRAMS += $(fuzz_regression_tests)
 TESTS += $(fuzz_regression_tests)
@@ -30,12 +34,21 @@ tests_fuzz_fuzz_pwhash_SOURCES = tests/fuzz/fuzz-pwhash.c $(fuzz_common)
 tests_fuzz_fuzz_pwhash_LDADD = dirsvc/libdirsvc.a $(DIRSVC_LIBS) $(UNIT_LIBS)
 tests_fuzz_fuzz_reply_SOURCES = tests/fuzz/fuzz-reply.c $(fuzz_common)
 tests_fuzz_fuzz_reply_LDADD = loadgen/libloadgen.a $(UNIT_LIBS)
+tests_fuzz_fuzz_sasl_SOURCES = tests/fuzz/fuzz-sasl.c $(fuzz_common)
+tests_fuzz_fuzz_smtp_cmd_SOURCES = tests/fuzz/fuzz-smtp-cmd.c $(fuzz_common)
+tests_fuzz_fuzz_smtp_cmd_LDADD = mta/libmta.a $(UNIT_LIBS)
+tests_fuzz_fuzz_smtp_data_SOURCES = tests/fuzz/fuzz-smtp-data.c $(fuzz_common)
+tests_fuzz_fuzz_smtp_data_LDADD = mta/libmta.a $(UNIT_LIBS)
+tests_fuzz_fuzz_bounce_SOURCES = tests/fuzz/fuzz-bounce.c $(fuzz_common)
+tests_fuzz_fuzz_bounce_LDADD = mta/libmta.a $(UNIT_LIBS)
 
 EXTRA_DIST += tests/fuzz/README.md tests/fuzz/corpus scripts/fuzz \
 	tests/fuzz/lineio.dict tests/fuzz/dotcodec.dict \
 	tests/fuzz/address.dict tests/fuzz/config.dict \
 	tests/fuzz/ldap-escape.dict tests/fuzz/pwhash.dict \
-	tests/fuzz/reply.dict
+	tests/fuzz/reply.dict tests/fuzz/sasl.dict \
+	tests/fuzz/smtp-cmd.dict tests/fuzz/smtp-data.dict \
+	tests/fuzz/bounce.dict
 
 # ---- `make fuzz`: the libFuzzer binaries (clang; configure finds FUZZ_CC) ----
 fuzz_binaries = \
@@ -45,7 +58,11 @@ fuzz_binaries = \
 	tests/fuzz/bin/fuzz-config \
 	tests/fuzz/bin/fuzz-ldap-escape \
 	tests/fuzz/bin/fuzz-pwhash \
-	tests/fuzz/bin/fuzz-reply
+	tests/fuzz/bin/fuzz-reply \
+	tests/fuzz/bin/fuzz-sasl \
+	tests/fuzz/bin/fuzz-smtp-cmd \
+	tests/fuzz/bin/fuzz-smtp-data \
+	tests/fuzz/bin/fuzz-bounce
 
 FUZZ_SANITIZE = -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 	-fno-omit-frame-pointer
@@ -92,6 +109,14 @@ tests/fuzz/bin/fuzz-pwhash: tests/fuzz/fuzz-pwhash.c dirsvc/pwhash.c dirsvc/pwha
 	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-pwhash.c $(srcdir)/dirsvc/pwhash.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
 tests/fuzz/bin/fuzz-reply: tests/fuzz/fuzz-reply.c loadgen/reply.c loadgen/reply.h $(fuzz_headers)
 	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-reply.c $(srcdir)/loadgen/reply.c
+tests/fuzz/bin/fuzz-sasl: tests/fuzz/fuzz-sasl.c $(fuzz_headers) $(FUZZ_LIBMAILTIER)
+	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-sasl.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
+tests/fuzz/bin/fuzz-smtp-cmd: tests/fuzz/fuzz-smtp-cmd.c mta/smtp-parse.c mta/smtp-parse.h $(fuzz_headers) $(FUZZ_LIBMAILTIER)
+	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-smtp-cmd.c $(srcdir)/mta/smtp-parse.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
+tests/fuzz/bin/fuzz-smtp-data: tests/fuzz/fuzz-smtp-data.c mta/smtp-content.c mta/smtp-content.h $(fuzz_headers) $(FUZZ_LIBMAILTIER)
+	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-smtp-data.c $(srcdir)/mta/smtp-content.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
+tests/fuzz/bin/fuzz-bounce: tests/fuzz/fuzz-bounce.c mta/bounce-text.c mta/bounce-text.h mta/client-reply.c $(fuzz_headers) $(FUZZ_LIBMAILTIER)
+	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-bounce.c $(srcdir)/mta/bounce-text.c $(srcdir)/mta/client-reply.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
 
 if HAVE_FUZZER
 fuzz: $(fuzz_binaries)

@@ -418,7 +418,10 @@ def failover(tmp, s1, s2):
               "failover: first URI hangs, second answers in time: " +
               r["line"])
         r = c.cmd("lookup bob@example.test")
-        check(r["status"] == "found" and float(r["ms"]) < GAP_MS,
+        # Trying the hung URI again would cost its share of the timeout
+        # (half of it with two URIs); skipped, the lookup takes far less.
+        # (GAP_MS was the bound once: a loaded machine takes longer.)
+        check(r["status"] == "found" and float(r["ms"]) < TIMEOUT_MS / 2,
               "failover: the hung URI is skipped afterwards: " + r["line"])
     finally:
         s1.signal(signal.SIGCONT)

@@ -1,0 +1,131 @@
+/* smtp-content.c — the BDAT chunk decoder, the Received: count and the
+ * content refusals (see smtp-content.h).
+ *
+ * Trust boundary: message content from the client, any octets, any chunk
+ * boundaries; output never exceeds max_size and the verdict never depends
+ * on the chunking.
+ * RFCs: 3030 2, 5321 2.3.8 and 6.3, 5322 2.1.1. */
+#include "smtp-content.h"
+
+#include <string.h>
+#include <strings.h>
+
+void smtp_chunk_init(struct smtp_chunk_decoder *d, bool normalize,
+		     uint64_t max_size)
+{
+	memset(d, 0, sizeof(*d));
+	d->normalize = normalize;
+	d->max_size = max_size;
+}
+
+static void put(struct smtp_chunk_decoder *d, struct mt_buf *out,
+		const char *data, size_t len)
+{
+	if (d->too_big)
+		return;
+	if (d->size + len > d->max_size) {
+		d->too_big = true;
+		return;
+	}
+	mt_buf_append(out, data, len);
+	d->size += len;
+}
+
+/* A bare CR or LF: CRLF under normalize, else the octet itself. */
+static void put_bare(struct smtp_chunk_decoder *d, struct mt_buf *out,
+		     const char *octet)
+{
+	d->bare_newline = true;
+	put(d, out, d->normalize ? "\r\n" : octet, d->normalize ? 2 : 1);
+	d->line_len = 0;
+}
+
+void smtp_chunk_decode(struct smtp_chunk_decoder *d, const char *p, size_t len,
+		       struct mt_buf *out)
+{
+	size_t i = 0;
+	while (i < len) {
+		if (d->cr) {
+			d->cr = false;
+			if (p[i] == '\n') {
+				put(d, out, "\r\n", 2);
+				d->line_len = 0;
+				i++;
+				continue;
+			}
+			put_bare(d, out, "\r");
+		}
+		size_t run = 0;
+		while (i + run < len && p[i + run] != '\r' && p[i + run] != '\n')
+			run++;
+		put(d, out, p + i, run);
+		d->line_len += run;
+		if (d->line_len > d->longest_line)
+			d->longest_line = d->line_len;
+		i += run;
+		if (i == len)
+			break;
+		if (p[i] == '\r')
+			d->cr = true;
+		else
+			put_bare(d, out, "\n");
+		i++;
+	}
+}
+
+void smtp_chunk_finish(struct smtp_chunk_decoder *d, struct mt_buf *out)
+{
+	if (d->cr) {
+		d->cr = false;
+		put_bare(d, out, "\r");
+	}
+}
+
+enum mt_dot_result smtp_chunk_result(const struct smtp_chunk_decoder *d,
+				     size_t max_line)
+{
+	if (d->too_big)
+		return MT_DOT_RESULT_TOO_BIG;
+	if (d->bare_newline && !d->normalize)
+		return MT_DOT_RESULT_BARE_NEWLINE;
+	if (max_line > 0 && d->longest_line > max_line)
+		return MT_DOT_RESULT_LINE_TOO_LONG;
+	return MT_DOT_RESULT_OK;
+}
+
+unsigned int smtp_count_received(const char *p, size_t len)
+{
+	unsigned int count = 0;
+	size_t i = 0;
+	while (i < len) {
+		const char *eol = memchr(p + i, '\n', len - i);
+		size_t line_len = eol != NULL ? (size_t)(eol - (p + i)) : len - i;
+		if (line_len == 0 || (line_len == 1 && p[i] == '\r'))
+			break;	/* the empty line ends the header section */
+		if (line_len >= 9 && strncasecmp(p + i, "Received:", 9) == 0)
+			count++;
+		i += line_len + 1;
+	}
+	return count;
+}
+
+void smtp_content_refusal(enum mt_dot_result r, int *code_r, const char **text_r)
+{
+	switch (r) {
+	case MT_DOT_RESULT_TOO_BIG:
+		*code_r = 552;
+		*text_r = "5.3.4 Message size exceeds fixed maximum message size";
+		return;
+	case MT_DOT_RESULT_BARE_NEWLINE:
+		*code_r = 550;
+		*text_r = "5.6.0 Message contains a bare CR or LF; lines must end "
+			"with CRLF (RFC 5321 2.3.8)";
+		return;
+	case MT_DOT_RESULT_LINE_TOO_LONG:
+	default:
+		*code_r = 550;
+		*text_r = "5.6.0 Message contains a line longer than 998 octets "
+			"(RFC 5322 2.1.1)";
+		return;
+	}
+}
