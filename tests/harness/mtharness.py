@@ -37,6 +37,7 @@ behave, so every wait has a bound.
 
 import array
 import os
+import queue
 import re
 import select
 import shlex
@@ -46,6 +47,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 
@@ -139,7 +141,10 @@ def binary(relpath):
 # The service manager's side of sd_notify(3)
 
 class NotifySocket:
-    """An AF_UNIX datagram socket receiving sd_notify messages."""
+    """An AF_UNIX datagram socket receiving sd_notify messages. A thread
+    reads it all the time, as a service manager does: a unix datagram
+    socket queues only ~10 messages, and a daemon whose sd_notify() finds
+    the queue full blocks in it."""
 
     def __init__(self, path):
         self.path = path
@@ -147,21 +152,39 @@ class NotifySocket:
         self.sock.bind(path)
         # Ask the kernel for the sender's credentials, as systemd does.
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+        self.queue = queue.Queue()
+        self.closed = threading.Event()
+        self.reader = threading.Thread(target=self._read, daemon=True,
+                                       name=f"notify:{path}")
+        self.reader.start()
+
+    def _read(self):
+        while not self.closed.is_set():
+            try:
+                ready, _, _ = select.select([self.sock], [], [], 0.2)
+                if not ready:
+                    continue
+                data, ancdata, _, _ = self.sock.recvmsg(
+                    4096, socket.CMSG_SPACE(_UCRED))
+            except (OSError, ValueError):
+                return      # closed under us
+            pid = 0
+            for level, kind, payload in ancdata:
+                if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS:
+                    pid = array.array("i", payload[:_UCRED])[0]
+            self.queue.put((pid, data.decode("utf-8", "replace")))
 
     def receive(self, timeout):
         """One message as (pid, text), or None after timeout seconds."""
-        ready, _, _ = select.select([self.sock], [], [], max(timeout, 0))
-        if not ready:
+        try:
+            return self.queue.get(timeout=max(timeout, 0)) if timeout > 0 \
+                else self.queue.get_nowait()
+        except queue.Empty:
             return None
-        data, ancdata, _, _ = self.sock.recvmsg(
-            4096, socket.CMSG_SPACE(_UCRED))
-        pid = 0
-        for level, kind, payload in ancdata:
-            if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS:
-                pid = array.array("i", payload[:_UCRED])[0]
-        return pid, data.decode("utf-8", "replace")
 
     def close(self):
+        self.closed.set()
+        self.reader.join(timeout=2)
         self.sock.close()
         try:
             os.unlink(self.path)
