@@ -171,6 +171,8 @@ static void finish_settings(struct run_cli *c, bool ramp)
 		lg_usage_error("%s", error);
 	if (c->agents != NULL && c->workers > 1)
 		lg_usage_error("give --workers or --agents, not both");
+	if (set->ledger != NULL && (c->agents != NULL || c->workers > 1))
+		lg_usage_error("--ledger is for a run in one process (no --workers, --agents)");
 }
 
 /* "h:p,h:p" into a list (kept in strings). */

@@ -5,6 +5,7 @@
 #include "commands.h"
 
 #include "cli.h"
+#include "ledger.h"
 #include "loop.h"
 #include "sink.h"
 
@@ -13,11 +14,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-enum { OPT_LISTEN = 256, OPT_DURATION, OPT_QUIET };
+enum { OPT_LISTEN = 256, OPT_DURATION, OPT_QUIET, OPT_LEDGER };
 
 struct sink_main {
 	struct mt_loop *loop;
 	struct lg_sink *sink;
+	struct lg_ledger *ledger;
 	bool quiet;
 };
 
@@ -50,12 +52,13 @@ int lg_cmd_sink(int argc, char **argv)
 		{ "listen", required_argument, NULL, OPT_LISTEN },
 		{ "duration", required_argument, NULL, OPT_DURATION },
 		{ "quiet", no_argument, NULL, OPT_QUIET },
+		{ "ledger", required_argument, NULL, OPT_LEDGER },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct sink_main m = { 0 };
-	const char *listen = NULL, *error;
+	const char *listen = NULL, *ledger = NULL, *error;
 	uint64_t duration_ms = 0;
 	int verbose = 0, opt;
 
@@ -65,6 +68,7 @@ int lg_cmd_sink(int argc, char **argv)
 		case OPT_LISTEN: listen = optarg; break;
 		case OPT_DURATION: duration_ms = lg_cli_ms("--duration", optarg); break;
 		case OPT_QUIET: m.quiet = true; break;
+		case OPT_LEDGER: ledger = optarg; break;
 		case 'v': verbose++; break;
 		case 'h': lg_usage(stdout); exit(0);
 		default: lg_usage_error("bad option");
@@ -77,17 +81,22 @@ int lg_cmd_sink(int argc, char **argv)
 	if (duration_ms > UINT32_MAX)
 		lg_usage_error("sink: --duration is too long");
 	lg_cli_verbosity(verbose, "mailtier-load");
-	if ((m.loop = mt_loop_new(&error)) == NULL ||
+	if ((ledger != NULL &&
+	     (m.ledger = lg_ledger_open(ledger, 0, &error)) == NULL) ||
+	    (m.loop = mt_loop_new(&error)) == NULL ||
 	    (m.sink = lg_sink_new(m.loop, listen, NULL, &error)) == NULL) {
 		fprintf(stderr, "mailtier-load: sink: %s\n", error);
 		mt_loop_free(&m.loop);
+		lg_ledger_close(&m.ledger);
 		return LG_EXIT_USAGE;
 	}
+	lg_sink_set_ledger(m.sink, m.ledger);
 	mt_loop_set_drain(m.loop, 1000, sink_stop, &m);
 	if (!mt_loop_handle_signals(m.loop, NULL, NULL, &error)) {
 		fprintf(stderr, "mailtier-load: sink: %s\n", error);
 		lg_sink_free(&m.sink);
 		mt_loop_free(&m.loop);
+		lg_ledger_close(&m.ledger);
 		return LG_EXIT_USAGE;
 	}
 	struct mt_timer *tick = mt_timer_add(m.loop, 10000, true, sink_tick, &m);
@@ -100,5 +109,6 @@ int lg_cmd_sink(int argc, char **argv)
 	mt_timer_free(&end);
 	lg_sink_free(&m.sink);
 	mt_loop_free(&m.loop);
+	lg_ledger_close(&m.ledger);
 	return rc == 0 ? 0 : LG_EXIT_USAGE;
 }

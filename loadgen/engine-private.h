@@ -30,6 +30,7 @@ struct lg_engine {
 	char helo[300];
 	struct lg_tracker *tracker;
 	struct lg_sink *sink;
+	struct lg_ledger *ledger;	/* --ledger (ledger.h) */
 	bool probes;			/* the probe user is ours */
 	bool attached;			/* the hooks' attach succeeded */
 

@@ -14,6 +14,7 @@
 #include "engine-private.h"
 
 #include "alloc.h"
+#include "ledger.h"
 #include "log.h"
 
 #include <math.h>
@@ -290,9 +291,13 @@ static bool setup(struct lg_engine *e, struct lg_run_settings *limited,
 		return false;
 	e->base = mt_loop_base(e->loop);
 	e->tracker = lg_tracker_new(result->run_id, DELIVERY_EXPIRE_US);
+	if (set->ledger != NULL &&
+	    (e->ledger = lg_ledger_open(set->ledger, result->run_id, error_r)) == NULL)
+		return false;
 	snprintf(e->helo, sizeof(e->helo), "loadgen.%s", set->wl.remote_domain);
 	e->env = (struct lg_session_env){
 		.base = e->base, .wl = &set->wl, .tracker = e->tracker,
+		.ledger = e->ledger,
 		.step_timeout_ms = set->step_timeout_ms, .helo_name = e->helo,
 	};
 	lg_rng_seed(&e->probe_rng, set->seed, 0xfeedULL);
@@ -301,6 +306,8 @@ static bool setup(struct lg_engine *e, struct lg_run_settings *limited,
 	if (e->hooks == NULL && set->sink_listen != NULL &&
 	    (e->sink = lg_sink_new(e->loop, set->sink_listen, e->tracker, error_r)) == NULL)
 		return false;
+	if (e->sink != NULL && e->ledger != NULL)
+		lg_sink_set_ledger(e->sink, e->ledger);
 	result->have_sink = e->sink != NULL;
 	mt_loop_set_drain(e->loop, set->step_timeout_ms + 2000, drain_cb, e);
 	if (!mt_loop_handle_signals(e->loop, NULL, NULL, error_r))
@@ -348,6 +355,8 @@ static void teardown(struct lg_engine *e, bool ok)
 			*timers[i] = NULL;
 		}
 	lg_tracker_free(&e->tracker);
+	/* After the sessions and the sink: the unacknowledged are written. */
+	lg_ledger_close(&e->ledger);
 	mt_loop_free(&e->loop);
 }
 

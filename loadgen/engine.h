@@ -54,6 +54,8 @@ struct lg_run_settings {
 	uint64_t run_id;
 	/* A coordinator's sink times the remote copies (a worker has none). */
 	bool remote_sink;
+	/* NULL: no message ledger; else its file (ledger.h; one process). */
+	const char *ledger;
 };
 
 struct lg_level_result {

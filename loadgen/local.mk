@@ -16,6 +16,7 @@ loadgen_libloadgen_a_SOURCES = \
 	loadgen/smtp-client.c loadgen/smtp-client.h \
 	loadgen/pop-client.c loadgen/pop-client.h \
 	loadgen/sink.c loadgen/sink.h \
+	loadgen/ledger.c loadgen/ledger.h \
 	loadgen/resolve.c loadgen/resolve.h \
 	loadgen/progress.c loadgen/progress.h \
 	loadgen/engine.c loadgen/engine.h loadgen/engine-sessions.c \

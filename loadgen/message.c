@@ -53,6 +53,8 @@ void lg_message_begin(struct mt_buf *headers, struct lg_body_gen *gen,
 	if (gen->remaining > 0 && gen->remaining < 3)
 		gen->remaining = 3;
 	gen->line_no = 0;
+	gen->tap = NULL;
+	gen->tap_context = NULL;
 }
 
 size_t lg_message_fill(struct lg_body_gen *gen, struct evbuffer *out,
@@ -77,5 +79,7 @@ size_t lg_message_fill(struct lg_body_gen *gen, struct evbuffer *out,
 	}
 	if (used > 0 && evbuffer_add(out, chunk, used) < 0)
 		mt_panic("out of memory queueing %zu octets", used);
+	if (used > 0 && gen->tap != NULL)
+		gen->tap(gen->tap_context, chunk, used);
 	return used;
 }

@@ -19,6 +19,10 @@ struct evbuffer;
 struct lg_body_gen {
 	uint64_t remaining;	/* body octets still to produce */
 	uint64_t line_no;
+	/* When set, every body octet appended is also handed here (the
+	 * ledger's digest of the exact octets sent). */
+	void (*tap)(void *context, const void *data, size_t len);
+	void *tap_context;
 };
 
 /* Append the header block (ending with the empty line) for a message of

@@ -8,6 +8,7 @@
 #include "pop-client.h"
 
 #include "alloc.h"
+#include "ledger.h"
 #include "message.h"
 #include "reply.h"
 
@@ -40,6 +41,9 @@ struct lg_pop_session {
 	bool in_data;		/* reading RETR's multi-line data */
 	bool in_headers;
 	uint64_t data_octets;
+	struct lg_ledger_rx *ledger_rx;	/* with a ledger: what RETR got */
+	uint64_t ledger_session;
+	bool retrieved;			/* a RETR completed */
 };
 
 struct pop_command {
@@ -63,7 +67,7 @@ static enum pop_state after_pass(struct lg_pop_session *s) { return POP_STAT; }
 static enum pop_state after_stat(struct lg_pop_session *s);
 static enum pop_state after_retr(struct lg_pop_session *s);
 static enum pop_state after_dele(struct lg_pop_session *s);
-static enum pop_state after_quit(struct lg_pop_session *s) { return POP_DONE; }
+static enum pop_state after_quit(struct lg_pop_session *s);
 
 static const struct pop_command pop_commands[POP_STATE_COUNT] = {
 	/* The connect step, begun by lg_session_connect(), ends with the
@@ -157,6 +161,26 @@ static void send_quit(struct lg_pop_session *s)
 	lg_session_send(&s->base, "QUIT");
 }
 
+/* RFC 1939 6: the deletions are made when QUIT is answered +OK. */
+static enum pop_state after_quit(struct lg_pop_session *s)
+{
+	if (s->ledger_rx != NULL && s->retrieved)
+		lg_ledger_commit(s->base.env->ledger, s->ledger_session);
+	return POP_DONE;
+}
+
+/* A RETR's data is complete: write what it got into the ledger. */
+static void ledger_retrieved(struct lg_pop_session *s)
+{
+	char mailbox[320];
+
+	s->retrieved = true;
+	if (s->ledger_rx == NULL)
+		return;
+	lg_format_address(mailbox, sizeof(mailbox), s->base.env->wl, false, s->user);
+	lg_ledger_pop(s->base.env->ledger, s->ledger_rx, mailbox, s->ledger_session);
+}
+
 /* One line of RETR data (RFC 1939 3: a leading "." is stuffed; "." alone
  * ends the data). true at the end. */
 static bool data_line(struct lg_pop_session *s, const char *line, size_t len)
@@ -168,6 +192,8 @@ static bool data_line(struct lg_pop_session *s, const char *line, size_t len)
 		len--;
 	}
 	s->data_octets += len + 2;
+	if (s->ledger_rx != NULL)
+		lg_ledger_rx_line(s->ledger_rx, line, len);
 	if (!s->in_headers)
 		return false;
 	if (len == 0) {
@@ -196,10 +222,13 @@ static void read_data(struct lg_pop_session *s)
 			return;
 		if (status != MT_LINE_OK) {
 			s->data_octets += base->line.len + 2;
+			if (s->ledger_rx != NULL)
+				lg_ledger_rx_bad_line(s->ledger_rx);
 			continue;
 		}
 		if (data_line(s, base->line.data, base->line.len)) {
 			s->in_data = false;
+			ledger_retrieved(s);
 			enum pop_state next = pop_commands[s->state].next(s);
 			lg_session_step_end(base, true);
 			enter_state(s, next);
@@ -230,6 +259,8 @@ static void handle_status(struct lg_pop_session *s)
 		s->in_data = true;
 		s->in_headers = true;
 		s->data_octets = 0;
+		if (s->ledger_rx != NULL)
+			lg_ledger_rx_begin(s->ledger_rx);
 		return;
 	}
 	/* next() may still find the answer wrong (STAT's numbers): then the
@@ -260,6 +291,9 @@ static void pop_input(struct lg_session *base)
 
 static void pop_destroy(struct lg_session *base)
 {
+	struct lg_pop_session *s = (struct lg_pop_session *)base;
+
+	lg_ledger_rx_free(&s->ledger_rx);
 	free(base);
 }
 
@@ -281,6 +315,10 @@ struct lg_session *lg_pop_session_start(const struct lg_session_env *env,
 	lg_session_init(&s->base, &pop_proto, env, kind, stats, done, context);
 	s->user = user;
 	s->state = POP_GREETING;
+	if (env->ledger != NULL) {
+		s->ledger_rx = lg_ledger_rx_new();
+		s->ledger_session = lg_ledger_session_no(env->ledger);
+	}
 	lg_session_connect(&s->base, addr, addrlen, LG_FN_POP_CONNECT);
 	return &s->base;
 }

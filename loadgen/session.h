@@ -29,12 +29,14 @@ struct event_base;
 struct bufferevent;
 struct event;
 struct lg_session;
+struct lg_ledger;
 
 /* What every session of a run shares. */
 struct lg_session_env {
 	struct event_base *base;
 	const struct lg_workload *wl;
 	struct lg_tracker *tracker;	/* NULL: no delivery tracking */
+	struct lg_ledger *ledger;	/* NULL: no ledger (ledger.h) */
 	unsigned int step_timeout_ms;	/* a step unanswered for this long fails */
 	const char *helo_name;		/* our EHLO argument */
 };

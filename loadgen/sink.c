@@ -7,6 +7,7 @@
 
 #include "alloc.h"
 #include "buf.h"
+#include "ledger.h"
 #include "lineio.h"
 #include "log.h"
 #include "loop.h"
@@ -52,6 +53,7 @@ struct sink_conn {
 	unsigned int bad_commands;
 	unsigned int cmd_counts[CMD_COUNT];
 	unsigned int commands;
+	struct lg_ledger_rx *ledger_rx;	/* with a ledger: the text received */
 };
 
 struct lg_sink {
@@ -61,6 +63,7 @@ struct lg_sink {
 	lg_sink_arrival_cb *arrival_cb;
 	void *arrival_context;
 	struct lg_sink_counts counts;
+	struct lg_ledger *ledger;
 	struct sink_conn *conns;	/* open */
 	struct sink_conn *dead;		/* closed, to free from the loop */
 	struct event *reaper;
@@ -105,6 +108,8 @@ static void reset_transaction(struct sink_conn *conn)
 	conn->octets = 0;
 	conn->have_id = false;
 	conn->id_len = 0;
+	if (conn->ledger_rx != NULL)
+		lg_ledger_rx_clear_rcpts(conn->ledger_rx);
 }
 
 static void cmd_ehlo(struct sink_conn *conn, const char *args)
@@ -145,6 +150,8 @@ static void cmd_rcpt(struct sink_conn *conn, const char *args)
 		return;
 	}
 	conn->rcpts++;
+	if (conn->ledger_rx != NULL)
+		lg_ledger_rx_add_rcpt(conn->ledger_rx, args);
 	mt_line_reply(out_of(conn), 250, false, "2.1.5 Ok");
 }
 
@@ -155,6 +162,8 @@ static void cmd_data(struct sink_conn *conn, const char *args)
 	conn->octets = 0;
 	conn->have_id = false;
 	conn->id_len = 0;
+	if (conn->ledger_rx != NULL)
+		lg_ledger_rx_begin(conn->ledger_rx);
 	mt_line_reply(out_of(conn), 354, false, "End data with <CR><LF>.<CR><LF>");
 }
 
@@ -209,6 +218,7 @@ static void conn_free(struct sink_conn *conn)
 	bufferevent_free(conn->bev);
 	event_free(conn->idle);
 	mt_buf_free(&conn->line);
+	lg_ledger_rx_free(&conn->ledger_rx);
 	free(conn);
 }
 
@@ -234,6 +244,8 @@ static void data_line(struct sink_conn *conn, const char *line, size_t len)
 		sink->counts.rcpts += conn->rcpts;
 		sink->counts.octets += conn->octets;
 		mt_line_reply(out_of(conn), 250, false, "2.0.0 Ok: discarded");
+		if (conn->ledger_rx != NULL)
+			lg_ledger_sink(sink->ledger, conn->ledger_rx);
 		if (conn->have_id) {
 			sink->counts.with_id++;
 			if (sink->arrival_cb != NULL)
@@ -251,6 +263,8 @@ static void data_line(struct sink_conn *conn, const char *line, size_t len)
 		len--;
 	}
 	conn->octets += len + 2;
+	if (conn->ledger_rx != NULL)
+		lg_ledger_rx_line(conn->ledger_rx, line, len);
 	if (!conn->in_headers)
 		return;
 	if (len == 0) {
@@ -324,6 +338,8 @@ static void conn_read_cb(struct bufferevent *bev, void *arg)
 				data_line(conn, conn->line.data, conn->line.len);
 			else
 				conn->octets += conn->line.len + 2;
+			if (status != MT_LINE_OK && conn->ledger_rx != NULL)
+				lg_ledger_rx_bad_line(conn->ledger_rx);
 			if (!conn->in_data)
 				mt_line_reader_init(&conn->reader, LG_SINK_LINE_MAX,
 						    MT_LINE_ACCEPT_LF);
@@ -392,6 +408,8 @@ static void sink_accept_cb(int fd, const struct sockaddr *peer,
 		mt_panic("out of memory accepting a sink connection");
 	mt_line_reader_init(&conn->reader, LG_SINK_LINE_MAX, MT_LINE_ACCEPT_LF);
 	mt_buf_init(&conn->line);
+	if (sink->ledger != NULL)
+		conn->ledger_rx = lg_ledger_rx_new();
 	conn->next = sink->conns;
 	if (sink->conns != NULL)
 		sink->conns->prev = conn;
@@ -429,6 +447,11 @@ void lg_sink_set_arrival(struct lg_sink *sink, lg_sink_arrival_cb *cb,
 {
 	sink->arrival_cb = cb;
 	sink->arrival_context = context;
+}
+
+void lg_sink_set_ledger(struct lg_sink *sink, struct lg_ledger *ledger)
+{
+	sink->ledger = ledger;
 }
 
 void lg_sink_free(struct lg_sink **sink_p)

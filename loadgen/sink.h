@@ -5,7 +5,9 @@
  * delivery tracker when the message is complete (its final "." in, counted,
  * the 250 queued), so remote delivery time is measured where it ends and
  * an arrival the tracker has seen is one the sink has counted: a run that
- * ends on its last arrival never cuts a message off half-way. Replies
+ * ends on its last arrival never cuts a message off half-way. With a
+ * ledger (ledger.h) each accepted message's id, SHA-256 of its text and
+ * recipients are also written there. Replies
  * still queued when the sink is freed are written before the close.
  *
  * Trust boundary: everything it reads comes from the MTA under test (or
@@ -55,6 +57,10 @@ typedef void lg_sink_arrival_cb(const char *id, size_t len, unsigned int count,
 				void *context);
 void lg_sink_set_arrival(struct lg_sink *sink, lg_sink_arrival_cb *cb,
 			 void *context);
+/* Write each accepted message (id, digest, recipients) into ledger
+ * (ledger.h); NULL: none. Before the first connection. */
+struct lg_ledger;
+void lg_sink_set_ledger(struct lg_sink *sink, struct lg_ledger *ledger);
 /* Close the listener and every connection. */
 void lg_sink_free(struct lg_sink **sink_p);
 unsigned int lg_sink_port(const struct lg_sink *sink);

@@ -6,6 +6,7 @@
 #include "smtp-client.h"
 
 #include "alloc.h"
+#include "ledger.h"
 #include "message.h"
 #include "reply.h"
 
@@ -53,6 +54,7 @@ struct lg_smtp_session {
 	struct mt_buf headers;
 	struct lg_body_gen body;
 	bool body_sent;		/* the final "." is queued */
+	struct lg_ledger_tx *ledger_tx;	/* with a ledger: the digest sent */
 };
 
 struct smtp_command {
@@ -184,6 +186,12 @@ static void send_body(struct lg_smtp_session *s)
 {
 	s->lmtp_replies = s->plan.n_rcpts;
 	lg_message_begin(&s->headers, &s->body, s->base.env->wl, &s->plan, s->id);
+	if (s->ledger_tx != NULL) {
+		lg_ledger_tx_begin(s->ledger_tx);
+		lg_ledger_tx_update(s->ledger_tx, s->headers.data, s->headers.len);
+		s->body.tap = lg_ledger_tx_update;
+		s->body.tap_context = s->ledger_tx;
+	}
 	evbuffer_add(lg_session_output(&s->base), s->headers.data, s->headers.len);
 	fill_body(s);
 }
@@ -211,6 +219,9 @@ static enum smtp_state after_body(struct lg_smtp_session *s)
 	c->rcpts_to_local += s->plan.n_local;
 	c->rcpts_to_remote += s->plan.n_remote;
 	c->bytes_up += s->plan.size > s->headers.len ? s->plan.size : s->headers.len;
+	if (s->ledger_tx != NULL)
+		lg_ledger_sent(s->base.env->ledger, s->ledger_tx, s->id,
+			       s->base.env->wl, &s->plan, true, true);
 	if (tracker != NULL && s->track_remote)
 		lg_tracker_expect(tracker, s->seq, s->plan.n_remote,
 				  s->base.delivery_stats, now);
@@ -301,6 +312,11 @@ static void smtp_destroy(struct lg_session *base)
 {
 	struct lg_smtp_session *s = (struct lg_smtp_session *)base;
 
+	/* The data was begun and no 250 came: it may arrive or not. */
+	if (lg_ledger_tx_pending(s->ledger_tx))
+		lg_ledger_sent(s->base.env->ledger, s->ledger_tx, s->id,
+			       s->base.env->wl, &s->plan, false, s->body_sent);
+	lg_ledger_tx_free(&s->ledger_tx);
 	mt_buf_free(&s->headers);
 	free(s);
 }
@@ -332,6 +348,8 @@ struct lg_session *lg_smtp_session_start(const struct lg_session_env *env,
 	s->next = params->next;
 	s->next_context = params->next_context;
 	mt_buf_init(&s->headers);
+	if (env->ledger != NULL && !s->lmtp)
+		s->ledger_tx = lg_ledger_tx_new();
 	format_id(s);
 	s->state = SMTP_GREETING;
 	lg_smtp_reply_reset(&s->reply);

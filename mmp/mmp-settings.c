@@ -47,7 +47,7 @@ static const struct mt_setting_def mmp_settings[] = {
 	  .doc = "Time allowed to connect and log in to a store shard." },
 	{ .name = "shard_retry_interval", .type = MT_SETTING_DURATION,
 	  .offset = P(shard_retry_interval), .default_value = "30s", .min = 100,
-	  .doc = "A shard that failed is marked down this long, then probed." },
+	  .doc = "A shard that failed is marked down (its logins fail at once) and probed after 1 s, then at doubling intervals up to this; up again when a probe answers." },
 	{ .name = "auth_fail_window", .type = MT_SETTING_DURATION,
 	  .offset = P(auth_fail_window), .default_value = "5m", .min = 1000,
 	  .max = 86400000,

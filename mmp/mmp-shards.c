@@ -5,9 +5,12 @@
  * A shard that does not answer (connect refused or timed out, no greeting,
  * dropped connection) is marked down by the worker that saw it; logins for
  * it then fail at once with -ERR [SYS/TEMP] instead of each waiting for the
- * connect timeout. The main loop probes a down shard every
- * shard_retry_interval (connect, read the +OK greeting within
- * backend_connect_timeout, QUIT) and marks it up when it answers.
+ * connect timeout. The main loop probes a down shard (connect, read the
+ * +OK greeting within backend_connect_timeout, QUIT) 1 s after it was
+ * marked down, then at doubling intervals up to shard_retry_interval, and
+ * marks it up when it answers: a shard restarted by its service manager
+ * is back in a second or two, one that stays dead costs a probe per
+ * interval.
  *
  * Trust boundary: addresses come from the operator's config; a probe reads
  * one bounded line from the shard and only checks that it is +OK.
@@ -177,14 +180,19 @@ bool mmp_shard_is_down(struct mmp_shard *shard)
 
 static void probe_start(void *context);
 
+/* The first probe of a down shard; later ones double up to the interval. */
+#define FIRST_PROBE_MS UINT64_C(1000)
+
 static void probe_schedule(void *context)
 {
 	struct mmp_shard *shard = context;
 	if (shard->shards->stopping || shard->retry != NULL ||
 	    shard->probe != NULL)
 		return;
-	shard->retry = mt_timer_add(shard->shards->main_loop,
-				    (unsigned int)shard->shards->retry_interval,
+	uint64_t delay = shard->shards->retry_interval;
+	if (shard->probes < 16 && (FIRST_PROBE_MS << shard->probes) < delay)
+		delay = FIRST_PROBE_MS << shard->probes;
+	shard->retry = mt_timer_add(shard->shards->main_loop, (unsigned int)delay,
 				    false, probe_start, shard);
 }
 
@@ -278,9 +286,10 @@ void mmp_shard_failed(struct mmp_shard *shard, const char *reason)
 	bool was_down = atomic_exchange(&shard->down, true);
 	if (was_down)
 		return;
-	mt_warning("shard=%s address=%s event=down reason=%s retry_ms=%llu",
-		   shard->name, shard->addr_str, reason,
-		   (unsigned long long)shard->shards->retry_interval);
+	uint64_t first = shard->shards->retry_interval < FIRST_PROBE_MS ?
+		shard->shards->retry_interval : FIRST_PROBE_MS;
+	mt_warning("shard=%s address=%s event=down reason=%s probe_ms=%llu",
+		   shard->name, shard->addr_str, reason, (unsigned long long)first);
 	mt_loop_post(shard->shards->main_loop, probe_schedule, shard);
 }
 

@@ -38,6 +38,7 @@ behave, so every wait has a bound.
 import array
 import os
 import queue
+import random
 import re
 import select
 import shlex
@@ -86,6 +87,35 @@ def free_ports(count, host="127.0.0.1"):
     finally:
         for s in socks:
             s.close()
+
+
+def free_port_block(count, host="127.0.0.1"):
+    """A base port P with P..P+count-1 free on host, below the kernel's
+    ephemeral range (outgoing connections take ports there and could take
+    one of the block while a cluster starts): `mailtierctl cluster up
+    --base-port P`."""
+    low = 10000
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low_eph = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low_eph = 32768
+    rng = random.Random()
+    for _ in range(200):
+        base = rng.randrange(low, max(low + 1, low_eph - count))
+        socks = []
+        try:
+            for p in range(base, base + count):
+                s = socket.socket()
+                s.bind((host, p))
+                socks.append(s)
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise HarnessError(f"no block of {count} free ports on {host}")
 
 
 def wait_port(port, host="127.0.0.1", timeout=10.0, proc=None):
@@ -153,6 +183,7 @@ class NotifySocket:
         # Ask the kernel for the sender's credentials, as systemd does.
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
         self.queue = queue.Queue()
+        self.lock = threading.Lock()
         self.closed = threading.Event()
         self.reader = threading.Thread(target=self._read, daemon=True,
                                        name=f"notify:{path}")
@@ -162,23 +193,50 @@ class NotifySocket:
         while not self.closed.is_set():
             try:
                 ready, _, _ = select.select([self.sock], [], [], 0.2)
-                if not ready:
-                    continue
-                data, ancdata, _, _ = self.sock.recvmsg(
-                    4096, socket.CMSG_SPACE(_UCRED))
             except (OSError, ValueError):
                 return      # closed under us
-            pid = 0
-            for level, kind, payload in ancdata:
-                if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS:
-                    pid = array.array("i", payload[:_UCRED])[0]
-            self.queue.put((pid, data.decode("utf-8", "replace")))
+            if ready:
+                with self.lock:
+                    if not self._take():
+                        return
+
+    def _take(self):
+        """Move one waiting datagram (if any) to the queue; False once the
+        socket is closed. Called with self.lock held."""
+        try:
+            data, ancdata, _, _ = self.sock.recvmsg(
+                4096, socket.CMSG_SPACE(_UCRED), socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return True
+        except (OSError, ValueError):
+            return False
+        pid = 0
+        for level, kind, payload in ancdata:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS:
+                pid = array.array("i", payload[:_UCRED])[0]
+        self.queue.put((pid, data.decode("utf-8", "replace")))
+        return True
+
+    def _settle(self):
+        """Everything sent so far is in the queue (not still in the socket
+        or between the reader's recv and put)."""
+        with self.lock:
+            while True:
+                try:
+                    ready, _, _ = select.select([self.sock], [], [], 0)
+                except (OSError, ValueError):
+                    return
+                if not ready or not self._take():
+                    return
 
     def receive(self, timeout):
-        """One message as (pid, text), or None after timeout seconds."""
+        """One message as (pid, text), or None after timeout seconds
+        (timeout 0: whatever the daemon has sent by now)."""
         try:
-            return self.queue.get(timeout=max(timeout, 0)) if timeout > 0 \
-                else self.queue.get_nowait()
+            if timeout > 0:
+                return self.queue.get(timeout=timeout)
+            self._settle()
+            return self.queue.get_nowait()
         except queue.Empty:
             return None
 
@@ -497,6 +555,7 @@ class Harness:
 
     free_port = staticmethod(free_port)
     free_ports = staticmethod(free_ports)
+    free_port_block = staticmethod(free_port_block)
     binary = staticmethod(binary)
 
     @staticmethod

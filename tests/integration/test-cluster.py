@@ -10,7 +10,6 @@ everything and frees the ports."""
 
 import os
 import poplib
-import random
 import re
 import smtplib
 import socket
@@ -19,32 +18,6 @@ import subprocess
 import time
 
 import mtharness
-
-
-def free_block(count):
-    """A base port P such that P..P+count-1 are free on 127.0.0.1, below
-    the kernel's ephemeral range (outgoing connections take ports there,
-    and could take one of the block while the cluster starts)."""
-    low = 10000
-    try:
-        low_eph = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
-    except (OSError, ValueError, IndexError):
-        low_eph = 32768
-    for _ in range(200):
-        base = random.randrange(low, max(low + 1, low_eph - count))
-        socks = []
-        try:
-            for p in range(base, base + count):
-                s = socket.socket()
-                s.bind(("127.0.0.1", p))
-                socks.append(s)
-            return base
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
-    raise mtharness.HarnessError("no block of free ports")
 
 
 def read_env(path):
@@ -101,7 +74,7 @@ def test(h):
                       capture_output=True).returncode != 0:
         raise mtharness.Skip("swaks and curl are needed (scripts/install-deps)")
     d = os.path.join(h.tmpdir, "cluster")
-    base = free_block(16)
+    base = mtharness.free_port_block(16)
     h.add_cleanup(lambda: h.ctl("cluster", "down", "--dir", d, check=False))
     p = h.ctl("cluster", "up", "--dir", d, "--base-port", base, "--users", 40)
     assert "cluster " + d + " is up" in p.stdout, p.stdout
