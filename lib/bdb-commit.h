@@ -47,9 +47,12 @@ typedef void mt_bdb_done_fn(int status, void *context);
 /* Durable like any write, but in no hurry: it waits (up to
  * MT_BDB_LAZY_MSECS) to share the flush of a job someone is waiting for,
  * instead of asking for a flush of its own. For writes whose completion
- * nobody answers a client on (delivery bookkeeping). */
+ * nobody answers a client on (delivery bookkeeping). The wait is also the
+ * window in which a kill -9 loses the bookkeeping (the MTA then delivers a
+ * message again after its restart: at least once, never lost), so it is
+ * short; under load a waited-for flush comes sooner anyway. */
 #define MT_BDB_JOB_LAZY 0x2u
-#define MT_BDB_LAZY_MSECS 50u
+#define MT_BDB_LAZY_MSECS 10u
 /* Others are about to commit too (the caller knows: e.g. other sessions
  * are receiving a message): the flush may wait up to the commit delay
  * (mt_bdb_commit_set_delay) to make them durable together — PostgreSQL's
