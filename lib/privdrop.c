@@ -1,7 +1,9 @@
 /* privdrop.c — switch from root to the configured unprivileged user (see
  * privdrop.h): supplementary groups, then gid, then uid — the order matters,
  * since after setuid() we could no longer change groups — and finally a check
- * that uid 0 cannot be regained.
+ * that uid 0 cannot be regained. Before that the capability bounding set is
+ * emptied and afterwards no_new_privs set, so that not even an exec could
+ * give anything back (a daemon started by hand has no unit to do it).
  *
  * Trust boundary: names from the administrator's config only. */
 #include "privdrop.h"
@@ -13,6 +15,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -59,6 +62,28 @@ static bool lookup(const char *user, const char *group, uid_t *uid_r,
 	return true;
 }
 
+/* Empty the bounding set (needs CAP_SETPCAP, which root has; where a
+ * container withholds it, the set is left and that is logged). */
+static void drop_bounding_set(void)
+{
+	int last = 63;
+	FILE *f = fopen("/proc/sys/kernel/cap_last_cap", "r");
+	if (f != NULL) {
+		if (fscanf(f, "%d", &last) != 1 || last < 0 || last > 63)
+			last = 63;
+		fclose(f);
+	}
+	int failed = 0;
+	for (int cap = 0; cap <= last; cap++) {
+		if (prctl(PR_CAPBSET_READ, cap, 0, 0, 0) == 1 &&
+		    prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0)
+			failed++;
+	}
+	if (failed > 0)
+		mt_warning("privdrop: %d capabilities left in the bounding set: %s",
+			   failed, strerror(errno));
+}
+
 bool mt_privdrop(const char *user, const char *group, const char **error_r)
 {
 	uid_t uid;
@@ -77,6 +102,7 @@ bool mt_privdrop(const char *user, const char *group, const char **error_r)
 		return true;
 	}
 
+	drop_bounding_set();
 	/* Supplementary groups first: the user's own, plus gid. */
 	if (initgroups(user, gid) < 0) {
 		*error_r = fail("initgroups(%s): %s", user, strerror(errno));
@@ -106,6 +132,10 @@ bool mt_privdrop(const char *user, const char *group, const char **error_r)
 	}
 	if (setuid(0) == 0 || seteuid(0) == 0) {
 		*error_r = fail("uid 0 can be regained after dropping to %s", user);
+		return false;
+	}
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+		*error_r = fail("prctl(PR_SET_NO_NEW_PRIVS): %s", strerror(errno));
 		return false;
 	}
 	mt_info("privdrop=done user=%s uid=%u gid=%u", user, (unsigned int)uid,

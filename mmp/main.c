@@ -398,17 +398,18 @@ static void start(const char *config_file)
 		.auth_fail_window = set->auth_fail_window,
 	};
 	server.clients = mmp_clients_new(&cset);
-	server.dirsvc = mt_dirsvc_new(mt_config_get(config, "directory", NULL),
-				      config, &error);
-	if (server.dirsvc == NULL)
-		mt_fatal("[directory]: %s", error);
-
 	add_listener(&set->pop3_listen, accept_pop3);
 	add_listener(&set->pop3s_listen, accept_pop3s);
 	if (set->pop3_listen.host == NULL && set->pop3s_listen.host == NULL)
 		mt_fatal("[mmp] neither pop3_listen nor pop3s_listen is set");
 	if (!mt_privdrop(global->user, global->group, &error))
 		mt_fatal("%s", error);
+	/* After the drop, as in the other daemons: its threads then start
+	 * with the dropped credentials and bounding set (both per thread). */
+	server.dirsvc = mt_dirsvc_new(mt_config_get(config, "directory", NULL),
+				      config, &error);
+	if (server.dirsvc == NULL)
+		mt_fatal("[directory]: %s", error);
 
 	server.n_workers = (unsigned int)set->threads;
 	server.worker_list = mt_xcalloc(server.n_workers, sizeof(*server.worker_list));

@@ -6,7 +6,9 @@
  *
  * Answers (RFC 3206 response codes, RFC 2449 section 8):
  *   wrong user or password   -ERR [AUTH], after a delay that grows with the
- *                            address's recent failures (mmp-clients.c);
+ *                            address's recent failures (mmp-clients.c),
+ *                            counted from the PASS so that the directory's
+ *                            time does not tell whether the user exists;
  *                            the connection closes when the address has
  *                            reached auth_fail_limit
  *   account disabled         -ERR [SYS/PERM] (the password was right)
@@ -70,8 +72,12 @@ static void auth_done(const struct mt_dirsvc_auth *r, void *context)
 			mmp_log_name(sess->user), sess->result,
 			r->reason != NULL ? r->reason : "-",
 			(unsigned long long)delay);
+		/* The delay runs from the PASS, not from the directory's
+		 * answer: a real user's password hash takes the directory
+		 * longer than an unknown user's lookup, and that time must
+		 * not show (the same answer at the same time either way). */
 		mmp_enter_state(sess, MMP_STATE_AUTH_DELAY);
-		mmp_session_timer_at(sess, mmp_now_ms() + delay);
+		mmp_session_timer_at(sess, sess->login_started_ms + delay);
 		return;
 	case MT_DIRSVC_AUTH_DISABLED:
 		sess->result = r->account == MT_DIRSVC_HOLD ? "account_hold" :
@@ -119,6 +125,7 @@ void mmp_login_start(struct mmp_session *sess, const char *user,
 		     const char *password)
 {
 	mmp_enter_state(sess, MMP_STATE_DIRECTORY);
+	sess->login_started_ms = mmp_now_ms();
 	sess->result = NULL;
 	sess->shard = NULL;
 	sess->dirreq = mt_dirsvc_authenticate(sess->worker->dirsvc, &sess->log,

@@ -172,6 +172,7 @@ struct mmp_session {
 	const char *end;		/* how the session ended */
 	uint64_t start_ms;
 	uint64_t login_deadline_ms;
+	uint64_t login_started_ms;	/* PASS/AUTH handed to the directory */
 	uint64_t last_active_ms;	/* relay: for the idle timeout */
 	uint64_t bytes_in, bytes_out;	/* from / to the client */
 	uint32_t errors;

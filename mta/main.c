@@ -222,6 +222,7 @@ static void stats_cb(void *context)
 		(unsigned long long)qs.max_batch, qs.pending_writes);
 	delivery_log_stats(mta->delivery);
 	mt_dirsvc_log_stats(mta->dirsvc);
+	smtp_server_sweep(mta->server);
 }
 
 /* Start-up and shutdown */

@@ -43,6 +43,9 @@ struct mt_mta_settings {
 	uint64_t connection_cache_time;
 	struct mt_strlist dns_servers;
 	uint64_t commit_delay;
+	/* Failed AUTH penalty per client address (smtp-auth.c). */
+	uint64_t auth_fail_delay;	/* ms, the first failure; 0: off */
+	uint64_t auth_fail_window;	/* ms */
 };
 
 #endif

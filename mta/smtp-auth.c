@@ -9,7 +9,13 @@
  * here; neither is logged (only the user name once authenticated). AUTH is
  * offered only over TLS unless require_tls_for_auth = no (RFC 4954 4:
  * "538 5.7.11 Encryption required"). A failed AUTH counts as an error
- * toward max_errors, which bounds password guessing per connection.
+ * toward max_errors, which bounds password guessing per connection, and
+ * its 535 is sent only after the client address's penalty delay
+ * (auth_fail_delay, doubling per failure within auth_fail_window;
+ * smtp-server.c), which bounds it across connections. Every failure —
+ * unknown user, wrong password, disabled account, malformed PLAIN — gets
+ * the same 535 after the same delay, so neither the text nor the timing
+ * tells whether the user exists (RFC 4954 section 6, 535 5.7.8).
  * RFCs: 4954 4 (AUTH command, "*" cancels: 501), 6 (status codes), 4616 2
  * (PLAIN message: [authzid] NUL authcid NUL passwd), 4648 4 (base64). */
 #include "smtp-session.h"
@@ -21,6 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+#include <event2/event.h>
 
 #define AUTH_MECH_PLAIN 1
 #define AUTH_MECH_LOGIN 2
@@ -35,6 +43,45 @@ static void auth_reset(struct smtp_session *s)
 	}
 	if (s->state == SMTP_STATE_AUTH)
 		smtp_enter_state(s, SMTP_STATE_COMMAND);
+}
+
+static void auth_fail_answer(evutil_socket_t fd, short what, void *arg)
+{
+	struct smtp_session *s = arg;
+	(void)fd;
+	(void)what;
+	if (s->state != SMTP_STATE_WAIT)
+		return;		/* a timeout or the drain ended it meanwhile */
+	smtp_reply(s, 535, "5.7.8 Authentication credentials invalid");
+	smtp_enter_state(s, SMTP_STATE_COMMAND);
+	smtp_session_resume(s);
+}
+
+/* A failed AUTH: 535 after the client address's penalty delay, counted
+ * from the moment the credentials were complete — so the directory's time
+ * (a slow password hash for a real user, none for an unknown one) is
+ * hidden inside the delay. The session reads nothing meanwhile
+ * (SMTP_STATE_WAIT). True if delayed. */
+static bool auth_fail(struct smtp_session *s, const char *why)
+{
+	uint64_t delay = smtp_server_auth_failed(s->mta->server, s->peer_ip);
+	uint64_t now = smtp_monotonic_ms(), due = s->auth_started_ms + delay;
+	mt_slog(MT_LOG_INFO, &s->log, "auth failed from %s: %s delay_ms=%llu",
+		s->peer_name, why, (unsigned long long)delay);
+	delay = due > now ? due - now : 0;
+	if (delay == 0) {
+		smtp_reply(s, 535, "5.7.8 Authentication credentials invalid");
+		return false;
+	}
+	if (s->auth_delay_timer == NULL &&
+	    (s->auth_delay_timer = evtimer_new(mt_loop_base(s->mta->loop),
+					       auth_fail_answer, s)) == NULL)
+		mt_panic("evtimer_new failed");
+	struct timeval tv = { (time_t)(delay / 1000),
+			      (suseconds_t)(delay % 1000) * 1000 };
+	smtp_enter_state(s, SMTP_STATE_WAIT);
+	evtimer_add(s->auth_delay_timer, &tv);
+	return true;
 }
 
 static void auth_done(const struct mt_dirsvc_auth *result, void *context)
@@ -52,9 +99,8 @@ static void auth_done(const struct mt_dirsvc_auth *result, void *context)
 		break;
 	case MT_DIRSVC_AUTH_BAD_CREDENTIALS:
 	case MT_DIRSVC_AUTH_DISABLED:
-		mt_slog(MT_LOG_INFO, &s->log, "auth failed from %s: %s",
-			s->peer_name, mt_dirsvc_auth_status_name(result->status));
-		smtp_reply(s, 535, "5.7.8 Authentication credentials invalid");
+		if (auth_fail(s, mt_dirsvc_auth_status_name(result->status)))
+			return;		/* auth_fail_answer() resumes */
 		break;
 	case MT_DIRSVC_AUTH_TEMPFAIL:
 		mt_slog(MT_LOG_WARNING, &s->log, "auth tempfail from %s: %s",
@@ -70,9 +116,10 @@ static void auth_done(const struct mt_dirsvc_auth *result, void *context)
 static void authenticate(struct smtp_session *s, const char *user, char *password)
 {
 	auth_reset(s);
+	s->auth_started_ms = smtp_monotonic_ms();
 	if (user[0] == '\0' || password[0] == '\0') {
 		explicit_bzero(password, strlen(password));
-		smtp_reply(s, 535, "5.7.8 Authentication credentials invalid");
+		auth_fail(s, "empty user or password");
 		return;
 	}
 	smtp_enter_state(s, SMTP_STATE_WAIT);
@@ -105,14 +152,16 @@ static void auth_plain(struct smtp_session *s, const char *b64)
 		/* Empty, over-long or non-UTF-8 names and passwords are
 		 * wrong credentials, as the directory would say. */
 		auth_reset(s);
-		smtp_reply(s, 535, "5.7.8 Authentication credentials invalid");
+		s->auth_started_ms = smtp_monotonic_ms();
+		auth_fail(s, "bad PLAIN field");
 		return;
 	}
 	if (plain.authzid[0] != '\0' && strcmp(plain.authzid, plain.authcid) != 0) {
 		/* No proxy authorization here. */
 		mt_sasl_plain_wipe(&plain);
 		auth_reset(s);
-		smtp_reply(s, 535, "5.7.8 Authentication credentials invalid");
+		s->auth_started_ms = smtp_monotonic_ms();
+		auth_fail(s, "authorization identity differs");
 		return;
 	}
 	authenticate(s, plain.authcid, plain.passwd);

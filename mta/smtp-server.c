@@ -6,7 +6,15 @@
  * client's, used only to count and to log). A client over a limit gets one
  * plaintext 421 line (RFC 5321 3.1: "421 Service not available") written
  * without waiting, then the connection is closed; over implicit TLS it is
- * just closed, as no TLS session exists yet to say it in. */
+ * just closed, as no TLS session exists yet to say it in.
+ *
+ * The same per-address table remembers failed AUTHs (smtp-auth.c): the
+ * n-th failure within auth_fail_window of the previous one is answered
+ * after auth_fail_delay * 2^(n-1), at most AUTH_FAIL_DELAY_MAX, across
+ * connections (as the MMP's mmp-clients.c; RFC 4954's security
+ * considerations leave the defence against password guessing to the
+ * server). An entry with failures
+ * outlives its sessions until the window has passed (smtp_server_sweep). */
 #include "smtp-session.h"
 #include "alloc.h"
 #include "log.h"
@@ -16,13 +24,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #define CLIENT_BUCKETS 1024
+#define AUTH_FAIL_DELAY_MAX 60000u	/* ms: the penalty stops growing */
 
 struct client_count {
 	struct client_count *next;
 	unsigned int sessions;
+	unsigned int auth_failures;	/* within auth_fail_window */
+	uint64_t last_auth_failure_ms;
 	char ip[MT_SOCKADDR_STRLEN];
 };
 
@@ -50,6 +62,63 @@ static struct client_count **client_find(struct smtp_server *server,
 	while (*pp != NULL && strcmp((*pp)->ip, ip) != 0)
 		pp = &(*pp)->next;
 	return pp;
+}
+
+uint64_t smtp_monotonic_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Forget failures older than the window; drop an entry holding nothing. */
+static void client_maybe_free(struct smtp_server *server,
+			      struct client_count **pp, uint64_t now_ms)
+{
+	struct client_count *c = *pp;
+	if (c->auth_failures != 0 &&
+	    now_ms - c->last_auth_failure_ms >= server->mta->set->auth_fail_window)
+		c->auth_failures = 0;
+	if (c->sessions == 0 && c->auth_failures == 0) {
+		*pp = c->next;
+		free(c);
+	}
+}
+
+uint64_t smtp_server_auth_failed(struct smtp_server *server, const char *ip)
+{
+	const struct mt_mta_settings *set = server->mta->set;
+	uint64_t now = smtp_monotonic_ms(), delay = set->auth_fail_delay;
+	struct client_count **pp = client_find(server, ip);
+	if (*pp == NULL) {
+		/* The session's own entry is there; be safe anyway. */
+		*pp = mt_xcalloc(1, sizeof(**pp));
+		snprintf((*pp)->ip, sizeof((*pp)->ip), "%s", ip);
+	}
+	struct client_count *c = *pp;
+	if (c->auth_failures != 0 &&
+	    now - c->last_auth_failure_ms >= set->auth_fail_window)
+		c->auth_failures = 0;
+	if (c->auth_failures < UINT32_MAX)
+		c->auth_failures++;
+	c->last_auth_failure_ms = now;
+	for (unsigned int i = 1; i < c->auth_failures && delay < AUTH_FAIL_DELAY_MAX; i++)
+		delay *= 2;
+	return delay < AUTH_FAIL_DELAY_MAX ? delay : AUTH_FAIL_DELAY_MAX;
+}
+
+void smtp_server_sweep(struct smtp_server *server)
+{
+	uint64_t now = smtp_monotonic_ms();
+	for (size_t i = 0; i < CLIENT_BUCKETS; i++) {
+		struct client_count **pp = &server->clients[i];
+		while (*pp != NULL) {
+			struct client_count *c = *pp;
+			client_maybe_free(server, pp, now);
+			if (*pp == c)
+				pp = &c->next;
+		}
+	}
 }
 
 struct smtp_server *smtp_server_new(struct mta *mta)
@@ -181,11 +250,10 @@ void smtp_server_session_closed(struct smtp_server *server,
 	s->prev = s->next = NULL;
 	server->count--;
 	struct client_count **pp = client_find(server, s->peer_ip);
-	if (*pp != NULL && --(*pp)->sessions == 0) {
-		struct client_count *gone = *pp;
-		*pp = gone->next;
-		free(gone);
-	}
+	if (*pp != NULL && (*pp)->sessions > 0)
+		(*pp)->sessions--;
+	if (*pp != NULL)
+		client_maybe_free(server, pp, smtp_monotonic_ms());
 	if (server->draining && server->count == 0)
 		mta_drain_check(server->mta);
 }

@@ -569,6 +569,8 @@ void smtp_session_close(struct smtp_session *s, const char *reason)
 	s->bev = NULL;
 	event_free(s->idle_timer);
 	event_free(s->life_timer);
+	if (s->auth_delay_timer != NULL)
+		event_free(s->auth_delay_timer);
 	smtp_server_session_closed(s->mta->server, s);
 	/* We may be inside one of s's callbacks: free it from the loop. */
 	mt_loop_post(s->mta->loop, session_free, s);

@@ -152,6 +152,8 @@ struct smtp_session {
 	/* AUTH in progress */
 	int auth_mech;			/* 0 none, 1 PLAIN, 2 LOGIN */
 	char *auth_login_user;		/* LOGIN: the user, awaiting password */
+	struct event *auth_delay_timer;	/* failed AUTH: the 535 waits */
+	uint64_t auth_started_ms;	/* credentials complete (monotonic) */
 
 	/* Limits and counters */
 	unsigned int errors, junk;
@@ -171,6 +173,12 @@ void smtp_server_accept(struct smtp_server *server, enum smtp_service service,
  * transaction; mta_drain_check() when the last one is gone. */
 void smtp_server_drain(struct smtp_server *server);
 unsigned int smtp_server_count(const struct smtp_server *server);
+/* A failed AUTH from ip: the delay (ms) before its 535 answer. */
+uint64_t smtp_server_auth_failed(struct smtp_server *server, const char *ip);
+/* CLOCK_MONOTONIC in milliseconds. */
+uint64_t smtp_monotonic_ms(void);
+/* Drop per-address entries whose failures have expired (stats timer). */
+void smtp_server_sweep(struct smtp_server *server);
 /* Sessions receiving message content now (DATA or BDAT): others about to
  * commit, for the queue's group commit (commit_delay). */
 unsigned int smtp_server_receiving(const struct smtp_server *server);

@@ -265,6 +265,16 @@ static void cmd_rset(struct pop3_session *s, const char *arg)
 	pop3_ok(s, "%u messages", d->count);
 }
 
+/* The session is over for the mailbox: free it for the next login now,
+ * before the +OK just queued reaches the client, so a client that logs in
+ * again the moment it has read +OK never meets [IN-USE] from its own
+ * finished session. */
+static void release_mailbox(struct pop3_session *s)
+{
+	if (s->drop.mbox != NULL)
+		mt_store_mailbox_close(&s->drop.mbox);
+}
+
 static void expunge_done(struct mt_store_req *req, void *context)
 {
 	struct pop3_session *s = context;
@@ -276,6 +286,7 @@ static void expunge_done(struct mt_store_req *req, void *context)
 		mt_slog(MT_LOG_INFO, &s->log, "pop3 logout user=%s deleted=%u",
 			s->login, s->drop.deleted_count);
 		pop3_ok(s, "Logging out, %u messages deleted", s->drop.deleted_count);
+		release_mailbox(s);
 		pop3_close_after(s, "quit");
 		return;
 	}
@@ -294,6 +305,7 @@ static void cmd_quit(struct pop3_session *s, const char *arg)
 		if (s->state == POP3_STATE_TRANSACTION)
 			mt_slog(MT_LOG_INFO, &s->log, "pop3 logout user=%s deleted=0", s->login);
 		pop3_ok(s, "Logging out");
+		release_mailbox(s);
 		pop3_close_after(s, "quit");
 		return;
 	}
