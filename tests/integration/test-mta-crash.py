@@ -43,8 +43,11 @@ class Client(threading.Thread):
                             return
                         token = f"c{self.index}-{self.sent}-{time.time_ns()}"
                         rcpts = rng.sample(USERS, rng.randint(1, 3))
+                        # 10 B to 20 KB in lines of 76 (the MTA refuses
+                        # lines over 998 octets, RFC 5322 2.1.1).
                         body = (f"Subject: {token}\r\nX-Token: {token}\r\n\r\n" +
-                                "x" * rng.randint(10, 20000) + "\r\n")
+                                ("x" * 76 + "\r\n") * rng.randint(0, 263) +
+                                "x" * rng.randint(10, 76) + "\r\n")
                         self.sent += 1
                         s.sendmail("load@remote.test", rcpts, body)
                         # Here the 250 after DATA has arrived.
