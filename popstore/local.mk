@@ -7,6 +7,7 @@ popstore_libmtstore_a_SOURCES = \
 	popstore/store-env.c \
 	popstore/store-records.c \
 	popstore/store-commit.c \
+	popstore/store-purge.c \
 	popstore/store-async.c \
 	popstore/store-mailbox.c \
 	popstore/store-admin.c \

@@ -81,6 +81,10 @@ static const struct mt_setting_def popstore_settings[] = {
 	{ .name = "reader_threads", .type = MT_SETTING_UINT, .offset = S(reader_threads),
 	  .default_value = "4", .max = 64,
 	  .doc = "Store reader threads for mailbox opens and RETR (0: the store's default of 2)." },
+	{ .name = "purge_delay", .type = MT_SETTING_DURATION, .offset = S(purge_delay),
+	  .default_value = "50ms", .min = 1, .max = 3600000,
+	  .doc = "How long the store lets expunged (POP3 QUIT) messages' bodies gather "
+		 "before its background purger deletes them in batches." },
 	MT_SETTINGS_END,
 };
 

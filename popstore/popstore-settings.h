@@ -41,6 +41,7 @@ struct mt_popstore_settings {
 	uint64_t stats_interval;
 	uint64_t commit_threads;
 	uint64_t reader_threads;
+	uint64_t purge_delay;		/* milliseconds */
 };
 
 #endif

@@ -1,6 +1,6 @@
 /* store-admin.c — what `mailtierctl store stat` and `store backup` need:
- * the store's contents, log and checkpoint state, and a hot backup that
- * opens as a store.
+ * the store's contents (with the purge backlog), log and checkpoint state,
+ * and a hot backup that opens as a store.
  *
  * Trust boundary: the backup directory comes from the administrator's
  * command line; it must be absent or empty (nothing in it is removed or
@@ -29,7 +29,7 @@ enum mt_store_status mt_store_stat_get(struct mt_store *store,
 {
 	DB_ENV *env = store->env;
 	memset(st, 0, sizeof(*st));
-	st->format_version = MT_STORE_FORMAT_VERSION;
+	st->format_version = store->format_version;
 	int ret;
 	for (unsigned int attempt = 1;; attempt++) {
 		ret = store_records_totals(store, &st->mailboxes, &st->messages,
@@ -39,6 +39,17 @@ enum mt_store_status mt_store_stat_get(struct mt_store *store,
 	}
 	if (ret != 0) {
 		*error_r = store_error("store %s: reading mailboxes: %s",
+				       store->home, store_strerror(ret));
+		return store_status_from_db(store, ret);
+	}
+	for (unsigned int attempt = 1;; attempt++) {
+		ret = store_records_purge_totals(store, &st->purge_messages,
+						 &st->purge_bytes);
+		if (ret != DB_LOCK_DEADLOCK || attempt >= STORE_TXN_ATTEMPTS)
+			break;
+	}
+	if (ret != 0) {
+		*error_r = store_error("store %s: reading the purge queue: %s",
 				       store->home, store_strerror(ret));
 		return store_status_from_db(store, ret);
 	}

@@ -26,7 +26,11 @@
  * (store-space.c), and the requests complete as durable. Only if that
  * still fails for FLUSH_NOSPACE_RETRIES × FLUSH_RETRY_MSECS do they
  * complete with MT_STORE_NO_SPACE — then a retried message could be stored
- * twice, but an acknowledged one is never lost. */
+ * twice, but an acknowledged one is never lost.
+ *
+ * An expunge's transaction only queues its bodies (store-records.c); once
+ * a flush has made expunges durable, the flusher wakes the purger
+ * (store-purge.c), whose transactions ride on later flushes. */
 #include "store-private.h"
 #include "alloc.h"
 #include "log.h"
@@ -166,12 +170,16 @@ static void *flusher_main(void *arg)
 			note_batch(store, count);
 		else
 			(void)store_status_from_db(store, ret);
+		bool expunged = false;
 		for (struct mt_store_req *req = list, *next; req != NULL; req = next) {
 			next = req->next;
 			req->next = NULL;
 			request_settle(store, req, ret);
+			expunged |= req->kind == STORE_REQ_EXPUNGE && req->removed > 0;
 			store_req_complete(req);
 		}
+		if (expunged)
+			store_purge_kick(store);
 	}
 	return NULL;
 }

@@ -1,6 +1,7 @@
 /* store-env.c — the store's Berkeley DB environment: open with recovery,
- * the four databases and their format check, the checkpoint thread, close,
- * and the mapping of Berkeley DB results to store statuses.
+ * the five databases, their format check and the version 1 → 2 upgrade,
+ * the checkpoint thread, close, and the mapping of Berkeley DB results to
+ * store statuses.
  *
  * Trust boundary: the home directory comes from the administrator's config;
  * its files are ours only if meta.db carries a format version we read.
@@ -17,7 +18,11 @@
  * request (set_lk_detect). A Berkeley DB panic is logged and latched
  * (mt_store_failed()). After a clean close the region files are removed
  * unless another process is attached, so the next open applies its own
- * cache size. Every region page is backed by allocated blocks from the open
+ * cache size. Format versions: a store is refused unless its version is
+ * MT_STORE_FORMAT_VERSION (2) or 1; a version 1 store (no purge.db) is
+ * upgraded by the serving process in one transaction that creates
+ * purge.db and rewrites the version record (a crash midway leaves version
+ * 1), and read as it is by mailtierctl. Every region page is backed by allocated blocks from the open
  * on (DB_REGION_INIT plus store-space.c), so a full disk cannot fault a
  * region page (SIGBUS); full-disk handling is in store-space.c. */
 #include "store-private.h"
@@ -377,15 +382,17 @@ static int dbs_open_all(struct mt_store *store, DB_TXN *txn, u_int32_t flags)
 	    (ret = db_open_one(store, txn, &store->messages, STORE_MESSAGE_DB,
 			       0, flags)) != 0 ||
 	    (ret = db_open_one(store, txn, &store->bodies, STORE_BODY_DB,
-			       STORE_BODY_PAGESIZE, flags)) != 0)
+			       STORE_BODY_PAGESIZE, flags)) != 0 ||
+	    (ret = db_open_one(store, txn, &store->purge, STORE_PURGE_DB,
+			       0, flags)) != 0)
 		return ret;
 	return 0;
 }
 
 static void dbs_close_all(struct mt_store *store)
 {
-	DB **dbs[] = { &store->bodies, &store->messages, &store->mailboxes,
-		       &store->meta };
+	DB **dbs[] = { &store->purge, &store->bodies, &store->messages,
+		       &store->mailboxes, &store->meta };
 	for (size_t i = 0; i < sizeof(dbs) / sizeof(dbs[0]); i++) {
 		if (*dbs[i] == NULL)
 			continue;
@@ -431,6 +438,41 @@ static enum mt_store_status store_create(struct mt_store *store,
 	return MT_STORE_OK;
 }
 
+/* Version 1 → 2 (SERVE mode): purge.db created and the version record
+ * rewritten in one transaction. */
+static enum mt_store_status store_upgrade(struct mt_store *store,
+					  const char **error_r)
+{
+	DB_TXN *txn;
+	int ret = store->env->txn_begin(store->env, NULL, &txn, 0);
+	if (ret == 0) {
+		ret = db_open_one(store, txn, &store->purge, STORE_PURGE_DB, 0,
+				  DB_CREATE);
+		if (ret == 0)
+			ret = store_records_format_set(store, txn,
+						       MT_STORE_FORMAT_VERSION);
+		if (ret == 0)
+			ret = txn->commit(txn, 0);
+		else {
+			(void)txn->abort(txn);
+			if (store->purge != NULL) {
+				(void)store->purge->close(store->purge, 0);
+				store->purge = NULL;
+			}
+		}
+	}
+	if (ret != 0) {
+		*error_r = store_error("store %s: upgrading format version 1 to "
+				       "%u: %s", store->home,
+				       MT_STORE_FORMAT_VERSION, db_strerror(ret));
+		return store_status_from_db(store, ret);
+	}
+	mt_info("store: home=%s upgraded format_version=1 to format_version=%u "
+		"(lazy expunge: %s)", store->home, MT_STORE_FORMAT_VERSION,
+		STORE_PURGE_DB);
+	return MT_STORE_OK;
+}
+
 static enum mt_store_status dbs_open(struct mt_store *store, const char **error_r)
 {
 	if (!file_exists(store->home, STORE_META_DB))
@@ -453,6 +495,15 @@ static enum mt_store_status dbs_open(struct mt_store *store, const char **error_
 		*error_r = store_error("store %s: opening the databases: %s "
 				       "(damaged store?)", store->home,
 				       db_strerror(ret));
+		return ret == ENOENT ? MT_STORE_BAD_FORMAT :
+			store_status_from_db(store, ret);
+	}
+	if (store->format_version == 1)
+		return store->set.mode == MT_STORE_MODE_SERVE ?
+			store_upgrade(store, error_r) : MT_STORE_OK;
+	if ((ret = db_open_one(store, none, &store->purge, STORE_PURGE_DB, 0, 0)) != 0) {
+		*error_r = store_error("store %s: opening %s: %s (damaged store?)",
+				       store->home, STORE_PURGE_DB, db_strerror(ret));
 		return ret == ENOENT ? MT_STORE_BAD_FORMAT :
 			store_status_from_db(store, ret);
 	}
@@ -496,6 +547,7 @@ static void store_free(struct mt_store *store)
 		}
 		store->env = NULL;
 		store->meta = store->mailboxes = store->messages = store->bodies = NULL;
+		store->purge = NULL;
 	}
 	dbs_close_all(store);
 	if (store->env != NULL) {
@@ -511,6 +563,7 @@ static void store_free(struct mt_store *store)
 	store_queue_destroy(&store->read_q);
 	pthread_mutex_destroy(&store->ckp_lock);
 	pthread_cond_destroy(&store->ckp_cond);
+	store_purge_deinit(store);
 	pthread_mutex_destroy(&store->space_lock);
 	pthread_rwlock_destroy(&store->io_lock);
 	store_mailbox_table_deinit(store);
@@ -526,7 +579,8 @@ static void store_free(struct mt_store *store)
 
 static bool threads_start(struct mt_store *store, const char **error_r)
 {
-	if (!store_commit_start(store, error_r) || !store_readers_start(store, error_r))
+	if (!store_commit_start(store, error_r) || !store_readers_start(store, error_r) ||
+	    !store_purge_start(store, error_r))
 		return false;
 	if (pthread_create(&store->checkpointer, NULL, checkpoint_main, store) != 0) {
 		*error_r = store_error("store %s: cannot start the checkpoint thread",
@@ -539,7 +593,10 @@ static bool threads_start(struct mt_store *store, const char **error_r)
 
 static void threads_stop(struct mt_store *store)
 {
-	/* Writers first: every queued delivery is finished and flushed. */
+	/* The purger after its batch in progress (the rest waits for the next
+	 * open); then the writers: every queued delivery is finished and
+	 * flushed. */
+	store_purge_stop(store);
 	store_commit_stop(store);
 	store_readers_stop(store);
 	if (store->checkpointer_started) {
@@ -590,6 +647,7 @@ enum mt_store_status mt_store_open(const struct mt_store_settings *set,
 	store_queue_init(&store->read_q);
 	pthread_mutex_init(&store->ckp_lock, NULL);
 	pthread_cond_init(&store->ckp_cond, NULL);
+	store_purge_init(store);
 	pthread_mutex_init(&store->space_lock, NULL);
 	pthread_rwlock_init(&store->io_lock, NULL);
 	store_mailbox_table_init(store);
@@ -639,4 +697,6 @@ void mt_store_counters_get(struct mt_store *store,
 	c->retries = atomic_load(&store->n_retries);
 	c->reads = atomic_load(&store->n_reads);
 	c->checkpoints = atomic_load(&store->n_checkpoints);
+	c->purged = atomic_load(&store->n_purged);
+	c->purge_txns = atomic_load(&store->n_purge_txns);
 }

@@ -4,6 +4,7 @@
  *   store-env.c       environment: open, recovery, format check, checkpoints
  *   store-records.c   keys and records; the transactions themselves
  *   store-commit.c    the group-commit pipeline (executors + one flusher)
+ *   store-purge.c     the purger: expunged messages' bodies, in the background
  *   store-async.c     requests, completion ports, the reader pool
  *   store-mailbox.c   open mailboxes: snapshot, in-use table, sync reads
  *   store-admin.c     stat and hot backup
@@ -21,13 +22,15 @@
 #include <stdint.h>
 #include <time.h>
 
-/* On-disk layout, format version 1 (see store-records.c for the records).
+/* On-disk layout, format version 2 (see store-records.c for the records).
  * The chunk size is written into meta.db at creation and read back at open,
  * so it could change without touching stored messages. */
 #define STORE_META_DB "meta.db"
 #define STORE_MAILBOX_DB "mailbox.db"
 #define STORE_MESSAGE_DB "message.db"
 #define STORE_BODY_DB "body.db"
+/* Version 2: the bodies of expunged messages waiting for the purger. */
+#define STORE_PURGE_DB "purge.db"
 /* flock()ed by the serving process: one daemon per store. */
 #define STORE_LOCK_FILE "popstore.lock"
 /* Allocated space given back when a log flush hits a full disk, so that
@@ -148,7 +151,9 @@ struct mt_store {
 	char *home;
 	DB_ENV *env;
 	DB *meta, *mailboxes, *messages, *bodies;
+	DB *purge;			/* NULL: a version 1 store (ADMIN mode) */
 	uint32_t chunk_size;
+	uint32_t format_version;	/* as found (1 before the upgrade) */
 	atomic_bool failed;
 	bool opening;			/* in DB_ENV->open (recovery) */
 	int lock_fd;			/* STORE_LOCK_FILE, SERVE mode */
@@ -164,6 +169,13 @@ struct mt_store {
 	struct store_queue read_q;
 	pthread_t *readers;
 	unsigned int reader_count;
+
+	/* The purger (store-purge.c): woken after flushed expunges. */
+	pthread_t purger;
+	bool purger_started;
+	pthread_mutex_t purge_lock;
+	pthread_cond_t purge_cond;
+	bool purge_stop, purge_kicked;	/* under purge_lock */
 
 	pthread_t checkpointer;
 	bool checkpointer_started;
@@ -194,7 +206,7 @@ struct mt_store {
 
 	atomic_uint_fast64_t n_deliveries, n_delivery_requests, n_expunges,
 		n_expunged, n_flushes, n_flushed_requests, n_max_batch,
-		n_retries, n_reads, n_checkpoints;
+		n_retries, n_reads, n_checkpoints, n_purged, n_purge_txns;
 };
 
 /* store-env.c */
@@ -250,6 +262,15 @@ int store_txn_run(struct mt_store *store,
 void store_records_deliver(struct mt_store *store, struct mt_store_req *req);
 /* Expunge req->uids from req->mbox in one NOSYNC transaction. */
 void store_records_expunge(struct mt_store *store, struct mt_store_req *req);
+/* Delete up to max queued bodies (at most max_bytes, at least one) and
+ * their purge.db records in one transaction; *purged_r, *bytes_r what it
+ * deleted (0: the queue is empty). 0 or a DB/errno value. */
+int store_records_purge(struct mt_store *store, unsigned int max,
+			uint64_t max_bytes, uint32_t commit_flags,
+			unsigned int *purged_r, uint64_t *bytes_r);
+/* Count purge.db: the backlog (0 without purge.db). */
+int store_records_purge_totals(struct mt_store *store, uint64_t *messages_r,
+			       uint64_t *bytes_r);
 /* Fill mbox (name set) from the mailbox record and its message records. */
 int store_records_load(struct mt_store *store, struct mt_store_mailbox *mbox);
 /* Read [offset, offset + max) of msg into buf; *size_r the bytes read. */
@@ -258,6 +279,9 @@ int store_records_read(struct mt_store *store, uint64_t mailbox_id,
 		       void *buf, size_t max, size_t *size_r);
 /* New store: write the format records. Existing: check them. */
 int store_records_format_init(struct mt_store *store, DB_TXN *txn);
+/* Rewrite the format-version record (the version 1 → 2 upgrade). */
+int store_records_format_set(struct mt_store *store, DB_TXN *txn,
+			     uint32_t version);
 enum mt_store_status store_records_format_check(struct mt_store *store,
 						const char **error_r);
 /* Sum every mailbox record. */
@@ -268,6 +292,15 @@ int store_records_totals(struct mt_store *store, uint64_t *mailboxes_r,
 bool store_commit_start(struct mt_store *store, const char **error_r);
 void store_commit_stop(struct mt_store *store);
 void store_commit_submit(struct mt_store *store, struct mt_store_req *req);
+
+/* store-purge.c */
+void store_purge_init(struct mt_store *store);
+void store_purge_deinit(struct mt_store *store);
+bool store_purge_start(struct mt_store *store, const char **error_r);
+/* Ends after the batch in progress; the rest waits for the next open. */
+void store_purge_stop(struct mt_store *store);
+/* Expunges were made durable: purge their bodies soon. */
+void store_purge_kick(struct mt_store *store);
 
 /* store-async.c */
 void store_queue_init(struct store_queue *q);

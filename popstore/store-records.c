@@ -1,10 +1,10 @@
-/* store-records.c — the store's on-disk records (format version 1) and the
- * transactions over them: deliver, expunge, load a mailbox's snapshot, read
- * a body range, and the format records.
+/* store-records.c — the store's on-disk records (format version 2) and the
+ * transactions over them: deliver, expunge, purge expunged bodies, load a
+ * mailbox's snapshot, read a body range, and the format records.
  *
  * Layout (all integers big-endian, so the default byte-wise Btree order is
  * numeric order and one mailbox's records sit together):
- *   meta.db     "format-version" → u32 1; "chunk-size" → u32;
+ *   meta.db     "format-version" → u32 2; "chunk-size" → u32;
  *               "next-mailbox-id" → u64; "created" → u64 Unix time
  *   mailbox.db  mailbox name → id u64, next_uid u32, count u32, bytes u64,
  *               uidl_validity u32, flags u32 (0), created u64     (40 bytes)
@@ -12,6 +12,24 @@
  *               uidl_len u8, uidl                   (the STAT/LIST/UIDL data)
  *   body.db     id u64 + uid u32 + chunk u32 → chunk_size bytes of the
  *               message (the last chunk shorter; none for an empty one)
+ *   purge.db    id u64 + uid u32 → size u64, flags u32 (0): the bodies of
+ *               expunged messages not yet deleted (version 2; a version 1
+ *               store is upgraded at open by creating it, store-env.c)
+ *
+ * Lazy expunge. Deleting a body makes Berkeley DB log every deleted page
+ * for undo (~24 KB of log for a 24 KB message), and the POP3 QUIT that
+ * waited for that log to be durable was most of a session's time. So the
+ * expunge transaction (QUIT's, durable before +OK) only deletes the message
+ * records, updates the mailbox record and queues each body in purge.db —
+ * small log records; from its commit on, the message is in no listing and
+ * reads of it answer NOT_FOUND. The purger (store-purge.c, a store thread)
+ * later deletes bodies and their purge.db records together in batched
+ * NOSYNC transactions that the next group-commit flush, checkpoint or full
+ * log buffer makes durable; after a crash purge.db still lists whatever
+ * was not, and the purge resumes: no orphaned body, no resurrected message.
+ * A mailbox's bytes (and so its quota) drop at the expunge; the store's
+ * disk space is reusable once the body is purged (`store stat` shows the
+ * backlog as purge_messages/purge_bytes).
  *
  * Trust boundary: mailbox names and message bytes are the caller's (from
  * LMTP clients via the directory), stored as given. Records read back are
@@ -35,6 +53,7 @@
 #define MESSAGE_REC_FIXED 21
 #define MESSAGE_KEY_SIZE 12
 #define BODY_KEY_SIZE 16
+#define PURGE_REC_SIZE 12
 
 static const char META_FORMAT[] = "format-version";
 static const char META_CHUNK[] = "chunk-size";
@@ -337,10 +356,12 @@ struct expunge_ctx {
 	uint64_t bytes;
 };
 
+/* Remove uid's message record and queue its body for the purger. */
 static int expunge_one(struct mt_store *store, DB_TXN *txn, uint64_t id,
 		       uint32_t uid, uint64_t *size_r)
 {
-	unsigned char kbuf[BODY_KEY_SIZE], vbuf[MESSAGE_REC_FIXED + MT_STORE_UIDL_MAX + 64];
+	unsigned char kbuf[MESSAGE_KEY_SIZE], vbuf[MESSAGE_REC_FIXED + MT_STORE_UIDL_MAX + 64];
+	unsigned char pbuf[PURGE_REC_SIZE];
 	DBT key, data;
 	struct mt_store_msg msg;
 	message_key(kbuf, id, uid);
@@ -353,14 +374,11 @@ static int expunge_one(struct mt_store *store, DB_TXN *txn, uint64_t id,
 		ret = store->messages->del(store->messages, txn, &key, 0);
 	if (ret != 0)
 		return ret;
-	uint64_t chunks = (msg.size + store->chunk_size - 1) / store->chunk_size;
-	for (uint64_t i = 0; i < chunks; i++) {
-		body_key(kbuf, id, uid, (uint32_t)i);
-		dbt_in(&key, kbuf, BODY_KEY_SIZE);
-		ret = store->bodies->del(store->bodies, txn, &key, 0);
-		if (ret != 0 && ret != DB_NOTFOUND)
-			return ret;
-	}
+	store_put_be64(pbuf, msg.size);
+	store_put_be32(pbuf + 8, 0);
+	dbt_in(&data, pbuf, sizeof(pbuf));
+	if ((ret = store->purge->put(store->purge, txn, &key, &data, 0)) != 0)
+		return ret;
 	*size_r = msg.size;
 	return 0;
 }
@@ -418,6 +436,146 @@ void store_records_expunge(struct mt_store *store, struct mt_store_req *req)
 	if (status == MT_STORE_TEMPFAIL && store_space_full(store))
 		status = MT_STORE_NO_SPACE;
 	store_req_set_error(req, status, error);
+}
+
+/* One entry of the purge queue. */
+struct purge_entry {
+	unsigned char key[MESSAGE_KEY_SIZE];
+	uint64_t size;
+};
+
+struct purge_ctx {
+	const struct purge_entry *entries;
+	unsigned int count;
+	unsigned int purged;
+	uint64_t bytes;
+};
+
+/* Delete the queued bodies, then their purge.db records: the purge.db
+ * page locks (which expunges wait for) are held only for the end of the
+ * transaction. An entry already gone (another purge took it) is skipped;
+ * so are missing chunks. */
+static int purge_txn(struct mt_store *store, DB_TXN *txn, void *context)
+{
+	struct purge_ctx *ctx = context;
+	ctx->purged = 0;
+	ctx->bytes = 0;
+	DBT key;
+	for (unsigned int i = 0; i < ctx->count; i++) {
+		const struct purge_entry *e = &ctx->entries[i];
+		uint64_t id = store_get_be64(e->key);
+		uint32_t uid = store_get_be32(e->key + 8);
+		uint64_t chunks = (e->size + store->chunk_size - 1) / store->chunk_size;
+		for (uint64_t c = 0; c < chunks; c++) {
+			unsigned char kbuf[BODY_KEY_SIZE];
+			body_key(kbuf, id, uid, (uint32_t)c);
+			dbt_in(&key, kbuf, BODY_KEY_SIZE);
+			int ret = store->bodies->del(store->bodies, txn, &key, 0);
+			if (ret != 0 && ret != DB_NOTFOUND)
+				return ret;
+		}
+	}
+	for (unsigned int i = 0; i < ctx->count; i++) {
+		const struct purge_entry *e = &ctx->entries[i];
+		dbt_in(&key, e->key, MESSAGE_KEY_SIZE);
+		int ret = store->purge->del(store->purge, txn, &key, 0);
+		if (ret == DB_NOTFOUND)
+			continue;
+		if (ret != 0)
+			return ret;
+		ctx->purged++;
+		ctx->bytes += e->size;
+	}
+	return 0;
+}
+
+/* Up to max entries from the head of purge.db, at most max_bytes of bodies
+ * (but at least one entry), read without a transaction. */
+static int purge_collect(struct mt_store *store, struct purge_entry *entries,
+			 unsigned int max, uint64_t max_bytes,
+			 unsigned int *count_r)
+{
+	*count_r = 0;
+	DBC *cursor;
+	int ret = store->purge->cursor(store->purge, NULL, &cursor, 0);
+	if (ret != 0)
+		return ret;
+	unsigned char kbuf[MESSAGE_KEY_SIZE + 16], vbuf[PURGE_REC_SIZE + 16];
+	DBT key, data;
+	dbt_out(&key, kbuf, sizeof(kbuf));
+	dbt_out(&data, vbuf, sizeof(vbuf));
+	uint64_t bytes = 0;
+	while (*count_r < max && bytes < max_bytes &&
+	       (ret = cursor->get(cursor, &key, &data, DB_NEXT)) == 0) {
+		if (key.size != MESSAGE_KEY_SIZE || data.size < PURGE_REC_SIZE) {
+			ret = STORE_ERR_DAMAGED;
+			break;
+		}
+		struct purge_entry *e = &entries[(*count_r)++];
+		memcpy(e->key, kbuf, MESSAGE_KEY_SIZE);
+		e->size = store_get_be64(vbuf);
+		bytes += e->size;
+	}
+	int t_ret = cursor->close(cursor);
+	if (ret == DB_NOTFOUND)
+		ret = 0;
+	return ret != 0 ? ret : t_ret;
+}
+
+int store_records_purge(struct mt_store *store, unsigned int max,
+			uint64_t max_bytes, uint32_t commit_flags,
+			unsigned int *purged_r, uint64_t *bytes_r)
+{
+	*purged_r = 0;
+	*bytes_r = 0;
+	struct purge_entry *entries = mt_xcalloc(max, sizeof(*entries));
+	unsigned int count = 0;
+	int ret;
+	for (unsigned int attempt = 1;; attempt++) {
+		ret = purge_collect(store, entries, max, max_bytes, &count);
+		if (!retryable(ret) || attempt >= STORE_TXN_ATTEMPTS)
+			break;
+		store_counter_add(&store->n_retries, 1);
+		sched_yield();
+	}
+	if (ret == 0 && count > 0) {
+		struct purge_ctx ctx = { .entries = entries, .count = count };
+		ret = store_txn_run(store, purge_txn, &ctx, commit_flags);
+		if (ret == 0) {
+			*purged_r = ctx.purged;
+			*bytes_r = ctx.bytes;
+		}
+	}
+	free(entries);
+	return ret;
+}
+
+int store_records_purge_totals(struct mt_store *store, uint64_t *messages_r,
+			       uint64_t *bytes_r)
+{
+	*messages_r = *bytes_r = 0;
+	if (store->purge == NULL)
+		return 0;	/* a version 1 store opened for administration */
+	DBC *cursor;
+	int ret = store->purge->cursor(store->purge, NULL, &cursor, 0);
+	if (ret != 0)
+		return ret;
+	unsigned char kbuf[MESSAGE_KEY_SIZE + 16], vbuf[PURGE_REC_SIZE + 16];
+	DBT key, data;
+	dbt_out(&key, kbuf, sizeof(kbuf));
+	dbt_out(&data, vbuf, sizeof(vbuf));
+	while ((ret = cursor->get(cursor, &key, &data, DB_NEXT)) == 0) {
+		if (data.size < PURGE_REC_SIZE) {
+			ret = STORE_ERR_DAMAGED;
+			break;
+		}
+		(*messages_r)++;
+		*bytes_r += store_get_be64(vbuf);
+	}
+	int t_ret = cursor->close(cursor);
+	if (ret == DB_NOTFOUND)
+		ret = 0;
+	return ret != 0 ? ret : t_ret;
 }
 
 /* One attempt at reading the snapshot; deadlocks make the caller retry. */
@@ -482,6 +640,22 @@ int store_records_read(struct mt_store *store, uint64_t mailbox_id,
 		       void *buf, size_t max, size_t *size_r)
 {
 	*size_r = 0;
+	/* An expunged message's body may wait for the purger: its message
+	 * record, gone at the expunge, says whether it may still be read. */
+	unsigned char mkey[MESSAGE_KEY_SIZE], mval[8];
+	DBT key, data;
+	message_key(mkey, mailbox_id, msg->uid);
+	dbt_in(&key, mkey, sizeof(mkey));
+	dbt_out(&data, mval, sizeof(mval));
+	data.flags |= DB_DBT_PARTIAL;	/* existence only: dlen 0 */
+	for (unsigned int attempt = 1;; attempt++) {
+		int ret = store->messages->get(store->messages, NULL, &key, &data, 0);
+		if (ret == 0)
+			break;
+		if (!retryable(ret) || attempt >= STORE_TXN_ATTEMPTS)
+			return ret;
+		store_counter_add(&store->n_retries, 1);
+	}
 	if (offset >= msg->size)
 		return 0;
 	const size_t chunk = store->chunk_size;
@@ -493,7 +667,6 @@ int store_records_read(struct mt_store *store, uint64_t mailbox_id,
 		size_t in_chunk = (size_t)(pos % chunk);
 		size_t n = want - done < chunk - in_chunk ? want - done : chunk - in_chunk;
 		unsigned char kbuf[BODY_KEY_SIZE];
-		DBT key, data;
 		body_key(kbuf, mailbox_id, msg->uid, (uint32_t)(pos / chunk));
 		dbt_in(&key, kbuf, sizeof(kbuf));
 		dbt_out(&data, (char *)buf + done, n);
@@ -538,7 +711,19 @@ int store_records_format_init(struct mt_store *store, DB_TXN *txn)
 	    (ret = meta_put(store, txn, META_CREATED, created, 8)) != 0)
 		return ret;
 	store->chunk_size = STORE_CHUNK_SIZE;
+	store->format_version = MT_STORE_FORMAT_VERSION;
 	return 0;
+}
+
+int store_records_format_set(struct mt_store *store, DB_TXN *txn,
+			     uint32_t version)
+{
+	unsigned char buf[4];
+	store_put_be32(buf, version);
+	int ret = meta_put(store, txn, META_FORMAT, buf, 4);
+	if (ret == 0)
+		store->format_version = version;
+	return ret;
 }
 
 /* A u32 meta record; DB_NOTFOUND if absent, EINVAL if not 4 bytes. */
@@ -572,13 +757,18 @@ enum mt_store_status store_records_format_check(struct mt_store *store,
 				       store->home, db_strerror(ret));
 		return store_status_from_db(store, ret);
 	}
-	if (version != MT_STORE_FORMAT_VERSION) {
+	/* Version 1 is version 2 without purge.db: store-env.c upgrades it
+	 * (SERVE mode) by creating that, in the transaction that rewrites
+	 * the version record. */
+	if (version != MT_STORE_FORMAT_VERSION && version != 1) {
 		*error_r = store_error("store %s has format version %u; this "
-				       "mailtier-popstore reads version %u only: "
-				       "refusing to open it", store->home,
-				       version, MT_STORE_FORMAT_VERSION);
+				       "mailtier-popstore reads version %u (and "
+				       "upgrades version 1) only: refusing to "
+				       "open it", store->home, version,
+				       MT_STORE_FORMAT_VERSION);
 		return MT_STORE_BAD_FORMAT;
 	}
+	store->format_version = version;
 	ret = meta_get_u32(store, META_CHUNK, &chunk);
 	if (ret != 0 || chunk < 1024 || chunk > (16u << 20)) {
 		*error_r = store_error("store %s: bad or missing chunk-size record",

@@ -46,7 +46,10 @@
  *    reserve and the files' headroom, flush the log, checkpoint — runs
  *    every second (checkpoint thread) and before a write (commit thread,
  *    at most every PROBE_MSECS); when it succeeds the mode ends by itself,
- *    without a restart.
+ *    without a restart. The purger (store-purge.c) tries no purge in
+ *    no-space mode and keeps the queue of one that fails with ENOSPC:
+ *    both are retried once space is back. A purge frees body.db pages
+ *    for later deliveries (the file itself does not shrink).
  *
  * Trust boundary: the home directory from the configuration; the region
  * file names are Berkeley DB's, found in this process's own mappings. */
@@ -140,6 +143,7 @@ int store_space_prealloc_regions(struct mt_store *store, const char **error_r)
 
 static const char *const db_files[] = {
 	STORE_META_DB, STORE_MAILBOX_DB, STORE_MESSAGE_DB, STORE_BODY_DB,
+	STORE_PURGE_DB,
 };
 
 /* Blocks of fd allocated at least need bytes beyond its end: if *end_r

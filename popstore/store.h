@@ -20,6 +20,13 @@
  *  - Message metadata (uid, size, UIDL, arrival) lives apart from bodies, so
  *    a mailbox listing (STAT/LIST/UIDL) never reads a body; bodies are stored
  *    in chunks and read by range, so RETR of a 2.6 MB message can stream.
+ *  - An expunge is lazy: its durable transaction removes the messages from
+ *    every listing and read (and their bytes from the mailbox's total and
+ *    quota) and queues their bodies, which a store thread purges later in
+ *    batches that need no flush of their own; a crash only delays the
+ *    purge (the queue is durable with the expunge). The store's disk space
+ *    is reusable once a body is purged; mt_store_stat's purge_* show the
+ *    backlog.
  *  - UIDLs are stored with each message and never change.
  *  - A mailbox is open at most once in the process (MT_STORE_IN_USE).
  *
@@ -82,12 +89,17 @@ struct mt_store_settings {
 	unsigned int commit_threads;	/* transaction executors; 0: 1 */
 	unsigned int reader_threads;	/* 0: 2 */
 	uint64_t log_file_size;		/* 0: 64 MB (tests use small ones) */
+	/* How long the purger lets expunged bodies gather before a round
+	 * (SERVE mode); 0: 50 ms. Tests use a long one to crash before it. */
+	unsigned int purge_delay_msecs;
 };
 
 /* Open (and, in SERVE mode, recover) the store. A store whose format version
  * is not MT_STORE_FORMAT_VERSION is refused with MT_STORE_BAD_FORMAT and a
- * message naming both versions. *error_r is valid until the thread's next
- * store call. */
+ * message naming both versions, except version 1, which SERVE mode upgrades
+ * in place (one transaction: purge.db created, the version record set to
+ * 2; version 1 code then refuses the store) and ADMIN mode reads as it is.
+ * *error_r is valid until the thread's next store call. */
 enum mt_store_status mt_store_open(const struct mt_store_settings *set,
 				   struct mt_store **store_r,
 				   const char **error_r);
@@ -101,7 +113,7 @@ void mt_store_close(struct mt_store **store_p);
  * recovery (systemd Restart=on-failure). */
 bool mt_store_failed(struct mt_store *store);
 
-#define MT_STORE_FORMAT_VERSION 1
+#define MT_STORE_FORMAT_VERSION 2
 #define MT_STORE_MAILBOX_MAX 255
 #define MT_STORE_UIDL_MAX 70		/* RFC 1939: 1 to 70 characters */
 #define MT_STORE_READ_MAX (1024 * 1024)	/* largest range one read returns */
@@ -205,7 +217,8 @@ enum mt_store_status mt_store_read_sync(struct mt_store_mailbox *mbox,
 					const char **error_r);
 
 /* Remove these uids from the mailbox in one transaction and make it durable
- * (POP3 UPDATE state); uids already gone are ignored. */
+ * (POP3 UPDATE state); uids already gone are ignored. Their bodies are
+ * purged afterwards by the store (see above). */
 struct mt_store_req *mt_store_expunge(struct mt_store_port *port,
 				      struct mt_store_mailbox *mbox,
 				      const uint32_t *uids, unsigned int count,
@@ -229,6 +242,8 @@ struct mt_store_counters {
 	uint64_t retries;		/* transactions retried after a deadlock */
 	uint64_t reads;			/* mailbox opens and body reads */
 	uint64_t checkpoints;
+	uint64_t purged;		/* expunged bodies deleted by the purger */
+	uint64_t purge_txns;		/* the purge transactions that did it */
 };
 void mt_store_counters_get(struct mt_store *store,
 			   struct mt_store_counters *counters_r);
@@ -237,6 +252,9 @@ void mt_store_counters_get(struct mt_store *store,
 struct mt_store_stat {
 	uint32_t format_version;
 	uint64_t mailboxes, messages, bytes;
+	/* Expunged messages whose bodies still wait for the purger, and
+	 * their bytes (not in bytes above; still on disk). */
+	uint64_t purge_messages, purge_bytes;
 	uint32_t log_first_file;	/* oldest log file kept */
 	uint32_t log_file, log_offset;	/* end of the log */
 	unsigned int log_files;
@@ -250,6 +268,12 @@ struct mt_store_stat {
 enum mt_store_status mt_store_stat_get(struct mt_store *store,
 				       struct mt_store_stat *stat_r,
 				       const char **error_r);
+/* Purge every queued body now, from the calling thread (SERVE mode; for
+ * tools and tests — the daemon's purger does it by itself) and make it
+ * durable; *purged_r how many. */
+enum mt_store_status mt_store_purge_sync(struct mt_store *store,
+					 unsigned int *purged_r,
+					 const char **error_r);
 /* Hot backup into dir (absent or empty): checkpoint, copy the databases,
  * then the logs (log removal is held off meanwhile), then run catastrophic
  * recovery in dir, so dir opens as a store (normal recovery) right away. */

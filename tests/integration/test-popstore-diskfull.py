@@ -15,9 +15,13 @@ preallocated ends of its database files):
   - once the filler is gone the store recovers by itself (no restart):
     deliveries and deletions work again;
   - every message acknowledged with 250 is there exactly once, byte for
-    byte, also after a restart; none answered 452 is.
+    byte, also after a restart; none answered 452 is;
+  - expunged bodies queued for the purger (lazy expunge, purge_delay 2s)
+    when the disk fills are not lost: they stay queued while it is full and
+    are purged once space returns (the daemon's purged= counter).
 """
 
+import errno
 import os
 import shutil
 import subprocess
@@ -34,8 +38,15 @@ CLIENTS = 4
 
 
 def fill(path):
-    """Write path until the file system is full."""
-    with open(path, "wb") as f:
+    """Write path until the file system is full (it may be already: the
+    deliveries running meanwhile can fill it first)."""
+    try:
+        f = open(path, "wb")
+    except OSError as e:
+        if e.errno == errno.ENOSPC:
+            return
+        raise
+    with f:
         chunk = b"\0" * 65536
         try:
             while True:
@@ -125,6 +136,14 @@ def check_mailbox(env, ledger, password):
     return p, n
 
 
+def purged(d):
+    """The daemon's purged= counter (SIGHUP logs the counters)."""
+    d.reload()
+    time.sleep(0.2)
+    lines = [l for l in d.log().splitlines() if "stats when=reload" in l]
+    return int(lines[-1].split(" purged=")[1].split()[0]) if lines else 0
+
+
 def scenario(h, env, fs, mount):
     mnt = os.path.join(h.tmpdir, fs)
     os.mkdir(mnt)
@@ -139,9 +158,25 @@ def scenario(h, env, fs, mount):
 
     for i in range(5):
         assert ledger.deliver(env, f"{fs} before {i}", body) == 250
+    # Two deletions whose bodies wait 2 s for the purger: it finds the
+    # disk full, so they must stay queued until space returns.
+    p = env.pop("s1", ALICE, "pw-a")
+    gone = []
+    for i in (1, 2):
+        gone.append(subject_of(strip_trace(b"\r\n".join(p.retr(i)[1]) + b"\r\n")))
+        p.dele(i)
+    assert p.quit().startswith(b"+OK")
+    ledger.good = [g for g in ledger.good if g[0] not in gone]
 
     # Deliveries in flight while the disk fills: each client goes on
-    # until it has been refused a few times.
+    # until it has been refused a few times. 8 MB of ballast first, so
+    # there is space to give back even when the deliveries fill the disk
+    # before the filler does.
+    ballast = os.path.join(mnt, "ballast")
+    with open(ballast, "wb") as f:
+        f.write(b"\0" * (8 << 20))
+        f.flush()
+        os.fsync(f.fileno())
     errors = []
 
     def client(c):
@@ -185,7 +220,9 @@ def scenario(h, env, fs, mount):
     p.quit()
 
     # Space returns: the store notices by itself.
-    os.unlink(filler)
+    for path in (filler, ballast):
+        if os.path.exists(path):
+            os.unlink(path)
     deadline = time.monotonic() + 20
     i = 0
     while ledger.deliver(env, f"{fs} after {i}", body) != 250:
@@ -200,6 +237,11 @@ def scenario(h, env, fs, mount):
     assert p.quit().startswith(b"+OK")
     ledger.good = [g for g in ledger.good if g[0] != first]
     check_mailbox(env, ledger, "pw-a")[0].quit()
+    # Every expunged body purged, those queued while the disk was full too.
+    deadline = time.monotonic() + 20
+    while purged(d) < 3:
+        assert time.monotonic() < deadline, f"{fs}: purged={purged(d)}, want 3"
+        time.sleep(0.5)
 
     # Durable: the same after a restart (recovery at open).
     d.stop()
@@ -214,7 +256,7 @@ def scenario(h, env, fs, mount):
 def test(h):
     if os.geteuid() != 0:
         raise mtharness.Skip("mounting a file system needs root")
-    env = popstorelib.Env(h, shards=("s1",), popstore_extra="db_cache_size = 4M\n")
+    env = popstorelib.Env(h, shards=("s1",), popstore_extra="db_cache_size = 4M\npurge_delay = 2s\n")
     env.add_user(ALICE, "pw-a")
     ran = [fs for fs, mount in (("tmpfs", mount_tmpfs), ("ext4", mount_ext4))
            if scenario(h, env, fs, mount)]

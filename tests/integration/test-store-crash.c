@@ -16,14 +16,24 @@
  * before the request and "E mailbox uid" lines after its completion (like
  * the +OK to QUIT).
  *
- * verify: every acknowledged delivery is in its mailbox exactly once, under
- * its uid, byte for byte — unless an expunge of it was acknowledged (then
- * it must be gone) or was in flight at the kill (then either is right); no
+ * Expunges are lazy (the bodies are purged later by the store's purger):
+ * in even rounds the purger waits an hour, so the kill always finds
+ * acknowledged expunges whose bodies are still queued; in odd rounds it
+ * runs as in the daemon, so kills land in the middle of purges too.
+ *
+ * verify: opened with the purger held back, every acknowledged delivery is
+ * in its mailbox exactly once, under its uid, byte for byte — unless an
+ * expunge of it was acknowledged (then it must be gone, even with its body
+ * still queued) or was in flight at the kill (then either is right); no
  * token appears twice; the mailbox records' totals match the messages.
- * Unacknowledged deliveries may or may not be there.
+ * Unacknowledged deliveries may or may not be there. Then the store is
+ * reopened with its purger running, which must empty the purge queue by
+ * itself; after that every body in body.db belongs to a listed message (no
+ * orphan) and every listed message has its body.
  *
  * Trust boundary: test code; ACKS is ours. */
 #include "store.h"
+#include "store-private.h"	/* verify: body.db and purge.db themselves */
 #include "buf.h"
 #include "log.h"
 
@@ -41,6 +51,9 @@
 #define MAILBOXES 4
 #define KEEP_NEWEST 30
 #define MAX_ACKS 1000000
+/* A purger held back: it waits this long before its first round. */
+#define PURGE_HELD_MSECS (3600u * 1000u)
+#define PURGE_WAIT_SECS 60
 
 static uint64_t rng_state;
 
@@ -211,12 +224,13 @@ static void client_timer_cb(evutil_socket_t fd, short what, void *arg)
 	client_next(arg);
 }
 
-static struct mt_store *open_store(const char *home, enum mt_store_mode mode)
+static struct mt_store *open_store(const char *home, enum mt_store_mode mode,
+				   unsigned int purge_delay_msecs)
 {
 	struct mt_store_settings set = {
 		.home = home, .mode = mode, .create = true,
 		.cache_size = 16u << 20, .checkpoint_secs = 1,
-		.log_file_size = 1u << 20,
+		.log_file_size = 1u << 20, .purge_delay_msecs = purge_delay_msecs,
 	};
 	struct mt_store *store;
 	const char *error;
@@ -237,7 +251,9 @@ static int cmd_run(const char *home, const char *acks, unsigned int round)
 		perror(acks);
 		return 2;
 	}
-	struct mt_store *store = open_store(home, MT_STORE_MODE_SERVE);
+	/* Even rounds: bodies stay queued until the kill. */
+	struct mt_store *store = open_store(home, MT_STORE_MODE_SERVE,
+					    round % 2 == 0 ? PURGE_HELD_MSECS : 0);
 	const char *error;
 	d.base = event_base_new();
 	d.port = mt_store_port_new(store, d.base, &error);
@@ -425,11 +441,77 @@ static int verify_mailbox(struct mt_store *store, const char *name,
 	return ret;
 }
 
+/* Does message.db hold (id, uid)? */
+static bool message_exists(struct mt_store *store, const unsigned char *key12)
+{
+	DBT key = { .data = (void *)key12, .size = 12 };
+	unsigned char buf[8];
+	DBT data = { .data = buf, .ulen = sizeof(buf),
+		     .flags = DB_DBT_USERMEM | DB_DBT_PARTIAL };
+	return store->messages->get(store->messages, NULL, &key, &data, 0) == 0;
+}
+
+/* Reopen with the purger running: it must empty purge.db by itself; then
+ * no body without its message, no message without its body. */
+static int verify_purge(const char *home, struct mt_store_stat *st)
+{
+	struct mt_store *store = open_store(home, MT_STORE_MODE_SERVE, 0);
+	const char *error;
+	int ret = 0;
+	for (unsigned int i = 0; i < PURGE_WAIT_SECS * 20; i++) {
+		if (mt_store_stat_get(store, st, &error) != MT_STORE_OK) {
+			fprintf(stderr, "stat: %s\n", error);
+			ret = -1;
+			break;
+		}
+		if (st->purge_messages == 0)
+			break;
+		usleep(50000);
+	}
+	if (ret == 0 && st->purge_messages != 0) {
+		fprintf(stderr, "the purger left %" PRIu64 " queued bodies after %u s\n",
+			st->purge_messages, PURGE_WAIT_SECS);
+		ret = -1;
+	}
+	/* The bodies: each chunk 0 of a listed message, nothing else. */
+	DBC *c;
+	unsigned char kbuf[32];
+	DBT key = { .data = kbuf, .ulen = sizeof(kbuf), .flags = DB_DBT_USERMEM };
+	DBT data = { .flags = DB_DBT_PARTIAL | DB_DBT_USERMEM, .data = kbuf, .ulen = 0 };
+	uint64_t firsts = 0;
+	if (ret == 0 && store->bodies->cursor(store->bodies, NULL, &c, 0) == 0) {
+		int r;
+		while ((r = c->get(c, &key, &data, DB_NEXT)) == 0) {
+			if (key.size != 16 || !message_exists(store, kbuf)) {
+				fprintf(stderr, "orphaned body: mailbox id %" PRIu64
+					" uid %u chunk %u\n", store_get_be64(kbuf),
+					store_get_be32(kbuf + 8), store_get_be32(kbuf + 12));
+				ret = -1;
+				break;
+			}
+			firsts += store_get_be32(kbuf + 12) == 0;
+		}
+		(void)c->close(c);
+		if (ret == 0 && r != DB_NOTFOUND) {
+			fprintf(stderr, "reading body.db: %s\n", db_strerror(r));
+			ret = -1;
+		}
+	}
+	/* Empty messages have no chunk; the test's are never empty. */
+	if (ret == 0 && firsts != st->messages) {
+		fprintf(stderr, "%" PRIu64 " messages but %" PRIu64 " bodies\n",
+			st->messages, firsts);
+		ret = -1;
+	}
+	mt_store_close(&store);
+	return ret;
+}
+
 static int cmd_verify(const char *home, const char *acks_path)
 {
 	if (read_acks(acks_path) < 0)
 		return 1;
-	struct mt_store *store = open_store(home, MT_STORE_MODE_SERVE);
+	struct mt_store *store = open_store(home, MT_STORE_MODE_SERVE, PURGE_HELD_MSECS);
 	unsigned int present = 0, unacked = 0;
 	uint64_t messages = 0, bytes = 0;
 	int ret = 0;
@@ -468,14 +550,18 @@ static int cmd_verify(const char *home, const char *acks_path)
 	mt_store_close(&store);
 	if (ret != 0)
 		return 1;
-	printf("acked=%u present=%u expunged=%u unacked_present=%u log_files=%u\n",
-	       ack_count, live, expunged, unacked, st.log_files);
+	uint64_t backlog = st.purge_messages;
+	if (verify_purge(home, &st) != 0)
+		return 1;
+	printf("acked=%u present=%u expunged=%u unacked_present=%u log_files=%u "
+	       "purge_backlog=%" PRIu64 "\n", ack_count, live, expunged, unacked,
+	       st.log_files, backlog);
 	return 0;
 }
 
 static int cmd_stat(const char *home)
 {
-	struct mt_store *store = open_store(home, MT_STORE_MODE_ADMIN);
+	struct mt_store *store = open_store(home, MT_STORE_MODE_ADMIN, 0);
 	struct mt_store_stat st;
 	const char *error;
 	if (mt_store_stat_get(store, &st, &error) != MT_STORE_OK) {
@@ -483,9 +569,9 @@ static int cmd_stat(const char *home)
 		return 1;
 	}
 	printf("mailboxes=%" PRIu64 " messages=%" PRIu64 " bytes=%" PRIu64
-	       " log_files=%u log=%u/%u checkpoint=%u/%u\n", st.mailboxes,
-	       st.messages, st.bytes, st.log_files, st.log_file, st.log_offset,
-	       st.ckp_file, st.ckp_offset);
+	       " log_files=%u log=%u/%u checkpoint=%u/%u purge_messages=%" PRIu64
+	       "\n", st.mailboxes, st.messages, st.bytes, st.log_files, st.log_file,
+	       st.log_offset, st.ckp_file, st.ckp_offset, st.purge_messages);
 	mt_store_close(&store);
 	return 0;
 }

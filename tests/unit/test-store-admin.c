@@ -84,7 +84,7 @@ static void test_stat_and_log_removal(void **state)
 	struct mt_store_stat st;
 	const char *error;
 	assert_int_equal(mt_store_stat_get(store, &st, &error), MT_STORE_OK);
-	assert_int_equal(st.format_version, 1);
+	assert_int_equal(st.format_version, MT_STORE_FORMAT_VERSION);
 	assert_int_equal(st.mailboxes, 3);
 	assert_int_equal(st.messages, 60);
 	assert_int_equal(st.bytes, 60 * MSG_SIZE);

@@ -1,7 +1,9 @@
 /* test-store.c — unit tests of the message store (popstore/store.h) on a
  * real Berkeley DB environment in a scratch directory: deliver, list, read
  * by ranges (chunk boundaries, a 2.6 MB body), expunge, quota, the in-use
- * lock, UIDL stability across close/reopen, the format-version refusal,
+ * lock, UIDL stability across close/reopen, the format-version refusal and
+ * the version 1 upgrade, the lazy expunge (purge queue, purger, backlog
+ * across a close, purging on a full disk),
  * the async API on an event_base (streaming read, cancel, freeing a port
  * with requests in flight), a full disk (ENOSPC injected through Berkeley
  * DB's I/O hooks) and a Berkeley DB panic (DB_RUNRECOVERY, set through
@@ -320,6 +322,20 @@ static void set_format_version(const char *home, uint32_t version)
 	assert_int_equal(env->close(env, 0), 0);
 }
 
+/* What a version 1 store looked like: no purge.db, version record 1. */
+static void make_version_1(const char *home)
+{
+	set_format_version(home, 1);
+	DB_ENV *env;
+	assert_int_equal(db_env_create(&env, 0), 0);
+	assert_int_equal(env->open(env, home, DB_CREATE | DB_INIT_TXN | DB_INIT_LOG |
+				   DB_INIT_LOCK | DB_INIT_MPOOL | DB_RECOVER |
+				   DB_REGISTER, 0600), 0);
+	assert_int_equal(env->dbremove(env, NULL, "purge.db", NULL,
+				       DB_AUTO_COMMIT), 0);
+	assert_int_equal(env->close(env, 0), 0);
+}
+
 static void test_format_version(void **state)
 {
 	struct mt_store *store = test_store_open();
@@ -327,25 +343,51 @@ static void test_format_version(void **state)
 	mt_store_close(&store);
 	set_format_version(test_path("store"), 99);
 
+	char home[512], purge_db[600];	/* test_path()'s buffer is reused */
+	snprintf(home, sizeof(home), "%s", test_path("store"));
+	snprintf(purge_db, sizeof(purge_db), "%s/purge.db", home);
 	struct mt_store_settings set = {
-		.home = test_path("store"), .mode = MT_STORE_MODE_SERVE,
+		.home = home, .mode = MT_STORE_MODE_SERVE,
 		.create = true, .cache_size = 8u << 20,
 	};
 	const char *error = NULL;
 	assert_int_equal(mt_store_open(&set, &store, &error), MT_STORE_BAD_FORMAT);
 	assert_null(store);
 	assert_non_null(strstr(error, "format version 99"));
-	assert_non_null(strstr(error, "reads version 1"));
+	assert_non_null(strstr(error, "reads version 2"));
 	set.mode = MT_STORE_MODE_ADMIN;
 	assert_int_equal(mt_store_open(&set, &store, &error), MT_STORE_BAD_FORMAT);
 
-	/* Back to 1: it opens, with its data. */
-	set_format_version(test_path("store"), 1);
-	set.mode = MT_STORE_MODE_SERVE;
+	/* A version 1 store (no purge.db): mailtierctl reads it as it is,
+	 * the daemon upgrades it in place, with its data. */
+	make_version_1(home);
 	assert_int_equal(mt_store_open(&set, &store, &error), MT_STORE_OK);
 	struct mt_store_stat st;
 	assert_int_equal(mt_store_stat_get(store, &st, &error), MT_STORE_OK);
+	assert_int_equal(st.format_version, 1);
 	assert_int_equal(st.messages, 1);
+	assert_int_equal(st.purge_messages, 0);
+	mt_store_close(&store);
+	assert_int_equal(access(purge_db, F_OK), -1);
+	set.mode = MT_STORE_MODE_SERVE;
+	assert_int_equal(mt_store_open(&set, &store, &error), MT_STORE_OK);
+	assert_int_equal(mt_store_stat_get(store, &st, &error), MT_STORE_OK);
+	assert_int_equal(st.format_version, MT_STORE_FORMAT_VERSION);
+	assert_int_equal(st.messages, 1);
+	struct mt_store_mailbox *mbox;
+	assert_int_equal(mt_store_mailbox_open_sync(store, "henry", &mbox, &error),
+			 MT_STORE_OK);
+	const uint32_t uid = 1;
+	assert_int_equal(mt_store_expunge_wait(mbox, &uid, 1, &error), MT_STORE_OK);
+	mt_store_mailbox_close(&mbox);
+	mt_store_close(&store);
+	assert_int_equal(access(purge_db, F_OK), 0);
+	/* Upgraded for good: version 1 code now refuses it. */
+	set.mode = MT_STORE_MODE_ADMIN;
+	assert_int_equal(mt_store_open(&set, &store, &error), MT_STORE_OK);
+	assert_int_equal(mt_store_stat_get(store, &st, &error), MT_STORE_OK);
+	assert_int_equal(st.format_version, MT_STORE_FORMAT_VERSION);
+	assert_int_equal(st.messages, 0);
 	mt_store_close(&store);
 
 	/* Nothing there: admin mode and create=false refuse, naming it. */
@@ -576,6 +618,182 @@ static void test_disk_full(void **state)
 	free(data);
 }
 
+/* Records of a Berkeley DB database (white-box). */
+static unsigned int db_records(DB *db)
+{
+	DBC *c;
+	DBT key, data;
+	memset(&key, 0, sizeof(key));
+	memset(&data, 0, sizeof(data));
+	assert_int_equal(db->cursor(db, NULL, &c, 0), 0);
+	unsigned int n = 0;
+	while (c->get(c, &key, &data, DB_NEXT) == 0)
+		n++;
+	assert_int_equal(c->close(c), 0);
+	return n;
+}
+
+static struct mt_store *store_open_delay(unsigned int purge_delay_msecs)
+{
+	struct mt_store_settings set = {
+		.home = test_path("store"), .mode = MT_STORE_MODE_SERVE,
+		.create = true, .cache_size = 16u << 20, .commit_threads = 1,
+		.log_file_size = 1u << 20, .purge_delay_msecs = purge_delay_msecs,
+	};
+	struct mt_store *store = NULL;
+	const char *error = NULL;
+	assert_int_equal(mt_store_open(&set, &store, &error), MT_STORE_OK);
+	return store;
+}
+
+static void expunge_uids(struct mt_store *store, const char *name,
+			 const uint32_t *uids, unsigned int count)
+{
+	struct mt_store_mailbox *mbox;
+	const char *error;
+	assert_int_equal(mt_store_mailbox_open_sync(store, name, &mbox, &error),
+			 MT_STORE_OK);
+	assert_int_equal(mt_store_expunge_wait(mbox, uids, count, &error), MT_STORE_OK);
+	mt_store_mailbox_close(&mbox);
+}
+
+static struct mt_store_stat stat_of(struct mt_store *store)
+{
+	struct mt_store_stat st;
+	const char *error;
+	assert_int_equal(mt_store_stat_get(store, &st, &error), MT_STORE_OK);
+	return st;
+}
+
+/* Lazy expunge: the expunge removes the messages from listings, reads,
+ * totals and quota at once and queues the bodies; the purger deletes them
+ * later, also after a close (or crash) in between. */
+static void test_lazy_expunge(void **state)
+{
+	/* A purger that would wait an hour: the bodies stay queued. */
+	struct mt_store *store = store_open_delay(3600 * 1000);
+	const size_t sizes[] = { 1000, 200000, 3000, 4000 };
+	for (unsigned int i = 0; i < 4; i++)
+		test_deliver(store, "lazy", 10 + i, sizes[i]);
+	const unsigned int chunks = 1 + 4 + 1 + 1;	/* 200000: 4 chunks */
+	assert_int_equal(db_records(store->bodies), chunks);
+
+	struct mt_store_mailbox *snap;
+	const char *error;
+	assert_int_equal(mt_store_mailbox_open_sync(store, "lazy", &snap, &error),
+			 MT_STORE_OK);
+	const uint32_t uids[] = { 1, 2 };
+	assert_int_equal(mt_store_expunge_wait(snap, uids, 2, &error), MT_STORE_OK);
+	/* Gone from reads although the bodies are still there. */
+	char buf[64];
+	size_t got;
+	assert_int_equal(mt_store_read_sync(snap, 1, 0, buf, sizeof(buf), &got, &error),
+			 MT_STORE_NOT_FOUND);
+	assert_int_equal(mt_store_read_sync(snap, 2, 0, buf, sizeof(buf), &got, &error),
+			 MT_STORE_OK);
+	mt_store_mailbox_close(&snap);
+	assert_int_equal(db_records(store->bodies), chunks);
+	struct mt_store_stat st = stat_of(store);
+	assert_int_equal(st.messages, 2);
+	assert_int_equal(st.bytes, 3000 + 4000);
+	assert_int_equal(st.purge_messages, 2);
+	assert_int_equal(st.purge_bytes, 1000 + 200000);
+	/* Gone from listings; the quota counts only listed messages. */
+	struct mt_store_mailbox *mbox;
+	assert_int_equal(mt_store_mailbox_open_sync(store, "lazy", &mbox, &error),
+			 MT_STORE_OK);
+	assert_int_equal(mt_store_mailbox_count(mbox), 2);
+	assert_int_equal(mt_store_mailbox_msg(mbox, 0)->uid, 3);
+	mt_store_mailbox_close(&mbox);
+	char *data = test_message(20, 3000);
+	struct mt_store_rcpt r = { .mailbox = "lazy", .quota = 10000 };
+	assert_int_equal(mt_store_deliver_wait(store, &r, 1, data, 3000, &error),
+			 MT_STORE_OK);
+	assert_int_equal(r.uid, 5);	/* uids are not reused */
+	free(data);
+
+	/* Closed (as after a crash) with the bodies still queued: the next
+	 * open's purger deletes them by itself. */
+	mt_store_close(&store);
+	store = store_open_delay(0);
+	for (unsigned int i = 0; i < 500 && stat_of(store).purge_messages > 0; i++)
+		usleep(10000);
+	st = stat_of(store);
+	assert_int_equal(st.purge_messages, 0);
+	assert_int_equal(st.purge_bytes, 0);
+	assert_int_equal(st.messages, 3);
+	assert_int_equal(db_records(store->bodies), 3);
+	assert_int_equal(db_records(store->purge), 0);
+	struct mt_store_counters c;
+	mt_store_counters_get(store, &c);
+	assert_int_equal(c.purged, 2);
+	assert_true(c.purge_txns >= 1);
+	assert_int_equal(mt_store_mailbox_open_sync(store, "lazy", &mbox, &error),
+			 MT_STORE_OK);
+	assert_int_equal(mt_store_mailbox_count(mbox), 3);
+	for (unsigned int i = 0; i < 2; i++) {
+		char *have = test_read_all(mbox, i, 1000);
+		char *want = test_message(12 + i, sizes[2 + i]);
+		assert_memory_equal(have, want, sizes[2 + i]);
+		free(have);
+		free(want);
+	}
+	mt_store_mailbox_close(&mbox);
+
+	/* The running purger: kicked by the expunge's flush. */
+	const uint32_t more[] = { 3 };
+	expunge_uids(store, "lazy", more, 1);
+	for (unsigned int i = 0; i < 500 && stat_of(store).purge_messages > 0; i++)
+		usleep(10000);
+	assert_int_equal(stat_of(store).purge_messages, 0);
+	assert_int_equal(db_records(store->bodies), 2);
+	mt_store_close(&store);
+}
+
+/* A full disk: no purge is tried (or one fails and is kept) until space
+ * returns; then the same bodies are purged. */
+static void test_purge_disk_full(void **state)
+{
+	db_env_set_func_write(full_write);
+	db_env_set_func_pwrite(full_pwrite);
+	struct mt_store *store = store_open_delay(3600 * 1000);
+	test_deliver(store, "pat", 1, 5000);
+	test_deliver(store, "pat", 2, 150000);
+	const uint32_t uids[] = { 1, 2 };
+	expunge_uids(store, "pat", uids, 2);
+	assert_int_equal(stat_of(store).purge_messages, 2);
+
+	/* The disk fills: a delivery fails, the store is in no-space mode. */
+	atomic_store(&disk_full, true);
+	char *big = test_message(3, 2600000);
+	struct mt_store_rcpt r = { .mailbox = "pat" };
+	const char *error;
+	assert_int_equal(mt_store_deliver_wait(store, &r, 1, big, 2600000, &error),
+			 MT_STORE_NO_SPACE);
+	unsigned int purged = 99;
+	assert_int_equal(mt_store_purge_sync(store, &purged, &error), MT_STORE_NO_SPACE);
+	assert_int_equal(purged, 0);
+	assert_int_equal(stat_of(store).purge_messages, 2);
+	assert_false(mt_store_failed(store));
+
+	/* Space is back: the queue is purged, nothing was lost. */
+	atomic_store(&disk_full, false);
+	enum mt_store_status status = MT_STORE_NO_SPACE;
+	for (unsigned int i = 0; i < 300 && status == MT_STORE_NO_SPACE; i++) {
+		usleep(10000);	/* until a probe (every 250 ms at most) */
+		status = mt_store_purge_sync(store, &purged, &error);
+	}
+	assert_int_equal(status, MT_STORE_OK);
+	assert_int_equal(purged, 2);
+	assert_int_equal(stat_of(store).purge_messages, 0);
+	assert_int_equal(db_records(store->bodies), 0);
+	assert_int_equal(test_deliver(store, "pat", 4, 100), 3);
+	mt_store_close(&store);
+	db_env_set_func_write(NULL);
+	db_env_set_func_pwrite(NULL);
+	free(big);
+}
+
 /* The in-process side of a panic, in a child (Berkeley DB leaks the
  * handles of a panicked environment at close, so the leak checker must not
  * see it): every kind of call answers MT_STORE_FATAL, close returns. */
@@ -666,6 +884,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_format_version, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_async, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_disk_full, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lazy_expunge, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_purge_disk_full, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_panic, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
