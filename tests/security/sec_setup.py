@@ -102,7 +102,7 @@ def directory_settings(ds):
     return out
 
 
-def set_slow_password(ds, address, password, rounds=400000):
+def set_slow_password(ds, address, password, rounds=500000):
     """Give address a SHA-512 crypt hash with many rounds, so checking its
     password takes the directory a long time (hundreds of ms): a timing
     difference between "unknown user" and "wrong password" then shows

@@ -107,7 +107,8 @@ def check_enumeration(c):
     assert {a for a, _ in results.values()} == \
         {b"-ERR [AUTH] Authentication failed."}, results
     took = [t for _, t in results.values()]
-    assert hash_time > 0.15, "the control user's hash is not slow"
+    # 500,000 rounds (the most dirsvc accepts): ~0.18 s on an idle core
+    assert hash_time > 0.1, "the control user's hash is not slow"
     assert max(took) - min(took) < min(0.25, max(0.1, hash_time * 0.6)), results
 
 
