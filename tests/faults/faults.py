@@ -449,8 +449,9 @@ class FaultRun:
         """Duplicates the MTA's log explains as an at-least-once redelivery
         (RFC 5321 6.1) caused by the fault: the message's queue id (queued
         within 3 s of the 250 the ledger records) delivered to that
-        recipient by two MTA processes (kill-mta: the killed MTA's removal
-        was not durable yet), or deferred with a lost connection and then
+        recipient by two MTA processes or stored twice under that queue id
+        by the shard (kill-mta: the killed MTA's removal was not durable
+        yet, or it died between the LMTP 250 and its log line), or deferred with a lost connection and then
         delivered (kill-shardN: the store had committed it and died before
         its 250). The two copies must be intact, and no deletion came back."""
         self.redelivered = []
@@ -477,6 +478,22 @@ class FaultRun:
                         deferred.setdefault((q, m.group(5).lower()), []).append(m.group(1))
         except OSError:
             return
+        # The stores log each delivery with the MTA's queue id: a killed MTA
+        # may have had its LMTP 250 and died before logging "sent".
+        stored = {}
+        spat = re.compile(r" queue=([0-9A-F]+) lmtp delivered to=<([^>]+)>")
+        for name in sorted(os.listdir(os.path.join(self.c.dir, "log"))):
+            if not name.startswith("shard"):
+                continue
+            try:
+                with open(os.path.join(self.c.dir, "log", name), errors="replace") as f:
+                    for line in f:
+                        m = spat.search(line)
+                        if m:
+                            key = (m.group(1), m.group(2).lower())
+                            stored[key] = stored.get(key, 0) + 1
+            except OSError:
+                pass
         for d in dups:
             if d["resurrected"] or not d["intact"] or d["copies"] != 2:
                 continue
@@ -488,6 +505,10 @@ class FaultRun:
                 if self.name == "kill-mta" and len({pid for pid, _ in by}) >= 2:
                     how = "MTA redelivery: delivered by " + ", ".join(
                         f"pid {pid} at {at}" for pid, at in by)
+                elif self.name == "kill-mta" and stored.get(key, 0) >= 2:
+                    how = ("MTA redelivery: the store took it twice, the killed "
+                           "MTA died before logging its delivery; sent by " +
+                           ", ".join(f"pid {pid} at {at}" for pid, at in by))
                 elif self.name != "kill-mta" and key in deferred:
                     how = (f"store redelivery: deferred at {', '.join(deferred[key])}, "
                            f"delivered at {', '.join(at for _, at in by)}")
