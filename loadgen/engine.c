@@ -104,7 +104,11 @@ static void end_measure(struct lg_engine *e, bool complete)
 }
 
 /* The measured phase of the current level is over: go on, or stop a ramp
- * that missed QoS too often (a coordinator decides that for all). */
+ * that missed QoS too often (a coordinator decides that for all). The
+ * point is judged on what is known now: deliveries still awaited (their
+ * 60 s have not run out) are left out of its Delivery Time attempts
+ * rather than counted as failures; the report, after the cool-down,
+ * judges every point again on all of them. */
 static void level_measured(struct lg_engine *e)
 {
 	const struct lg_stats *measure = &e->result->levels[e->level].measure;
@@ -112,16 +116,21 @@ static void level_measured(struct lg_engine *e)
 
 	lg_engine_flush_level(e);
 	end_measure(e, true);
+	struct lg_stats *known = mt_xmalloc(sizeof(*known));
+	*known = *measure;
+	known->fn[LG_FN_DELIVERY].attempts -=
+		lg_tracker_outstanding_for(e->tracker, measure);
 	if (e->hooks != NULL) {
-		e->hooks->measured(e, e->level, measure, e->hooks->context);
+		e->hooks->measured(e, e->level, known, e->hooks->context);
 	} else {
-		e->failed_in_a_row = lg_stats_qos_met(measure) ? 0 : e->failed_in_a_row + 1;
+		e->failed_in_a_row = lg_stats_qos_met(known) ? 0 : e->failed_in_a_row + 1;
 		if (!last && e->set->stop_after_failures > 0 &&
 		    e->failed_in_a_row >= e->set->stop_after_failures) {
 			e->result->stopped_early = true;
 			last = true;
 		}
 	}
+	free(known);
 	if (last)
 		start_cooldown(e);
 	else

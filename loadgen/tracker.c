@@ -231,6 +231,17 @@ enum lg_seen lg_tracker_seen(struct lg_tracker *t, const char *value,
 	return LG_SEEN_TRACKED;
 }
 
+uint64_t lg_tracker_outstanding_for(const struct lg_tracker *t,
+				    const struct lg_stats *stats)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < t->n_slots; i++)
+		if (t->slots[i].seq != 0 && t->slots[i].stats == stats)
+			n += t->slots[i].remaining;
+	return n;
+}
+
 void lg_tracker_expire(struct lg_tracker *t, uint64_t now_us, bool all)
 {
 	while (t->q_len > 0) {

@@ -62,6 +62,9 @@ enum lg_seen lg_tracker_seen(struct lg_tracker *tracker, const char *value,
 void lg_tracker_expire(struct lg_tracker *tracker, uint64_t now_us, bool all);
 /* Arrivals still expected. */
 uint64_t lg_tracker_outstanding(const struct lg_tracker *tracker);
+/* Deliveries still awaited that were expected into stats. */
+uint64_t lg_tracker_outstanding_for(const struct lg_tracker *tracker,
+				    const struct lg_stats *stats);
 const struct lg_tracker_counts *lg_tracker_counts(const struct lg_tracker *tracker);
 
 /* Parse an id value "RUN.SEQ" (16 hex digits, '.', 1-19 decimal digits). */

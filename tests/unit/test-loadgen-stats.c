@@ -213,6 +213,21 @@ static void test_tracker(void **state)
 	assert_int_equal(lg_tracker_seen(t, "zz", 2, 1, 0), LG_SEEN_FOREIGN);
 	assert_int_equal(lg_tracker_seen(t, "0123456789abcdef.99", 19, 1, 0), LG_SEEN_UNTRACKED);
 
+	/* What a ramp point is judged on at its end: the awaited deliveries
+	 * per phase (s3's two, none for another phase's stats). */
+	struct lg_stats *other = malloc(sizeof(*other));
+	lg_stats_init(other);
+	assert_true(lg_tracker_outstanding_for(t, st) == 2);
+	assert_true(lg_tracker_outstanding_for(t, other) == 0);
+	uint64_t s4 = lg_tracker_next_seq(t);
+	lg_tracker_expect(t, s4, 1, other, 3500000);
+	assert_true(lg_tracker_outstanding_for(t, other) == 1);
+	assert_true(lg_tracker_outstanding_for(t, st) == 2);
+	lg_tracker_format_id(t, s4, id);
+	assert_int_equal(lg_tracker_seen(t, id, strlen(id), 1, 4000000), LG_SEEN_TRACKED);
+	assert_true(lg_tracker_outstanding_for(t, other) == 0);
+	free(other);
+
 	/* s3 never arrives: lost after the expiry, not before. */
 	lg_tracker_expire(t, 100000000, false);
 	assert_true(lg_tracker_outstanding(t) == 2);
@@ -222,7 +237,7 @@ static void test_tracker(void **state)
 	assert_true(st->fn[LG_FN_DELIVERY].attempts == 6);
 	assert_true(st->fn[LG_FN_DELIVERY].pass == 3);
 	const struct lg_tracker_counts *counts = lg_tracker_counts(t);
-	assert_true(counts->tracked == 4 && counts->foreign == 4);
+	assert_true(counts->tracked == 5 && counts->foreign == 4);
 	lg_tracker_free(&t);
 	assert_null(t);
 	free(st);
