@@ -9,6 +9,7 @@ mmp_libmmp_a_SOURCES = \
 	mmp/mmp.h \
 	mmp/mmp-session.c \
 	mmp/mmp-commands.c \
+	mmp/mmp-parse.c mmp/mmp-parse.h \
 	mmp/mmp-login.c \
 	mmp/mmp-backend.c \
 	mmp/mmp-shards.c \

@@ -1,24 +1,25 @@
 /* mmp-commands.c — the POP3 commands the MMP itself answers, before login:
- * a const table of name, id (for the per-session counters in the log
- * line), flags and handler. After login every byte goes to the store.
+ * a const table, indexed by command id (for the per-session counters in
+ * the log line), of flags and handler. After login every byte goes to the
+ * store.
  *
  * Trust boundary: command lines from the client (at most 255 octets, no
- * CR/LF/NUL inside: lineio.c); user names, passwords and SASL responses
- * are client data, passed to the directory only through libdirsvc, never
- * logged (passwords) and wiped after use.
+ * CR/LF/NUL inside: lineio.c), parsed by mmp-parse.c; user names,
+ * passwords and SASL responses are client data, passed to the directory
+ * only through libdirsvc, never logged (passwords) and wiped after use.
  * RFCs: RFC 1939 sections 4, 7 (USER, PASS, QUIT in AUTHORIZATION; PASS
  * takes the rest of the line, spaces included), RFC 2449 section 5 (CAPA)
  * and 6 (capabilities), RFC 2595 section 4 (STLS) and 6 (PLAIN only over
  * TLS), RFC 5034 section 4 (AUTH, "=" and "*"), RFC 4616 (PLAIN), RFC 3206
  * ([AUTH], [SYS/TEMP]). */
 #include "mmp.h"
+#include "mmp-parse.h"
 #include "alloc.h"
 #include "buf.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include <event2/bufferevent.h>
 #include <event2/event.h>
@@ -27,9 +28,8 @@
  * allow_plaintext_auth (RFC 2595 section 6). */
 #define CMD_CREDENTIALS 0x01u
 
+/* Indexed by command id; the keyword is mmp-parse.c's. */
 struct mmp_command {
-	const char *name;
-	enum mmp_command_id id;
 	unsigned int flags;
 	void (*handler)(struct mmp_session *sess, const char *args);
 };
@@ -41,13 +41,13 @@ static void cmd_auth(struct mmp_session *sess, const char *args);
 static void cmd_stls(struct mmp_session *sess, const char *args);
 static void cmd_quit(struct mmp_session *sess, const char *args);
 
-static const struct mmp_command command_table[] = {
-	{ "CAPA", MMP_CMD_CAPA, 0, cmd_capa },
-	{ "USER", MMP_CMD_USER, CMD_CREDENTIALS, cmd_user },
-	{ "PASS", MMP_CMD_PASS, CMD_CREDENTIALS, cmd_pass },
-	{ "AUTH", MMP_CMD_AUTH, 0, cmd_auth },	/* PLAIN checked inside */
-	{ "STLS", MMP_CMD_STLS, 0, cmd_stls },
-	{ "QUIT", MMP_CMD_QUIT, 0, cmd_quit },
+static const struct mmp_command command_table[MMP_CMD_UNKNOWN] = {
+	[MMP_CMD_CAPA] = { 0, cmd_capa },
+	[MMP_CMD_USER] = { CMD_CREDENTIALS, cmd_user },
+	[MMP_CMD_PASS] = { CMD_CREDENTIALS, cmd_pass },
+	[MMP_CMD_AUTH] = { 0, cmd_auth },	/* PLAIN checked inside */
+	[MMP_CMD_STLS] = { 0, cmd_stls },
+	[MMP_CMD_QUIT] = { 0, cmd_quit },
 };
 
 static const char *const command_names[MMP_CMD_COUNT] = {
@@ -72,28 +72,22 @@ static bool plaintext_ok(const struct mmp_session *sess)
 
 void mmp_command_run(struct mmp_session *sess, const char *line)
 {
-	/* RFC 1939 section 3: a keyword, then arguments after one space;
-	 * keywords are case-insensitive. */
-	size_t klen = strcspn(line, " ");
-	const char *args = line[klen] == ' ' ? line + klen + 1 : "";
+	const char *args;
+	enum mmp_command_id id = mmp_parse_command(line, &args);
 
-	for (size_t i = 0; i < sizeof(command_table) / sizeof(command_table[0]); i++) {
-		const struct mmp_command *cmd = &command_table[i];
-		if (strlen(cmd->name) != klen ||
-		    strncasecmp(cmd->name, line, klen) != 0)
-			continue;
-		sess->commands[cmd->id]++;
-		if ((cmd->flags & CMD_CREDENTIALS) != 0 && !plaintext_ok(sess)) {
-			if (mmp_session_error(sess))
-				mmp_reply(sess, PLAINTEXT_REFUSED);
-			return;
-		}
-		cmd->handler(sess, args);
+	sess->commands[id]++;
+	if (id == MMP_CMD_UNKNOWN) {
+		if (mmp_session_error(sess))
+			mmp_reply(sess, "-ERR Unknown command.");
 		return;
 	}
-	sess->commands[MMP_CMD_UNKNOWN]++;
-	if (mmp_session_error(sess))
-		mmp_reply(sess, "-ERR Unknown command.");
+	const struct mmp_command *cmd = &command_table[id];
+	if ((cmd->flags & CMD_CREDENTIALS) != 0 && !plaintext_ok(sess)) {
+		if (mmp_session_error(sess))
+			mmp_reply(sess, PLAINTEXT_REFUSED);
+		return;
+	}
+	cmd->handler(sess, args);
 }
 
 /* RFC 2449 section 5; RFC 2595 section 4 (STLS) and 6 (no USER or PLAIN
@@ -115,15 +109,17 @@ static void cmd_capa(struct mmp_session *sess, const char *args)
 
 static void cmd_user(struct mmp_session *sess, const char *args)
 {
-	if (args[0] == '\0') {
+	switch (mmp_parse_user(args)) {
+	case MMP_USER_MISSING:
 		if (mmp_session_error(sess))
 			mmp_reply(sess, "-ERR Missing user name.");
 		return;
-	}
-	if (strlen(args) > MMP_USER_MAX) {
+	case MMP_USER_TOO_LONG:
 		if (mmp_session_error(sess))
 			mmp_reply(sess, "-ERR User name too long.");
 		return;
+	case MMP_USER_OK:
+		break;
 	}
 	free(sess->user);
 	sess->user = mt_xstrdup(args);
@@ -147,7 +143,7 @@ static void cmd_pass(struct mmp_session *sess, const char *args)
 	mmp_login_start(sess, sess->user, args);
 }
 
-/* A decoded AUTH PLAIN response: check it and log in. */
+/* An AUTH PLAIN response: check it and log in. */
 static void sasl_plain(struct mmp_session *sess, const char *b64)
 {
 	struct mt_buf msg = MT_BUF_INIT;
@@ -155,26 +151,15 @@ static void sasl_plain(struct mmp_session *sess, const char *b64)
 	const char *error = NULL;
 
 	mt_buf_reserve(&msg, strlen(b64));	/* no realloc copies of it */
-	if (strcmp(b64, "=") == 0) {
-		/* RFC 5034 section 4: "=" is an empty response, which is no
-		 * valid PLAIN message. */
-		error = "empty response";
-	} else if (mmp_base64_decode(b64, &msg, &error) &&
-		   mmp_sasl_plain_parse(&msg, &plain, &error)) {
-		if (plain.authzid[0] != '\0' &&
-		    strcasecmp(plain.authzid, plain.authcid) != 0) {
-			/* Users may not act as someone else. */
-			error = "authorization identity not permitted";
-		} else {
-			free(sess->user);
-			sess->user = mt_xstrdup(plain.authcid);
-			mmp_login_start(sess, sess->user, plain.password);
-			error = NULL;
-		}
+	bool ok = mmp_parse_plain_response(b64, &msg, &plain, &error);
+	if (ok) {
+		free(sess->user);
+		sess->user = mt_xstrdup(plain.authcid);
+		mmp_login_start(sess, sess->user, plain.password);
 	}
 	explicit_bzero(msg.data, msg.cap);
 	mt_buf_free(&msg);
-	if (error != NULL) {
+	if (!ok) {
 		mt_slog(MT_LOG_DEBUG, &sess->log, "AUTH PLAIN refused: %s", error);
 		if (sess->state == MMP_STATE_SASL)
 			mmp_enter_state(sess, MMP_STATE_AUTHORIZATION);
@@ -186,26 +171,30 @@ static void sasl_plain(struct mmp_session *sess, const char *b64)
 /* RFC 5034 section 4. */
 static void cmd_auth(struct mmp_session *sess, const char *args)
 {
-	if (args[0] == '\0') {
+	const char *initial;
+
+	switch (mmp_parse_auth(args, &initial)) {
+	case MMP_AUTH_LIST: {
 		/* Not in RFC 5034, but clients use it to list mechanisms. */
 		const char *list = plaintext_ok(sess) ? "+OK\r\nPLAIN\r\n.\r\n" :
 			"+OK\r\n.\r\n";
 		mmp_reply_raw(sess, list, strlen(list));
 		return;
 	}
-	size_t mlen = strcspn(args, " ");
-	if (mlen != 5 || strncasecmp(args, "PLAIN", 5) != 0) {
+	case MMP_AUTH_UNSUPPORTED:
 		if (mmp_session_error(sess))
 			mmp_reply(sess, "-ERR Unsupported authentication mechanism.");
 		return;
+	case MMP_AUTH_PLAIN:
+		break;
 	}
 	if (!plaintext_ok(sess)) {
 		if (mmp_session_error(sess))
 			mmp_reply(sess, PLAINTEXT_REFUSED);
 		return;
 	}
-	if (args[mlen] == ' ') {
-		sasl_plain(sess, args + mlen + 1);
+	if (initial != NULL) {
+		sasl_plain(sess, initial);
 		return;
 	}
 	/* No initial response: ask for it with an empty challenge. */

@@ -6,12 +6,14 @@
  *   mmp-session.c    one client connection: states, timers, replies, the
  *                    end-of-session log line, deferred free
  *   mmp-commands.c   the command table and the AUTHORIZATION handlers
+ *   mmp-parse.c      the pure parsing of those commands (fuzzed)
  *   mmp-login.c      PASS/AUTH -> directory -> shard -> backend -> relay,
  *                    and the failed-login penalty
  *   mmp-backend.c    connecting and logging in to a store shard
  *   mmp-shards.c     the [shards] table, down marks and probes
  *   mmp-relay.c      relaying bytes after login (bufferevents or splice)
  *   mmp-clients.c    per client address: connection counts, failed logins
+ *                    (lib/authfail.c keeps them)
  *   mmp-sasl.c       base64 and SASL PLAIN messages
  *
  * Threads: the main loop accepts and hands each connection to a worker
@@ -31,6 +33,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "authfail.h"
 #include "lineio.h"
 #include "log.h"
 #include "loop.h"
@@ -302,7 +305,7 @@ struct mmp_splice_pool *mmp_splice_pool_new(void);
 void mmp_splice_pool_free(struct mmp_splice_pool **pool_p);
 
 /* mmp-clients.c: per client address (IPv4, or IPv6 /128; a v4-mapped
- * address counts as IPv4). Thread-safe. */
+ * address counts as IPv4), kept by lib/authfail.c. Thread-safe. */
 
 enum mmp_admit {
 	MMP_ADMIT_OK,
@@ -317,7 +320,7 @@ struct mmp_clients_settings {
 	uint64_t auth_fail_window;	/* ms */
 };
 
-#define MMP_AUTH_FAIL_DELAY_MAX 60000	/* ms: the penalty stops growing */
+#define MMP_AUTH_FAIL_DELAY_MAX MT_AUTHFAIL_DELAY_MAX	/* ms: the penalty stops growing */
 
 struct mmp_clients *mmp_clients_new(const struct mmp_clients_settings *set);
 void mmp_clients_free(struct mmp_clients **clients_p);

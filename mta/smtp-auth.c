@@ -12,14 +12,16 @@
  * toward max_errors, which bounds password guessing per connection, and
  * its 535 is sent only after the client address's penalty delay
  * (auth_fail_delay, doubling per failure within auth_fail_window;
- * smtp-server.c), which bounds it across connections. Every failure —
- * unknown user, wrong password, disabled account, malformed PLAIN — gets
- * the same 535 after the same delay, so neither the text nor the timing
- * tells whether the user exists (RFC 4954 section 6, 535 5.7.8).
+ * smtp-server.c, lib/authfail.c), which bounds it across connections.
+ * Every failure — unknown user, wrong password, disabled account,
+ * malformed PLAIN — gets the same 535 after the same delay, so neither
+ * the text nor the timing tells whether the user exists (RFC 4954
+ * section 6, 535 5.7.8).
  * RFCs: 4954 4 (AUTH command, "*" cancels: 501), 6 (status codes), 4616 2
  * (PLAIN message: [authzid] NUL authcid NUL passwd), 4648 4 (base64). */
 #include "smtp-session.h"
 #include "alloc.h"
+#include "authfail.h"
 #include "dirsvc.h"
 #include "mta.h"
 #include "sasl.h"
@@ -65,10 +67,9 @@ static void auth_fail_answer(evutil_socket_t fd, short what, void *arg)
 static bool auth_fail(struct smtp_session *s, const char *why)
 {
 	uint64_t delay = smtp_server_auth_failed(s->mta->server, s->peer_ip);
-	uint64_t now = smtp_monotonic_ms(), due = s->auth_started_ms + delay;
 	mt_slog(MT_LOG_INFO, &s->log, "auth failed from %s: %s delay_ms=%llu",
 		s->peer_name, why, (unsigned long long)delay);
-	delay = due > now ? due - now : 0;
+	delay = mt_authfail_wait_ms(s->auth_started_ms, delay, mt_authfail_clock_ms());
 	if (delay == 0) {
 		smtp_reply(s, 535, "5.7.8 Authentication credentials invalid");
 		return false;
@@ -116,7 +117,7 @@ static void auth_done(const struct mt_dirsvc_auth *result, void *context)
 static void authenticate(struct smtp_session *s, const char *user, char *password)
 {
 	auth_reset(s);
-	s->auth_started_ms = smtp_monotonic_ms();
+	s->auth_started_ms = mt_authfail_clock_ms();
 	if (user[0] == '\0' || password[0] == '\0') {
 		explicit_bzero(password, strlen(password));
 		auth_fail(s, "empty user or password");
@@ -152,7 +153,7 @@ static void auth_plain(struct smtp_session *s, const char *b64)
 		/* Empty, over-long or non-UTF-8 names and passwords are
 		 * wrong credentials, as the directory would say. */
 		auth_reset(s);
-		s->auth_started_ms = smtp_monotonic_ms();
+		s->auth_started_ms = mt_authfail_clock_ms();
 		auth_fail(s, "bad PLAIN field");
 		return;
 	}
@@ -160,7 +161,7 @@ static void auth_plain(struct smtp_session *s, const char *b64)
 		/* No proxy authorization here. */
 		mt_sasl_plain_wipe(&plain);
 		auth_reset(s);
-		s->auth_started_ms = smtp_monotonic_ms();
+		s->auth_started_ms = mt_authfail_clock_ms();
 		auth_fail(s, "authorization identity differs");
 		return;
 	}

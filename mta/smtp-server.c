@@ -8,15 +8,16 @@
  * without waiting, then the connection is closed; over implicit TLS it is
  * just closed, as no TLS session exists yet to say it in.
  *
- * The same per-address table remembers failed AUTHs (smtp-auth.c): the
- * n-th failure within auth_fail_window of the previous one is answered
- * after auth_fail_delay * 2^(n-1), at most AUTH_FAIL_DELAY_MAX, across
- * connections (as the MMP's mmp-clients.c; RFC 4954's security
+ * The same per-address table (lib/authfail.c) remembers failed AUTHs
+ * (smtp-auth.c): the n-th failure within auth_fail_window of the previous
+ * one is answered after auth_fail_delay * 2^(n-1), at most 60 s, across
+ * connections (as the MMP and popstore; RFC 4954's security
  * considerations leave the defence against password guessing to the
- * server). An entry with failures
- * outlives its sessions until the window has passed (smtp_server_sweep). */
+ * server). An entry with failures outlives its sessions until the window
+ * has passed (smtp_server_sweep). */
 #include "smtp-session.h"
 #include "alloc.h"
+#include "authfail.h"
 #include "log.h"
 #include "mta.h"
 
@@ -24,19 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
-
-#define CLIENT_BUCKETS 1024
-#define AUTH_FAIL_DELAY_MAX 60000u	/* ms: the penalty stops growing */
-
-struct client_count {
-	struct client_count *next;
-	unsigned int sessions;
-	unsigned int auth_failures;	/* within auth_fail_window */
-	uint64_t last_auth_failure_ms;
-	char ip[MT_SOCKADDR_STRLEN];
-};
 
 struct smtp_server {
 	struct mta *mta;
@@ -44,87 +33,39 @@ struct smtp_server {
 	unsigned int count;
 	unsigned int receiving;		/* sessions in DATA or BDAT */
 	bool draining;
-	struct client_count *clients[CLIENT_BUCKETS];
+	struct mt_authfail *clients;	/* per address: sessions, failed AUTHs */
 };
 
-static size_t ip_hash(const char *ip)
+/* The per-address limits of the config in force (read on each use: a
+ * reload applies at once). */
+static struct mt_authfail_limits client_limits(const struct smtp_server *server)
 {
-	uint64_t h = 1469598103934665603ull;
-	for (const char *p = ip; *p != '\0'; p++)
-		h = (h ^ (unsigned char)*p) * 1099511628211ull;
-	return (size_t)(h % CLIENT_BUCKETS);
-}
-
-static struct client_count **client_find(struct smtp_server *server,
-					 const char *ip)
-{
-	struct client_count **pp = &server->clients[ip_hash(ip)];
-	while (*pp != NULL && strcmp((*pp)->ip, ip) != 0)
-		pp = &(*pp)->next;
-	return pp;
-}
-
-uint64_t smtp_monotonic_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-/* Forget failures older than the window; drop an entry holding nothing. */
-static void client_maybe_free(struct smtp_server *server,
-			      struct client_count **pp, uint64_t now_ms)
-{
-	struct client_count *c = *pp;
-	if (c->auth_failures != 0 &&
-	    now_ms - c->last_auth_failure_ms >= server->mta->set->auth_fail_window)
-		c->auth_failures = 0;
-	if (c->sessions == 0 && c->auth_failures == 0) {
-		*pp = c->next;
-		free(c);
-	}
+	const struct mt_mta_settings *set = server->mta->set;
+	return (struct mt_authfail_limits){
+		.delay = set->auth_fail_delay,
+		.window = set->auth_fail_window,
+		.sessions = set->max_sessions_per_client,
+	};
 }
 
 uint64_t smtp_server_auth_failed(struct smtp_server *server, const char *ip)
 {
-	const struct mt_mta_settings *set = server->mta->set;
-	uint64_t now = smtp_monotonic_ms(), delay = set->auth_fail_delay;
-	struct client_count **pp = client_find(server, ip);
-	if (*pp == NULL) {
-		/* The session's own entry is there; be safe anyway. */
-		*pp = mt_xcalloc(1, sizeof(**pp));
-		snprintf((*pp)->ip, sizeof((*pp)->ip), "%s", ip);
-	}
-	struct client_count *c = *pp;
-	if (c->auth_failures != 0 &&
-	    now - c->last_auth_failure_ms >= set->auth_fail_window)
-		c->auth_failures = 0;
-	if (c->auth_failures < UINT32_MAX)
-		c->auth_failures++;
-	c->last_auth_failure_ms = now;
-	for (unsigned int i = 1; i < c->auth_failures && delay < AUTH_FAIL_DELAY_MAX; i++)
-		delay *= 2;
-	return delay < AUTH_FAIL_DELAY_MAX ? delay : AUTH_FAIL_DELAY_MAX;
+	struct mt_authfail_limits limits = client_limits(server);
+	return mt_authfail_failed(server->clients, ip, &limits,
+				  mt_authfail_clock_ms(), NULL);
 }
 
 void smtp_server_sweep(struct smtp_server *server)
 {
-	uint64_t now = smtp_monotonic_ms();
-	for (size_t i = 0; i < CLIENT_BUCKETS; i++) {
-		struct client_count **pp = &server->clients[i];
-		while (*pp != NULL) {
-			struct client_count *c = *pp;
-			client_maybe_free(server, pp, now);
-			if (*pp == c)
-				pp = &c->next;
-		}
-	}
+	struct mt_authfail_limits limits = client_limits(server);
+	mt_authfail_sweep(server->clients, &limits, mt_authfail_clock_ms());
 }
 
 struct smtp_server *smtp_server_new(struct mta *mta)
 {
 	struct smtp_server *server = mt_xcalloc(1, sizeof(*server));
 	server->mta = mta;
+	server->clients = mt_authfail_new();
 	return server;
 }
 
@@ -136,12 +77,7 @@ void smtp_server_free(struct smtp_server **server_p)
 	while (server->sessions != NULL)
 		smtp_session_close(server->sessions, "shutdown");
 	*server_p = NULL;
-	for (size_t i = 0; i < CLIENT_BUCKETS; i++) {
-		for (struct client_count *c = server->clients[i], *next; c != NULL; c = next) {
-			next = c->next;
-			free(c);
-		}
-	}
+	mt_authfail_free(&server->clients);
 	free(server);
 }
 
@@ -212,8 +148,9 @@ void smtp_server_accept(struct smtp_server *server, enum smtp_service service,
 		refuse(fd, service, line);
 		return;
 	}
-	struct client_count **pp = client_find(server, ip);
-	if (*pp != NULL && (*pp)->sessions >= set->max_sessions_per_client) {
+	struct mt_authfail_limits limits = client_limits(server);
+	if (mt_authfail_session_open(server->clients, ip, &limits,
+				     mt_authfail_clock_ms()) != MT_AUTHFAIL_ADMIT_OK) {
 		mt_warning("reject connect from %s: max_sessions_per_client=%u reached",
 			   ip, (unsigned int)set->max_sessions_per_client);
 		snprintf(line, sizeof(line), "421 4.7.0 %s Too many connections "
@@ -224,13 +161,10 @@ void smtp_server_accept(struct smtp_server *server, enum smtp_service service,
 	}
 	struct smtp_session *s = smtp_session_new(server->mta, service, fd, peer,
 						  peerlen);
-	if (s == NULL)
+	if (s == NULL) {
+		mt_authfail_session_close(server->clients, ip);
 		return;
-	if (*pp == NULL) {
-		*pp = mt_xcalloc(1, sizeof(**pp));
-		snprintf((*pp)->ip, sizeof((*pp)->ip), "%s", ip);
 	}
-	(*pp)->sessions++;
 	s->next = server->sessions;
 	if (s->next != NULL)
 		s->next->prev = s;
@@ -249,11 +183,7 @@ void smtp_server_session_closed(struct smtp_server *server,
 		s->next->prev = s->prev;
 	s->prev = s->next = NULL;
 	server->count--;
-	struct client_count **pp = client_find(server, s->peer_ip);
-	if (*pp != NULL && (*pp)->sessions > 0)
-		(*pp)->sessions--;
-	if (*pp != NULL)
-		client_maybe_free(server, pp, smtp_monotonic_ms());
+	mt_authfail_session_close(server->clients, s->peer_ip);
 	if (server->draining && server->count == 0)
 		mta_drain_check(server->mta);
 }

@@ -7,9 +7,12 @@ popstore_daemon_sources = \
 	popstore/popstore.h \
 	popstore/lmtp-session.c popstore/lmtp-session.h \
 	popstore/lmtp-commands.c \
+	popstore/lmtp-parse.c popstore/lmtp-parse.h \
 	popstore/lmtp-headers.c popstore/lmtp-headers.h \
 	popstore/pop3-session.c popstore/pop3-session.h \
 	popstore/pop3-commands.c \
+	popstore/pop3-parse.c popstore/pop3-parse.h \
+	popstore/command-parse.h \
 	popstore/pop3-auth.c \
 	popstore/pop3-fetch.c \
 	popstore/pop3-top.c popstore/pop3-top.h
@@ -23,11 +26,13 @@ popstore_mailtier_popstore_LDADD = popstore/libmtstore.a dirsvc/libdirsvc.a \
 
 EXTRA_DIST += popstore/README.md
 
-# Unit tests of the daemon's pure parts (TOP, trace headers; SASL PLAIN is
-# lib/sasl, tests/unit/test-sasl.c).
+# Unit tests of the daemon's pure parts (TOP, trace headers, the POP3 and
+# LMTP command parsers; SASL PLAIN is lib/sasl, tests/unit/test-sasl.c).
 popstore_daemon_unit_tests = \
 	tests/unit/test-pop3-top \
-	tests/unit/test-lmtp-headers
+	tests/unit/test-lmtp-headers \
+	tests/unit/test-pop3-parse \
+	tests/unit/test-lmtp-parse
 check_PROGRAMS += $(popstore_daemon_unit_tests)
 TESTS += $(popstore_daemon_unit_tests)
 POPSTORE_UNIT_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) -I$(top_srcdir)/popstore
@@ -41,6 +46,16 @@ tests_unit_test_lmtp_headers_SOURCES = tests/unit/test-lmtp-headers.c \
 	popstore/lmtp-headers.c popstore/lmtp-headers.h
 tests_unit_test_lmtp_headers_CFLAGS = $(POPSTORE_UNIT_CFLAGS)
 tests_unit_test_lmtp_headers_LDADD = $(MAILTIER_LIBS) $(CMOCKA_LIBS)
+
+tests_unit_test_pop3_parse_SOURCES = tests/unit/test-pop3-parse.c \
+	popstore/pop3-parse.c popstore/pop3-parse.h popstore/command-parse.h
+tests_unit_test_pop3_parse_CFLAGS = $(POPSTORE_UNIT_CFLAGS)
+tests_unit_test_pop3_parse_LDADD = $(MAILTIER_LIBS) $(CMOCKA_LIBS)
+
+tests_unit_test_lmtp_parse_SOURCES = tests/unit/test-lmtp-parse.c \
+	popstore/lmtp-parse.c popstore/lmtp-parse.h popstore/command-parse.h
+tests_unit_test_lmtp_parse_CFLAGS = $(POPSTORE_UNIT_CFLAGS)
+tests_unit_test_lmtp_parse_LDADD = $(MAILTIER_LIBS) $(CMOCKA_LIBS)
 
 # Integration tests: real slapd (mailtierctl directory up), real clients.
 # popstore-panic puts a store's environment into DB_RUNRECOVERY.

@@ -2,10 +2,11 @@
  * LHLO, MAIL, RCPT (checked against the directory), DATA (delivered to the
  * store with group commit, one reply per recipient), RSET, NOOP, QUIT.
  *
- * Trust boundary: command arguments come from the LMTP client. Addresses
- * go through lib/address (RFC 5321 4.1.2 grammar and limits) and to the
- * directory only through libdirsvc; the LHLO name is restricted to domain
- * and address-literal characters before it reaches a Received: line.
+ * Trust boundary: command arguments come from the LMTP client and are
+ * parsed by lmtp-parse.c: addresses through lib/address (RFC 5321 4.1.2
+ * grammar and limits), then to the directory only through libdirsvc; the
+ * LHLO name and XQUEUEID are restricted to safe characters before they
+ * reach a Received: line.
  *
  * RFC 2033 4.1 (LHLO; HELO/EHLO are not LMTP), 4.2 (after DATA "one reply
  * for each successful RCPT command", in RCPT order; "If there were no
@@ -21,6 +22,7 @@
  * message from the MTA into the store. */
 #include "lmtp-session.h"
 #include "lmtp-headers.h"
+#include "lmtp-parse.h"
 #include "alloc.h"
 #include "dirsvc.h"
 #include "store.h"
@@ -30,13 +32,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
-
-#define LMTP_QUEUE_ID_MAX 31
 
 static void cmd_lhlo(struct lmtp_session *s, const char *arg);
 static void cmd_mail(struct lmtp_session *s, const char *arg);
@@ -47,40 +46,40 @@ static void cmd_noop(struct lmtp_session *s, const char *arg);
 static void cmd_quit(struct lmtp_session *s, const char *arg);
 static void cmd_helo(struct lmtp_session *s, const char *arg);
 
-const struct lmtp_command lmtp_commands[] = {
-	{ "LHLO", cmd_lhlo, 0 },
-	{ "MAIL", cmd_mail, LMTP_CMD_NEEDS_LHLO },
-	{ "RCPT", cmd_rcpt, LMTP_CMD_NEEDS_LHLO },
-	{ "DATA", cmd_data, LMTP_CMD_NEEDS_LHLO },
-	{ "RSET", cmd_rset, 0 },
-	{ "NOOP", cmd_noop, 0 },
-	{ "QUIT", cmd_quit, 0 },
-	{ "HELO", cmd_helo, LMTP_CMD_JUNK },
-	{ "EHLO", cmd_helo, LMTP_CMD_JUNK },
+/* Indexed by enum lmtp_verb (lmtp-parse.h); the name is the verb's own. */
+#define CMD(verb, handler, flags) [LMTP_VERB_##verb] = { #verb, handler, flags }
+const struct lmtp_command lmtp_commands[LMTP_VERB_COUNT] = {
+	CMD(LHLO, cmd_lhlo, 0),
+	CMD(MAIL, cmd_mail, LMTP_CMD_NEEDS_LHLO),
+	CMD(RCPT, cmd_rcpt, LMTP_CMD_NEEDS_LHLO),
+	CMD(DATA, cmd_data, LMTP_CMD_NEEDS_LHLO),
+	CMD(RSET, cmd_rset, 0),
+	CMD(NOOP, cmd_noop, 0),
+	CMD(QUIT, cmd_quit, 0),
+	CMD(HELO, cmd_helo, LMTP_CMD_JUNK),
+	CMD(EHLO, cmd_helo, LMTP_CMD_JUNK),
 };
-const unsigned int lmtp_command_count = sizeof(lmtp_commands) / sizeof(lmtp_commands[0]);
-_Static_assert(sizeof(lmtp_commands) / sizeof(lmtp_commands[0]) <= LMTP_COMMANDS_MAX,
-	       "raise LMTP_COMMANDS_MAX");
+#undef CMD
+const unsigned int lmtp_command_count = LMTP_VERB_COUNT;
+_Static_assert(LMTP_VERB_COUNT <= LMTP_COMMANDS_MAX, "raise LMTP_COMMANDS_MAX");
 
 void lmtp_command_dispatch(struct lmtp_session *s, const char *line)
 {
-	size_t len = strcspn(line, " ");
-	const char *arg = line[len] == ' ' ? line + len + 1 : "";
+	enum lmtp_verb verb;
+	const char *arg;
 
-	for (unsigned int i = 0; i < lmtp_command_count; i++) {
-		const struct lmtp_command *cmd = &lmtp_commands[i];
-		if (strlen(cmd->name) != len || strncasecmp(cmd->name, line, len) != 0)
-			continue;
-		s->counts[i]++;
-		if ((cmd->flags & LMTP_CMD_NEEDS_LHLO) != 0 && s->lhlo == NULL) {
-			lmtp_error(s, 503, "5.5.1 Send LHLO first");
-			return;
-		}
-		cmd->handler(s, arg);
+	if (!lmtp_parse_command(line, &verb, &arg)) {
+		s->unknown_count++;
+		lmtp_error(s, 500, "5.5.1 Unknown command");
 		return;
 	}
-	s->unknown_count++;
-	lmtp_error(s, 500, "5.5.1 Unknown command");
+	const struct lmtp_command *cmd = &lmtp_commands[verb];
+	s->counts[verb]++;
+	if ((cmd->flags & LMTP_CMD_NEEDS_LHLO) != 0 && s->lhlo == NULL) {
+		lmtp_error(s, 503, "5.5.1 Send LHLO first");
+		return;
+	}
+	cmd->handler(s, arg);
 }
 
 void lmtp_command_counts(const struct lmtp_session *s, struct mt_buf *out)
@@ -99,31 +98,21 @@ void lmtp_command_counts(const struct lmtp_session *s, struct mt_buf *out)
 	mt_buf_appendf(out, "commands=%u", s->commands);
 }
 
-/* "FROM:" / "TO:" prefix, case-insensitively; the rest or NULL. */
-static const char *skip_keyword(const char *arg, const char *keyword)
+/* A refusal from lmtp-parse.c: a client error (counts towards
+ * max_errors), or a rejection of a well-formed command. */
+static void reply_parse_error(struct lmtp_session *s, const struct lmtp_parse_error *e)
 {
-	size_t n = strlen(keyword);
-	return strncasecmp(arg, keyword, n) == 0 ? arg + n : NULL;
-}
-
-/* RFC 5321 4.1.1.1: a domain or an address literal. Only the characters
- * those may hold, so the name is safe in a Received: line. */
-static bool lhlo_name_ok(const char *name)
-{
-	size_t len = strlen(name);
-	if (len == 0 || len > LMTP_LHLO_MAX)
-		return false;
-	for (const char *p = name; *p != '\0'; p++) {
-		unsigned char c = (unsigned char)*p;
-		if (!isalnum(c) && strchr(".-_:[]", c) == NULL)
-			return false;
+	if (e->rejected) {
+		s->rejected++;
+		lmtp_reply(s, e->code, "%s%s", e->text, e->detail);
+	} else {
+		lmtp_error(s, e->code, "%s%s", e->text, e->detail);
 	}
-	return true;
 }
 
 static void cmd_lhlo(struct lmtp_session *s, const char *arg)
 {
-	if (!lhlo_name_ok(arg)) {
+	if (!lmtp_parse_lhlo(arg)) {
 		lmtp_error(s, 501, "5.5.4 Syntax: LHLO hostname");
 		return;
 	}
@@ -143,81 +132,28 @@ static void cmd_helo(struct lmtp_session *s, const char *arg)
 	lmtp_error(s, 500, "5.5.1 This is an LMTP server: use LHLO");
 }
 
-static bool queue_id_ok(const char *id)
-{
-	size_t len = strlen(id);
-	if (len == 0 || len > LMTP_QUEUE_ID_MAX)
-		return false;
-	for (const char *p = id; *p != '\0'; p++)
-		if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-' && *p != '_')
-			return false;
-	return true;
-}
-
 static void cmd_mail(struct lmtp_session *s, const char *arg)
 {
-	const struct mt_popstore_settings *set = s->ps->set;
-	struct mt_address addr;
-	struct mt_esmtp_params params;
-	const char *error, *path;
-	const char *queue_id = NULL;
+	struct lmtp_mail_args mail;
+	struct lmtp_parse_error error;
 
 	if (s->tx.active) {
 		lmtp_error(s, 503, "5.5.1 Nested MAIL command");
 		return;
 	}
-	if ((path = skip_keyword(arg, "FROM:")) == NULL) {
-		lmtp_error(s, 501, "5.5.4 Syntax: MAIL FROM:<address>");
+	if (!lmtp_parse_mail(arg, s->ps->set->max_message_size, &mail, &error)) {
+		reply_parse_error(s, &error);
 		return;
-	}
-	if (!mt_address_parse(path, strlen(path), MT_ADDR_ALLOW_NULL, &addr,
-			      &params, &error)) {
-		lmtp_error(s, 501, "5.1.7 Bad sender address: %s", error);
-		return;
-	}
-	for (size_t i = 0; i < params.count; i++) {
-		const struct mt_esmtp_param *p = &params.param[i];
-		if (strcmp(p->key, "SIZE") == 0) {
-			char *end;
-			if (p->value == NULL || !isdigit((unsigned char)p->value[0])) {
-				lmtp_error(s, 501, "5.5.4 Bad SIZE parameter");
-				return;
-			}
-			unsigned long long size = strtoull(p->value, &end, 10);
-			if (*end != '\0') {
-				lmtp_error(s, 501, "5.5.4 Bad SIZE parameter");
-				return;
-			}
-			if (size > set->max_message_size) {
-				s->rejected++;
-				lmtp_reply(s, 552, "5.3.4 Message size exceeds fixed maximum message size");
-				return;
-			}
-		} else if (strcmp(p->key, "BODY") == 0) {
-			if (p->value == NULL || (strcasecmp(p->value, "7BIT") != 0 &&
-						 strcasecmp(p->value, "8BITMIME") != 0)) {
-				lmtp_error(s, 501, "5.5.4 BODY must be 7BIT or 8BITMIME");
-				return;
-			}
-		} else if (strcmp(p->key, "XQUEUEID") == 0) {
-			if (p->value == NULL || !queue_id_ok(p->value)) {
-				lmtp_error(s, 501, "5.5.4 Bad XQUEUEID parameter");
-				return;
-			}
-			queue_id = p->value;
-		} else {
-			lmtp_error(s, 555, "5.5.4 Unsupported parameter %s", p->key);
-			return;
-		}
 	}
 
 	lmtp_tx_reset(s);
 	s->tx.active = true;
-	s->tx.sender = mt_xstrdup(addr.addr);
+	s->tx.sender = mt_xstrdup(mail.addr.addr);
 	s->tx_count++;
-	if (queue_id != NULL)
-		snprintf(s->tx.queue_id, sizeof(s->tx.queue_id), "%s", queue_id);
-	else
+	if (mail.queue_id != NULL) {
+		snprintf(s->tx.queue_id, sizeof(s->tx.queue_id), "%s", mail.queue_id);
+		s->tx.delivery_id = mt_xasprintf("%s %s", s->lhlo, mail.queue_id);
+	} else
 		snprintf(s->tx.queue_id, sizeof(s->tx.queue_id), "%016" PRIx64 ".%u",
 			 s->log.session_id, s->tx_count);
 	memcpy(s->log.queue_id, s->tx.queue_id, sizeof(s->log.queue_id));
@@ -229,24 +165,15 @@ static void rcpt_done(const struct mt_dirsvc_recipient *r, void *context);
 
 static void cmd_rcpt(struct lmtp_session *s, const char *arg)
 {
-	struct mt_address addr;
-	struct mt_esmtp_params params;
-	const char *error, *path;
+	struct lmtp_rcpt_args rcpt;
+	struct lmtp_parse_error error;
 
 	if (!s->tx.active) {
 		lmtp_error(s, 503, "5.5.1 Send MAIL first");
 		return;
 	}
-	if ((path = skip_keyword(arg, "TO:")) == NULL) {
-		lmtp_error(s, 501, "5.5.4 Syntax: RCPT TO:<address>");
-		return;
-	}
-	if (!mt_address_parse(path, strlen(path), 0, &addr, &params, &error)) {
-		lmtp_error(s, 501, "5.1.3 Bad recipient address: %s", error);
-		return;
-	}
-	if (params.count > 0) {
-		lmtp_error(s, 555, "5.5.4 Unsupported parameter %s", params.param[0].key);
+	if (!lmtp_parse_rcpt(arg, &rcpt, &error)) {
+		reply_parse_error(s, &error);
 		return;
 	}
 	if (s->tx.rcpt_count >= s->ps->set->max_recipients) {
@@ -255,9 +182,9 @@ static void cmd_rcpt(struct lmtp_session *s, const char *arg)
 		return;
 	}
 	free(s->rcpt_pending);
-	s->rcpt_pending = mt_xstrdup(addr.addr);
+	s->rcpt_pending = mt_xstrdup(rcpt.addr.addr);
 	lmtp_enter_state(s, LMTP_STATE_RCPT_WAIT);
-	s->dir_req = mt_dirsvc_lookup_recipient(s->ps->dir, &s->log, addr.addr,
+	s->dir_req = mt_dirsvc_lookup_recipient(s->ps->dir, &s->log, rcpt.addr.addr,
 						rcpt_done, s);
 }
 
@@ -399,6 +326,7 @@ void lmtp_data_end(struct lmtp_session *s)
 		srcpts[k].quota = r->quota;
 		srcpts[k].prefix = prefixes[k].data;
 		srcpts[k].prefix_len = prefixes[k].len;
+		srcpts[k].delivery_id = tx->delivery_id;
 		slots++;
 	}
 	mt_slog(MT_LOG_DEBUG, &s->log, "lmtp data size=%" PRIu64 " mailboxes=%u",
@@ -431,6 +359,17 @@ static void deliver_done(struct mt_store_req *req, void *context)
 		enum mt_store_status st = r->slot < count ? results[r->slot].status :
 			MT_STORE_TEMPFAIL;
 		uint32_t uid = r->slot < count ? results[r->slot].uid : 0;
+		if (st == MT_STORE_OK && r->slot < count && results[r->slot].duplicate) {
+			/* The client's redelivery of what this mailbox has. */
+			s->delivered++;
+			mt_slog(MT_LOG_INFO, &s->log,
+				"lmtp duplicate to=<%s> mailbox=%s uid=%" PRIu32
+				" (already delivered with this queue id: not stored again)",
+				r->address, r->mailbox, uid);
+			lmtp_reply(s, 250, "2.0.0 <%s> Already delivered uid=%" PRIu32,
+				   r->address, uid);
+			continue;
+		}
 		if (st == MT_STORE_OK) {
 			s->delivered++;
 			s->ps->messages_delivered++;

@@ -111,6 +111,7 @@ void lmtp_tx_reset(struct lmtp_session *s)
 	}
 	free(tx->rcpts);
 	free(tx->sender);
+	free(tx->delivery_id);
 	mt_buf_free(&tx->body);
 	memset(tx, 0, sizeof(*tx));
 	s->log.queue_id[0] = '\0';

@@ -17,6 +17,7 @@
 #include "log.h"
 #include "address.h"
 #include "loop.h"
+#include "lmtp-parse.h"	/* LMTP_LHLO_MAX */
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -27,7 +28,6 @@ struct mt_store_req;
 
 /* RFC 2033 4.1: command lines are at most 512 octets with the CRLF. */
 #define LMTP_LINE_MAX 512
-#define LMTP_LHLO_MAX 255
 
 /* Where the connection is. Transaction state (what MAIL/RCPT gathered)
  * lives apart in struct lmtp_tx. */
@@ -73,6 +73,9 @@ struct lmtp_tx {
 	bool active;		/* MAIL FROM accepted */
 	char *sender;		/* normal form; "" for <> */
 	char queue_id[32];	/* the MTA's, or our own */
+	/* "LHLO-NAME QUEUE-ID" when the client gave XQUEUEID, else NULL: the
+	 * store's delivery id (a redelivery stores no second copy). */
+	char *delivery_id;
 	struct lmtp_rcpt *rcpts;
 	unsigned int rcpt_count, rcpt_alloc;
 	struct mt_dot_decoder dec;

@@ -8,6 +8,7 @@ popstore_libmtstore_a_SOURCES = \
 	popstore/store-records.c \
 	popstore/store-commit.c \
 	popstore/store-purge.c \
+	popstore/store-dedupe.c \
 	popstore/store-async.c \
 	popstore/store-mailbox.c \
 	popstore/store-admin.c \
@@ -22,7 +23,8 @@ STORE_TEST_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(LIBEVENT_CFLAGS) \
 store_unit_tests = \
 	tests/unit/test-store \
 	tests/unit/test-store-commit \
-	tests/unit/test-store-admin
+	tests/unit/test-store-admin \
+	tests/unit/test-store-dedupe
 
 check_PROGRAMS += $(store_unit_tests)
 TESTS += $(store_unit_tests)
@@ -40,6 +42,11 @@ tests_unit_test_store_admin_SOURCES = tests/unit/test-store-admin.c \
 	tests/unit/test-store-util.h
 tests_unit_test_store_admin_CFLAGS = $(STORE_TEST_CFLAGS)
 tests_unit_test_store_admin_LDADD = $(STORE_LIBS) $(CMOCKA_LIBS)
+
+tests_unit_test_store_dedupe_SOURCES = tests/unit/test-store-dedupe.c \
+	tests/unit/test-store-util.h
+tests_unit_test_store_dedupe_CFLAGS = $(STORE_TEST_CFLAGS)
+tests_unit_test_store_dedupe_LDADD = $(STORE_LIBS) $(CMOCKA_LIBS)
 
 # The crash test: a driver delivering from 16 clients, kill -9'd by the
 # script at random moments, then reopened (recovery) and verified.

@@ -321,6 +321,7 @@ static void open_store(struct popstore *ps)
 		.commit_threads = (unsigned int)ps->set->commit_threads,
 		.reader_threads = (unsigned int)ps->set->reader_threads,
 		.purge_delay_msecs = (unsigned int)ps->set->purge_delay,
+		.redelivery_window_secs = (unsigned int)(ps->set->redelivery_window / 1000),
 	};
 	const char *error;
 	enum mt_store_status status = mt_store_open(&ss, &ps->store, &error);

@@ -12,12 +12,37 @@
  * Plaintext credentials are refused before TLS unless the client is in
  * proxy_addresses or allow_plaintext_auth is set (RFC 2595 2.1 spirit).
  *
+ * Failure timing: the -ERR is sent auth_fail_delay after the PASS or AUTH
+ * arrived, not when the directory answers, so a real user's slow password
+ * hash and an unknown user's quick miss end at the same moment. The delay
+ * doubles per failure from the client address within auth_fail_window
+ * (lib/authfail.c, as the MTA's and the MMP's), at most 60 s. Two kinds of
+ * client are treated otherwise, because they share one address:
+ *   - the MMP's proxy logins (AUTH PLAIN with the proxy credential and
+ *     the user as authzid, from proxy_addresses) are answered at once and
+ *     never counted. The MMP checked the user's password itself, delays
+ *     its own clients' failures per their real address and hides the
+ *     directory's time from them; here all its users share its address,
+ *     so counting would throttle every one of them for one guesser, and a
+ *     delayed answer would outlast the MMP's backend_connect_timeout and
+ *     mark this shard down. Whoever holds the proxy credential may open
+ *     any mailbox anyway, so the timing of its failures tells nothing;
+ *     guessing the credential itself is left to the trusted hosts of
+ *     proxy_addresses (it should be long and random).
+ *   - a user's own password from proxy_addresses (a trusted local client)
+ *     gets the first delay every time, not counted: its timing is hidden
+ *     but no address-wide penalty grows against the MMP's host.
+ * The session reads nothing meanwhile (POP3_STATE_AUTH_DELAY); the timer
+ * belongs to the session and is freed when it closes, so a client that
+ * goes away during the delay leaves nothing to fire.
+ *
  * RFC 1939 7 (USER, PASS), RFC 5034 4 (AUTH, "+ " continuation, "*"
  * cancels, "=" empty initial response), RFC 4616 (PLAIN and its
  * authorization identity), RFC 2449 8 and RFC 3206 (IN-USE, AUTH,
  * SYS/TEMP, SYS/PERM response codes). */
 #include "pop3-session.h"
 #include "alloc.h"
+#include "authfail.h"
 #include "dirsvc.h"
 #include "sasl.h"
 #include "store.h"
@@ -26,18 +51,74 @@
 #include <string.h>
 #include <strings.h>
 
+#include <event2/event.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
 #define PLAINTEXT_REFUSED "[AUTH] Plaintext authentication disallowed on non-secure (SSL/TLS) connections"
 
-static void login_failed(struct pop3_session *s, const char *user, const char *reason)
+/* The delay (ms after the command) of this failed login's answer; see
+ * the header for who is exempt and why. */
+static uint64_t failure_delay(struct pop3_session *s)
 {
-	mt_slog(MT_LOG_INFO, &s->log, "pop3 login failed user=%s method=%s reason=%s",
-		user != NULL ? user : "-", s->login_method, reason);
-	s->ps->logins_failed++;
+	struct popstore *ps = s->ps;
+	const struct mt_authfail_limits limits = {
+		.delay = ps->set->auth_fail_delay,
+		.window = ps->set->auth_fail_window,
+	};
+	if (s->from_proxy && strcmp(s->login_method, "proxy") == 0)
+		return 0;
+	if (s->from_proxy || s->peer_ip[0] == '\0')
+		return mt_authfail_delay(limits.delay, 1);
+	if (ps->auth_failures == NULL)
+		ps->auth_failures = mt_authfail_new();
+	return mt_authfail_failed(ps->auth_failures, s->peer_ip, &limits,
+				  mt_authfail_clock_ms(), NULL);
+}
+
+/* The one answer to every failed login. */
+static void login_failed_answer(struct pop3_session *s)
+{
 	pop3_enter_state(s, POP3_STATE_AUTHORIZATION);
 	pop3_error(s, "[AUTH] Authentication failed");
+}
+
+/* The delay is over: answer, then go on with pipelined input. */
+static void login_failed_due(evutil_socket_t fd, short what, void *arg)
+{
+	struct pop3_session *s = arg;
+	(void)fd;
+	(void)what;
+	if (s->state != POP3_STATE_AUTH_DELAY)
+		return;
+	login_failed_answer(s);
+	pop3_resume(s);
+}
+
+/* A failed login: -ERR [AUTH] once its delay since the command has
+ * passed. True if the answer waits (login_failed_due resumes). */
+static bool login_failed(struct pop3_session *s, const char *user, const char *reason)
+{
+	uint64_t delay = failure_delay(s);
+	mt_slog(MT_LOG_INFO, &s->log,
+		"pop3 login failed user=%s method=%s reason=%s delay_ms=%llu",
+		user != NULL ? user : "-", s->login_method, reason,
+		(unsigned long long)delay);
+	s->ps->logins_failed++;
+	uint64_t wait = mt_authfail_wait_ms(s->login_started_ms, delay,
+					    mt_authfail_clock_ms());
+	if (wait == 0) {
+		login_failed_answer(s);
+		return false;
+	}
+	if (s->auth_delay_timer == NULL &&
+	    (s->auth_delay_timer = evtimer_new(mt_loop_base(s->ps->loop),
+					       login_failed_due, s)) == NULL)
+		mt_panic("evtimer_new failed");
+	struct timeval tv = { (time_t)(wait / 1000), (suseconds_t)(wait % 1000) * 1000 };
+	pop3_enter_state(s, POP3_STATE_AUTH_DELAY);
+	evtimer_add(s->auth_delay_timer, &tv);
+	return true;
 }
 
 /* After a failure that is not the client's fault: back to AUTHORIZATION. */
@@ -123,10 +204,12 @@ static void auth_done(const struct mt_dirsvc_auth *r, void *context)
 		}
 		break;
 	case MT_DIRSVC_AUTH_BAD_CREDENTIALS:
-		login_failed(s, s->user, "bad-credentials");
+		if (login_failed(s, s->user, "bad-credentials"))
+			return;
 		break;
 	case MT_DIRSVC_AUTH_DISABLED:
-		login_failed(s, s->user, "disabled");
+		if (login_failed(s, s->user, "disabled"))
+			return;
 		break;
 	case MT_DIRSVC_AUTH_TEMPFAIL:
 	default:
@@ -158,16 +241,18 @@ static void proxy_lookup_done(const struct mt_dirsvc_recipient *r, void *context
 
 	switch (r->status) {
 	case MT_DIRSVC_FOUND:
-		if (r->account != MT_DIRSVC_ACTIVE)
-			login_failed(s, s->user, "disabled");
-		else if (shard_is_ours(s, r->address, r->shard)) {
+		if (r->account != MT_DIRSVC_ACTIVE) {
+			if (login_failed(s, s->user, "disabled"))
+				return;
+		} else if (shard_is_ours(s, r->address, r->shard)) {
 			open_mailbox(s, r->address);
 			return;
 		}
 		break;
 	case MT_DIRSVC_NOT_FOUND:
 	case MT_DIRSVC_INVALID:
-		login_failed(s, s->user, "unknown-authzid");
+		if (login_failed(s, s->user, "unknown-authzid"))
+			return;
 		break;
 	case MT_DIRSVC_TEMPFAIL:
 	default:
@@ -224,6 +309,7 @@ static void plain_login(struct pop3_session *s, const char *b64)
 	const char *error;
 
 	s->login_method = "plain";
+	s->login_started_ms = mt_authfail_clock_ms();
 	enum mt_sasl_status status = mt_sasl_plain_decode(b64, &p, &error);
 	if (status != MT_SASL_OK) {
 		mt_slog(MT_LOG_INFO, &s->log, "pop3 auth plain rejected: %s", error);
@@ -269,6 +355,7 @@ void pop3_cmd_pass(struct pop3_session *s, const char *arg)
 		pop3_error(s, "Send USER first");
 		return;
 	}
+	s->login_started_ms = mt_authfail_clock_ms();
 	if (arg[0] == '\0') {
 		login_failed(s, s->user, "empty-password");
 		return;

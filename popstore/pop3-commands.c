@@ -3,9 +3,10 @@
  * RSET, QUIT (the login commands are in pop3-auth.c, the streamed
  * multi-line replies in pop3-fetch.c).
  *
- * Trust boundary: arguments are the client's. Message numbers must be
- * plain decimal within the snapshot and not deleted; anything else is an
- * -ERR that counts towards max_errors, and the session goes on.
+ * Trust boundary: arguments are the client's, parsed by pop3-parse.c.
+ * Message numbers must be plain decimal within the snapshot and not
+ * deleted; anything else is an -ERR that counts towards max_errors, and
+ * the session goes on.
  *
  * RFC 1939 5 (STAT, LIST, RETR, DELE, NOOP, RSET), 6 (QUIT and the UPDATE
  * state: "the POP3 server removes all messages marked as deleted from the
@@ -14,6 +15,7 @@
  * POP3 session does not enter the UPDATE state"), 7 (TOP, UIDL);
  * RFC 2449 5 and 6 (CAPA and its tags), RFC 2595 4 (STLS). */
 #include "pop3-session.h"
+#include "pop3-parse.h"
 #include "alloc.h"
 #include "store.h"
 
@@ -21,7 +23,6 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include <event2/buffer.h>
 
@@ -40,46 +41,46 @@ static void cmd_quit(struct pop3_session *s, const char *arg);
 #define AUTHZ POP3_CMD_AUTHORIZATION
 #define TRANS POP3_CMD_TRANSACTION
 
-const struct pop3_command pop3_commands[] = {
-	{ "CAPA", cmd_capa, AUTHZ | TRANS },
-	{ "USER", pop3_cmd_user, AUTHZ },
-	{ "PASS", pop3_cmd_pass, AUTHZ | POP3_CMD_SECRET },
-	{ "AUTH", pop3_cmd_auth, AUTHZ | POP3_CMD_SECRET },
-	{ "STLS", cmd_stls, AUTHZ },
-	{ "STAT", cmd_stat, TRANS },
-	{ "LIST", cmd_list, TRANS },
-	{ "UIDL", cmd_uidl, TRANS },
-	{ "TOP", cmd_top, TRANS },
-	{ "RETR", cmd_retr, TRANS },
-	{ "DELE", cmd_dele, TRANS },
-	{ "NOOP", cmd_noop, TRANS },
-	{ "RSET", cmd_rset, TRANS },
-	{ "QUIT", cmd_quit, AUTHZ | TRANS },
+/* Indexed by enum pop3_verb (pop3-parse.h); the name is the verb's own. */
+#define CMD(verb, handler, flags) [POP3_VERB_##verb] = { #verb, handler, flags }
+const struct pop3_command pop3_commands[POP3_VERB_COUNT] = {
+	CMD(CAPA, cmd_capa, AUTHZ | TRANS),
+	CMD(USER, pop3_cmd_user, AUTHZ),
+	CMD(PASS, pop3_cmd_pass, AUTHZ | POP3_CMD_SECRET),
+	CMD(AUTH, pop3_cmd_auth, AUTHZ | POP3_CMD_SECRET),
+	CMD(STLS, cmd_stls, AUTHZ),
+	CMD(STAT, cmd_stat, TRANS),
+	CMD(LIST, cmd_list, TRANS),
+	CMD(UIDL, cmd_uidl, TRANS),
+	CMD(TOP, cmd_top, TRANS),
+	CMD(RETR, cmd_retr, TRANS),
+	CMD(DELE, cmd_dele, TRANS),
+	CMD(NOOP, cmd_noop, TRANS),
+	CMD(RSET, cmd_rset, TRANS),
+	CMD(QUIT, cmd_quit, AUTHZ | TRANS),
 };
-const unsigned int pop3_command_count = sizeof(pop3_commands) / sizeof(pop3_commands[0]);
-_Static_assert(sizeof(pop3_commands) / sizeof(pop3_commands[0]) <= POP3_COMMANDS_MAX,
-	       "raise POP3_COMMANDS_MAX");
+#undef CMD
+const unsigned int pop3_command_count = POP3_VERB_COUNT;
+_Static_assert(POP3_VERB_COUNT <= POP3_COMMANDS_MAX, "raise POP3_COMMANDS_MAX");
 
 void pop3_command_dispatch(struct pop3_session *s, char *line)
 {
-	size_t len = strcspn(line, " ");
-	const char *arg = line[len] == ' ' ? line + len + 1 : "";
+	enum pop3_verb verb;
+	const char *arg;
 	unsigned int need = s->state == POP3_STATE_TRANSACTION ? TRANS : AUTHZ;
 
-	for (unsigned int i = 0; i < pop3_command_count; i++) {
-		const struct pop3_command *cmd = &pop3_commands[i];
-		if (strlen(cmd->name) != len || strncasecmp(cmd->name, line, len) != 0)
-			continue;
-		s->counts[i]++;
-		if ((cmd->flags & need) == 0) {
-			pop3_error(s, "Command not valid in this state");
-			return;
-		}
-		cmd->handler(s, arg);
+	if (!pop3_parse_command(line, &verb, &arg)) {
+		s->unknown_count++;
+		pop3_error(s, "Unknown command");
 		return;
 	}
-	s->unknown_count++;
-	pop3_error(s, "Unknown command");
+	const struct pop3_command *cmd = &pop3_commands[verb];
+	s->counts[verb]++;
+	if ((cmd->flags & need) == 0) {
+		pop3_error(s, "Command not valid in this state");
+		return;
+	}
+	cmd->handler(s, arg);
 }
 
 void pop3_command_counts(const struct pop3_session *s, struct mt_buf *out)
@@ -107,18 +108,13 @@ void pop3_maildrop_reset(struct pop3_maildrop *drop)
 	memset(drop, 0, sizeof(*drop));
 }
 
-/* Parse a decimal number: digits only, no sign, at most 10 digits. */
-static bool parse_uint(const char *s, size_t len, uint64_t *value_r)
+/* RFC 1939 3: a message number "may NOT refer to a message marked as
+ * deleted". True (and -ERR sent) if index does. */
+static bool msg_deleted(struct pop3_session *s, unsigned int index)
 {
-	uint64_t v = 0;
-	if (len == 0 || len > 10)
+	if (!s->drop.deleted[index])
 		return false;
-	for (size_t i = 0; i < len; i++) {
-		if (!isdigit((unsigned char)s[i]))
-			return false;
-		v = v * 10 + (uint64_t)(s[i] - '0');
-	}
-	*value_r = v;
+	pop3_error(s, "Message %u is deleted", index + 1);
 	return true;
 }
 
@@ -126,17 +122,11 @@ static bool parse_uint(const char *s, size_t len, uint64_t *value_r)
 static bool parse_msg(struct pop3_session *s, const char *arg, size_t len,
 		      unsigned int *index_r)
 {
-	uint64_t n;
-	if (!parse_uint(arg, len, &n) || n == 0 || n > s->drop.count) {
+	if (!pop3_parse_msg(arg, len, s->drop.count, index_r)) {
 		pop3_error(s, "No such message");
 		return false;
 	}
-	if (s->drop.deleted[n - 1]) {
-		pop3_error(s, "Message %" PRIu64 " is deleted", n);
-		return false;
-	}
-	*index_r = (unsigned int)(n - 1);
-	return true;
+	return !msg_deleted(s, *index_r);
 }
 
 static void cmd_capa(struct pop3_session *s, const char *arg)
@@ -227,12 +217,18 @@ static void cmd_top(struct pop3_session *s, const char *arg)
 {
 	unsigned int index;
 	uint64_t lines;
-	size_t len = strcspn(arg, " ");
-	if (arg[len] != ' ' || !parse_uint(arg + len + 1, strlen(arg + len + 1), &lines)) {
+
+	switch (pop3_parse_top(arg, s->drop.count, &index, &lines)) {
+	case POP3_ARG_SYNTAX:
 		pop3_error(s, "Syntax: TOP msg n");
 		return;
+	case POP3_ARG_NO_SUCH:
+		pop3_error(s, "No such message");
+		return;
+	case POP3_ARG_OK:
+		break;
 	}
-	if (!parse_msg(s, arg, len, &index))
+	if (msg_deleted(s, index))
 		return;
 	pop3_ok(s, "Top of message follows");
 	pop3_fetch_message(s, index, true, lines);

@@ -36,6 +36,7 @@ const char *const pop3_state_names[POP3_STATE_COUNT] = {
 	[POP3_STATE_AUTHORIZATION] = "authorization",
 	[POP3_STATE_SASL] = "sasl",
 	[POP3_STATE_LOGIN] = "login",
+	[POP3_STATE_AUTH_DELAY] = "auth-delay",
 	[POP3_STATE_STLS] = "stls",
 	[POP3_STATE_TRANSACTION] = "transaction",
 	[POP3_STATE_UPDATE] = "update",
@@ -274,8 +275,8 @@ static void pop3_event_cb(struct bufferevent *bev, short what, void *arg)
 static void pop3_idle_cb(void *arg)
 {
 	struct pop3_session *s = arg;
-	if (s->state == POP3_STATE_LOGIN || s->state == POP3_STATE_UPDATE ||
-	    pop3_fetch_busy(s)) {
+	if (s->state == POP3_STATE_LOGIN || s->state == POP3_STATE_AUTH_DELAY ||
+	    s->state == POP3_STATE_UPDATE || pop3_fetch_busy(s)) {
 		mt_timer_reset(s->idle);	/* waiting on us */
 		return;
 	}
@@ -333,6 +334,11 @@ static void pop3_close(struct pop3_session *s, const char *reason)
 	}
 	pop3_fetch_free(s);
 	pop3_maildrop_reset(&s->drop);
+	/* A failed login's answer pending: it must not fire on a freed
+	 * session (the client closed during the delay). */
+	if (s->auth_delay_timer != NULL)
+		event_free(s->auth_delay_timer);
+	s->auth_delay_timer = NULL;
 	if (s->bev != NULL)
 		bufferevent_free(s->bev);
 	s->bev = NULL;
@@ -392,6 +398,7 @@ void pop3_session_accept(struct popstore *ps, int fd, const struct sockaddr *pee
 	s->log = log;
 	s->bev = bev;
 	memcpy(s->peer, addr, sizeof(s->peer));
+	(void)mt_authfail_key(peer, s->peer_ip, sizeof(s->peer_ip));
 	s->from_proxy = popstore_is_proxy(ps, peer);
 	s->tls = s->implicit_tls = implicit_tls;
 	s->state = POP3_STATE_AUTHORIZATION;
@@ -428,4 +435,5 @@ void pop3_sessions_free_all(struct popstore *ps)
 {
 	while (ps->pop3_sessions != NULL)
 		pop3_close(ps->pop3_sessions, "shutdown");
+	mt_authfail_free(&ps->auth_failures);
 }

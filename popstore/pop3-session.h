@@ -15,6 +15,7 @@
 #define MT_POP3_SESSION_H
 
 #include "popstore.h"
+#include "authfail.h"
 #include "buf.h"
 #include "lineio.h"
 #include "log.h"
@@ -24,6 +25,7 @@
 #include <stdint.h>
 
 struct bufferevent;
+struct event;
 struct mt_dirsvc_request;
 struct mt_store_req;
 struct mt_store_mailbox;
@@ -47,6 +49,7 @@ enum pop3_state {
 	POP3_STATE_AUTHORIZATION,
 	POP3_STATE_SASL,	/* AUTH PLAIN: waiting for the response line */
 	POP3_STATE_LOGIN,	/* waiting on the directory or the mailbox open */
+	POP3_STATE_AUTH_DELAY,	/* a failed login's -ERR waits (pop3-auth.c) */
 	POP3_STATE_STLS,	/* "+OK Begin TLS" queued; TLS once it is written */
 	POP3_STATE_TRANSACTION,
 	POP3_STATE_UPDATE,	/* QUIT: the deletions are being made durable */
@@ -92,6 +95,7 @@ struct pop3_session {
 	struct mt_timer *idle;
 	struct mt_logctx log;
 	char peer[MT_SOCKADDR_STRLEN];
+	char peer_ip[MT_AUTHFAIL_KEY_MAX];	/* no port; "" if not IP */
 	bool from_proxy;		/* peer is in proxy_addresses */
 	bool tls;			/* TLS is on (STLS done or implicit) */
 	bool implicit_tls;
@@ -107,6 +111,8 @@ struct pop3_session {
 	char *user;			/* from USER, until PASS */
 	char *login;			/* the authenticated mailbox owner */
 	const char *login_method;	/* "user", "plain", "proxy" */
+	uint64_t login_started_ms;	/* PASS or AUTH arrived (authfail clock) */
+	struct event *auth_delay_timer;	/* a failed login's -ERR waits */
 	struct mt_dirsvc_request *dir_req;
 	struct mt_store_req *store_req;	/* open or expunge */
 	struct pop3_maildrop drop;

@@ -59,6 +59,17 @@ static const struct mt_setting_def popstore_settings[] = {
 	{ .name = "allow_plaintext_auth", .type = MT_SETTING_BOOL,
 	  .offset = S(allow_plaintext_auth), .default_value = "no",
 	  .doc = "Accept USER/PASS and AUTH PLAIN without TLS from any client (else only from proxy_addresses)." },
+	{ .name = "auth_fail_delay", .type = MT_SETTING_DURATION,
+	  .offset = S(auth_fail_delay), .default_value = "2s", .max = 60000,
+	  .doc = "Delay of the answer to a failed POP3 login, counted from the command, so an unknown "
+		 "user and a wrong password answer at the same time; it doubles with each further failure "
+		 "from the client address within auth_fail_window, up to 60s (0: no delay). Clients in "
+		 "proxy_addresses get this first delay without growth, the MMP's proxy logins none "
+		 "(the MMP delays its own clients' failures, as [mmp] auth_fail_delay)." },
+	{ .name = "auth_fail_window", .type = MT_SETTING_DURATION,
+	  .offset = S(auth_fail_window), .default_value = "5m", .min = 1000,
+	  .max = 86400000,
+	  .doc = "Failed POP3 logins from one address count (for auth_fail_delay) until this long after the last one." },
 	{ .name = "max_errors", .type = MT_SETTING_UINT, .offset = S(max_errors),
 	  .default_value = "10", .min = 1, .max = 1000,
 	  .doc = "Bad commands and failed logins in one session before it is disconnected." },
@@ -85,6 +96,13 @@ static const struct mt_setting_def popstore_settings[] = {
 	  .default_value = "50ms", .min = 1, .max = 3600000,
 	  .doc = "How long the store lets expunged (POP3 QUIT) messages' bodies gather "
 		 "before its background purger deletes them in batches." },
+	{ .name = "redelivery_window", .type = MT_SETTING_DURATION,
+	  .offset = S(redelivery_window), .default_value = "1h", .min = 1000,
+	  .max = 7 * 86400000ull,
+	  .doc = "How long the store remembers the id of each LMTP delivery that came "
+		 "with XQUEUEID (the MTA's LHLO name and queue id): a second delivery with "
+		 "the same id to the same mailbox within it (an MTA killed or cut off "
+		 "after the store committed) stores no second copy." },
 	MT_SETTINGS_END,
 };
 

@@ -42,6 +42,9 @@ struct mt_popstore_settings {
 	uint64_t commit_threads;
 	uint64_t reader_threads;
 	uint64_t purge_delay;		/* milliseconds */
+	uint64_t redelivery_window;	/* milliseconds */
+	uint64_t auth_fail_delay;	/* ms, the first failed login's; 0: off */
+	uint64_t auth_fail_window;	/* ms */
 };
 
 #endif

@@ -23,6 +23,7 @@ struct mt_store_port;
 struct mt_dirsvc;
 struct mt_dirsvc_client;
 struct mt_tls;
+struct mt_authfail;
 struct lmtp_session;
 struct pop3_session;
 
@@ -55,6 +56,9 @@ struct popstore {
 	unsigned int sessions;		/* LMTP + POP3 now */
 	struct lmtp_session *lmtp_sessions;
 	struct pop3_session *pop3_sessions;
+	/* Failed POP3 logins per client address (pop3-auth.c; made on the
+	 * first failure, freed by pop3_sessions_free_all). */
+	struct mt_authfail *auth_failures;
 	bool fatal;			/* the store failed: exit non-zero */
 
 	/* Daemon-wide counters for the stats line. */

@@ -154,6 +154,7 @@ static void req_free(struct mt_store_req *req)
 	for (unsigned int i = 0; i < req->rcpt_count; i++) {
 		free((char *)req->rcpts[i].mailbox);
 		free((char *)req->rcpts[i].prefix);
+		free((char *)req->rcpts[i].delivery_id);
 	}
 	free(req->rcpts);
 	free(req->body_owned);
@@ -441,6 +442,9 @@ static struct mt_store_req *deliver_new(struct mt_store *store,
 		*r = rcpts[i];
 		r->uid = 0;
 		r->status = MT_STORE_OK;
+		r->duplicate = false;
+		r->delivery_id = rcpts[i].delivery_id != NULL ?
+			mt_xstrdup(rcpts[i].delivery_id) : NULL;
 		r->mailbox = mt_xstrdup(name_ok(rcpts[i].mailbox) ? rcpts[i].mailbox : "");
 		r->prefix = NULL;
 		if (r->prefix_len > 0 && rcpts[i].prefix != NULL) {
@@ -490,6 +494,7 @@ enum mt_store_status mt_store_deliver_wait(struct mt_store *store,
 	for (unsigned int i = 0; i < count; i++) {
 		rcpts[i].status = req->rcpts[i].status;
 		rcpts[i].uid = req->rcpts[i].uid;
+		rcpts[i].duplicate = req->rcpts[i].duplicate;
 	}
 	enum mt_store_status status = req->status;
 	*error_r = store_error("%s", req->error);

@@ -1,5 +1,5 @@
 /* store-env.c — the store's Berkeley DB environment: open with recovery,
- * the five databases, their format check and the version 1 → 2 upgrade,
+ * the six databases, their format check and the upgrades to version 3,
  * the checkpoint thread, close, and the mapping of Berkeley DB results to
  * store statuses.
  *
@@ -19,10 +19,11 @@
  * (mt_store_failed()). After a clean close the region files are removed
  * unless another process is attached, so the next open applies its own
  * cache size. Format versions: a store is refused unless its version is
- * MT_STORE_FORMAT_VERSION (2) or 1; a version 1 store (no purge.db) is
- * upgraded by the serving process in one transaction that creates
- * purge.db and rewrites the version record (a crash midway leaves version
- * 1), and read as it is by mailtierctl. Every region page is backed by allocated blocks from the open
+ * MT_STORE_FORMAT_VERSION (3), 2 or 1; a version 1 store (no purge.db, no
+ * delivered.db) or 2 (no delivered.db) is upgraded by the serving process
+ * in one transaction that creates what it lacks and rewrites the version
+ * record (a crash midway leaves the old version), and read as it is by
+ * mailtierctl. Every region page is backed by allocated blocks from the open
  * on (DB_REGION_INIT plus store-space.c), so a full disk cannot fault a
  * region page (SIGBUS); full-disk handling is in store-space.c. */
 #include "store-private.h"
@@ -191,7 +192,7 @@ int store_checkpoint(struct mt_store *store, unsigned int log_kbytes)
 static void *checkpoint_main(void *arg)
 {
 	struct mt_store *store = arg;
-	unsigned int secs = 0;
+	unsigned int secs = 0, expire_secs = 0;
 	pthread_mutex_lock(&store->ckp_lock);
 	while (!store->ckp_stop) {
 		struct timespec ts;
@@ -208,11 +209,14 @@ static void *checkpoint_main(void *arg)
 			(void)store_space_headroom(store, false);
 		if (store_space_full(store))
 			store_space_probe(store);
-		else if (++secs >= store->set.checkpoint_secs) {
-			secs = 0;
-			(void)store_checkpoint(store, 0);
-		} else
-			(void)store_checkpoint(store, CHECKPOINT_LOG_KBYTES);
+		else {
+			store_dedupe_expire(store, &expire_secs);
+			if (++secs >= store->set.checkpoint_secs) {
+				secs = 0;
+				(void)store_checkpoint(store, 0);
+			} else
+				(void)store_checkpoint(store, CHECKPOINT_LOG_KBYTES);
+		}
 		pthread_mutex_lock(&store->ckp_lock);
 	}
 	pthread_mutex_unlock(&store->ckp_lock);
@@ -384,6 +388,8 @@ static int dbs_open_all(struct mt_store *store, DB_TXN *txn, u_int32_t flags)
 	    (ret = db_open_one(store, txn, &store->bodies, STORE_BODY_DB,
 			       STORE_BODY_PAGESIZE, flags)) != 0 ||
 	    (ret = db_open_one(store, txn, &store->purge, STORE_PURGE_DB,
+			       0, flags)) != 0 ||
+	    (ret = db_open_one(store, txn, &store->delivered, STORE_DELIVERED_DB,
 			       0, flags)) != 0)
 		return ret;
 	return 0;
@@ -391,8 +397,8 @@ static int dbs_open_all(struct mt_store *store, DB_TXN *txn, u_int32_t flags)
 
 static void dbs_close_all(struct mt_store *store)
 {
-	DB **dbs[] = { &store->purge, &store->bodies, &store->messages,
-		       &store->mailboxes, &store->meta };
+	DB **dbs[] = { &store->delivered, &store->purge, &store->bodies,
+		       &store->messages, &store->mailboxes, &store->meta };
 	for (size_t i = 0; i < sizeof(dbs) / sizeof(dbs[0]); i++) {
 		if (*dbs[i] == NULL)
 			continue;
@@ -438,16 +444,22 @@ static enum mt_store_status store_create(struct mt_store *store,
 	return MT_STORE_OK;
 }
 
-/* Version 1 → 2 (SERVE mode): purge.db created and the version record
- * rewritten in one transaction. */
+/* Version 1 or 2 → 3 (SERVE mode): the databases the old version lacks
+ * (purge.db before 2, delivered.db before 3) created and the version
+ * record rewritten in one transaction. */
 static enum mt_store_status store_upgrade(struct mt_store *store,
 					  const char **error_r)
 {
+	const uint32_t from = store->format_version;
 	DB_TXN *txn;
 	int ret = store->env->txn_begin(store->env, NULL, &txn, 0);
 	if (ret == 0) {
-		ret = db_open_one(store, txn, &store->purge, STORE_PURGE_DB, 0,
-				  DB_CREATE);
+		if (from < 2)
+			ret = db_open_one(store, txn, &store->purge,
+					  STORE_PURGE_DB, 0, DB_CREATE);
+		if (ret == 0)
+			ret = db_open_one(store, txn, &store->delivered,
+					  STORE_DELIVERED_DB, 0, DB_CREATE);
 		if (ret == 0)
 			ret = store_records_format_set(store, txn,
 						       MT_STORE_FORMAT_VERSION);
@@ -455,21 +467,24 @@ static enum mt_store_status store_upgrade(struct mt_store *store,
 			ret = txn->commit(txn, 0);
 		else {
 			(void)txn->abort(txn);
-			if (store->purge != NULL) {
-				(void)store->purge->close(store->purge, 0);
-				store->purge = NULL;
+			DB **made[] = { &store->purge, &store->delivered };
+			for (size_t i = 0; i < sizeof(made) / sizeof(made[0]); i++) {
+				if (*made[i] != NULL && (made[i] != &store->purge || from < 2)) {
+					(void)(*made[i])->close(*made[i], 0);
+					*made[i] = NULL;
+				}
 			}
 		}
 	}
 	if (ret != 0) {
-		*error_r = store_error("store %s: upgrading format version 1 to "
-				       "%u: %s", store->home,
+		*error_r = store_error("store %s: upgrading format version %u to "
+				       "%u: %s", store->home, from,
 				       MT_STORE_FORMAT_VERSION, db_strerror(ret));
 		return store_status_from_db(store, ret);
 	}
-	mt_info("store: home=%s upgraded format_version=1 to format_version=%u "
-		"(lazy expunge: %s)", store->home, MT_STORE_FORMAT_VERSION,
-		STORE_PURGE_DB);
+	mt_info("store: home=%s upgraded format_version=%u to format_version=%u "
+		"(created:%s %s)", store->home, from, MT_STORE_FORMAT_VERSION,
+		from < 2 ? " " STORE_PURGE_DB : "", STORE_DELIVERED_DB);
 	return MT_STORE_OK;
 }
 
@@ -498,15 +513,24 @@ static enum mt_store_status dbs_open(struct mt_store *store, const char **error_
 		return ret == ENOENT ? MT_STORE_BAD_FORMAT :
 			store_status_from_db(store, ret);
 	}
-	if (store->format_version == 1)
-		return store->set.mode == MT_STORE_MODE_SERVE ?
-			store_upgrade(store, error_r) : MT_STORE_OK;
-	if ((ret = db_open_one(store, none, &store->purge, STORE_PURGE_DB, 0, 0)) != 0) {
+	if (store->format_version >= 2 &&
+	    (ret = db_open_one(store, none, &store->purge, STORE_PURGE_DB, 0, 0)) != 0) {
 		*error_r = store_error("store %s: opening %s: %s (damaged store?)",
 				       store->home, STORE_PURGE_DB, db_strerror(ret));
 		return ret == ENOENT ? MT_STORE_BAD_FORMAT :
 			store_status_from_db(store, ret);
 	}
+	if (store->format_version >= 3 &&
+	    (ret = db_open_one(store, none, &store->delivered, STORE_DELIVERED_DB,
+			       0, 0)) != 0) {
+		*error_r = store_error("store %s: opening %s: %s (damaged store?)",
+				       store->home, STORE_DELIVERED_DB, db_strerror(ret));
+		return ret == ENOENT ? MT_STORE_BAD_FORMAT :
+			store_status_from_db(store, ret);
+	}
+	if (store->format_version < MT_STORE_FORMAT_VERSION &&
+	    store->set.mode == MT_STORE_MODE_SERVE)
+		return store_upgrade(store, error_r);
 	return MT_STORE_OK;
 }
 
@@ -547,7 +571,7 @@ static void store_free(struct mt_store *store)
 		}
 		store->env = NULL;
 		store->meta = store->mailboxes = store->messages = store->bodies = NULL;
-		store->purge = NULL;
+		store->purge = store->delivered = NULL;
 	}
 	dbs_close_all(store);
 	if (store->env != NULL) {

@@ -9,6 +9,7 @@
  *   store-mailbox.c   open mailboxes: snapshot, in-use table, sync reads
  *   store-admin.c     stat and hot backup
  *   store-space.c     a full disk: region preallocation, reserve, no-space mode
+ *   store-dedupe.c    delivery ids: a redelivered message is not stored twice
  * Trust boundary: as store.h. */
 #ifndef MT_POPSTORE_STORE_PRIVATE_H
 #define MT_POPSTORE_STORE_PRIVATE_H
@@ -31,6 +32,8 @@
 #define STORE_BODY_DB "body.db"
 /* Version 2: the bodies of expunged messages waiting for the purger. */
 #define STORE_PURGE_DB "purge.db"
+/* Version 3: the delivery ids each mailbox got (store-dedupe.c). */
+#define STORE_DELIVERED_DB "delivered.db"
 /* flock()ed by the serving process: one daemon per store. */
 #define STORE_LOCK_FILE "popstore.lock"
 /* Allocated space given back when a log flush hits a full disk, so that
@@ -152,6 +155,7 @@ struct mt_store {
 	DB_ENV *env;
 	DB *meta, *mailboxes, *messages, *bodies;
 	DB *purge;			/* NULL: a version 1 store (ADMIN mode) */
+	DB *delivered;			/* NULL: a version 1 or 2 store (ADMIN mode) */
 	uint32_t chunk_size;
 	uint32_t format_version;	/* as found (1 before the upgrade) */
 	atomic_bool failed;
@@ -279,7 +283,7 @@ int store_records_read(struct mt_store *store, uint64_t mailbox_id,
 		       void *buf, size_t max, size_t *size_r);
 /* New store: write the format records. Existing: check them. */
 int store_records_format_init(struct mt_store *store, DB_TXN *txn);
-/* Rewrite the format-version record (the version 1 → 2 upgrade). */
+/* Rewrite the format-version record (the upgrades). */
 int store_records_format_set(struct mt_store *store, DB_TXN *txn,
 			     uint32_t version);
 enum mt_store_status store_records_format_check(struct mt_store *store,
@@ -287,6 +291,21 @@ enum mt_store_status store_records_format_check(struct mt_store *store,
 /* Sum every mailbox record. */
 int store_records_totals(struct mt_store *store, uint64_t *mailboxes_r,
 			 uint64_t *messages_r, uint64_t *bytes_r);
+
+/* store-dedupe.c */
+/* In a delivery's transaction: 0 and *uid_r if rcpt's delivery id is
+ * remembered for its mailbox (write-locked), DB_NOTFOUND if not (or it has
+ * no id), or a DB/STORE_ERR value. */
+int store_dedupe_lookup(struct mt_store *store, DB_TXN *txn,
+			const struct mt_store_rcpt *rcpt, uint64_t now,
+			uint32_t *uid_r);
+/* In the same transaction, after the copy was stored: remember the id. */
+int store_dedupe_record(struct mt_store *store, DB_TXN *txn,
+			const struct mt_store_rcpt *rcpt, uint64_t now,
+			uint32_t uid);
+/* Checkpoint thread, every second (*secs its counter): every
+ * EXPIRE_EVERY_SECS remove the ids older than the window. */
+void store_dedupe_expire(struct mt_store *store, unsigned int *secs);
 
 /* store-commit.c */
 bool store_commit_start(struct mt_store *store, const char **error_r);

@@ -1,4 +1,4 @@
-/* store-records.c — the store's on-disk records (format version 2) and the
+/* store-records.c — the store's on-disk records (format version 3) and the
  * transactions over them: deliver, expunge, purge expunged bodies, load a
  * mailbox's snapshot, read a body range, and the format records.
  *
@@ -13,8 +13,10 @@
  *   body.db     id u64 + uid u32 + chunk u32 → chunk_size bytes of the
  *               message (the last chunk shorter; none for an empty one)
  *   purge.db    id u64 + uid u32 → size u64, flags u32 (0): the bodies of
- *               expunged messages not yet deleted (version 2; a version 1
+ *               expunged messages not yet deleted (version 2; an older
  *               store is upgraded at open by creating it, store-env.c)
+ *   delivered.db  delivery id + NUL + mailbox name → time u64, uid u32:
+ *               the ids of recent deliveries (version 3, store-dedupe.c)
  *
  * Lazy expunge. Deleting a body makes Berkeley DB log every deleted page
  * for undo (~24 KB of log for a 24 KB message), and the POP3 QUIT that
@@ -249,6 +251,7 @@ struct deliver_ctx {
 	uint64_t now;
 	char *scratch;
 	uint32_t uid;
+	bool duplicate;		/* the delivery id was remembered: nothing stored */
 };
 
 static int deliver_txn(struct mt_store *store, DB_TXN *txn, void *context)
@@ -257,9 +260,17 @@ static int deliver_txn(struct mt_store *store, DB_TXN *txn, void *context)
 	const struct mt_store_rcpt *rcpt = ctx->rcpt;
 	const uint64_t size = rcpt->prefix_len + ctx->body_size;
 	struct store_mailbox_rec rec;
+	ctx->duplicate = false;
+	int ret = store_dedupe_lookup(store, txn, rcpt, ctx->now, &ctx->uid);
+	if (ret == 0) {
+		ctx->duplicate = true;
+		return 0;
+	}
+	if (ret != DB_NOTFOUND)
+		return ret;
 	/* DB_RMW: take the write lock now, not by upgrading a read lock, which
 	 * deadlocks two deliveries to one mailbox. */
-	int ret = mailbox_get(store, txn, rcpt->mailbox, &rec, DB_RMW);
+	ret = mailbox_get(store, txn, rcpt->mailbox, &rec, DB_RMW);
 	if (ret == DB_NOTFOUND)
 		ret = mailbox_new(store, txn, ctx->now, &rec);
 	if (ret != 0)
@@ -290,6 +301,8 @@ static int deliver_txn(struct mt_store *store, DB_TXN *txn, void *context)
 	rec.count++;
 	rec.bytes += size;
 	if ((ret = mailbox_put(store, txn, rcpt->mailbox, &rec)) != 0)
+		return ret;
+	if ((ret = store_dedupe_record(store, txn, rcpt, ctx->now, msg.uid)) != 0)
 		return ret;
 	ctx->uid = msg.uid;
 	return 0;
@@ -335,6 +348,8 @@ void store_records_deliver(struct mt_store *store, struct mt_store_req *req)
 			rcpt->status = MT_STORE_NO_SPACE;
 		if (ret == 0) {
 			rcpt->uid = ctx.uid;
+			rcpt->duplicate = ctx.duplicate;
+			/* A duplicate's first copy may not be durable yet either. */
 			req->needs_flush = true;
 			continue;
 		}
@@ -757,14 +772,15 @@ enum mt_store_status store_records_format_check(struct mt_store *store,
 				       store->home, db_strerror(ret));
 		return store_status_from_db(store, ret);
 	}
-	/* Version 1 is version 2 without purge.db: store-env.c upgrades it
-	 * (SERVE mode) by creating that, in the transaction that rewrites
-	 * the version record. */
-	if (version != MT_STORE_FORMAT_VERSION && version != 1) {
+	/* Version 1 is version 2 without purge.db, version 2 is version 3
+	 * without delivered.db: store-env.c upgrades them (SERVE mode) by
+	 * creating what they lack, in the transaction that rewrites the
+	 * version record. */
+	if (version < 1 || version > MT_STORE_FORMAT_VERSION) {
 		*error_r = store_error("store %s has format version %u; this "
 				       "mailtier-popstore reads version %u (and "
-				       "upgrades version 1) only: refusing to "
-				       "open it", store->home, version,
+				       "upgrades versions 1 and 2) only: refusing "
+				       "to open it", store->home, version,
 				       MT_STORE_FORMAT_VERSION);
 		return MT_STORE_BAD_FORMAT;
 	}

@@ -92,13 +92,18 @@ struct mt_store_settings {
 	/* How long the purger lets expunged bodies gather before a round
 	 * (SERVE mode); 0: 50 ms. Tests use a long one to crash before it. */
 	unsigned int purge_delay_msecs;
+	/* How long a delivery id is remembered (store-dedupe.c): a second
+	 * delivery with the same id to the same mailbox within it is answered
+	 * as delivered, not stored again. 0: 3600 s. */
+	unsigned int redelivery_window_secs;
 };
 
 /* Open (and, in SERVE mode, recover) the store. A store whose format version
  * is not MT_STORE_FORMAT_VERSION is refused with MT_STORE_BAD_FORMAT and a
- * message naming both versions, except version 1, which SERVE mode upgrades
- * in place (one transaction: purge.db created, the version record set to
- * 2; version 1 code then refuses the store) and ADMIN mode reads as it is.
+ * message naming both versions, except versions 1 and 2, which SERVE mode
+ * upgrades in place (one transaction: the databases they lack created —
+ * purge.db for 1, delivered.db for 1 and 2 — and the version record set to
+ * 3; older code then refuses the store) and ADMIN mode reads as they are.
  * *error_r is valid until the thread's next store call. */
 enum mt_store_status mt_store_open(const struct mt_store_settings *set,
 				   struct mt_store **store_r,
@@ -113,7 +118,7 @@ void mt_store_close(struct mt_store **store_p);
  * recovery (systemd Restart=on-failure). */
 bool mt_store_failed(struct mt_store *store);
 
-#define MT_STORE_FORMAT_VERSION 2
+#define MT_STORE_FORMAT_VERSION 3
 #define MT_STORE_MAILBOX_MAX 255
 #define MT_STORE_UIDL_MAX 70		/* RFC 1939: 1 to 70 characters */
 #define MT_STORE_READ_MAX (1024 * 1024)	/* largest range one read returns */
@@ -145,9 +150,17 @@ struct mt_store_rcpt {
 	 * its Return-Path:/Received: "for <rcpt>"); may be NULL/0. */
 	const char *prefix;
 	size_t prefix_len;
+	/* The sender's id of this delivery (LMTP: the client's LHLO name and
+	 * its XQUEUEID), or NULL. A delivery whose id the mailbox already got
+	 * within redelivery_window (an MTA that was killed, or lost the
+	 * connection, after the store committed and before it recorded the
+	 * 250) is not stored again: it succeeds with the first copy's uid
+	 * and duplicate set. */
+	const char *delivery_id;
 	/* Results, one per recipient: the LMTP reply after DATA. */
 	enum mt_store_status status;
 	uint32_t uid;
+	bool duplicate;
 };
 
 /* Deliver body (prefixed per recipient) to each recipient's mailbox, each in

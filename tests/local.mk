@@ -26,7 +26,8 @@ unit_tests = \
 	tests/unit/test-tls \
 	tests/unit/test-sdnotify \
 	tests/unit/test-privdrop \
-	tests/unit/test-sasl
+	tests/unit/test-sasl \
+	tests/unit/test-authfail
 
 check_PROGRAMS += $(unit_tests)
 TESTS += $(unit_tests)

@@ -208,18 +208,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	bool esmtp = mode & 1, smtputf8 = mode & 2;
 	uint64_t max_size = limits[(mode >> 2) & 3];
 
-	while (in.len > 0) {
-		const uint8_t *nl = memchr(in.data, '\n', in.len);
-		size_t len = nl != NULL ? (size_t)(nl - in.data) : in.len;
-		char *line = malloc(len + 1);
-		FUZZ_CHECK(line != NULL, "malloc");
-		memcpy(line, in.data, len);
-		line[len] = '\0';
-		if (len > 0 && line[len - 1] == '\r')
-			line[len - 1] = '\0';
-		in.data += nl != NULL ? len + 1 : len;
-		in.len -= nl != NULL ? len + 1 : len;
-
+	char *line;
+	while ((line = fuzz_line(&in)) != NULL) {
 		size_t verb_len = strcspn(line, " ");
 		const char *args = line + verb_len + (line[verb_len] == ' ' ? 1 : 0);
 		check_mail(args, esmtp, max_size);

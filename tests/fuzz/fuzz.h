@@ -1,8 +1,9 @@
 /* fuzz.h — shared by the libFuzzer targets in tests/fuzz/: the entry point,
  * a property check that aborts with a message (so libFuzzer and the
  * standalone regression runner both report a broken property as a crash),
- * a reader that splits one fuzz input into parameters and data, and a
- * reference UTF-8 validator written independently of the ones under test.
+ * a reader that splits one fuzz input into parameters, data and command
+ * lines, and reference models written independently of the code under
+ * test: a UTF-8 validator and the verb lookup of a command table.
  *
  * Trust boundary: the input is arbitrary bytes from the fuzzer or a corpus
  * file. Each target is built twice: with clang and -fsanitize=fuzzer (`make
@@ -16,6 +17,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <strings.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -48,6 +51,42 @@ static inline uint8_t fuzz_byte(struct fuzz_input *in)
 	in->data++;
 	in->len--;
 	return b;
+}
+
+/* The next command line, up to LF (a CR before it is dropped, as
+ * lib/lineio does), as a malloc'd C string (a NUL inside ends it, as for
+ * the dispatcher); NULL once the input is used up. */
+static inline char *fuzz_line(struct fuzz_input *in)
+{
+	if (in->len == 0)
+		return NULL;
+	const uint8_t *nl = memchr(in->data, '\n', in->len);
+	size_t len = nl != NULL ? (size_t)(nl - in->data) : in->len;
+	char *line = malloc(len + 1);
+	FUZZ_CHECK(line != NULL, "malloc");
+	memcpy(line, in->data, len);
+	line[len] = '\0';
+	if (len > 0 && line[len - 1] == '\r')
+		line[len - 1] = '\0';
+	in->data += nl != NULL ? len + 1 : len;
+	in->len -= nl != NULL ? len + 1 : len;
+	return line;
+}
+
+/* Reference verb lookup (RFC 1939 3, RFC 5321 4.1.1): the index in
+ * names[0..count) of the text before line's first space, compared without
+ * case, or count; *arg_r: what follows that space (NULL without one). */
+static inline size_t fuzz_ref_command(const char *line, const char *const *names,
+				      size_t count, const char **arg_r)
+{
+	const char *space = strchr(line, ' ');
+	size_t vlen = space != NULL ? (size_t)(space - line) : strlen(line);
+
+	*arg_r = space != NULL ? space + 1 : NULL;
+	for (size_t i = 0; i < count; i++)
+		if (strlen(names[i]) == vlen && strncasecmp(names[i], line, vlen) == 0)
+			return i;
+	return count;
 }
 
 /* A tiny deterministic generator for chunk sizes and split points, so one

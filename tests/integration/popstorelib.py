@@ -143,12 +143,14 @@ class Env:
 
     # Clients
 
-    def lmtp(self, shard, source=None):
+    def lmtp(self, shard, source=None, lhlo=None):
         lm = smtplib.LMTP()
         lm.timeout = 30
         if source is not None:
             lm.source_address = (source, 0)
         lm.connect("127.0.0.1", self.ports[shard]["lmtp"])
+        if lhlo is not None:
+            lm.ehlo(lhlo)
         lm.ehlo_or_helo_if_needed()
         return lm
 

@@ -8,6 +8,8 @@ smtplib.LMTP and raw sockets against a real slapd:
   - quota: 552 5.2.2, and 452 4.2.2 on a shard with quota_temporary;
   - SIZE over max_message_size: 552 5.3.4 at MAIL and after DATA;
   - the MTA's queue id (XQUEUEID) on the log lines and in Received:;
+  - a redelivery with the same XQUEUEID and LHLO name: no second copy,
+    250 "Already delivered uid=N" (popstore/store-dedupe.c);
   - bare LF in DATA: LF.LF does not end it, the message is refused with
     550 5.6.0 per recipient and not stored;
   - PIPELINING: a whole transaction in one write, replies in order;
@@ -68,6 +70,37 @@ def test(h):
     data = b"\r\n".join(p.retr(1)[1]) + b"\r\n"
     assert b"with LMTP id MTAQ0001\r\n\tfor <bob@example.test>;" in data, data[:300]
     assert popstorelib.strip_trace(data) == msg
+    p.quit()
+
+    # Redelivery (an MTA killed after the store committed): the same
+    # XQUEUEID from the same LHLO name stores no second copy and answers
+    # with the first copy's uid; the log says so. Another LHLO name (another
+    # MTA) or no XQUEUEID is a new message.
+    redo = message("redelivered", "once\r\n")
+    _, first = env.deliver("s1", "s@remote.test", [addr("alice")], redo,
+                           queue_id="MTAQ0002")
+    _, again = env.deliver("s1", "s@remote.test", [addr("alice"), addr("bob")],
+                           redo, queue_id="MTAQ0002")
+    uid = first[0][1].split(b"uid=")[1]
+    assert again[0] == (250, b"2.0.0 <alice@example.test> Already delivered uid=" + uid), again
+    assert b"Delivered uid=" in again[1][1], again   # bob had not got it yet
+    s1.wait_log(r"queue=MTAQ0002 lmtp duplicate to=<alice@example.test> "
+                r"mailbox=alice@example.test uid=" + uid.decode())
+    other = env.lmtp("s1", lhlo="mx2.example.test")
+    _, dr = env.deliver("s1", "s@remote.test", [addr("alice")], redo, lm=other,
+                        queue_id="MTAQ0002")
+    assert b"Delivered uid=" in dr[0][1], dr
+    other.quit()
+    for _ in range(2):
+        _, dr = env.deliver("s1", "s@remote.test", [addr("alice")], redo)
+        assert b"Delivered uid=" in dr[0][1], dr
+    p = env.pop("s1", addr("alice"), "pw-alice")
+    subjects = [b"\r\n".join(p.top(i, 0)[1]).count(b"Subject: redelivered")
+                for i in range(1, p.stat()[0] + 1)]
+    assert sum(subjects) == 4, subjects     # first, mx2's, two without an id
+    p.quit()
+    p = env.pop("s1", addr("bob"), "pw-bob")
+    assert p.stat()[0] == 2, "bob: the multi message and the redelivered one"
     p.quit()
 
     # Quota: permanent on s1, temporary on s2.

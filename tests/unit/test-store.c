@@ -2,7 +2,7 @@
  * real Berkeley DB environment in a scratch directory: deliver, list, read
  * by ranges (chunk boundaries, a 2.6 MB body), expunge, quota, the in-use
  * lock, UIDL stability across close/reopen, the format-version refusal and
- * the version 1 upgrade, the lazy expunge (purge queue, purger, backlog
+ * the version 1 and 2 upgrades, the lazy expunge (purge queue, purger, backlog
  * across a close, purging on a full disk),
  * the async API on an event_base (streaming read, cancel, freeing a port
  * with requests in flight), a full disk (ENOSPC injected through Berkeley
@@ -322,17 +322,21 @@ static void set_format_version(const char *home, uint32_t version)
 	assert_int_equal(env->close(env, 0), 0);
 }
 
-/* What a version 1 store looked like: no purge.db, version record 1. */
-static void make_version_1(const char *home)
+/* What an older store looked like: version 2 had no delivered.db,
+ * version 1 no purge.db either. */
+static void make_version(const char *home, uint32_t version)
 {
-	set_format_version(home, 1);
+	set_format_version(home, version);
 	DB_ENV *env;
 	assert_int_equal(db_env_create(&env, 0), 0);
 	assert_int_equal(env->open(env, home, DB_CREATE | DB_INIT_TXN | DB_INIT_LOG |
 				   DB_INIT_LOCK | DB_INIT_MPOOL | DB_RECOVER |
 				   DB_REGISTER, 0600), 0);
-	assert_int_equal(env->dbremove(env, NULL, "purge.db", NULL,
+	assert_int_equal(env->dbremove(env, NULL, "delivered.db", NULL,
 				       DB_AUTO_COMMIT), 0);
+	if (version < 2)
+		assert_int_equal(env->dbremove(env, NULL, "purge.db", NULL,
+					       DB_AUTO_COMMIT), 0);
 	assert_int_equal(env->close(env, 0), 0);
 }
 
@@ -343,9 +347,10 @@ static void test_format_version(void **state)
 	mt_store_close(&store);
 	set_format_version(test_path("store"), 99);
 
-	char home[512], purge_db[600];	/* test_path()'s buffer is reused */
+	char home[512], purge_db[600], delivered_db[600];	/* test_path()'s buffer is reused */
 	snprintf(home, sizeof(home), "%s", test_path("store"));
 	snprintf(purge_db, sizeof(purge_db), "%s/purge.db", home);
+	snprintf(delivered_db, sizeof(delivered_db), "%s/delivered.db", home);
 	struct mt_store_settings set = {
 		.home = home, .mode = MT_STORE_MODE_SERVE,
 		.create = true, .cache_size = 8u << 20,
@@ -354,13 +359,13 @@ static void test_format_version(void **state)
 	assert_int_equal(mt_store_open(&set, &store, &error), MT_STORE_BAD_FORMAT);
 	assert_null(store);
 	assert_non_null(strstr(error, "format version 99"));
-	assert_non_null(strstr(error, "reads version 2"));
+	assert_non_null(strstr(error, "reads version 3"));
 	set.mode = MT_STORE_MODE_ADMIN;
 	assert_int_equal(mt_store_open(&set, &store, &error), MT_STORE_BAD_FORMAT);
 
 	/* A version 1 store (no purge.db): mailtierctl reads it as it is,
 	 * the daemon upgrades it in place, with its data. */
-	make_version_1(home);
+	make_version(home, 1);
 	assert_int_equal(mt_store_open(&set, &store, &error), MT_STORE_OK);
 	struct mt_store_stat st;
 	assert_int_equal(mt_store_stat_get(store, &st, &error), MT_STORE_OK);
@@ -369,6 +374,7 @@ static void test_format_version(void **state)
 	assert_int_equal(st.purge_messages, 0);
 	mt_store_close(&store);
 	assert_int_equal(access(purge_db, F_OK), -1);
+	assert_int_equal(access(delivered_db, F_OK), -1);
 	set.mode = MT_STORE_MODE_SERVE;
 	assert_int_equal(mt_store_open(&set, &store, &error), MT_STORE_OK);
 	assert_int_equal(mt_store_stat_get(store, &st, &error), MT_STORE_OK);
@@ -382,6 +388,7 @@ static void test_format_version(void **state)
 	mt_store_mailbox_close(&mbox);
 	mt_store_close(&store);
 	assert_int_equal(access(purge_db, F_OK), 0);
+	assert_int_equal(access(delivered_db, F_OK), 0);
 	/* Upgraded for good: version 1 code now refuses it. */
 	set.mode = MT_STORE_MODE_ADMIN;
 	assert_int_equal(mt_store_open(&set, &store, &error), MT_STORE_OK);
@@ -389,6 +396,28 @@ static void test_format_version(void **state)
 	assert_int_equal(st.format_version, MT_STORE_FORMAT_VERSION);
 	assert_int_equal(st.messages, 0);
 	mt_store_close(&store);
+
+	/* A version 2 store (no delivered.db): read as it is, upgraded by the
+	 * daemon, its purge queue and messages kept. */
+	store = test_store_open();
+	test_deliver(store, "henry", 2, 10);
+	mt_store_close(&store);
+	make_version(home, 2);
+	set.home = home;
+	set.mode = MT_STORE_MODE_ADMIN;
+	assert_int_equal(mt_store_open(&set, &store, &error), MT_STORE_OK);
+	assert_int_equal(mt_store_stat_get(store, &st, &error), MT_STORE_OK);
+	assert_int_equal(st.format_version, 2);
+	assert_int_equal(st.messages, 1);
+	mt_store_close(&store);
+	assert_int_equal(access(delivered_db, F_OK), -1);
+	set.mode = MT_STORE_MODE_SERVE;
+	assert_int_equal(mt_store_open(&set, &store, &error), MT_STORE_OK);
+	assert_int_equal(mt_store_stat_get(store, &st, &error), MT_STORE_OK);
+	assert_int_equal(st.format_version, MT_STORE_FORMAT_VERSION);
+	assert_int_equal(st.messages, 1);
+	mt_store_close(&store);
+	assert_int_equal(access(delivered_db, F_OK), 0);
 
 	/* Nothing there: admin mode and create=false refuse, naming it. */
 	set.home = test_path("absent");
