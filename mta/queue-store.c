@@ -7,15 +7,21 @@
  * network is interpreted here (records and bodies are opaque bytes).
  * Durability: environment flags DB_INIT_TXN | DB_INIT_LOG | DB_RECOVER, every
  * write a transaction committed with DB_TXN_NOSYNC and made durable by the
- * flusher's log_flush() before its completion runs (lib/bdb-commit.c). */
+ * flusher's log_flush() before its completion runs (lib/bdb-commit.c).
+ * Full disk: every page of the region files is backed by allocated blocks
+ * from the open on (DB_REGION_INIT and lib/bdb-regions.c), so it cannot
+ * fault the process (it died of SIGBUS in tests/faults disk-full-mta); a
+ * write that finds no space fails, and the message gets 451. */
 #include "queue-store.h"
 #include "alloc.h"
+#include "bdb-regions.h"
 #include "log.h"
 #include "loop.h"
 
 #include <db.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -180,9 +186,28 @@ static bool env_open(struct queue_store *store, const char **error_r)
 	    (ret = env->set_lg_bsize(env, LOG_BUFFER_SIZE)) != 0 ||
 	    (ret = env->log_set_config(env, DB_LOG_AUTO_REMOVE, 1)) != 0 ||
 	    (ret = env->set_tx_max(env, 200)) != 0 ||
+	    (ret = env->set_flags(env, DB_REGION_INIT, 1)) != 0 ||
 	    (ret = env->open(env, store->dir, flags, 0600)) != 0) {
 		*error_r = store_fail(store, "opening the environment", ret);
 		return false;
+	}
+	/* Without space for them the MTA would crash later: refuse to start.
+	 * Without fallocate (or /proc) here: a full disk may crash it. */
+	unsigned int regions;
+	uint64_t region_bytes;
+	char failed[PATH_MAX];
+	if ((ret = mt_bdb_prealloc_regions(store->dir, &regions, &region_bytes,
+					   failed, sizeof(failed))) == ENOSPC ||
+	    ret == EDQUOT) {
+		*error_r = store_fail(store, "allocating the region files", ret);
+		return false;
+	} else if (ret != 0) {
+		mt_warning("queue: %s: region files not preallocated%s%s: %s; a "
+			   "full disk may crash this process", store->dir,
+			   failed[0] != '\0' ? " at " : "", failed, strerror(ret));
+	} else {
+		mt_debug("queue: %s: regions=%u region_bytes=%llu preallocated",
+			 store->dir, regions, (unsigned long long)region_bytes);
 	}
 	if ((ret = db_open_one(store, &store->envelopes, ENVELOPE_DB, 0)) != 0 ||
 	    (ret = db_open_one(store, &store->bodies, BODY_DB, BODY_PAGESIZE)) != 0) {

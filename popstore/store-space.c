@@ -54,6 +54,7 @@
  * Trust boundary: the home directory from the configuration; the region
  * file names are Berkeley DB's, found in this process's own mappings. */
 #include "store-private.h"
+#include "bdb-regions.h"
 #include "log.h"
 
 #include <errno.h>
@@ -67,75 +68,23 @@
 #include <time.h>
 #include <unistd.h>
 
-/* One mapping of a region file of this store: its path and length. */
-static bool region_mapping(const char *line, const char *home, size_t home_len,
-			   char *path, size_t path_size, uint64_t *len_r)
-{
-	unsigned long long start, end;
-	int pos = -1;
-	if (sscanf(line, "%llx-%llx %*s %*s %*s %*s %n", &start, &end, &pos) < 2 ||
-	    pos < 0)
-		return false;
-	const char *p = line + pos;
-	size_t n = strcspn(p, "\n");
-	if (n >= path_size || n <= home_len + 1 ||
-	    strncmp(p, home, home_len) != 0 || p[home_len] != '/' ||
-	    strncmp(p + home_len + 1, "__db.", 5) != 0)
-		return false;
-	const char *suffix = p + home_len + 6;
-	if (suffix[strspn(suffix, "0123456789")] != '\n' &&
-	    suffix[strspn(suffix, "0123456789")] != '\0')
-		return false;	/* __db.register and the like are not regions */
-	memcpy(path, p, n);
-	path[n] = '\0';
-	*len_r = end - start;
-	return true;
-}
-
 int store_space_prealloc_regions(struct mt_store *store, const char **error_r)
 {
-	char home[PATH_MAX];
-	if (realpath(store->home, home) == NULL) {
-		*error_r = store_error("store %s: %s", store->home, strerror(errno));
-		return errno;
-	}
-	FILE *maps = fopen("/proc/self/maps", "re");
-	if (maps == NULL) {
-		*error_r = store_error("store %s: /proc/self/maps: %s (region "
-				       "files not preallocated)", store->home,
-				       strerror(errno));
-		return errno;
-	}
-	const size_t home_len = strlen(home);
-	char line[PATH_MAX + 256], path[PATH_MAX];
-	int ret = 0;
-	unsigned int regions = 0;
-	uint64_t total = 0;
-	while (ret == 0 && fgets(line, sizeof(line), maps) != NULL) {
-		uint64_t len;
-		if (!region_mapping(line, home, home_len, path, sizeof(path), &len))
-			continue;
-		int fd = open(path, O_RDWR | O_CLOEXEC);
-		if (fd < 0 || fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)len) < 0) {
-			ret = errno;
-			*error_r = store_error("store %s: preallocating region file "
-					       "%s (%llu bytes): %s", store->home,
-					       path, (unsigned long long)len,
-					       strerror(ret));
-		} else {
-			regions++;
-			total += len;
-		}
-		if (fd >= 0)
-			close(fd);
-	}
-	fclose(maps);
-	if (ret == 0 && regions == 0) {
+	char failed[PATH_MAX];
+	unsigned int regions;
+	uint64_t total;
+	int ret = mt_bdb_prealloc_regions(store->home, &regions, &total, failed,
+					  sizeof(failed));
+	if (ret == ENOENT && failed[0] == '\0')
 		*error_r = store_error("store %s: no region file mapped (region "
 				       "files not preallocated)", store->home);
-		ret = ENOENT;
-	}
-	if (ret == 0)
+	else if (ret != 0 && failed[0] != '\0')
+		*error_r = store_error("store %s: preallocating region file %s: %s",
+				       store->home, failed, strerror(ret));
+	else if (ret != 0)
+		*error_r = store_error("store %s: %s (region files not "
+				       "preallocated)", store->home, strerror(ret));
+	else
 		mt_debug("store: home=%s regions=%u region_bytes=%llu preallocated",
 			 store->home, regions, (unsigned long long)total);
 	return ret;

@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """test-faults-quick.py -- the quick fault-injection set `make check` runs:
 tests/faults/faults.py --quick (2 rounds each of kill -9 of the MTA, of
-shard1's popstore and of the MMP, and slapd stopped for 3 s, under a short
-load at a low rate; every acknowledged message delivered exactly once and
-byte-exact, no other daemon died). Exit 0 pass, 1 fail, 77 skip (no slapd).
+shard1's popstore and of the MMP, and slapd stopped for 3 s; then 10 MB
+command lines and NUL/8-bit bytes in commands on the MTA's, the MMP's and a
+store's ports, a fresh session answered meanwhile; under a short load at a
+low rate; every acknowledged message delivered exactly once and byte-exact,
+no other daemon died, memory back to baseline). About 80 s. Exit 0 pass, 1
+fail, 77 skip (no slapd).
 
 --allow-redelivery: a kill -9 of the MTA after a delivery but before the
 flush of its queue removal (a lazy, unsynced commit), or of a store after
