@@ -9,7 +9,11 @@ sizes from 1 KB to 2.6 MB with a ~24 KB mean. Differences: local recipients
 are userK@DOMAIN, K = 1..--users (mailtierctl users bulk's naming), and
 --procs splits the rate over several processes so the Python client is not
 the bottleneck. Prints one JSON line: achieved rate, DATA response time
-(final "." to 250: avg/p50/p95/p99/max), session time, errors, client CPU.
+(final "." to 250: avg/p50/p95/p99/max), session time, errors, client CPU,
+and (open loop) how late sessions started against their Poisson schedule
+("lag_ms": a worker pool that cannot keep up with a slow server shows here,
+not in the DATA time) and how long the whole load took ("wall_s": the last
+arrival plus the tail of sessions still open then).
 
   mta-load.py --port P --rate 12000 --duration 30 [--procs 2] [--users 1000]
   mta-load.py --port P --sessions 32 --duration 30     (closed loop: each
@@ -129,7 +133,8 @@ def closed_loop(a, index, rnd, sizes, weights, stats, lock, t0):
 def run_one(a, index, out):
     rnd = random.Random((a.seed or time.time_ns()) + index)
     sizes, weights = zip(*DIST)
-    stats = {"ok": 0, "err": 0, "bytes": 0, "data": [], "sess": [], "errors": {}}
+    stats = {"ok": 0, "err": 0, "bytes": 0, "data": [], "sess": [], "errors": {},
+             "lag": [], "planned": 0}
     lock = threading.Lock()
     q = queue.Queue()
 
@@ -138,6 +143,9 @@ def run_one(a, index, out):
             item = q.get()
             if item is None:
                 return
+            due, item = item
+            with lock:
+                stats["lag"].append(time.monotonic() - due)
             try:
                 drt, srt, nb = send(a, *item)
                 with lock:
@@ -156,7 +164,8 @@ def run_one(a, index, out):
     if a.sessions:
         closed_loop(a, index, rnd, sizes, weights, stats, lock, t0)
         c1 = os.times()
-        stats["gen_s"] = time.monotonic() - t0
+        stats["gen_s"] = stats["wall_s"] = time.monotonic() - t0
+        stats["planned"] = stats["ok"] + stats["err"]
         stats["cpu"] = (c1.user - c0.user) + (c1.system - c0.system)
         out.put(stats)
         return
@@ -177,13 +186,15 @@ def run_one(a, index, out):
                for _ in range(a.local_rcpts)]
         rrc = ["r%d@%s" % (rnd.randrange(100000), a.remote_domain)
                for _ in range(a.remote_rcpts)]
-        q.put((index * 10_000_000 + i, n, lrc, rrc))
+        q.put((nxt, (index * 10_000_000 + i, n, lrc, rrc)))
         i += 1
+    stats["planned"] = i
     gen_end = time.monotonic()
     for _ in threads:
         q.put(None)
     for t in threads:
         t.join(timeout=120)
+    stats["wall_s"] = time.monotonic() - t0
     c1 = os.times()
     stats["gen_s"] = gen_end - t0
     stats["cpu"] = (c1.user - c0.user) + (c1.system - c0.system)
@@ -219,6 +230,7 @@ def main():
     for p in procs:
         p.join()
     data = sorted(x for s in parts for x in s["data"])
+    lag = sorted(x for s in parts for x in s["lag"])
     sess = sorted(x for s in parts for x in s["sess"])
     ok = sum(s["ok"] for s in parts)
     gen = max(s["gen_s"] for s in parts)
@@ -240,6 +252,9 @@ def main():
         "data_rt_ms": {"avg": avg(data), "p50": pct(data, 50), "p95": pct(data, 95),
                        "p99": pct(data, 99), "max": pct(data, 100)},
         "session_ms": {"avg": avg(sess), "p95": pct(sess, 95)},
+        "lag_ms": {"avg": avg(lag), "p95": pct(lag, 95), "max": pct(lag, 100)},
+        "planned": sum(s["planned"] for s in parts),
+        "wall_s": round(max(s["wall_s"] for s in parts), 2),
         "loadgen_cpu_s": round(sum(s["cpu"] for s in parts), 2)}))
 
 

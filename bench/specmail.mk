@@ -1,8 +1,10 @@
 # bench/specmail.mk — bench/specmail: mailtier against Postfix + Dovecot under
 # the same mailtier-load ramp (issue #7's headline figure), and the
 # generator's own ceiling (--generator-only). A benchmark: distributed, not
-# run by `make check`. Included from Makefile.am.
-EXTRA_DIST += bench/specmail bench/README.md \
+# run by `make check`. Included from Makefile.am. bench/mta_postfix.py is
+# bench/mta.py's Postfix instance, built from the same specmail-peer
+# Postfix templates (bench/mta.py itself is listed in mta/local.mk).
+EXTRA_DIST += bench/specmail bench/README.md bench/mta_postfix.py \
 	bench/specmail-peer/up.sh bench/specmail-peer/down.sh \
 	bench/specmail-peer/genldif.py \
 	bench/specmail-peer/conf-tuned/slapd/slapd.conf \
