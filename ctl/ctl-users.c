@@ -116,7 +116,8 @@ static LDAP *admin_connect(const struct users_ctx *u)
 static bool parse_address(const char *arg, struct mt_address *addr)
 {
 	const char *error;
-	if (!mt_address_parse(arg, strlen(arg), MT_ADDR_LENIENT, addr, NULL, &error) ||
+	if (!mt_address_parse(arg, strlen(arg), MT_ADDR_LENIENT | MT_ADDR_SMTPUTF8, addr,
+			      NULL, &error) ||
 	    addr->domain[0] == '\0') {
 		fprintf(stderr, "'%s': %s\n", arg, addr->domain[0] == '\0' && error == NULL ?
 			"not local@domain" : error);

@@ -5,7 +5,8 @@
  * with its DN and answered TEMPFAIL, never guessed at.
  *
  * Entries (dirsvc/provision.h): inetOrgPerson + inetLocalMailRecipient +
- * mailtierAccount: mail (canonical address), uid, mailLocalAddress
+ * mailtierAccount: mail (canonical address; for an address with UTF-8,
+ * which mail's IA5String syntax cannot hold, the uid), uid, mailLocalAddress
  * (aliases), mailHost (shard), mailRoutingAddress (forwarding),
  * mailtierQuota, mailtierStatus, userPassword.
  * Trust boundary: the filter value is the request's checked key, escaped
@@ -15,6 +16,7 @@
  * (filters), 3112 (userPassword). */
 #include "dirsvc-private.h"
 
+#include "address.h"
 #include "pwhash.h"
 
 #include <errno.h>
@@ -27,14 +29,14 @@
 #define VALUE_MAX 256
 
 static char *lookup_attrs[] = {
-	"mail", "mailHost", "mailRoutingAddress", "mailtierQuota",
+	"mail", "uid", "mailHost", "mailRoutingAddress", "mailtierQuota",
 	"mailtierStatus", NULL,
 };
 static char *auth_attrs[] = {
-	"mail", "mailHost", "mailtierStatus", NULL,
+	"mail", "uid", "mailHost", "mailtierStatus", NULL,
 };
 static char *auth_hash_attrs[] = {
-	"mail", "mailHost", "mailtierStatus", "userPassword", NULL,
+	"mail", "uid", "mailHost", "mailtierStatus", "userPassword", NULL,
 };
 
 struct search {
@@ -116,6 +118,13 @@ static void read_entry(struct mt_dirsvc *d, struct mt_dirsvc_request *req,
 
 	f->dn = ldap_get_dn(ld, e);
 	f->mail = single_value(req, ld, e, "mail", f);
+	/* An address with UTF-8 (RFC 6531) cannot be a mail value (IA5String):
+	 * such an entry has only its uid, which is the address. */
+	if (f->mail == NULL) {
+		const char *uid = single_value(req, ld, e, "uid", f);
+		if (uid != NULL && mt_has_8bit(uid, strlen(uid)))
+			f->mail = uid;
+	}
 	host = single_value(req, ld, e, "mailHost", f);
 	status = single_value(req, ld, e, "mailtierStatus", f);
 	quota = single_value(req, ld, e, "mailtierQuota", f);
@@ -176,6 +185,11 @@ static bool search_one(struct dirsvc_worker *w, struct mt_dirsvc_request *req,
 	mt_ldap_filter_escape(&filter, req->key);
 	mt_buf_appendf(&filter, ")(%s=", key_attr);
 	mt_ldap_filter_escape(&filter, req->key);
+	if (mt_has_8bit(req->key, strlen(req->key)) && strcmp(key_attr, "uid") != 0) {
+		/* A UTF-8 address is only in uid (see read_entry). */
+		mt_buf_append_str(&filter, ")(uid=");
+		mt_ldap_filter_escape(&filter, req->key);
+	}
 	mt_buf_append_str(&filter, ")))");
 
 	*s = (struct search){ .base = d->base_dn, .filter = filter.data,

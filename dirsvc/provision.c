@@ -5,6 +5,7 @@
  * ever written through ldif.c's escaping; bulk generation has no input. */
 #include "provision.h"
 
+#include "address.h"
 #include "ldif.h"
 
 #include <inttypes.h>
@@ -131,6 +132,13 @@ bool mt_ldif_append_account(struct mt_buf *out, const char *suffix,
 		*error_r = "account address is longer than 320 bytes";
 		return false;
 	}
+	for (size_t i = 0; i < acct->n_aliases; i++) {
+		if (mt_has_8bit(acct->aliases[i], strlen(acct->aliases[i]))) {
+			*error_r = "an alias cannot hold UTF-8 (mailLocalAddress is "
+				"IA5String); make it an account of its own";
+			return false;
+		}
+	}
 	for (size_t i = 0; i <= len; i++)
 		addr[i] = ascii_lower(acct->address[i]);
 	memcpy(local, acct->address, (size_t)(at - acct->address));
@@ -143,7 +151,10 @@ bool mt_ldif_append_account(struct mt_buf *out, const char *suffix,
 	mt_ldif_append_attr(out, "uid", addr);
 	mt_ldif_append_attr(out, "cn", acct->cn != NULL ? acct->cn : local);
 	mt_ldif_append_attr(out, "sn", acct->cn != NULL ? acct->cn : local);
-	mt_ldif_append_attr(out, "mail", addr);
+	/* mail and mailLocalAddress are IA5String: an address with UTF-8
+	 * (RFC 6531) is only the uid, which libdirsvc searches for it. */
+	if (!mt_has_8bit(addr, strlen(addr)))
+		mt_ldif_append_attr(out, "mail", addr);
 	for (size_t i = 0; i < acct->n_aliases; i++)
 		mt_ldif_append_attr(out, "mailLocalAddress", acct->aliases[i]);
 	if (acct->mail_host != NULL)

@@ -604,3 +604,12 @@ mt_esmtp_param_find(const struct mt_esmtp_params *params, const char *key)
 			return &params->param[i];
 	return NULL;
 }
+
+bool mt_has_8bit(const void *s, size_t len)
+{
+	const unsigned char *p = s;
+	for (size_t i = 0; i < len; i++)
+		if (p[i] >= 0x80)
+			return true;
+	return false;
+}

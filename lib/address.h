@@ -68,6 +68,10 @@ bool mt_address_parse(const char *s, size_t len, unsigned int flags,
 		      struct mt_address *addr_r,
 		      struct mt_esmtp_params *params_r, const char **error_r);
 
+/* Does s[0..len) hold an octet above 0x7f (UTF-8 text, RFC 6531/6532;
+ * an address, a header section, a message)? */
+bool mt_has_8bit(const void *s, size_t len);
+
 /* The parameter with this keyword (case-insensitive), or NULL. */
 const struct mt_esmtp_param *
 mt_esmtp_param_find(const struct mt_esmtp_params *params, const char *key);

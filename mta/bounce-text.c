@@ -1,7 +1,9 @@
 /* bounce-text.c — the text of a DSN (see bounce-text.h): a
  * multipart/report with a human-readable part, the message/delivery-status
  * fields, and the original's header section (RET=HDRS, the default) or the
- * whole original (RET=FULL, up to FULL_RETURN_MAX).
+ * whole original (RET=FULL, up to FULL_RETURN_MAX); and the postmaster's
+ * copy of a message from the null sender that failed, with the whole
+ * original (a double bounce: the message reaches a person).
  *
  * Trust boundary: the report quotes data that came from clients and
  * servers — addresses, reply texts, host names and the original message —
@@ -70,10 +72,17 @@ static size_t header_length(const struct queue_body *body)
 
 static void human_part(struct mt_buf *out, const char *hostname,
 		       const struct queue_msg *msg, const struct dsn_rcpt *rcpts,
-		       unsigned int count, bool any_failed)
+		       unsigned int count, bool any_failed, bool postmaster_copy)
 {
 	mt_buf_appendf(out, "This is the mail system at host %s.\r\n\r\n", hostname);
-	if (any_failed)
+	if (postmaster_copy)
+		mt_buf_append_str(out, "The message attached below could not be "
+				  "delivered to one or more\r\nrecipients. It came "
+				  "from the null sender <> (a delivery report\r\nor "
+				  "another automatic message), so it cannot be returned "
+				  "to its\r\nsender: this copy is for the postmaster."
+				  "\r\n\r\n");
+	else if (any_failed)
 		mt_buf_append_str(out, "I'm sorry to have to inform you that your "
 				  "message could not\r\nbe delivered to one or "
 				  "more recipients. It's attached below.\r\n\r\n");
@@ -146,16 +155,18 @@ static void status_part(struct mt_buf *out, const char *hostname,
 	}
 }
 
-/* The quoted original: its header section, or all of it for RET=FULL. */
-static void original_part(const struct queue_msg *msg, const char **data_r,
-			  size_t *len_r, bool *full_r)
+/* The quoted original: its header section, or all of it for RET=FULL
+ * (and for the postmaster's copy, which is the message's last reader). */
+static void original_part(const struct queue_msg *msg, bool postmaster_copy,
+			  const char **data_r, size_t *len_r, bool *full_r)
 {
 	*data_r = NULL;
 	*len_r = 0;
 	*full_r = false;
 	if (msg->body == NULL)
 		return;
-	*full_r = msg->ret == QUEUE_RET_FULL && msg->body->size <= FULL_RETURN_MAX;
+	*full_r = (msg->ret == QUEUE_RET_FULL || postmaster_copy) &&
+		msg->body->size <= FULL_RETURN_MAX;
 	*data_r = msg->body->data;
 	*len_r = *full_r ? msg->body->size : header_length(msg->body);
 }
@@ -171,15 +182,16 @@ static void choose_boundary(char *boundary, size_t size, const char *report_id,
 		snprintf(boundary, size, "%s.%s/%s/%u", report_id, msg_id, hostname, n);
 }
 
-bool bounce_compose(struct mt_buf *out, const char *hostname,
+/* The report about msg's rcpts, to the address `to`: the sender's DSN,
+ * or the postmaster's copy of a message from the null sender. */
+static bool compose(struct mt_buf *out, const char *hostname,
 		    const char *report_id, int64_t now_ms,
 		    const struct queue_msg *msg, const struct dsn_rcpt *rcpts,
-		    unsigned int count, bool *any_failed_r)
+		    unsigned int count, const char *to, bool postmaster_copy,
+		    bool *any_failed_r)
 {
 	unsigned int wanted = 0;
 	bool any_failed = false;
-	if (msg->sender == NULL || msg->sender[0] == '\0')
-		return false;	/* never a bounce for a bounce */
 	for (unsigned int i = 0; i < count; i++) {
 		const struct queue_rcpt *r = &msg->rcpts[rcpts[i].index];
 		if (bounce_wants_report(r)) {
@@ -187,14 +199,14 @@ bool bounce_compose(struct mt_buf *out, const char *hostname,
 			any_failed = any_failed || r->state == QUEUE_RCPT_BOUNCED;
 		}
 	}
-	if (wanted == 0)
+	if (wanted == 0 || (postmaster_copy && !any_failed))
 		return false;
 	*any_failed_r = any_failed;
 
 	const char *quoted;
 	size_t quoted_len;
 	bool full;
-	original_part(msg, &quoted, &quoted_len, &full);
+	original_part(msg, postmaster_copy, &quoted, &quoted_len, &full);
 	char date[64], boundary[400];
 	rfc5322_date(now_ms, date, sizeof(date));
 	choose_boundary(boundary, sizeof(boundary), report_id, msg->id, hostname,
@@ -204,18 +216,19 @@ bool bounce_compose(struct mt_buf *out, const char *hostname,
 		       hostname, MTA_NAME, report_id, report_id, date);
 	mt_buf_appendf(out, "Date: %s\r\nFrom: Mail Delivery System "
 		       "<MAILER-DAEMON@%s>\r\nTo: <", date, hostname);
-	append_field_text(out, msg->sender, ADDRESS_MAX);
+	append_field_text(out, to, ADDRESS_MAX);
 	mt_buf_appendf(out, ">\r\nSubject: %s\r\nMessage-ID: <%s.dsn@%s>\r\n"
 		       "Auto-Submitted: auto-replied\r\nMIME-Version: 1.0\r\n"
 		       "Content-Type: multipart/report; report-type=delivery-status;\r\n"
 		       "\tboundary=\"%s\"\r\n\r\n"
 		       "This is a MIME-encapsulated message.\r\n\r\n",
+		       postmaster_copy ? "Postmaster Copy: Undelivered Mail" :
 		       any_failed ? "Undelivered Mail Returned to Sender" :
 		       "Successful Mail Delivery Report", report_id, hostname,
 		       boundary);
 	mt_buf_appendf(out, "--%s\r\nContent-Description: Notification\r\n"
 		       "Content-Type: text/plain; charset=utf-8\r\n\r\n", boundary);
-	human_part(out, hostname, msg, rcpts, count, any_failed);
+	human_part(out, hostname, msg, rcpts, count, any_failed, postmaster_copy);
 	mt_buf_appendf(out, "\r\n--%s\r\nContent-Description: Delivery report\r\n"
 		       "Content-Type: message/delivery-status\r\n\r\n", boundary);
 	status_part(out, hostname, msg, rcpts, count);
@@ -230,4 +243,27 @@ bool bounce_compose(struct mt_buf *out, const char *hostname,
 	}
 	mt_buf_appendf(out, "\r\n--%s--\r\n", boundary);
 	return true;
+}
+
+bool bounce_compose(struct mt_buf *out, const char *hostname,
+		    const char *report_id, int64_t now_ms,
+		    const struct queue_msg *msg, const struct dsn_rcpt *rcpts,
+		    unsigned int count, bool *any_failed_r)
+{
+	if (msg->sender == NULL || msg->sender[0] == '\0')
+		return false;	/* never a bounce for a bounce */
+	return compose(out, hostname, report_id, now_ms, msg, rcpts, count,
+		       msg->sender, false, any_failed_r);
+}
+
+bool bounce_compose_postmaster(struct mt_buf *out, const char *hostname,
+			       const char *report_id, int64_t now_ms,
+			       const char *postmaster, const struct queue_msg *msg,
+			       const struct dsn_rcpt *rcpts, unsigned int count)
+{
+	bool any_failed;
+	if (msg->sender != NULL && msg->sender[0] != '\0')
+		return false;	/* the sender gets the report */
+	return compose(out, hostname, report_id, now_ms, msg, rcpts, count,
+		       postmaster, true, &any_failed);
 }

@@ -34,4 +34,14 @@ bool bounce_compose(struct mt_buf *out, const char *hostname,
 		    const struct queue_msg *msg, const struct dsn_rcpt *rcpts,
 		    unsigned int count, bool *any_failed_r);
 
+/* Append the postmaster's copy of msg, a message from the null sender
+ * (a DSN, ours or another's), about its failed recipients among
+ * rcpts[0..count), addressed to postmaster: the same report with the
+ * whole original (up to 10 MiB). false, with nothing appended, when the
+ * sender is not null or no recipient failed with a report wanted. */
+bool bounce_compose_postmaster(struct mt_buf *out, const char *hostname,
+			       const char *report_id, int64_t now_ms,
+			       const char *postmaster, const struct queue_msg *msg,
+			       const struct dsn_rcpt *rcpts, unsigned int count);
+
 #endif

@@ -393,6 +393,18 @@ static bool apply(struct attempt *att, struct route *rt, int64_t now)
 		r->last_error = mt_xasprintf("554 5.4.7 delivery time expired; last "
 					     "error: %s", rt->text);
 	}
+	if ((msg->flags & QUEUE_MSG_POSTMASTER_COPY) != 0) {
+		/* Nobody is left to tell: the operator finds it in the queue. */
+		r->state = QUEUE_RCPT_DEFERRED;
+		r->next_try = now + retry_delay(set, r->attempts);
+		msg->flags |= QUEUE_MSG_HELD;
+		mt_slog(MT_LOG_ERROR, &att->log, "to=<%s> relay=%s delay=%.2f "
+			"status=held (%s): the postmaster copy of an undeliverable "
+			"message cannot be delivered; kept in the queue (check [mta] "
+			"postmaster, then mailtierctl queue release %s)", orig,
+			route_relay(rt), delay, r->last_error, msg->id);
+		return false;
+	}
 	r->state = QUEUE_RCPT_BOUNCED;
 	d->stats.bounced++;
 	mt_slog(MT_LOG_INFO, &att->log, "to=<%s> relay=%s delay=%.2f "
@@ -423,8 +435,10 @@ static void attempt_finish(struct attempt *att)
 			bounce_create(d->mta, msg, dsn, n_dsn);
 		if (report != NULL) {
 			d->stats.dsns++;
-			mt_slog(MT_LOG_INFO, &att->log, "sender notification: queue=%s "
-				"to=<%s> recipients=%u", report->id, msg->sender, n_dsn);
+			mt_slog(MT_LOG_INFO, &att->log, "%s: queue=%s to=<%s> "
+				"recipients=%u", msg->sender[0] != '\0' ?
+				"sender notification" : "postmaster copy", report->id,
+				report->rcpts[0].address, n_dsn);
 		}
 		free(dsn);
 		bool done = queue_msg_done(msg);

@@ -28,6 +28,8 @@ struct mta_policy {
 	struct transport_entry *transports;
 	size_t n_transports;
 	struct mt_hostport relayhost;	/* host NULL: none */
+	char *postmaster;		/* the role mailboxes; abuse may be NULL */
+	char *abuse;
 };
 
 static char *lower_dup(const char *s, size_t len)
@@ -72,6 +74,11 @@ struct mta_policy *mta_policy_new(const struct mt_mta_settings *set)
 		p->relayhost.host = mt_xstrdup(set->relayhost.host);
 		p->relayhost.port = set->relayhost.port;
 	}
+	p->postmaster = set->postmaster != NULL && set->postmaster[0] != '\0' ?
+		mt_xstrdup(set->postmaster) :
+		mt_xasprintf("postmaster@%s", mta_policy_primary_domain(p));
+	if (set->abuse != NULL && set->abuse[0] != '\0')
+		p->abuse = mt_xstrdup(set->abuse);
 	return p;
 }
 
@@ -91,6 +98,8 @@ void mta_policy_free(struct mta_policy **policy_p)
 	}
 	free(p->transports);
 	mt_hostport_clear(&p->relayhost);
+	free(p->postmaster);
+	free(p->abuse);
 	free(p);
 }
 
@@ -105,6 +114,31 @@ bool mta_policy_is_local_domain(const struct mta_policy *p, const char *domain)
 const char *mta_policy_primary_domain(const struct mta_policy *p)
 {
 	return p->n_local > 0 ? p->local_domains[0] : "localhost";
+}
+
+const char *mta_policy_role_mailbox(const struct mta_policy *p,
+				    const char *hostname,
+				    const struct mt_address *addr)
+{
+	const char *local = addr->local, *domain = addr->domain;
+	if (addr->is_null || addr->is_literal)
+		return NULL;
+	if (domain[0] == '\0')		/* <Postmaster>, the only bare form */
+		return strcasecmp(local, "postmaster") == 0 ? p->postmaster : NULL;
+	if (!mta_policy_is_local_domain(p, domain) &&
+	    (hostname == NULL || strcasecmp(domain, hostname) != 0))
+		return NULL;
+	if (strcasecmp(local, "postmaster") == 0 ||
+	    strcasecmp(local, "mailer-daemon") == 0)
+		return p->postmaster;
+	if (p->abuse != NULL && strcasecmp(local, "abuse") == 0)
+		return p->abuse;
+	return NULL;
+}
+
+const char *mta_policy_postmaster(const struct mta_policy *p)
+{
+	return p->postmaster;
 }
 
 bool mta_policy_is_trusted_client(const struct mta_policy *p,

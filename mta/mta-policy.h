@@ -5,14 +5,15 @@
  * Trust boundary: the tables come from the administrator's config (already
  * checked by mta-settings.c); the domains and client addresses asked about
  * are the client's, compared only, never interpreted.
- * RFC 5321 2.3.5 (domain names compare case-insensitively), 5.1 (the next
- * hop of a domain). */
+ * RFC 5321 2.3.5 (domain names compare case-insensitively), 4.5.1
+ * (postmaster), 5.1 (the next hop of a domain); RFC 2142 (abuse). */
 #ifndef MT_MTA_POLICY_H
 #define MT_MTA_POLICY_H
 
 #include <stdbool.h>
 #include <sys/socket.h>
 
+#include "address.h"
 #include "config.h"
 
 struct mt_mta_settings;
@@ -26,6 +27,17 @@ bool mta_policy_is_local_domain(const struct mta_policy *policy,
 				const char *domain);
 /* The first local domain (for <Postmaster> and our own DSN sender). */
 const char *mta_policy_primary_domain(const struct mta_policy *policy);
+/* Role addresses (RFC 5321 4.5.1, RFC 2142): for <Postmaster>, and for
+ * postmaster@, mailer-daemon@ (where our DSNs come from) and, when [mta]
+ * abuse is set, abuse@ each local domain or hostname (local part in any
+ * case), the configured mailbox that receives it; NULL for any other
+ * address. Such mail is accepted from anyone. */
+const char *mta_policy_role_mailbox(const struct mta_policy *policy,
+				    const char *hostname,
+				    const struct mt_address *addr);
+/* Where postmaster mail goes ([mta] postmaster, else postmaster@ the first
+ * local domain): also the postmaster copy of an undeliverable bounce. */
+const char *mta_policy_postmaster(const struct mta_policy *policy);
 /* Is the client's address in mynetworks? */
 bool mta_policy_is_trusted_client(const struct mta_policy *policy,
 				  const struct sockaddr *peer);

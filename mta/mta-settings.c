@@ -1,6 +1,7 @@
 /* mta-settings.c — the [mta] section table (see config.h). Timeouts default
  * to RFC 5321 section 4.5.3.2's values. */
 #include "mta-settings.h"
+#include "address.h"
 #include "mailtier-settings.h"
 
 #include <arpa/inet.h>
@@ -27,6 +28,16 @@ static const struct mt_setting_def mta_settings[] = {
 	{ .name = "mynetworks", .type = MT_SETTING_LIST, .offset = M(mynetworks),
 	  .default_value = "127.0.0.0/8 ::1/128",
 	  .doc = "Client networks (CIDR) allowed to relay without AUTH." },
+	{ .name = "postmaster", .type = MT_SETTING_STRING, .offset = M(postmaster),
+	  .doc = "Mailbox that receives mail for <postmaster>, postmaster@ and MAILER-DAEMON@ "
+		 "each local domain and the host name (RFC 5321 4.5.1, accepted from anyone, "
+		 "any case), and the postmaster copy of a bounce that could not be delivered "
+		 "(empty: postmaster@ the first local domain, which must then exist in the "
+		 "directory; mailtierctl cluster up provisions it)." },
+	{ .name = "abuse", .type = MT_SETTING_STRING, .offset = M(abuse),
+	  .doc = "Mailbox that receives mail for abuse@ each local domain and the host name "
+		 "(RFC 2142), accepted from anyone, any case (empty: abuse@ is an ordinary "
+		 "directory address)." },
 	{ .name = "relayhost", .type = MT_SETTING_HOSTPORT, .offset = M(relayhost),
 	  .doc = "Send all remote mail through this host:port (empty: DNS MX)." },
 	{ .name = "transport_map", .type = MT_SETTING_LIST, .offset = M(transport_map),
@@ -146,6 +157,18 @@ static void mta_check(struct mt_config_checker *checker,
 		if (!ok)
 			mt_config_check_error(checker, section, "dns_servers",
 					      "'%s': expected an IP address or ip:port", item);
+	}
+	static const char *const roles[] = { "postmaster", "abuse" };
+	const char *const values[] = { set->postmaster, set->abuse };
+	for (size_t i = 0; i < 2; i++) {
+		struct mt_address addr;
+		const char *error = "expected local-part@domain";
+		if (values[i] != NULL && values[i][0] != '\0' &&
+		    (!mt_address_parse(values[i], strlen(values[i]),
+				       MT_ADDR_LENIENT | MT_ADDR_SMTPUTF8,
+				       &addr, NULL, &error) || addr.domain[0] == '\0'))
+			mt_config_check_error(checker, section, roles[i], "'%s': %s",
+					      values[i], error);
 	}
 	if (set->retry_schedule.count == 0)
 		mt_config_check_error(checker, section, "retry_schedule",

@@ -17,6 +17,8 @@ struct mt_mta_settings {
 	char *hostname;
 	struct mt_strlist local_domains;
 	struct mt_strlist mynetworks;
+	char *postmaster;		/* role mailbox; "" = postmaster@first domain */
+	char *abuse;			/* role mailbox; "": abuse@ is not a role */
 	struct mt_hostport relayhost;
 	struct mt_strlist transport_map;
 	uint64_t max_message_size;

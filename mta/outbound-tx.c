@@ -11,10 +11,12 @@
  * doubled), so no receiver can see an early end of data.
  * RFCs: 5321 3.3, 4.1.1.2-4, 4.5.2, 4.5.3.2.6 (10 minutes for the final
  * reply); 2033 4.2; 2920; 1870 (SIZE); 6152 (BODY=8BITMIME); 6531
- * (SMTPUTF8, 5.6.7 when the next hop lacks it); 3461 (DSN parameters
+ * (SMTPUTF8 only when the envelope or header section needs it, 5.6.7 when
+ * it does and the next hop lacks it); 3461 (DSN parameters
  * passed on). XQUEUEID=<queue id> on MAIL is mailtier-popstore's private
  * LMTP extension, sent only when its LHLO reply offers it. */
 #include "outbound.h"
+#include "address.h"
 #include "alloc.h"
 #include "mta.h"
 
@@ -38,6 +40,27 @@ static void job_done_soon(struct conn *c)
 	evtimer_add(c->soon, &zero);
 }
 
+/* RFC 6531 3.4: SMTPUTF8 goes on MAIL only when this job's envelope or the
+ * message's header section holds UTF-8; a message that asked for it but
+ * needs none (plain ASCII sent with the parameter, a report about such a
+ * message) goes as ordinary mail, also to a next hop without SMTPUTF8. */
+static bool job_needs_smtputf8(const struct job *job, const struct queue_msg *msg)
+{
+	if ((msg->flags & QUEUE_MSG_SMTPUTF8) == 0)
+		return false;
+	if (mt_has_8bit(msg->sender, strlen(msg->sender)))
+		return true;
+	for (unsigned int i = 0; i < job->count; i++) {
+		const struct queue_rcpt *r = &msg->rcpts[job->msg_index[i]];
+		if (mt_has_8bit(job->rcpt_address[i], strlen(job->rcpt_address[i])) ||
+		    (r->orcpt != NULL && mt_has_8bit(r->orcpt, strlen(r->orcpt))))
+			return true;
+	}
+	const char *data = msg->body->data;
+	const char *end = memmem(data, msg->body->size, "\r\n\r\n", 4);
+	return mt_has_8bit(data, end != NULL ? (size_t)(end - data) : msg->body->size);
+}
+
 void conn_run(struct conn *c, struct job *job)
 {
 	struct queue_msg *msg = job_msg(job);
@@ -47,13 +70,6 @@ void conn_run(struct conn *c, struct job *job)
 	evtimer_del(c->timer);
 	if (c->transactions > 0)
 		c->d->stats.reused++;
-	if ((msg->flags & QUEUE_MSG_SMTPUTF8) != 0 && !c->caps.smtputf8) {
-		for (unsigned int i = 0; i < job->count; i++)
-			job_set_result(job, i, 550, "550 5.6.7 the next hop does not "
-				       "support SMTPUTF8 (RFC 6531 3.4)");
-		job_done_soon(c);
-		return;
-	}
 	if (c->caps.size > 0 && msg->size > c->caps.size) {
 		char text[600];
 		snprintf(text, sizeof(text), "552 5.3.4 message of %llu octets is "
@@ -67,6 +83,14 @@ void conn_run(struct conn *c, struct job *job)
 	if (msg->body == NULL) {
 		for (unsigned int i = 0; i < job->count; i++)
 			job_set_result(job, i, 451, "451 4.3.0 message body not loaded");
+		job_done_soon(c);
+		return;
+	}
+	c->smtputf8 = job_needs_smtputf8(job, msg);
+	if (c->smtputf8 && !c->caps.smtputf8) {
+		for (unsigned int i = 0; i < job->count; i++)
+			job_set_result(job, i, 550, "550 5.6.7 the next hop does not "
+				       "support SMTPUTF8 (RFC 6531 3.4)");
 		job_done_soon(c);
 		return;
 	}
@@ -85,7 +109,7 @@ static void send_mail(struct conn *c)
 		mt_buf_appendf(out, " SIZE=%llu", (unsigned long long)msg->size);
 	if ((msg->flags & QUEUE_MSG_8BIT) != 0 && c->caps.eightbit)
 		mt_buf_append_str(out, " BODY=8BITMIME");
-	if ((msg->flags & QUEUE_MSG_SMTPUTF8) != 0)
+	if (c->smtputf8)
 		mt_buf_append_str(out, " SMTPUTF8");
 	if (c->caps.dsn && msg->ret != QUEUE_RET_DEFAULT)
 		mt_buf_append_str(out, msg->ret == QUEUE_RET_FULL ? " RET=FULL" : " RET=HDRS");

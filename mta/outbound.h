@@ -54,6 +54,7 @@ struct conn {
 	struct job *job;
 	unsigned int phase;		/* 0 MAIL, 1..n RCPT, n+1 DATA */
 	bool pipelined, mail_failed;
+	bool smtputf8;			/* this job's MAIL says SMTPUTF8 */
 	unsigned int accepted, dot_left, dot_next;
 	bool *rcpt_ok;
 	bool discard_dot;

@@ -32,8 +32,9 @@ enum queue_rcpt_state {
 	QUEUE_RCPT_PENDING,	/* not tried yet */
 	QUEUE_RCPT_DEFERRED,	/* temporary failure: next_try, last_error */
 	QUEUE_RCPT_DELIVERED,
-	QUEUE_RCPT_BOUNCED,	/* permanent failure: a DSN was queued (or not
-				 * wanted: null sender, NOTIFY=NEVER) */
+	QUEUE_RCPT_BOUNCED,	/* permanent failure: a DSN was queued (or the
+				 * postmaster's copy for a null sender; none
+				 * for NOTIFY=NEVER) */
 };
 
 /* DSN NOTIFY (RFC 3461 4.1); 0 means not given (failure and delay). */
@@ -51,6 +52,8 @@ enum queue_ret { QUEUE_RET_DEFAULT, QUEUE_RET_FULL, QUEUE_RET_HDRS };
 #define QUEUE_MSG_DSN 0x4u	/* a bounce we generated */
 #define QUEUE_MSG_8BIT 0x8u	/* BODY=8BITMIME */
 #define QUEUE_MSG_SMTPUTF8 0x10u
+#define QUEUE_MSG_POSTMASTER_COPY 0x20u /* a null-sender message's failure,
+					  * for the postmaster: held if it fails */
 
 struct queue_rcpt {
 	char *address;		/* envelope recipient as accepted */

@@ -272,29 +272,31 @@ void smtp_cmd_rcpt(struct smtp_session *s, const char *args)
 	const struct mt_address *addr = &rcpt.addr;
 	pending.notify = rcpt.notify;
 	pending.orcpt = rcpt.orcpt != NULL ? mt_xstrdup(rcpt.orcpt) : NULL;
+	/* <Postmaster>, postmaster@, MAILER-DAEMON@, abuse@ (RFC 5321
+	 * 4.5.1, RFC 2142): the configured mailbox, from anyone. */
+	const char *role = mta_policy_role_mailbox(s->mta->policy,
+						   s->mta->hostname, addr);
 	const char *domain = addr->domain;
-	if (domain[0] == '\0') {
-		/* <Postmaster> (RFC 5321 4.1.1.3): ours, in the first domain. */
-		domain = mta_policy_primary_domain(s->mta->policy);
-		pending.address = mt_xasprintf("postmaster@%s", domain);
-	} else {
-		pending.address = mt_xstrdup(addr->addr);
-	}
+	pending.address = mt_xstrdup(role != NULL ? role : addr->addr);
+	if (role != NULL)
+		domain = strchr(pending.address, '@') != NULL ?
+			strrchr(pending.address, '@') + 1 : "";
 	if (tx_has_rcpt(&s->tx, pending.address)) {
 		pending_clear(&pending);
 		smtp_reply(s, 250, "2.1.5 Ok (duplicate recipient)");
 		return;
 	}
-	bool local = !addr->is_literal &&
+	bool local = (role != NULL || !addr->is_literal) &&
 		mta_policy_is_local_domain(s->mta->policy, domain);
-	if (local && (local_part_routes(addr->local) || addr->local[0] == '"')) {
+	if (local && role == NULL &&
+	    (local_part_routes(addr->local) || addr->local[0] == '"')) {
 		smtp_reply(s, 550, "5.1.1 <%s>: Recipient address rejected: "
 			   "User unknown", pending.address);
 		pending_clear(&pending);
 		return;
 	}
 	if (!local) {
-		if (!s->authenticated && !s->trusted) {
+		if (role == NULL && !s->authenticated && !s->trusted) {
 			smtp_reply(s, 554, "5.7.1 <%s>: Relay access denied",
 				   pending.address);
 			pending_clear(&pending);

@@ -80,14 +80,6 @@ static bool parse_size(const char *v, uint64_t *size_r)
 	return true;
 }
 
-static bool has_8bit(const char *s)
-{
-	for (; *s != '\0'; s++)
-		if ((unsigned char)*s >= 0x80)
-			return true;
-	return false;
-}
-
 /* MAIL parameters, in the order sent; the first bad one is refused. */
 static bool mail_params(struct smtp_mail_args *m, bool esmtp, uint64_t max_size,
 			struct smtp_parse_error *error_r)
@@ -141,7 +133,7 @@ bool smtp_parse_mail(const char *args, bool esmtp, uint64_t max_size,
 		return refuse(error_r, 501, "5.1.7 Bad sender address syntax: ", error);
 	if (!mail_params(m, esmtp, max_size, error_r))
 		return false;
-	if (has_8bit(m->addr.addr) && !m->smtputf8)
+	if (mt_has_8bit(m->addr.addr, strlen(m->addr.addr)) && !m->smtputf8)
 		return refuse(error_r, 553, "5.6.7 Non-ASCII address needs SMTPUTF8", NULL);
 	return true;
 }

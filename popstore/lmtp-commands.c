@@ -123,6 +123,7 @@ static void cmd_lhlo(struct lmtp_session *s, const char *arg)
 	lmtp_reply_more(s, 250, "PIPELINING");
 	lmtp_reply_more(s, 250, "ENHANCEDSTATUSCODES");
 	lmtp_reply_more(s, 250, "8BITMIME");
+	lmtp_reply_more(s, 250, "SMTPUTF8");
 	lmtp_reply_more(s, 250, "XQUEUEID");
 	lmtp_reply(s, 250, "SIZE %" PRIu64, s->ps->set->max_message_size);
 }
@@ -148,6 +149,7 @@ static void cmd_mail(struct lmtp_session *s, const char *arg)
 
 	lmtp_tx_reset(s);
 	s->tx.active = true;
+	s->tx.smtputf8 = mail.smtputf8;
 	s->tx.sender = mt_xstrdup(mail.addr.addr);
 	s->tx_count++;
 	if (mail.queue_id != NULL) {
@@ -172,7 +174,7 @@ static void cmd_rcpt(struct lmtp_session *s, const char *arg)
 		lmtp_error(s, 503, "5.5.1 Send MAIL first");
 		return;
 	}
-	if (!lmtp_parse_rcpt(arg, &rcpt, &error)) {
+	if (!lmtp_parse_rcpt(arg, s->tx.smtputf8, &rcpt, &error)) {
 		reply_parse_error(s, &error);
 		return;
 	}
@@ -319,7 +321,7 @@ void lmtp_data_end(struct lmtp_session *s)
 		const struct lmtp_trace trace = {
 			.sender = tx->sender, .helo = s->lhlo, .peer_ip = s->peer_ip,
 			.hostname = s->ps->hostname, .id = tx->queue_id,
-			.rcpt = r->address, .when = now,
+			.rcpt = r->address, .when = now, .utf8 = tx->smtputf8,
 		};
 		lmtp_trace_headers(&prefixes[k], &trace);
 		srcpts[k].mailbox = r->mailbox;

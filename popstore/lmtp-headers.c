@@ -6,7 +6,8 @@
  * else is replaced by '?', so no CR or LF can end a trace line early and
  * start a header of the client's choosing.
  * RFC 5321 4.4 (trace information), RFC 5322 3.3 (date-time) and 3.6.7
- * (trace fields), RFC 3848 ("with LMTP"). */
+ * (trace fields), RFC 3848 ("with LMTP"), RFC 6531 3.7.3 ("with
+ * UTF8LMTP"). */
 #include "lmtp-headers.h"
 
 #include <stdio.h>
@@ -54,7 +55,8 @@ void lmtp_trace_headers(struct mt_buf *out, const struct lmtp_trace *t)
 	append_clean(out, t->peer_ip);
 	mt_buf_append_str(out, "])\r\n\tby ");
 	append_clean(out, t->hostname);
-	mt_buf_append_str(out, " (mailtier-popstore) with LMTP id ");
+	mt_buf_append_str(out, t->utf8 ? " (mailtier-popstore) with UTF8LMTP id " :
+			  " (mailtier-popstore) with LMTP id ");
 	append_clean(out, t->id);
 	mt_buf_append_str(out, "\r\n\tfor <");
 	append_clean(out, t->rcpt);

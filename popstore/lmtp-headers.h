@@ -11,6 +11,7 @@
 
 #include "buf.h"
 
+#include <stdbool.h>
 #include <time.h>
 
 struct lmtp_trace {
@@ -21,6 +22,7 @@ struct lmtp_trace {
 	const char *id;		/* the MTA's queue id, or ours */
 	const char *rcpt;	/* the recipient as given in RCPT TO */
 	time_t when;
+	bool utf8;		/* SMTPUTF8 transaction: "with UTF8LMTP" */
 };
 
 /* Append the Return-Path: and Received: lines, each ending in CRLF. */

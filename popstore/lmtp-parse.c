@@ -5,7 +5,7 @@
  * Trust boundary: an LMTP client's command arguments. Paths go through
  * lib/address (RFC 5321 4.1.2); every read here stays inside the
  * NUL-terminated argument. RFC 2033 4.1, RFC 5321 4.1.1, RFC 1870,
- * RFC 6152. */
+ * RFC 6152, RFC 6531 3.4 (SMTPUTF8: UTF-8 paths only when MAIL asks). */
 #include "lmtp-parse.h"
 #include "command-parse.h"
 
@@ -111,6 +111,8 @@ static bool mail_params(struct lmtp_mail_args *m, uint64_t max_size,
 					  strcasecmp(v, "8BITMIME") != 0))
 				return refuse(error_r, 501, "5.5.4 BODY must be 7BIT or 8BITMIME",
 					      NULL);
+		} else if (strcmp(key, "SMTPUTF8") == 0 && v == NULL) {
+			m->smtputf8 = true;
 		} else if (strcmp(key, "XQUEUEID") == 0) {
 			if (v == NULL || !lmtp_queue_id_ok(v))
 				return refuse(error_r, 501, "5.5.4 Bad XQUEUEID parameter", NULL);
@@ -139,23 +141,39 @@ static bool parse_path(const char *arg, const char *keyword, unsigned int flags,
 	return true;
 }
 
+/* RFC 6531 3.4: a UTF-8 path is valid syntax (lib/address checks it is
+ * UTF-8), but only in a transaction that asked for SMTPUTF8. */
+static bool utf8_path_allowed(const char *addr, bool smtputf8,
+			      struct lmtp_parse_error *error_r)
+{
+	if (mt_has_8bit(addr, strlen(addr)) && !smtputf8) {
+		refuse(error_r, 553, "5.6.7 Non-ASCII address needs SMTPUTF8", NULL);
+		error_r->rejected = true;
+		return false;
+	}
+	return true;
+}
+
 bool lmtp_parse_mail(const char *arg, uint64_t max_size, struct lmtp_mail_args *m,
 		     struct lmtp_parse_error *error_r)
 {
 	memset(m, 0, sizeof(*m));
-	return parse_path(arg, "FROM:", MT_ADDR_ALLOW_NULL, &m->addr, &m->params,
-			  "5.5.4 Syntax: MAIL FROM:<address>", "5.1.7 Bad sender address: ",
-			  error_r) &&
-		mail_params(m, max_size, error_r);
+	return parse_path(arg, "FROM:", MT_ADDR_ALLOW_NULL | MT_ADDR_SMTPUTF8,
+			  &m->addr, &m->params, "5.5.4 Syntax: MAIL FROM:<address>",
+			  "5.1.7 Bad sender address: ", error_r) &&
+		mail_params(m, max_size, error_r) &&
+		utf8_path_allowed(m->addr.addr, m->smtputf8, error_r);
 }
 
-bool lmtp_parse_rcpt(const char *arg, struct lmtp_rcpt_args *r,
+bool lmtp_parse_rcpt(const char *arg, bool smtputf8, struct lmtp_rcpt_args *r,
 		     struct lmtp_parse_error *error_r)
 {
 	memset(r, 0, sizeof(*r));
-	if (!parse_path(arg, "TO:", 0, &r->addr, &r->params,
+	if (!parse_path(arg, "TO:", MT_ADDR_SMTPUTF8, &r->addr, &r->params,
 			"5.5.4 Syntax: RCPT TO:<address>", "5.1.3 Bad recipient address: ",
 			error_r))
+		return false;
+	if (!utf8_path_allowed(r->addr.addr, smtputf8, error_r))
 		return false;
 	if (r->params.count > 0)
 		return refuse(error_r, 555, "5.5.4 Unsupported parameter ",

@@ -1,6 +1,6 @@
 /* lmtp-parse.h — the pure parsers of mailtier-popstore's LMTP command
  * lines: which command a line names and its argument, the LHLO name, MAIL
- * FROM and RCPT TO with their parameters (SIZE, BODY, XQUEUEID). No
+ * FROM and RCPT TO with their parameters (SIZE, BODY, SMTPUTF8, XQUEUEID). No
  * session, no I/O: lmtp-commands.c applies the results to a session,
  * tests/fuzz/fuzz-lmtp-cmd.c and tests/unit/test-lmtp-parse.c drive them
  * with arbitrary lines.
@@ -14,7 +14,8 @@
  * keyword (letters, digits, '-'), so no client octet can break the reply
  * line. Nothing is allocated; results point into the caller's struct.
  * RFC 2033 4.1 (LHLO), RFC 5321 4.1.1.1-3, 4.1.2; RFC 1870 (SIZE: 552
- * over the limit), RFC 6152 (BODY=7BIT|8BITMIME), RFC 3463 (codes). */
+ * over the limit), RFC 6152 (BODY=7BIT|8BITMIME), RFC 6531 3.4
+ * (SMTPUTF8: UTF-8 paths, 553 5.6.7 without it), RFC 3463 (codes). */
 #ifndef MT_LMTP_PARSE_H
 #define MT_LMTP_PARSE_H
 
@@ -60,6 +61,7 @@ struct lmtp_mail_args {
 	struct mt_esmtp_params params;
 	uint64_t size;		/* SIZE=, 0 if none (UINT64_MAX if huge) */
 	const char *queue_id;	/* XQUEUEID= or NULL */
+	bool smtputf8;		/* SMTPUTF8 (RFC 6531 3.4) */
 };
 
 struct lmtp_rcpt_args {
@@ -83,8 +85,9 @@ bool lmtp_queue_id_ok(const char *id);
 /* "FROM:" path [SP params]; max_size: the SIZE limit. */
 bool lmtp_parse_mail(const char *arg, uint64_t max_size, struct lmtp_mail_args *mail_r,
 		     struct lmtp_parse_error *error_r);
-/* "TO:" path; no parameters are supported. */
-bool lmtp_parse_rcpt(const char *arg, struct lmtp_rcpt_args *rcpt_r,
+/* "TO:" path; no parameters are supported. smtputf8: the transaction's
+ * MAIL asked for SMTPUTF8, so a UTF-8 path is allowed. */
+bool lmtp_parse_rcpt(const char *arg, bool smtputf8, struct lmtp_rcpt_args *rcpt_r,
 		     struct lmtp_parse_error *error_r);
 
 #endif

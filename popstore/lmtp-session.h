@@ -71,6 +71,7 @@ struct lmtp_rcpt {
 /* The mail transaction: MAIL FROM to the end of DATA (or RSET). */
 struct lmtp_tx {
 	bool active;		/* MAIL FROM accepted */
+	bool smtputf8;		/* MAIL asked for SMTPUTF8 (RFC 6531) */
 	char *sender;		/* normal form; "" for <> */
 	char queue_id[32];	/* the MTA's, or our own */
 	/* "LHLO-NAME QUEUE-ID" when the client gave XQUEUEID, else NULL: the

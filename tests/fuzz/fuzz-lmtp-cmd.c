@@ -1,6 +1,6 @@
 /* fuzz-lmtp-cmd.c — libFuzzer target for mailtier-popstore's LMTP command
  * line parsers (popstore/lmtp-parse.c): the verb and its argument, the
- * LHLO name, MAIL FROM with SIZE, BODY and XQUEUEID, RCPT TO.
+ * LHLO name, MAIL FROM with SIZE, BODY, SMTPUTF8 and XQUEUEID, RCPT TO.
  *
  * Properties, beyond "no crash, no over-read":
  *  - the verb is found exactly when the text before the first space
@@ -10,27 +10,27 @@
  *    checkers say (1..255 of letters, digits and . - _ : [ ]; 1..31 of
  *    letters, digits and . - _), so what reaches a Received: line or the
  *    32-octet queue id buffer is safe and fits;
- *  - a refusal is 501, 555 or 552 (552 exactly when it is a rejection,
- *    not a client error) with an enhanced status of the same class, and
+ *  - a refusal is 501, 555, 552 or 553 (552/553 exactly when it is a
+ *    rejection, not a client error) with an enhanced status of the same class, and
  *    the reply line (text + detail) holds no control octet, so a client
  *    cannot inject reply lines; the detail of a 555 is the parameter's
  *    keyword (letters, digits, '-');
- *  - an accepted MAIL has only SIZE, BODY (7BIT or 8BITMIME) and XQUEUEID
- *    parameters, SIZE equal to a reference saturating decimal parser and
+ *  - an accepted MAIL has only SIZE, BODY (7BIT or 8BITMIME), SMTPUTF8
+ *    (no value) and XQUEUEID parameters, SIZE equal to a reference saturating decimal parser and
  *    within the limit, the queue id equal to the XQUEUEID value; a larger
  *    limit never refuses it nor changes the sender; the sender has no
- *    control or 8-bit octet, is not longer than the argument, and parses
- *    back to itself as "FROM:<sender>";
+ *    control octet, an 8-bit one only with SMTPUTF8, is not longer than
+ *    the argument, and parses back to itself as "FROM:<sender>";
  *  - an accepted RCPT has no parameters and a local@domain address with no
- *    control or 8-bit octet; MAIL accepts the same path with the same
- *    normal form.
+ *    control octet, an 8-bit one only in an SMTPUTF8 transaction (mode bit
+ *    2); MAIL accepts the same path with the same normal form.
  *
  * Input: [mode] then lines split at LF (a CR before it is dropped, as
  * lib/lineio does); each line's argument, as the dispatcher cuts it, goes
  * to every parser. mode bits 0-1: the SIZE limit 0, 1000, 10 MiB,
- * 2^64-1.
+ * 2^64-1; bit 2: RCPT in an SMTPUTF8 transaction.
  * Trust boundary: LMTP client command lines (RFC 2033 4.1, RFC 5321
- * 4.1.1-2, RFC 1870, RFC 6152, RFC 3463). */
+ * 4.1.1-2, RFC 1870, RFC 6152, RFC 6531, RFC 3463). */
 #include "fuzz.h"
 
 #include <string.h>
@@ -108,12 +108,22 @@ static void check_command(const char *line)
 	FUZZ_CHECK(want_arg != NULL ? arg == want_arg : arg[0] == '\0', "argument misplaced");
 }
 
+/* No control octet; 8-bit ones only when utf8 allows them. */
+static bool clean_path(const char *s, bool utf8)
+{
+	for (; *s != '\0'; s++)
+		if ((unsigned char)*s < 0x20 || (unsigned char)*s == 0x7f ||
+		    ((unsigned char)*s >= 0x80 && !utf8))
+			return false;
+	return true;
+}
+
 static void check_refusal(const struct lmtp_parse_error *e, bool mail)
 {
-	FUZZ_CHECK(e->code == 501 || e->code == 555 || (mail && e->code == 552),
-		   "code %d", e->code);
-	FUZZ_CHECK(e->rejected == (e->code == 552), "rejected %d for %d", e->rejected,
-		   e->code);
+	FUZZ_CHECK(e->code == 501 || e->code == 555 || e->code == 553 ||
+		   (mail && e->code == 552), "code %d", e->code);
+	FUZZ_CHECK(e->rejected == (e->code == 552 || e->code == 553),
+		   "rejected %d for %d", e->rejected, e->code);
 	FUZZ_CHECK(e->text[0] == '5' && e->text[1] == '.' && e->text[0] == '0' + e->code / 100,
 		   "status '%s' for %d", e->text, e->code);
 	FUZZ_CHECK(clean(e->text) && clean(e->detail), "control or 8-bit octet in the reply");
@@ -148,6 +158,8 @@ static void check_mail(const char *arg, uint64_t max_size)
 		} else if (strcmp(key, "BODY") == 0) {
 			FUZZ_CHECK(v != NULL && (strcasecmp(v, "7BIT") == 0 ||
 						 strcasecmp(v, "8BITMIME") == 0), "BODY");
+		} else if (strcmp(key, "SMTPUTF8") == 0) {
+			FUZZ_CHECK(v == NULL && m.smtputf8, "SMTPUTF8");
 		} else {
 			FUZZ_CHECK(strcmp(key, "XQUEUEID") == 0, "parameter %s accepted", key);
 			FUZZ_CHECK(v != NULL && ref_token(v, 31, ".-_"), "bad XQUEUEID accepted");
@@ -158,7 +170,8 @@ static void check_mail(const char *arg, uint64_t max_size)
 	FUZZ_CHECK(m.queue_id == xqueueid, "queue id is not the XQUEUEID value");
 	FUZZ_CHECK(m.queue_id == NULL || strlen(m.queue_id) <= LMTP_QUEUE_ID_MAX,
 		   "queue id does not fit");
-	FUZZ_CHECK(clean(m.addr.addr), "control or 8-bit octet in the sender");
+	FUZZ_CHECK(clean_path(m.addr.addr, m.smtputf8),
+		   "control or 8-bit octet in the sender");
 	FUZZ_CHECK(m.addr.is_null == (m.addr.addr[0] == '\0'), "null sender");
 	FUZZ_CHECK(strlen(m.addr.addr) + 5 <= strlen(arg), "sender longer than the argument");
 
@@ -172,36 +185,39 @@ static void check_mail(const char *arg, uint64_t max_size)
 		   "queue id changed");
 
 	/* The normal form parses back to itself. */
-	char path[sizeof(sender) + 8];
-	snprintf(path, sizeof(path), "FROM:<%s>", sender);
+	char path[sizeof(sender) + 18];
+	snprintf(path, sizeof(path), "FROM:<%s>%s", sender, m.smtputf8 ? " SMTPUTF8" : "");
 	FUZZ_CHECK(lmtp_parse_mail(path, 0, &again, &e), "normal form '%s' refused: %s%s",
 		   path, e.text, e.detail);
 	FUZZ_CHECK(strcmp(again.addr.addr, sender) == 0, "normal form changed: '%s' '%s'",
 		   sender, again.addr.addr);
 }
 
-static void check_rcpt(const char *arg)
+static void check_rcpt(const char *arg, bool smtputf8)
 {
 	static struct lmtp_rcpt_args r;
 	static struct lmtp_mail_args m;
 	struct lmtp_parse_error e;
 
-	if (!lmtp_parse_rcpt(arg, &r, &e)) {
+	if (!lmtp_parse_rcpt(arg, smtputf8, &r, &e)) {
 		check_refusal(&e, false);
 		return;
 	}
 	FUZZ_CHECK(strncasecmp(arg, "TO:", 3) == 0, "RCPT without TO:");
 	FUZZ_CHECK(r.params.count == 0, "RCPT parameters accepted");
-	FUZZ_CHECK(clean(r.addr.addr), "control or 8-bit octet in the recipient");
+	FUZZ_CHECK(clean_path(r.addr.addr, smtputf8),
+		   "control or 8-bit octet in the recipient");
 	FUZZ_CHECK(!r.addr.is_null && r.addr.local[0] != '\0' && r.addr.domain[0] != '\0' &&
 		   strchr(r.addr.addr, '@') != NULL, "recipient '%s' is not local@domain",
 		   r.addr.addr);
 
 	/* MAIL takes the same path the same way. */
-	char *mail = malloc(strlen(arg) + 3);
+	char *mail = malloc(strlen(arg) + 12);
 	FUZZ_CHECK(mail != NULL, "malloc");
 	memcpy(mail, "FROM:", 5);
 	memcpy(mail + 5, arg + 3, strlen(arg + 3) + 1);
+	if (smtputf8)
+		strcat(mail, " SMTPUTF8");
 	FUZZ_CHECK(lmtp_parse_mail(mail, 0, &m, &e), "MAIL refused a RCPT path: %s%s",
 		   e.text, e.detail);
 	FUZZ_CHECK(strcmp(m.addr.addr, r.addr.addr) == 0, "MAIL and RCPT differ");
@@ -212,7 +228,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const uint64_t limits[4] = { 0, 1000, 10u * 1024 * 1024, UINT64_MAX };
 	struct fuzz_input in = { data, size };
-	uint64_t max_size = limits[fuzz_byte(&in) & 3];
+	unsigned int mode = fuzz_byte(&in);
+	uint64_t max_size = limits[mode & 3];
+	bool smtputf8 = (mode & 4) != 0;
 
 	char *line;
 	while ((line = fuzz_line(&in)) != NULL) {
@@ -225,7 +243,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(lmtp_queue_id_ok(arg) == ref_token(arg, 31, ".-_"), "XQUEUEID '%s'",
 			   arg);
 		check_mail(arg, max_size);
-		check_rcpt(arg);
+		check_rcpt(arg, smtputf8);
 		free(line);
 	}
 	return 0;

@@ -10,8 +10,8 @@ schedule, the other is not delivered twice); a shard that is down defers
 the message, `mailtierctl queue list/show` show it with its last error, and
 it is delivered after the shard is back, by `queue flush` and by the retry
 schedule; `queue hold/release/delete`; a 550 at LMTP time bounces: an RFC
-3464 DSN arrives in the (local) sender's mailbox, and none is made for a
-null sender; a mail loop (too many Received: lines) bounces with 5.4.6."""
+3464 DSN arrives in the (local) sender's mailbox, and for a null sender
+none is made but the postmaster gets a copy; a mail loop (too many Received: lines) bounces with 5.4.6."""
 
 import re
 import time
@@ -21,6 +21,7 @@ import mtharness
 
 ALICE, BOB, CAROL = "alice@example.test", "bob@example.test", "carol@example.test"
 GONE = "gone@example.test"
+POSTMASTER = "postmaster@example.test"
 
 
 def send(env, sender, rcpts, subject, extra_headers=""):
@@ -155,13 +156,24 @@ def check_bounces(env):
                    "Subject: to be bounced", "From: Mail Delivery System",
                    "Reporting-MTA: dns; mx.example.test"):
         assert needle in text, (needle, text)
-    # A bounce is never bounced: the null sender gets no DSN.
+    # A bounce is never bounced: the null sender gets no DSN, but the
+    # message is not dropped either: the postmaster gets a copy of it whole.
     n = len([m for m in s1.messages if m.mail_from == ""])
     send(env, "", [GONE], "null sender")
     env.mta.wait_log(r"to=<gone@example.test> .*status=bounced.*\n(.*\n)*.*"
                      r"to=<gone@example.test> .*status=bounced")
+    copy = wait_until("postmaster copy", lambda: [
+        m for m in s1.for_rcpt(POSTMASTER)
+        if m.mail_from == "" and b"Subject: null sender" in m.data])
+    assert len(copy) == 1, copy
+    text = copy[0].data.decode()
+    for needle in ("Subject: Postmaster Copy: Undelivered Mail",
+                   "To: <postmaster@example.test>",
+                   "Final-Recipient: rfc822; gone@example.test",
+                   "Content-Type: message/rfc822", "Hello."):
+        assert needle in text, (needle, text)
     time.sleep(1)
-    assert len([m for m in s1.messages if m.mail_from == ""]) == n
+    assert len([m for m in s1.messages if m.mail_from == ""]) == n + 1
 
     # DSN options (RFC 3461): NOTIFY=SUCCESS brings a "delivered" report,
     # NOTIFY=NEVER silences the failure report, ENVID and ORCPT are echoed.
@@ -200,7 +212,8 @@ def check_bounces(env):
 
 
 def test(h):
-    env = mta_setup.MtaEnv(h, users={ALICE: "s1", BOB: "s2", CAROL: "s1", GONE: "s1"},
+    env = mta_setup.MtaEnv(h, users={ALICE: "s1", BOB: "s2", CAROL: "s1", GONE: "s1",
+                                  POSTMASTER: "s1"},
                            mta_options={"max_hops": "5",
                                         "delivery_concurrency": "2"})
     env.start_mta()

@@ -128,13 +128,13 @@ def test(h):
     assert c.line().startswith(b"220 ")
     c.send(f"LHLO mta.test\r\nMAIL FROM:<s@remote.test>\r\n"
            f"RCPT TO:<{addr('alice')}>\r\nRCPT TO:<{addr('bob')}>\r\nDATA\r\n")
-    lines = [c.line() for _ in range(10)]
-    assert lines[:7] == [b"250-" + lines[0][4:], b"250-PIPELINING",
+    lines = [c.line() for _ in range(11)]
+    assert lines[:8] == [b"250-" + lines[0][4:], b"250-PIPELINING",
                          b"250-ENHANCEDSTATUSCODES", b"250-8BITMIME",
-                         b"250-XQUEUEID", b"250 SIZE 8388608",
+                         b"250-SMTPUTF8", b"250-XQUEUEID", b"250 SIZE 8388608",
                          b"250 2.1.0 Sender OK"], lines
-    assert lines[7].startswith(b"250 2.1.5") and lines[8].startswith(b"250 2.1.5"), lines
-    assert lines[9].startswith(b"354 "), lines
+    assert lines[8].startswith(b"250 2.1.5") and lines[9].startswith(b"250 2.1.5"), lines
+    assert lines[10].startswith(b"354 "), lines
     c.send(b"Subject: bare\r\n\r\nline\n.\nstill data\r\n.\r\n")
     r1, r2 = c.line(), c.line()
     assert r1.startswith(b"550 5.6.0") and r2.startswith(b"550 5.6.0"), (r1, r2)

@@ -132,7 +132,12 @@ static const struct mail_case mail_cases[] = {
 	{ "FROM:<a@b.test> XQUEUEID=a/b", 1000, "501 5.5.4 Bad XQUEUEID parameter" },
 	{ "FROM:<a@b.test> XQUEUEID=12345678901234567890123456789012", 1000,
 	  "501 5.5.4 Bad XQUEUEID parameter" },
-	{ "FROM:<a@b.test> SMTPUTF8", 1000, "555 5.5.4 Unsupported parameter SMTPUTF8" },
+	{ "FROM:<a@b.test> SMTPUTF8", 1000, "OK a@b.test 0 -" },
+	{ "FROM:<j\xc3\xb6rg@b.test> SMTPUTF8", 1000, "OK j\xc3\xb6rg@b.test 0 -" },
+	{ "FROM:<j\xc3\xb6rg@b.test>", 1000, "553! 5.6.7 Non-ASCII address needs SMTPUTF8" },
+	{ "FROM:<j\xc3\xb6rg@b.test> SMTPUTF8=1", 1000,
+	  "555 5.5.4 Unsupported parameter SMTPUTF8" },
+	{ "FROM:<j\xc3rg@b.test> SMTPUTF8", 1000, "501 5.1.7 Bad sender address: " },
 	{ "FROM:<a@b.test> ret=FULL", 1000, "555 5.5.4 Unsupported parameter RET" },
 	/* The first bad parameter decides. */
 	{ "FROM:<a@b.test> FOO=1 SIZE=2000", 1000, "555 5.5.4 Unsupported parameter FOO" },
@@ -182,21 +187,26 @@ static void test_mail(void **state)
 
 struct rcpt_case {
 	const char *arg;
-	const char *want;	/* "OK address" or the reply */
+	const char *want;	/* "OK address" or the reply ("code!" if rejected) */
+	bool smtputf8;		/* the transaction asked for SMTPUTF8 */
 };
 
 static const struct rcpt_case rcpt_cases[] = {
-	{ "TO:<bob@Example.TEST>", "OK bob@example.test" },
-	{ "to:<bob@b.test>  ", "OK bob@b.test" },
-	{ "TO:<\"b b\"@b.test>", "OK \"b b\"@b.test" },
-	{ "TO:<@relay.test:bob@b.test>", "OK bob@b.test" },
-	{ "TO:<>", "501 5.1.3 Bad recipient address: null address <> not allowed here" },
-	{ "TO:<Postmaster>", "501 5.1.3 Bad recipient address: " },
-	{ "TO:<bob@b.test> NOTIFY=NEVER", "555 5.5.4 Unsupported parameter NOTIFY" },
-	{ "TO:<bob@b.test> X-Y", "555 5.5.4 Unsupported parameter X-Y" },
-	{ "TO: <bob@b.test>", "501 5.1.3 Bad recipient address: " },
-	{ "FROM:<bob@b.test>", "501 5.5.4 Syntax: RCPT TO:<address>" },
-	{ "", "501 5.5.4 Syntax: RCPT TO:<address>" },
+	{ "TO:<bob@Example.TEST>", "OK bob@example.test", false },
+	{ "to:<bob@b.test>  ", "OK bob@b.test", false },
+	{ "TO:<\"b b\"@b.test>", "OK \"b b\"@b.test", false },
+	{ "TO:<@relay.test:bob@b.test>", "OK bob@b.test", false },
+	{ "TO:<>", "501 5.1.3 Bad recipient address: null address <> not allowed here", false },
+	{ "TO:<Postmaster>", "501 5.1.3 Bad recipient address: ", false },
+	{ "TO:<bob@b.test> NOTIFY=NEVER", "555 5.5.4 Unsupported parameter NOTIFY", false },
+	{ "TO:<bob@b.test> X-Y", "555 5.5.4 Unsupported parameter X-Y", false },
+	{ "TO: <bob@b.test>", "501 5.1.3 Bad recipient address: ", false },
+	{ "FROM:<bob@b.test>", "501 5.5.4 Syntax: RCPT TO:<address>", false },
+	{ "", "501 5.5.4 Syntax: RCPT TO:<address>", false },
+	{ "TO:<j\xc3\xb6rg@b.test>", "OK j\xc3\xb6rg@b.test", true },
+	{ "TO:<j\xc3\xb6rg@b.test>", "553! 5.6.7 Non-ASCII address needs SMTPUTF8", false },
+	{ "TO:<j\xc3\xb6rg@b.test> SMTPUTF8", "555 5.5.4 Unsupported parameter SMTPUTF8",
+	  true },
 };
 
 static void test_rcpt(void **state)
@@ -207,12 +217,12 @@ static void test_rcpt(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof(rcpt_cases) / sizeof(rcpt_cases[0]); i++) {
 		const struct rcpt_case *c = &rcpt_cases[i];
-		if (lmtp_parse_rcpt(c->arg, &r, &e)) {
+		if (lmtp_parse_rcpt(c->arg, c->smtputf8, &r, &e)) {
 			snprintf(got, sizeof(got), "OK %s", r.addr.addr);
 			assert_int_equal(r.params.count, 0);
 		} else {
-			assert_false(e.rejected);
-			snprintf(got, sizeof(got), "%d %s%s", e.code, e.text, e.detail);
+			snprintf(got, sizeof(got), "%d%s %s%s", e.code, e.rejected ? "!" : "",
+				 e.text, e.detail);
 		}
 		size_t n = strlen(c->want);
 		if (c->want[n - 1] == ' ' && strncmp(got, c->want, n) == 0)
