@@ -48,7 +48,8 @@ mta_integration_tests = \
 	tests/integration/test-mta-remote.py \
 	tests/integration/test-mta-daemon.py \
 	tests/integration/test-mta-crash.py \
-	tests/integration/test-mta-popstore.py
+	tests/integration/test-mta-popstore.py \
+	tests/integration/test-mta-smtputf8.py
 TESTS += $(mta_integration_tests)
 EXTRA_DIST += $(mta_integration_tests) tests/integration/lmtpd.py \
 	tests/integration/mta_setup.py

@@ -39,9 +39,12 @@ def make_cert(directory, cn="localhost"):
 
 class MtaEnv:
     def __init__(self, h, users=None, shards=("s1", "s2"), mta_options=None,
-                 tls=True, start_shards=True, popstore=False):
+                 tls=True, start_shards=True, popstore=False,
+                 popstore_options=None):
         """popstore: the shards are real mailtier-popstore daemons (started
-        by start_popstores()) instead of lmtpd.py stand-ins."""
+        by start_popstores()) instead of lmtpd.py stand-ins, with
+        popstore_options in their [popstore] section."""
+        self.popstore_options = popstore_options or {}
         self.h = h
         self.ds = h.directory_up(domain=DOMAIN, shards=shards)
         self.dir = h.tmpdir
@@ -100,6 +103,7 @@ class MtaEnv:
                 f.write("proxy-secret\n")
             os.chmod(secret, 0o600)
             lines += ["", "[popstore]", f"proxy_password_file = {secret}"]
+            lines += [f"{k} = {v}" for k, v in self.popstore_options.items()]
             for name, ports in self.store_ports.items():
                 lines += ["", f"[popstore.{name}]",
                           f"db_home = {os.path.join(self.dir, 'store-' + name)}",

@@ -112,6 +112,12 @@ def test(h):
     body = fetch_curl(pop, "user3@example.test", "secret3")
     assert b"hello from swaks" in body and b"Subject: cluster test" in body, body
 
+    # <Postmaster> is provisioned: mail to it arrives (RFC 5321 4.5.1).
+    secret = open(os.path.join(d, "postmaster.secret")).read().strip()
+    with smtplib.SMTP("127.0.0.1", smtp, timeout=30) as s:
+        s.sendmail("a@remote.test", ["<postmaster>"], "Subject: to pm\r\n\r\nhi pm\r\n")
+    wait_mailbox(pop, "postmaster@example.test", secret, 1)
+
     # smtplib to a user on each shard, poplib over implicit TLS.
     by_shard = {}
     for k in range(1, 41):
