@@ -227,6 +227,27 @@ def rx_digest(lines):
     return mid or "-", h.hexdigest()
 
 
+def rx_bounces(lines):
+    """[(id, rcpt)] a retrieved message reports as failed: in a delivery
+    report (RFC 3464), each Final-Recipient whose Action is failed, with
+    the X-Mailtier-Load-Id of the quoted original. A postmaster's copy of
+    an undeliverable report holds the report whole, so its inner fields
+    count too. Any other message: []."""
+    mid, rcpts, final = None, [], None
+    for line in lines:
+        low = line.lower()
+        if mid is None and low.startswith(b"x-mailtier-load-id:"):
+            mid = line[19:].strip(b" \t").decode("ascii", "replace")
+        elif low.startswith(b"final-recipient:"):
+            value = line.split(b":", 1)[1].strip()
+            final = value.split(b";", 1)[-1].strip().decode("utf-8", "replace").lower()
+        elif low.startswith(b"action:") and final is not None:
+            if line.split(b":", 1)[1].strip().lower() == b"failed":
+                rcpts.append(final)
+            final = None
+    return [(mid, r) for r in rcpts] if mid is not None else []
+
+
 def rss(pid):
     """(VmRSS, RssAnon) of a process in bytes, or None."""
     try:
@@ -775,22 +796,31 @@ class FaultRun:
             q = self.c.ctl("queue", "list", conf=True, check=False).stdout
             self.problems.append(f"the MTA queue did not drain in {DRAIN_BOUND:.0f} s "
                                  f"({left} left):\n{q}")
-        # Every load user's mailbox, emptied into the drain ledger.
+        # Every load user's mailbox and the postmaster's (where a report
+        # that could not be returned goes), emptied into the drain ledger.
         env = self.c.env
+        accounts = [(f"user{k}@{env['DOMAIN']}", f"secret{k}")
+                    for k in range(1, self.s.args.users + 1)]
+        pm_secret = os.path.join(self.c.dir, "postmaster.secret")
+        if os.path.exists(pm_secret):
+            with open(pm_secret) as f:
+                accounts.append((f"postmaster@{env['DOMAIN']}", f.read().strip()))
         n_session = 0
         with open(self.drain_ledger, "w") as out:
             out.write(f"ledger 1 drain {os.getpid()}\n")
-            for k in range(1, self.s.args.users + 1):
-                addr = f"user{k}@{env['DOMAIN']}"
+            for addr, password in accounts:
                 for attempt in range(20):
                     try:
-                        p = pop_session(int(env["POP3_PORT"]), addr, f"secret{k}")
+                        p = pop_session(int(env["POP3_PORT"]), addr, password)
                         n_session += 1
                         session = f"drain.{n_session}"
                         n, _ = p.stat()
                         for i in range(1, n + 1):
-                            mid, digest = rx_digest(p.retr(i)[1])
+                            lines = p.retr(i)[1]
+                            mid, digest = rx_digest(lines)
                             out.write(f"{time.time():.3f} pop {mid} {addr} {digest} {session}\n")
+                            for bmid, brcpt in rx_bounces(lines):
+                                out.write(f"{time.time():.3f} bounce {bmid} {brcpt}\n")
                             p.dele(i)
                         p.quit()
                         out.write(f"{time.time():.3f} commit {session}\n")

@@ -20,7 +20,12 @@ the same format). Each acknowledged message's recipient copies are counted:
   (an acknowledged deletion that came back) is a duplicate too;
 - corrupted: a copy whose digest differs from the digest sent;
 - misdelivered: a copy in a mailbox (or to a sink recipient) the message
-  was not addressed to.
+  was not addressed to;
+- bounced: not delivered, but a delivery report about it (a DSN with
+  Action: failed for that recipient, in the sender's mailbox, or the
+  postmaster's copy of such a report that could not be returned) was
+  found: the message reached a person, so it is not lost. A "bounce ID
+  RCPT" line says so (faults.py's drain writes them, rx_bounces).
 
 Unacknowledged messages (the data went out, no 250) may arrive or not; more
 than one copy or a wrong digest among them is reported, not failed.
@@ -52,6 +57,7 @@ class Ledger:
         self.unacked = {}      # id -> (time, digest or None, [rcpt])
         self.copies = collections.defaultdict(list)  # (id, rcpt) -> [(time, digest, session or None)]
         self.committed = set()
+        self.bounced = set()   # (id, rcpt) a failure report was found for
         self.foreign = 0
 
     def read(self, path):
@@ -86,6 +92,8 @@ class Ledger:
                 self.copies[(f[2], rcpt)].append((t, f[3], None))
         elif kind == "commit" and len(f) == 3:
             self.committed.add(f[2])
+        elif kind == "bounce" and len(f) == 4:
+            self.bounced.add((f[2], f[3].lower()))
         else:
             raise LedgerError(f"{where}: malformed {kind!r} line")
 
@@ -110,7 +118,7 @@ class Ledger:
     def check(self, details=20):
         r = collections.OrderedDict(
             acknowledged=len(self.acked), acknowledged_copies=0,
-            delivered=0, lost=0, duplicated=0, corrupted=0, misdelivered=0,
+            delivered=0, bounced=0, lost=0, duplicated=0, corrupted=0, misdelivered=0,
             unacknowledged=len(self.unacked), unacknowledged_delivered=0,
             unacknowledged_duplicated=0, unacknowledged_corrupted=0,
             foreign=0, problems=[], duplicates=[])
@@ -125,6 +133,9 @@ class Ledger:
                 addressed.add((mid, rcpt))
                 r["acknowledged_copies"] += 1
                 seen = self.copies.get((mid, rcpt), [])
+                if not seen and (mid, rcpt) in self.bounced:
+                    r["bounced"] += 1
+                    continue
                 if not seen:
                     r["lost"] += 1
                     problem("lost", mid, rcpt, f"(acknowledged at {t:.3f})")

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """test-ledger-check.py -- ledger_check.py on hand-written ledgers: each way
 a message can go wrong is counted as such (lost, duplicated, a deletion
-that came back, corrupted, misdelivered), the legitimate cases are not
+that came back, corrupted, misdelivered), one that bounced and whose
+failure report reached a person is counted bounced, not lost (and the
+drain's rx_bounces finds such reports), the legitimate cases are not
 (a RETR in a session whose QUIT failed and the same copy seen again; an
 unacknowledged message that arrived or not), and a malformed line is an
 error. Then the receiving digest of faults.py's drain (rx_digest) agrees
@@ -52,6 +54,32 @@ def main():
     r = check(lines(f"1.0 sent R.1 {A} u1@x,u2@x", f"2.0 pop R.1 u1@x {A} 9.1",
                     "2.1 commit 9.1"))
     assert not r["ok"] and r["lost"] == 1 and r["delivered"] == 1, r
+    # Never seen, but a failure report about it reached a person: bounced,
+    # not lost. A report about another recipient or message does not count.
+    r = check(lines(f"1.0 sent R.1 {A} u1@x,u2@x", f"2.0 pop R.1 u1@x {A} 9.1",
+                    "2.1 commit 9.1", "3.0 bounce R.1 U2@x"))
+    assert r["ok"] and r["bounced"] == 1 and r["lost"] == 0, r
+    r = check(lines(f"1.0 sent R.1 {A} u1@x,u2@x", f"2.0 pop R.1 u1@x {A} 9.1",
+                    "2.1 commit 9.1", "3.0 bounce R.1 u3@x", "3.1 bounce R.2 u2@x"))
+    assert not r["ok"] and r["lost"] == 1 and r["bounced"] == 0, r
+
+    # The drain finds reports: a DSN quoting the original's headers, and the
+    # postmaster's copy of a DSN that could not be returned (the DSN whole
+    # inside); a success report and an ordinary message are not failures.
+    dsn = [b"Return-Path: <>", b"Subject: Undelivered Mail Returned to Sender",
+           b"Content-Type: multipart/report; report-type=delivery-status;", b"",
+           b"--b", b"Content-Type: message/delivery-status", b"",
+           b"Reporting-MTA: dns; mx.test", b"",
+           b"Final-Recipient: rfc822; U2@x", b"Action: failed", b"Status: 5.3.4", b"",
+           b"Final-Recipient: rfc822; u1@x", b"Action: delivered", b"Status: 2.0.0", b"",
+           b"--b", b"Content-Type: text/rfc822-headers", b"",
+           b"X-Mailtier-Load-Id: R.1", b"Subject: load", b"--b--"]
+    assert faults.rx_bounces(dsn) == [("R.1", "u2@x")], faults.rx_bounces(dsn)
+    copy = [b"Subject: Postmaster Copy: Undelivered Mail", b"",
+            b"Final-Recipient: rfc822; ghost@x", b"Action: failed", b"",
+            b"Content-Type: message/rfc822", b""] + dsn
+    assert set(faults.rx_bounces(copy)) == {("R.1", "ghost@x"), ("R.1", "u2@x")}
+    assert faults.rx_bounces([b"X-Mailtier-Load-Id: R.1", b"", b"Action: failed"]) == []
 
     # Seen in a session whose QUIT got no +OK, then again: one copy.
     r = check(lines(f"1.0 sent R.1 {A} u1@x", f"2.0 pop R.1 u1@x {A} 9.1",
