@@ -11,7 +11,6 @@ loadgen_libloadgen_a_SOURCES = \
 	loadgen/stats.c loadgen/stats.h \
 	loadgen/tracker.c loadgen/tracker.h \
 	loadgen/message.c loadgen/message.h \
-	loadgen/reply.c loadgen/reply.h \
 	loadgen/session.c loadgen/session.h \
 	loadgen/smtp-client.c loadgen/smtp-client.h \
 	loadgen/pop-client.c loadgen/pop-client.h \
@@ -30,12 +29,12 @@ loadgen_libloadgen_a_SOURCES = \
 	loadgen/fill.c loadgen/fill.h \
 	loadgen/report.c loadgen/report-html.c loadgen/report.h
 
-LOADGEN_LIBS = loadgen/libloadgen.a $(MAILTIER_LIBS) -lm
+LOADGEN_LIBS = loadgen/libloadgen.a $(MTMAIL_LIBS) -lm
 
 loadgen_mailtier_load_SOURCES = loadgen/main.c loadgen/commands.h \
 	loadgen/cli.c loadgen/cli.h \
 	loadgen/cmd-run.c loadgen/cmd-fill.c loadgen/cmd-sink.c loadgen/cmd-agent.c
-loadgen_mailtier_load_LDADD = loadgen/libloadgen.a lib/libmtsettings.a $(MAILTIER_LIBS) -lm
+loadgen_mailtier_load_LDADD = loadgen/libloadgen.a lib/libmtsettings.a $(MTMAIL_LIBS) -lm
 
 EXTRA_DIST += loadgen/README.md
 

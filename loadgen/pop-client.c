@@ -10,7 +10,8 @@
 #include "alloc.h"
 #include "ledger.h"
 #include "message.h"
-#include "reply.h"
+#include "pop3-status.h"
+#include "smtp-reply.h"
 
 #include <stdlib.h>
 
@@ -123,7 +124,7 @@ static enum pop_state after_stat(struct lg_pop_session *s)
 {
 	uint64_t count, size;
 
-	if (!lg_pop_parse_stat(s->base.line.data, &count, &size)) {
+	if (!mt_pop3_parse_stat(s->base.line.data, &count, &size)) {
 		lg_session_fail(&s->base, LG_ERR_PROTOCOL,
 				"STAT reply is not \"+OK count size\"");
 		return POP_DONE;
@@ -241,18 +242,19 @@ static void handle_status(struct lg_pop_session *s)
 	struct lg_session *base = &s->base;
 	const struct pop_command *cmd = &pop_commands[s->state];
 
-	switch (lg_pop_status(base->line.data, base->line.len)) {
-	case LG_POP_BAD:
+	switch (mt_pop3_status(base->line.data, base->line.len)) {
+	case MT_POP3_CONTINUE:	/* we send no AUTH: not an answer to us */
+	case MT_POP3_BAD:
 		lg_session_fail(base, LG_ERR_PROTOCOL,
 				"%s: reply is neither +OK nor -ERR",
 				pop_state_names[s->state]);
 		return;
-	case LG_POP_ERR:
+	case MT_POP3_ERR:
 		lg_session_step_end(base, false);
 		lg_session_fail(base, LG_ERR_REJECTED, "%s answered -ERR",
 				pop_state_names[s->state]);
 		return;
-	case LG_POP_OK:
+	case MT_POP3_OK:
 		break;
 	}
 	if (cmd->multiline) {

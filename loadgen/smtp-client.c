@@ -8,7 +8,8 @@
 #include "alloc.h"
 #include "ledger.h"
 #include "message.h"
-#include "reply.h"
+#include "pop3-status.h"
+#include "smtp-reply.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,7 +51,7 @@ struct lg_smtp_session {
 	unsigned int lmtp_replies;	/* still due after the data (LMTP) */
 	bool (*next)(void *context, struct lg_message_plan *plan, uint64_t *seq_r);
 	void *next_context;
-	struct lg_smtp_reply reply;
+	struct mt_smtp_reply reply;
 	struct mt_buf headers;
 	struct lg_body_gen body;
 	bool body_sent;		/* the final "." is queued */
@@ -116,7 +117,7 @@ static void enter_state(struct lg_smtp_session *s, enum smtp_state state)
 		lg_session_finish(&s->base);
 		return;
 	}
-	lg_smtp_reply_reset(&s->reply);
+	mt_smtp_reply_reset(&s->reply);
 	if (cmd->begins_step)
 		lg_session_step_begin(&s->base, cmd->fn);
 	if (cmd->send != NULL)
@@ -261,7 +262,7 @@ static void handle_reply(struct lg_smtp_session *s)
 	if (s->state == SMTP_BODY && s->lmtp && code / 100 == cmd->expect &&
 	    s->lmtp_replies > 1) {
 		s->lmtp_replies--;
-		lg_smtp_reply_reset(&s->reply);
+		mt_smtp_reply_reset(&s->reply);
 		return;
 	}
 	if (code / 100 == cmd->expect) {
@@ -285,15 +286,15 @@ static void smtp_input(struct lg_session *base)
 	const char *error;
 
 	while (!base->finished && lg_session_read_line(base)) {
-		switch (lg_smtp_reply_feed(&s->reply, base->line.data,
+		switch (mt_smtp_reply_feed(&s->reply, base->line.data,
 					   base->line.len, &error)) {
-		case LG_REPLY_MORE:
+		case MT_SMTP_REPLY_MORE:
 			break;
-		case LG_REPLY_BAD:
+		case MT_SMTP_REPLY_BAD:
 			lg_session_fail(base, LG_ERR_PROTOCOL, "%s: %s",
 					smtp_state_names[s->state], error);
 			return;
-		case LG_REPLY_DONE:
+		case MT_SMTP_REPLY_DONE:
 			handle_reply(s);
 			break;
 		}
@@ -352,7 +353,7 @@ struct lg_session *lg_smtp_session_start(const struct lg_session_env *env,
 		s->ledger_tx = lg_ledger_tx_new();
 	format_id(s);
 	s->state = SMTP_GREETING;
-	lg_smtp_reply_reset(&s->reply);
+	mt_smtp_reply_reset(&s->reply);
 	lg_session_connect(&s->base, addr, addrlen, LG_FN_SMTP_CONNECT);
 	return &s->base;
 }

@@ -18,7 +18,7 @@ mmp_libmmp_a_SOURCES = \
 	mmp/mmp-sasl.c
 
 MMP_LIBS = mmp/libmmp.a dirsvc/libdirsvc.a lib/libmtsettings.a \
-	$(DIRSVC_LIBS) $(MAILTIER_LIBS)
+	$(DIRSVC_LIBS) $(MTMAIL_LIBS)
 
 mmp_mailtier_mmp_SOURCES = mmp/main.c
 mmp_mailtier_mmp_LDADD = $(MMP_LIBS)

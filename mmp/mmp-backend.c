@@ -16,6 +16,7 @@
 #include "mmp.h"
 #include "alloc.h"
 #include "buf.h"
+#include "pop3-status.h"
 
 #include <errno.h>
 #include <netinet/in.h>
@@ -116,21 +117,21 @@ static void on_greeting(struct mmp_backend *b)
 
 /* One response line from the shard; false when the backend is finished
  * (and possibly freed). */
-static bool on_line(struct mmp_backend *b, const char *line)
+static bool on_line(struct mmp_backend *b, const char *line, size_t len)
 {
-	enum mmp_response kind = mmp_response_kind(line);
+	enum mt_pop3_status kind = mt_pop3_status(line, len);
 	struct mt_buf response = MT_BUF_INIT;
 
 	switch (b->step) {
 	case STEP_CONNECT:
-		if (kind != MMP_RESPONSE_OK) {
+		if (kind != MT_POP3_OK) {
 			finish(b, MMP_BACKEND_FAILED, NULL, "no +OK greeting");
 			return false;
 		}
 		on_greeting(b);
 		return true;
 	case STEP_AUTH_CONTINUE:
-		if (kind == MMP_RESPONSE_CONTINUE) {
+		if (kind == MT_POP3_CONTINUE) {
 			build_response(b, &response);
 			send_line(b, "", &response);
 			explicit_bzero(response.data, response.cap);
@@ -142,9 +143,9 @@ static bool on_line(struct mmp_backend *b, const char *line)
 	case STEP_AUTH:
 		break;
 	}
-	if (kind == MMP_RESPONSE_OK)
+	if (kind == MT_POP3_OK)
 		finish(b, MMP_BACKEND_OK, line, NULL);
-	else if (kind == MMP_RESPONSE_ERR)
+	else if (kind == MT_POP3_ERR)
 		finish(b, MMP_BACKEND_REFUSED, line, NULL);
 	else
 		finish(b, MMP_BACKEND_FAILED, NULL, "unexpected answer to AUTH");
@@ -168,7 +169,7 @@ static void read_cb(struct bufferevent *bev, void *arg)
 			finish(b, MMP_BACKEND_FAILED, NULL, error);
 			break;
 		}
-		more = on_line(b, mt_buf_cstr(&line));
+		more = on_line(b, mt_buf_cstr(&line), line.len);
 		mt_buf_reset(&line);
 	}
 	mt_buf_free(&line);

@@ -60,16 +60,3 @@ void mmp_sasl_plain_encode(struct mt_buf *out, const char *authzid,
 	mt_sasl_plain_encode(out, authzid, authcid, password);
 }
 
-enum mmp_response mmp_response_kind(const char *line)
-{
-	/* RFC 2449 section 3: status indicators are case sensitive. */
-	if (strncmp(line, "+OK", 3) == 0 && (line[3] == '\0' || line[3] == ' '))
-		return MMP_RESPONSE_OK;
-	if (strncmp(line, "-ERR", 4) == 0 && (line[4] == '\0' || line[4] == ' '))
-		return MMP_RESPONSE_ERR;
-	/* RFC 5034 section 4: a continuation is "+" SP [base64]; some
-	 * servers send a bare "+". */
-	if (line[0] == '+' && (line[1] == ' ' || line[1] == '\0'))
-		return MMP_RESPONSE_CONTINUE;
-	return MMP_RESPONSE_BAD;
-}

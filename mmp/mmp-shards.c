@@ -20,6 +20,7 @@
 #include "mmp.h"
 #include "alloc.h"
 #include "buf.h"
+#include "pop3-status.h"
 #include "mailtier-settings.h"
 
 #include <errno.h>
@@ -221,7 +222,7 @@ static void probe_read_cb(struct bufferevent *bev, void *arg)
 		return;
 	}
 	bool ok = st == MT_LINE_OK &&
-		mmp_response_kind(mt_buf_cstr(&line)) == MMP_RESPONSE_OK;
+		mt_pop3_status(line.data, line.len) == MT_POP3_OK;
 	mt_buf_free(&line);
 	if (!ok) {
 		probe_failed(shard, "no +OK greeting");

@@ -365,10 +365,5 @@ bool mmp_sasl_plain_parse(struct mt_buf *buf, struct mmp_plain *plain_r,
 void mmp_sasl_plain_encode(struct mt_buf *out, const char *authzid,
 			   const char *authcid, const char *password);
 
-/* Is line a POP3 positive (+OK), negative (-ERR) or continuation ("+ ")
- * response? RFC 1939 section 3, RFC 5034 section 4. */
-enum mmp_response { MMP_RESPONSE_OK, MMP_RESPONSE_ERR, MMP_RESPONSE_CONTINUE,
-		    MMP_RESPONSE_BAD };
-enum mmp_response mmp_response_kind(const char *line);
 
 #endif

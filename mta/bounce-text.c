@@ -127,7 +127,7 @@ static void status_part(struct mt_buf *out, const char *hostname,
 		int code = atoi(error);
 		const char *text = strchr(error, ' ');
 		char status[16];
-		client_reply_status_code(text != NULL ? text + 1 : "", code, status);
+		mt_smtp_status_code(text != NULL ? text + 1 : "", code, status);
 		if (!ok && status[0] != '5')
 			snprintf(status, sizeof(status), "5.0.0");
 		mt_buf_append_str(out, "\r\nFinal-Recipient: rfc822; ");

@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "client-reply.h"
+#include "smtp-reply.h"
 #include "config.h"
 #include "delivery.h"
 #include "dns.h"

@@ -14,7 +14,7 @@
  * the null sender (RFC 5321 6.1, RFC 3461 6.2).
  *
  * Trust boundary: queue contents are ours; directory answers come through
- * libdirsvc; server replies were bounded by client-reply.c. */
+ * libdirsvc; server replies were bounded by lib-mail/smtp-reply.c. */
 #include "delivery-private.h"
 #include "alloc.h"
 #include "dirsvc.h"

@@ -6,7 +6,7 @@
  * max_queue_lifetime and bounces permanent failures (RFC 3464).
  *
  * Trust boundary: replies from LMTP/SMTP servers are peer data: parsed by
- * smtp-client-reply.c, bounded, and only their codes decide; DNS answers are
+ * lib-mail/smtp-reply.c, bounded, and only their codes decide; DNS answers are
  * parsed by c-ares. Queue contents are ours.
  * Threading: the main loop only. */
 #ifndef MT_MTA_DELIVERY_H

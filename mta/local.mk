@@ -16,11 +16,11 @@ mta_libmta_a_SOURCES = \
 	mta/delivery.c mta/delivery.h mta/delivery-private.h \
 	mta/delivery-dest.c mta/outbound.c mta/outbound.h mta/outbound-tx.c \
 	mta/bounce.c mta/bounce-text.c mta/bounce-text.h \
-	mta/client-reply.c mta/client-reply.h mta/dns.c mta/dns.h \
+	mta/dns.c mta/dns.h \
 	mta/admin.c mta/admin.h
 # What a program linking libmta needs after it.
 MTA_LIBS = mta/libmta.a dirsvc/libdirsvc.a lib/libmtsettings.a $(DIRSVC_LIBS) \
-	$(BDB_LIBS) $(CARES_LIBS) $(MAILTIER_LIBS)
+	$(BDB_LIBS) $(CARES_LIBS) $(MTMAIL_LIBS)
 
 mta_mailtier_mta_SOURCES = mta/main.c
 mta_mailtier_mta_LDADD = $(MTA_LIBS)
@@ -30,13 +30,11 @@ EXTRA_DIST += mta/README.md bench/mta.py bench/mta-load.py
 # Unit tests (cmocka): tests/unit/NAME.c, including "mta/..." headers.
 mta_unit_tests = \
 	tests/unit/test-mta-records \
-	tests/unit/test-mta-reply \
 	tests/unit/test-mta-policy \
 	tests/unit/test-mta-queue
 check_PROGRAMS += $(mta_unit_tests)
 TESTS += $(mta_unit_tests)
 tests_unit_test_mta_records_LDADD = $(MTA_LIBS) $(CMOCKA_LIBS)
-tests_unit_test_mta_reply_LDADD = $(MTA_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_mta_policy_LDADD = $(MTA_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_mta_queue_LDADD = $(MTA_LIBS) $(CMOCKA_LIBS)
 

@@ -6,7 +6,7 @@
  * becomes its recipient's result; a transaction that fails before the body
  * is reset with RSET and the connection carries on.
  *
- * Trust boundary: replies are the server's (bounded by client-reply.c). The
+ * Trust boundary: replies are the server's (bounded by lib-mail/smtp-reply.c). The
  * body we send is encoded by lib/dotcodec (CRLF only, every leading dot
  * doubled), so no receiver can see an early end of data.
  * RFCs: 5321 3.3, 4.1.1.2-4, 4.5.2, 4.5.3.2.6 (10 minutes for the final
@@ -213,7 +213,7 @@ static void start_body(struct conn *c)
 
 const char *conn_reply_text(struct conn *c)
 {
-	return client_reply_summary(&c->reply, &c->summary);
+	return mt_smtp_reply_summary(&c->reply, &c->summary);
 }
 
 void conn_after_transaction(struct conn *c)

@@ -6,7 +6,7 @@
  * for jobs (run by outbound-tx.c); idle ones are kept connection_cache_time.
  *
  * Trust boundary: everything the server sends. Replies go through
- * lib/lineio (bounded lines) and client-reply.c (bounded replies); only
+ * lib/lineio (bounded lines) and lib-mail/smtp-reply.c (bounded replies); only
  * their codes and texts are used. After STARTTLS the plaintext bufferevent
  * and whatever it buffered are dropped (lib/tls).
  * RFCs: 5321 3.1, 4.1.1.1 (EHLO/HELO), 4.5.3.2 (timeouts), 5.1 (try each
@@ -78,7 +78,6 @@ void conn_enter(struct conn *c, enum conn_state state)
 static void conn_free_cb(void *context)
 {
 	struct conn *c = context;
-	client_reply_free(&c->reply);
 	mt_buf_free(&c->line);
 	mt_buf_free(&c->summary);
 	mt_buf_free(&c->out);
@@ -268,7 +267,7 @@ struct conn *conn_new(struct dest *dest)
 	c->d = d;
 	c->log.session_id = mt_session_id_new();
 	c->state = CS_RESOLVE;
-	client_reply_init(&c->reply);
+	mt_smtp_reply_reset(&c->reply);
 	mt_line_reader_init(&c->reader, REPLY_LINE_MAX, MT_LINE_ACCEPT_LF);
 	c->timer = evtimer_new(base, timer_cb, c);
 	c->soon = evtimer_new(base, soon_cb, c);
@@ -389,7 +388,7 @@ static void hello_reply(struct conn *c)
 		return;
 	}
 	if (c->state == CS_HELLO)
-		client_caps_parse(&c->reply, &c->caps);
+		mt_smtp_caps_parse(&c->reply, &c->caps);
 	else
 		memset(&c->caps, 0, sizeof(c->caps));
 	if (c->dest->proto == DEST_SMTP && c->caps.starttls && !c->tls &&
@@ -483,13 +482,13 @@ static void read_cb(struct bufferevent *bev, void *arg)
 			conn_fail(c, "bad reply line: %s", error);
 			return;
 		}
-		enum client_reply_status rs = client_reply_feed(&c->reply,
-			mt_buf_cstr(&c->line), &error);
-		if (rs == CLIENT_REPLY_ERROR) {
+		enum mt_smtp_reply_status rs = mt_smtp_reply_feed(&c->reply,
+			mt_buf_cstr(&c->line), c->line.len, &error);
+		if (rs == MT_SMTP_REPLY_BAD) {
 			conn_fail(c, "%s", error);
 			return;
 		}
-		if (rs == CLIENT_REPLY_DONE)
+		if (rs == MT_SMTP_REPLY_DONE)
 			handle_reply(c);
 	}
 }

@@ -47,8 +47,8 @@ struct conn {
 	char last_error[512];
 	struct mt_line_reader reader;
 	struct mt_buf line, summary, out;
-	struct client_reply reply;
-	struct client_caps caps;
+	struct mt_smtp_reply reply;
+	struct mt_smtp_caps caps;
 	bool tls;
 	/* the job */
 	struct job *job;

@@ -36,14 +36,14 @@ tests_fuzz_fuzz_ldap_escape_LDADD = dirsvc/libdirsvc.a $(DIRSVC_LIBS) $(UNIT_LIB
 tests_fuzz_fuzz_pwhash_SOURCES = tests/fuzz/fuzz-pwhash.c $(fuzz_common)
 tests_fuzz_fuzz_pwhash_LDADD = dirsvc/libdirsvc.a $(DIRSVC_LIBS) $(UNIT_LIBS)
 tests_fuzz_fuzz_reply_SOURCES = tests/fuzz/fuzz-reply.c $(fuzz_common)
-tests_fuzz_fuzz_reply_LDADD = loadgen/libloadgen.a $(UNIT_LIBS)
+tests_fuzz_fuzz_reply_LDADD = lib-mail/libmtmail.a $(UNIT_LIBS)
 tests_fuzz_fuzz_sasl_SOURCES = tests/fuzz/fuzz-sasl.c $(fuzz_common)
 tests_fuzz_fuzz_smtp_cmd_SOURCES = tests/fuzz/fuzz-smtp-cmd.c $(fuzz_common)
 tests_fuzz_fuzz_smtp_cmd_LDADD = mta/libmta.a $(UNIT_LIBS)
 tests_fuzz_fuzz_smtp_data_SOURCES = tests/fuzz/fuzz-smtp-data.c $(fuzz_common)
 tests_fuzz_fuzz_smtp_data_LDADD = mta/libmta.a $(UNIT_LIBS)
 tests_fuzz_fuzz_bounce_SOURCES = tests/fuzz/fuzz-bounce.c $(fuzz_common)
-tests_fuzz_fuzz_bounce_LDADD = mta/libmta.a $(UNIT_LIBS)
+tests_fuzz_fuzz_bounce_LDADD = mta/libmta.a lib-mail/libmtmail.a $(UNIT_LIBS)
 # popstore's parsers are not in a library: each target compiles its own.
 tests_fuzz_fuzz_pop3_cmd_SOURCES = tests/fuzz/fuzz-pop3-cmd.c $(fuzz_common) \
 	popstore/pop3-parse.c popstore/pop3-parse.h popstore/command-parse.h
@@ -122,16 +122,16 @@ tests/fuzz/bin/fuzz-ldap-escape: tests/fuzz/fuzz-ldap-escape.c dirsvc/ldap-escap
 	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-ldap-escape.c $(srcdir)/dirsvc/ldap-escape.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
 tests/fuzz/bin/fuzz-pwhash: tests/fuzz/fuzz-pwhash.c dirsvc/pwhash.c dirsvc/pwhash.h $(fuzz_headers) $(FUZZ_LIBMAILTIER)
 	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-pwhash.c $(srcdir)/dirsvc/pwhash.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
-tests/fuzz/bin/fuzz-reply: tests/fuzz/fuzz-reply.c loadgen/reply.c loadgen/reply.h $(fuzz_headers)
-	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-reply.c $(srcdir)/loadgen/reply.c
+tests/fuzz/bin/fuzz-reply: tests/fuzz/fuzz-reply.c lib-mail/smtp-reply.c lib-mail/smtp-reply.h lib-mail/pop3-status.c lib-mail/pop3-status.h $(fuzz_headers) $(FUZZ_LIBMAILTIER)
+	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-reply.c $(srcdir)/lib-mail/smtp-reply.c $(srcdir)/lib-mail/pop3-status.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
 tests/fuzz/bin/fuzz-sasl: tests/fuzz/fuzz-sasl.c $(fuzz_headers) $(FUZZ_LIBMAILTIER)
 	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-sasl.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
 tests/fuzz/bin/fuzz-smtp-cmd: tests/fuzz/fuzz-smtp-cmd.c mta/smtp-parse.c mta/smtp-parse.h $(fuzz_headers) $(FUZZ_LIBMAILTIER)
 	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-smtp-cmd.c $(srcdir)/mta/smtp-parse.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
 tests/fuzz/bin/fuzz-smtp-data: tests/fuzz/fuzz-smtp-data.c mta/smtp-content.c mta/smtp-content.h $(fuzz_headers) $(FUZZ_LIBMAILTIER)
 	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-smtp-data.c $(srcdir)/mta/smtp-content.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
-tests/fuzz/bin/fuzz-bounce: tests/fuzz/fuzz-bounce.c mta/bounce-text.c mta/bounce-text.h mta/client-reply.c $(fuzz_headers) $(FUZZ_LIBMAILTIER)
-	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-bounce.c $(srcdir)/mta/bounce-text.c $(srcdir)/mta/client-reply.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
+tests/fuzz/bin/fuzz-bounce: tests/fuzz/fuzz-bounce.c mta/bounce-text.c mta/bounce-text.h lib-mail/smtp-reply.c $(fuzz_headers) $(FUZZ_LIBMAILTIER)
+	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-bounce.c $(srcdir)/mta/bounce-text.c $(srcdir)/lib-mail/smtp-reply.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
 tests/fuzz/bin/fuzz-pop3-cmd: tests/fuzz/fuzz-pop3-cmd.c popstore/pop3-parse.c popstore/pop3-parse.h popstore/command-parse.h $(fuzz_headers)
 	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-pop3-cmd.c $(srcdir)/popstore/pop3-parse.c
 tests/fuzz/bin/fuzz-lmtp-cmd: tests/fuzz/fuzz-lmtp-cmd.c popstore/lmtp-parse.c popstore/lmtp-parse.h popstore/command-parse.h $(fuzz_headers) $(FUZZ_LIBMAILTIER)

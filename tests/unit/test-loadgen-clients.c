@@ -34,7 +34,6 @@
 #include "log.h"
 #include "loop.h"
 #include "pop-client.h"
-#include "reply.h"
 #include "sink.h"
 #include "smtp-client.h"
 #include "tracker.h"
@@ -724,49 +723,6 @@ static void test_pop_faults(void **state)
 	}
 }
 
-/* ---- the reply parsers ---- */
-
-static void test_reply_parsers(void **state)
-{
-	struct lg_smtp_reply r;
-	const char *error;
-	uint64_t count, size;
-
-	lg_smtp_reply_reset(&r);
-	assert_int_equal(lg_smtp_reply_feed(&r, "250-a", 5, &error), LG_REPLY_MORE);
-	assert_int_equal(lg_smtp_reply_feed(&r, "250", 3, &error), LG_REPLY_DONE);
-	assert_int_equal(r.code, 250);
-	lg_smtp_reply_reset(&r);
-	assert_int_equal(lg_smtp_reply_feed(&r, "354 go", 6, &error), LG_REPLY_DONE);
-	const char *bad[] = { "", "25", "2500", "199 x", "600 x", "2x0 x", "250x", "+OK" };
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		lg_smtp_reply_reset(&r);
-		assert_int_equal(lg_smtp_reply_feed(&r, bad[i], strlen(bad[i]), &error),
-				 LG_REPLY_BAD);
-	}
-	lg_smtp_reply_reset(&r);
-	for (int i = 0; i < LG_SMTP_REPLY_MAX_LINES; i++)
-		assert_int_equal(lg_smtp_reply_feed(&r, "250-x", 5, &error), LG_REPLY_MORE);
-	assert_int_equal(lg_smtp_reply_feed(&r, "250-x", 5, &error), LG_REPLY_BAD);
-
-	assert_int_equal(lg_pop_status("+OK", 3), LG_POP_OK);
-	assert_int_equal(lg_pop_status("+OK fine", 8), LG_POP_OK);
-	assert_int_equal(lg_pop_status("-ERR", 4), LG_POP_ERR);
-	assert_int_equal(lg_pop_status("-ERR [IN-USE] x", 15), LG_POP_ERR);
-	assert_int_equal(lg_pop_status("+OKAY", 5), LG_POP_BAD);
-	assert_int_equal(lg_pop_status("OK", 2), LG_POP_BAD);
-	assert_int_equal(lg_pop_status("", 0), LG_POP_BAD);
-
-	assert_true(lg_pop_parse_stat("+OK 2 320", &count, &size));
-	assert_true(count == 2 && size == 320);
-	assert_true(lg_pop_parse_stat("+OK 0 0 extra", &count, &size));
-	assert_false(lg_pop_parse_stat("+OK 2", &count, &size));
-	assert_false(lg_pop_parse_stat("+OK -2 3", &count, &size));
-	assert_false(lg_pop_parse_stat("+OK 2 3x", &count, &size));
-	assert_false(lg_pop_parse_stat("+OK 99999999999999999999 1", &count, &size));
-	assert_false(lg_pop_parse_stat("-ERR 2 3", &count, &size));
-}
-
 /* ---- the sink, driven by a scripted client ---- */
 
 struct sink_run {
@@ -859,7 +815,6 @@ static void test_sink(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_reply_parsers),
 		cmocka_unit_test(test_smtp_good),
 		cmocka_unit_test(test_smtp_helo_fallback_trickled),
 		cmocka_unit_test(test_smtp_faults),

@@ -167,29 +167,6 @@ static void test_plain_encode(void **state)
 	mt_buf_free(&out);
 }
 
-static void test_response_kind(void **state)
-{
-	static const struct { const char *line; enum mmp_response kind; } cases[] = {
-		{ "+OK", MMP_RESPONSE_OK },
-		{ "+OK logged in", MMP_RESPONSE_OK },
-		{ "-ERR", MMP_RESPONSE_ERR },
-		{ "-ERR [IN-USE] locked", MMP_RESPONSE_ERR },
-		{ "+ ", MMP_RESPONSE_CONTINUE },
-		{ "+", MMP_RESPONSE_CONTINUE },
-		{ "+ Zm9v", MMP_RESPONSE_CONTINUE },
-		{ "+OKAY", MMP_RESPONSE_BAD },
-		{ "+ok", MMP_RESPONSE_BAD },	/* RFC 2449: case sensitive */
-		{ "-ERRor", MMP_RESPONSE_BAD },
-		{ "", MMP_RESPONSE_BAD },
-		{ "hello", MMP_RESPONSE_BAD },
-	};
-	(void)state;
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-		if (mmp_response_kind(cases[i].line) != cases[i].kind)
-			fail_msg("'%s': %d", cases[i].line,
-				 (int)mmp_response_kind(cases[i].line));
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -198,7 +175,6 @@ int main(void)
 		cmocka_unit_test(test_plain_parse),
 		cmocka_unit_test(test_plain_too_long),
 		cmocka_unit_test(test_plain_encode),
-		cmocka_unit_test(test_response_kind),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,16 @@
+# lib-mail/local.mk — the protocol layer between lib/ (general: loop,
+# buffers, config, log, TLS) and the tiers: what more than one tier would
+# otherwise write, one copy each. Includes lib/ only; names no tier.
+noinst_LIBRARIES += lib-mail/libmtmail.a
+
+lib_mail_libmtmail_a_SOURCES = \
+	lib-mail/smtp-reply.c lib-mail/smtp-reply.h \
+	lib-mail/pop3-status.c lib-mail/pop3-status.h
+
+# What a program linking lib-mail needs (before MAILTIER_LIBS).
+MTMAIL_LIBS = lib-mail/libmtmail.a $(MAILTIER_LIBS)
+
+lib_mail_unit_tests = tests/unit/test-smtp-reply
+check_PROGRAMS += $(lib_mail_unit_tests)
+TESTS += $(lib_mail_unit_tests)
+tests_unit_test_smtp_reply_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)

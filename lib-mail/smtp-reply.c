@@ -1,0 +1,137 @@
+/* smtp-reply.c — SMTP/LMTP reply parsing for every client (see
+ * smtp-reply.h).
+ *
+ * Trust boundary: server reply lines (any peer); bounded as described in
+ * the header, never used as format strings, control characters replaced
+ * before they reach logs or stored errors.
+ * RFC 5321 4.2: Reply-line = *( Reply-code "-" [ textstring ] CRLF )
+ * Reply-code [ SP textstring ] CRLF. */
+#include "smtp-reply.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+void mt_smtp_reply_reset(struct mt_smtp_reply *reply)
+{
+	reply->code = 0;
+	reply->lines = 0;
+	reply->done = false;
+	reply->text_len = 0;
+	reply->text[0] = '\0';
+}
+
+static void append_text(struct mt_smtp_reply *reply, char c)
+{
+	if (reply->text_len < MT_SMTP_REPLY_TEXT_MAX) {
+		reply->text[reply->text_len++] = c;
+		reply->text[reply->text_len] = '\0';
+	}
+}
+
+enum mt_smtp_reply_status mt_smtp_reply_feed(struct mt_smtp_reply *reply,
+					     const char *line, size_t len,
+					     const char **error_r)
+{
+	if (reply->done)
+		mt_smtp_reply_reset(reply);
+	/* RFC 5321 4.2: Reply-code = %x32-35 %x30-35 %x30-39, then SP or "-"
+	 * (or, leniently, nothing) before the text. */
+	if (len < 3 || line[0] < '2' || line[0] > '5' ||
+	    line[1] < '0' || line[1] > '5' || line[2] < '0' || line[2] > '9') {
+		*error_r = "reply does not start with a reply code";
+		return MT_SMTP_REPLY_BAD;
+	}
+	if (len > 3 && line[3] != ' ' && line[3] != '-') {
+		*error_r = "reply code not followed by space or hyphen";
+		return MT_SMTP_REPLY_BAD;
+	}
+	int code = (line[0] - '0') * 100 + (line[1] - '0') * 10 + (line[2] - '0');
+	/* RFC 5321 4.2.1: every line of a multi-line reply has the same code. */
+	if (reply->lines > 0 && code != reply->code) {
+		*error_r = "reply code changes within a multi-line reply";
+		return MT_SMTP_REPLY_BAD;
+	}
+	if (++reply->lines > MT_SMTP_REPLY_MAX_LINES) {
+		*error_r = "too many lines in one reply";
+		return MT_SMTP_REPLY_BAD;
+	}
+	reply->code = code;
+	if (reply->lines > 1)
+		append_text(reply, '\n');
+	for (size_t i = 4; i < len && reply->text_len < MT_SMTP_REPLY_TEXT_MAX; i++) {
+		unsigned char c = (unsigned char)line[i];
+		append_text(reply, c < 0x20 || c == 0x7f ? '?' : (char)c);
+	}
+	if (len > 3 && line[3] == '-')
+		return MT_SMTP_REPLY_MORE;
+	reply->done = true;
+	return MT_SMTP_REPLY_DONE;
+}
+
+const char *mt_smtp_reply_summary(const struct mt_smtp_reply *reply, struct mt_buf *out)
+{
+	mt_buf_reset(out);
+	mt_buf_appendf(out, "%d ", reply->code);
+	for (size_t i = 0; i < reply->text_len; i++)
+		mt_buf_append_char(out, reply->text[i] == '\n' ? ' ' : reply->text[i]);
+	return mt_buf_cstr(out);
+}
+
+void mt_smtp_status_code(const char *text, int code, char out[16])
+{
+	/* class "." subject "." detail, RFC 3463 2: 1 digit, 1-3, 1-3. */
+	const char *p = text;
+	size_t a = 0, b = 0;
+	if ((p[0] == '2' || p[0] == '4' || p[0] == '5') && p[0] - '0' == code / 100 &&
+	    p[1] == '.') {
+		p += 2;
+		while (isdigit((unsigned char)p[a]) && a < 4)
+			a++;
+		if (a >= 1 && a <= 3 && p[a] == '.') {
+			const char *q = p + a + 1;
+			while (isdigit((unsigned char)q[b]) && b < 4)
+				b++;
+			if (b >= 1 && b <= 3 && (q[b] == '\0' || q[b] == ' ')) {
+				snprintf(out, 16, "%.*s", (int)(q + b - text), text);
+				return;
+			}
+		}
+	}
+	snprintf(out, 16, "%d.0.0", code / 100);
+}
+
+void mt_smtp_caps_parse(const struct mt_smtp_reply *reply, struct mt_smtp_caps *caps)
+{
+	memset(caps, 0, sizeof(*caps));
+	/* The first line is the server's name; keywords follow, one a line. */
+	const char *nl = strchr(reply->text, '\n');
+	while (nl != NULL) {
+		const char *kw = nl + 1;
+		nl = strchr(kw, '\n');
+		size_t len = nl != NULL ? (size_t)(nl - kw) : strlen(kw);
+		size_t word = strcspn(kw, " \n");
+		if (word > len)
+			word = len;
+#define KW(name) (word == sizeof(name) - 1 && strncasecmp(kw, name, word) == 0)
+		if (KW("PIPELINING"))
+			caps->pipelining = true;
+		else if (KW("STARTTLS"))
+			caps->starttls = true;
+		else if (KW("8BITMIME"))
+			caps->eightbit = true;
+		else if (KW("SMTPUTF8"))
+			caps->smtputf8 = true;
+		else if (KW("DSN"))
+			caps->dsn = true;
+		else if (KW("CHUNKING"))
+			caps->chunking = true;
+		else if (KW("XQUEUEID"))
+			caps->xqueueid = true;
+		else if (KW("SIZE") && kw[word] == ' ')
+			caps->size = strtoull(kw + word + 1, NULL, 10);
+#undef KW
+	}
+}
