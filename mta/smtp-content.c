@@ -4,7 +4,7 @@
  * Trust boundary: message content from the client, any octets, any chunk
  * boundaries; output never exceeds max_size and the verdict never depends
  * on the chunking.
- * RFCs: 3030 2, 5321 2.3.8 and 6.3, 5322 2.1.1. */
+ * RFCs: 3030 2, 5321 2.3.8 and 6.3, 5322 2.1.1 and 3.5 (NUL). */
 #include "smtp-content.h"
 
 #include <string.h>
@@ -58,6 +58,8 @@ void smtp_chunk_decode(struct smtp_chunk_decoder *d, const char *p, size_t len,
 		size_t run = 0;
 		while (i + run < len && p[i + run] != '\r' && p[i + run] != '\n')
 			run++;
+		if (memchr(p + i, '\0', run) != NULL)
+			d->nul = true;
 		put(d, out, p + i, run);
 		d->line_len += run;
 		if (d->line_len > d->longest_line)
@@ -88,6 +90,8 @@ enum mt_dot_result smtp_chunk_result(const struct smtp_chunk_decoder *d,
 		return MT_DOT_RESULT_TOO_BIG;
 	if (d->bare_newline && !d->normalize)
 		return MT_DOT_RESULT_BARE_NEWLINE;
+	if (d->nul)
+		return MT_DOT_RESULT_NUL;
 	if (max_line > 0 && d->longest_line > max_line)
 		return MT_DOT_RESULT_LINE_TOO_LONG;
 	return MT_DOT_RESULT_OK;
@@ -120,6 +124,10 @@ void smtp_content_refusal(enum mt_dot_result r, int *code_r, const char **text_r
 		*code_r = 550;
 		*text_r = "5.6.0 Message contains a bare CR or LF; lines must end "
 			"with CRLF (RFC 5321 2.3.8)";
+		return;
+	case MT_DOT_RESULT_NUL:
+		*code_r = 550;
+		*text_r = "5.6.0 Message contains a NUL octet (RFC 5322 3.5)";
 		return;
 	case MT_DOT_RESULT_LINE_TOO_LONG:
 	default:

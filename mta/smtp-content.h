@@ -1,5 +1,5 @@
 /* smtp-content.h — the pure parts of reading message content: the BDAT
- * chunk decoder (bare CR/LF policy, line lengths, the size limit), the
+ * chunk decoder (bare CR/LF policy, NUL, line lengths, the size limit), the
  * Received: count for loop detection, and the reply refusing content.
  * DATA content itself is decoded by lib/dotcodec. No session, no I/O:
  * smtp-data.c feeds them from the socket, tests/fuzz/fuzz-smtp-data.c with
@@ -9,7 +9,8 @@
  * into chunks anywhere; results never depend on where the cuts fall.
  * RFCs: 3030 2 (BDAT: counted octets, no end marker), 5321 2.3.8 (bare CR
  * and LF), 6.3 (loop detection by counting Received:), 5322 2.1.1 (998
- * octets a line), 3.6.7 (trace fields). */
+ * octets a line), 3.5 (no NUL in text; also 6152 with 2045 2.7-2.8), 3.6.7
+ * (trace fields). */
 #ifndef MT_MTA_SMTP_CONTENT_H
 #define MT_MTA_SMTP_CONTENT_H
 
@@ -28,6 +29,7 @@ struct smtp_chunk_decoder {
 	uint64_t max_size;	/* octets of output at most */
 	bool cr;		/* the last octet so far was a CR: held back */
 	bool bare_newline;	/* a bare CR or LF was seen */
+	bool nul;		/* a NUL octet was seen (refused under both policies) */
 	bool too_big;		/* output stopped at max_size */
 	uint64_t size;		/* octets appended */
 	size_t line_len, longest_line;
@@ -42,7 +44,8 @@ void smtp_chunk_decode(struct smtp_chunk_decoder *d, const char *p, size_t len,
 /* The last chunk has been read: a CR still held back is a bare CR. */
 void smtp_chunk_finish(struct smtp_chunk_decoder *d, struct mt_buf *out);
 /* The verdict after smtp_chunk_finish(), in the order DATA gives them:
- * too big, then bare newline (under reject), then a line over max_line. */
+ * too big, then bare newline (under reject), then NUL, then a line over
+ * max_line. */
 enum mt_dot_result smtp_chunk_result(const struct smtp_chunk_decoder *d,
 				     size_t max_line);
 

@@ -8,9 +8,10 @@
  * nowhere else (SMTP smuggling: LF.LF, CR.CR, LF.CRLF ... are content).
  * Bare LF and bare CR follow bare_newline_policy: "reject" (default) keeps
  * reading to the real end and refuses the message with 550 5.6.0, like
- * Postfix's smtpd_forbid_bare_newline; "normalize" turns each into CRLF. BDAT
- * chunks are counted octets (no end marker to smuggle), checked the same
- * way. Lines over 998 octets (RFC 5322 2.1.1) and messages over
+ * Postfix's smtpd_forbid_bare_newline; "normalize" turns each into CRLF. A
+ * NUL octet (RFC 5322 3.5) is refused the same way under either policy, so
+ * "CRLF NUL . CRLF" never reaches a next hop that drops NULs. BDAT chunks
+ * are counted octets (no end marker to smuggle), checked the same way. Lines over 998 octets (RFC 5322 2.1.1) and messages over
  * max_message_size are refused after the content is read (552 5.3.4).
  * RFCs: 5321 4.1.1.4 (DATA), 4.4 (Received:, trace), 4.5.2
  * (transparency), 6.3 (loop detection by counting Received:), 2.3.8 (bare
@@ -195,6 +196,8 @@ bool smtp_data_input(struct smtp_session *s)
 	if (r == MT_DOT_RESULT_BARE_NEWLINE)
 		mt_slog(MT_LOG_WARNING, &s->log, "bare LF or CR in DATA from %s "
 			"(bare_newline_policy=reject)", s->peer_name);
+	else if (r == MT_DOT_RESULT_NUL)
+		mt_slog(MT_LOG_WARNING, &s->log, "NUL in DATA from %s", s->peer_name);
 	refuse_verdict(s, r);
 	return true;
 }
@@ -223,6 +226,9 @@ static void bdat_chunk_done(struct smtp_session *s, uint64_t size)
 	smtp_chunk_finish(&tx->chunk, &tx->body);
 	enum mt_dot_result r = smtp_chunk_result(&tx->chunk, SMTP_LINE_MAX_OCTETS);
 	if (r != MT_DOT_RESULT_OK) {
+		if (r == MT_DOT_RESULT_NUL)
+			mt_slog(MT_LOG_WARNING, &s->log, "NUL in BDAT from %s",
+				s->peer_name);
 		refuse_verdict(s, r);
 		return;
 	}

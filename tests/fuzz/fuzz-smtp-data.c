@@ -7,11 +7,12 @@
  *  - the chunk decoder agrees with a whole-input reference model written
  *    here: a line ends at CRLF, at a bare CR or at a bare LF (a CR as the
  *    last octet is bare); under normalize every end becomes CRLF, under
- *    reject the octets pass as sent and bare_newline is set; longest_line
+ *    reject the octets pass as sent and bare_newline is set; nul is set
+ *    exactly when the input holds a NUL octet (either policy); longest_line
  *    is the longest line without its end; too_big exactly when the output
  *    would pass max_size, and then the output is a prefix of at most
  *    max_size octets; the verdict is too big, then bare newline (reject
- *    only), then a line over 998 octets, else OK;
+ *    only), then NUL, then a line over 998 octets, else OK;
  *  - none of that depends on where the input is cut (BDAT chunks, and
  *    reads inside a chunk, at random places);
  *  - under normalize the output has no bare CR or LF;
@@ -37,7 +38,7 @@
 
 struct ref {
 	struct mt_buf out;	/* the whole output, no size limit */
-	bool bare;
+	bool bare, nul;
 	size_t longest;
 };
 
@@ -48,6 +49,8 @@ static void ref_decode(const uint8_t *p, size_t len, bool normalize, struct ref 
 	for (size_t i = 0; i < len; i++) {
 		bool crlf = p[i] == '\r' && i + 1 < len && p[i + 1] == '\n';
 		if (p[i] != '\r' && p[i] != '\n') {
+			if (p[i] == '\0')
+				r->nul = true;
 			mt_buf_append_char(&r->out, (char)p[i]);
 			line++;
 			if (line > r->longest)
@@ -136,6 +139,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(d->too_big == too_big, "too_big %d, reference %zu > %llu",
 			   d->too_big, ref.out.len, (unsigned long long)max);
 		FUZZ_CHECK(d->bare_newline == ref.bare, "bare_newline %d", d->bare_newline);
+		FUZZ_CHECK(d->nul == ref.nul, "nul %d", d->nul);
 		FUZZ_CHECK(d->longest_line == ref.longest, "longest %zu, reference %zu",
 			   d->longest_line, ref.longest);
 		FUZZ_CHECK(out->len <= max && out->len == d->size, "output %zu octets",
@@ -148,6 +152,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	enum mt_dot_result want = too_big ? MT_DOT_RESULT_TOO_BIG :
 		ref.bare && !normalize ? MT_DOT_RESULT_BARE_NEWLINE :
+		ref.nul ? MT_DOT_RESULT_NUL :
 		ref.longest > SMTP_LINE_MAX_OCTETS ? MT_DOT_RESULT_LINE_TOO_LONG :
 		MT_DOT_RESULT_OK;
 	FUZZ_CHECK(r_whole == want, "verdict %d, reference %d", (int)r_whole, (int)want);
@@ -194,6 +199,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	FUZZ_CHECK(dec.end && done == wire.len, "DATA did not end at the encoder's end");
 	FUZZ_CHECK(!dec.bare_newline, "bare newline after encoding");
+	FUZZ_CHECK(dec.nul == norm.nul, "DATA NUL %d, BDAT %d", dec.nul, norm.nul);
 	size_t want_len = norm.out.len;
 	bool add_crlf = norm.out.len > 0 && (norm.out.len < 2 ||
 		memcmp(norm.out.data + norm.out.len - 2, "\r\n", 2) != 0);
