@@ -46,6 +46,8 @@ struct mt_mta_settings {
 	/* Failed AUTH penalty per client address (smtp-auth.c). */
 	uint64_t auth_fail_delay;	/* ms, the first failure; 0: off */
 	uint64_t auth_fail_window;	/* ms */
+	/* Audit of issue #19. */
+	bool forbid_unauth_pipelining;	/* content before DATA's 354: 554, close */
 };
 
 #endif

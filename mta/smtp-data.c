@@ -13,8 +13,10 @@
  * "CRLF NUL . CRLF" never reaches a next hop that drops NULs. BDAT chunks
  * are counted octets (no end marker to smuggle), checked the same way. Lines over 998 octets (RFC 5322 2.1.1) and messages over
  * max_message_size are refused after the content is read (552 5.3.4).
+ * An unauthenticated client that sends content before DATA's 354 (RFC 2920
+ * 3.1) is refused and disconnected (forbid_unauth_pipelining).
  * RFCs: 5321 4.1.1.4 (DATA), 4.4 (Received:, trace), 4.5.2
- * (transparency), 6.3 (loop detection by counting Received:), 2.3.8 (bare
+ * (transparency), 2920 3.1 (DATA ends a pipelining group), 6.3 (loop detection by counting Received:), 2.3.8 (bare
  * CR/LF); 3030 (BDAT); 3848 (with ESMTPS/ESMTPA/ESMTPSA); 6531 3.7.3
  * (with UTF8SMTP*); 5322 3.6.7 (trace fields). */
 #include "smtp-session.h"
@@ -153,6 +155,25 @@ static void refuse_verdict(struct smtp_session *s, enum mt_dot_result r)
 
 /* DATA */
 
+/* RFC 2920 3.1: DATA must be the last command of a pipelined group, so
+ * whatever is already buffered behind it when the 354 is due was sent
+ * without waiting for it: content a careless or hostile client pushes at
+ * us blind (spamware; smuggling probes). Refused, like Postfix's
+ * smtpd_forbid_unauth_pipelining, unless the session is authenticated. */
+static bool improper_pipelining(struct smtp_session *s)
+{
+	if (!s->mta->set->forbid_unauth_pipelining || s->authenticated)
+		return false;
+	size_t pending = evbuffer_get_length(bufferevent_get_input(s->bev));
+	if (pending == 0)
+		return false;
+	mt_slog(MT_LOG_WARNING, &s->log, "improper command pipelining after DATA "
+		"from %s: %zu octets before the 354 (forbid_unauth_pipelining)",
+		s->peer_name, pending);
+	smtp_session_finish(s, 554, "5.5.0 Error: SMTP protocol synchronization");
+	return true;
+}
+
 void smtp_cmd_data(struct smtp_session *s, const char *args)
 {
 	struct smtp_tx *tx = &s->tx;
@@ -172,6 +193,8 @@ void smtp_cmd_data(struct smtp_session *s, const char *args)
 		smtp_reply(s, 501, "5.5.4 Syntax: DATA");
 		return;
 	}
+	if (improper_pipelining(s))
+		return;
 	const struct mt_mta_settings *set = s->mta->set;
 	add_received(s);
 	mt_dot_decoder_init(&tx->dec, set->bare_newline_policy == MT_BARE_NEWLINE_NORMALIZE ?
