@@ -9,6 +9,8 @@
 
 #define M(field) offsetof(struct mt_mta_settings, field)
 static const char *const bare_newline_policies[] = { "reject", "normalize", NULL };
+static const char *const add_missing_headers_values[] = {
+	"submission", "submission+mynetworks", "never", NULL };
 
 static const struct mt_setting_def mta_settings[] = {
 	{ .name = "smtp_listen", .type = MT_SETTING_HOSTPORT, .offset = M(smtp_listen),
@@ -108,6 +110,10 @@ static const struct mt_setting_def mta_settings[] = {
 	{ .name = "forbid_unauth_pipelining", .type = MT_SETTING_BOOL,
 	  .offset = M(forbid_unauth_pipelining), .default_value = "yes",
 	  .doc = "A client not authenticated (AUTH) that sends anything after DATA before the 354 reply (RFC 2920 3.1: DATA ends a pipelining group) gets 554 5.5.0 and is disconnected; its message is not queued (as Postfix's smtpd_forbid_unauth_pipelining). Authenticated sessions may pipeline the content; BDAT is not affected." },
+	{ .name = "add_missing_headers", .type = MT_SETTING_ENUM,
+	  .offset = M(add_missing_headers), .default_value = "submission",
+	  .enum_values = add_missing_headers_values,
+	  .doc = "Who gets a Date: (RFC 5322 3.6: required) and a Message-ID: <queue id@hostname> added when the header section has none (RFC 6409 8.2-8.3): submission = clients of submission_listen and submissions_listen; submission+mynetworks = also mynetworks clients on smtp_listen; never. Other clients on smtp_listen never get them." },
 	{ .name = "dns_servers", .type = MT_SETTING_LIST, .offset = M(dns_servers),
 	  .doc = "DNS servers for MX lookups as ip or ip:port (empty: /etc/resolv.conf)." },
 	MT_SETTINGS_END,

@@ -4,7 +4,7 @@
  * Trust boundary: message content from the client, any octets, any chunk
  * boundaries; output never exceeds max_size and the verdict never depends
  * on the chunking.
- * RFCs: 3030 2, 5321 2.3.8 and 6.3, 5322 2.1.1 and 3.5 (NUL). */
+ * RFCs: 3030 2, 5321 2.3.8 and 6.3, 5322 2.1.1, 2.2, 3.5 (NUL), 3.6. */
 #include "smtp-content.h"
 
 #include <string.h>
@@ -111,6 +111,35 @@ unsigned int smtp_count_received(const char *p, size_t len)
 		i += line_len + 1;
 	}
 	return count;
+}
+
+/* Is line[0..len) a field named name (then optional WSP, then ':')? */
+static bool field_is(const char *line, size_t len, const char *name)
+{
+	size_t n = strlen(name);
+	if (len <= n || strncasecmp(line, name, n) != 0)
+		return false;
+	while (n < len && (line[n] == ' ' || line[n] == '\t'))
+		n++;
+	return n < len && line[n] == ':';
+}
+
+unsigned int smtp_header_fields(const char *p, size_t len)
+{
+	unsigned int found = 0;
+	size_t i = 0;
+	while (i < len) {
+		const char *eol = memchr(p + i, '\n', len - i);
+		size_t line_len = eol != NULL ? (size_t)(eol - (p + i)) : len - i;
+		if (line_len == 0 || (line_len == 1 && p[i] == '\r'))
+			break;	/* the empty line ends the header section */
+		if (field_is(p + i, line_len, "Date"))
+			found |= SMTP_HEADER_DATE;
+		else if (field_is(p + i, line_len, "Message-ID"))
+			found |= SMTP_HEADER_MESSAGE_ID;
+		i += line_len + 1;
+	}
+	return found;
 }
 
 void smtp_content_refusal(enum mt_dot_result r, int *code_r, const char **text_r)

@@ -14,7 +14,9 @@
  * are counted octets (no end marker to smuggle), checked the same way. Lines over 998 octets (RFC 5322 2.1.1) and messages over
  * max_message_size are refused after the content is read (552 5.3.4).
  * An unauthenticated client that sends content before DATA's 354 (RFC 2920
- * 3.1) is refused and disconnected (forbid_unauth_pipelining).
+ * 3.1) is refused and disconnected (forbid_unauth_pipelining). Mail from
+ * submission clients (and, if configured, mynetworks) gets a missing Date:
+ * and Message-ID: (add_missing_headers; RFC 6409 8.2-8.3).
  * RFCs: 5321 4.1.1.4 (DATA), 4.4 (Received:, trace), 4.5.2
  * (transparency), 2920 3.1 (DATA ends a pipelining group), 6.3 (loop detection by counting Received:), 2.3.8 (bare
  * CR/LF); 3030 (BDAT); 3848 (with ESMTPS/ESMTPA/ESMTPSA); 6531 3.7.3
@@ -48,15 +50,21 @@ static const char *with_protocol(const struct smtp_session *s)
 	return names[s->tx.smtputf8][s->tls][s->authenticated];
 }
 
+/* Now in RFC 5322 3.3 form: "Tue, 01 Dec 2026 10:52:37 +0100". */
+static void format_date(char *buf, size_t size)
+{
+	time_t now = time(NULL);
+	struct tm tm;
+	localtime_r(&now, &tm);
+	strftime(buf, size, "%a, %d %b %Y %H:%M:%S %z", &tm);
+}
+
 /* Our trace line, first in the stored message (RFC 5321 4.4). */
 static void add_received(struct smtp_session *s)
 {
 	struct smtp_tx *tx = &s->tx;
 	char date[64];
-	time_t now = time(NULL);
-	struct tm tm;
-	localtime_r(&now, &tm);
-	strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S %z", &tm);
+	format_date(date, sizeof(date));
 	bool v6 = strchr(s->peer_ip, ':') != NULL;
 
 	mt_buf_appendf(&tx->body, "Received: from %s ([%s%s])\r\n"
@@ -97,10 +105,50 @@ static void queued_done(bool ok, const char *error, void *context)
 	smtp_session_resume(s);
 }
 
+/* Is this session's mail completed with Date:/Message-ID: if missing? */
+static bool completes_headers(const struct smtp_session *s)
+{
+	unsigned int who = s->mta->set->add_missing_headers;
+	if (who == MT_ADD_HEADERS_NEVER)
+		return false;
+	if (s->service != SMTP_SERVICE_SMTP)
+		return true;
+	return who == MT_ADD_HEADERS_SUBMISSION_MYNETWORKS && s->trusted;
+}
+
+/* RFC 6409 8.2-8.3: an MSA may add a missing Date: (RFC 5322 3.6
+ * requires one) and Message-ID:. They go right after our Received: line,
+ * before the client's header section. */
+static void add_missing_headers(struct smtp_session *s)
+{
+	struct smtp_tx *tx = &s->tx;
+	if (!completes_headers(s))
+		return;
+	unsigned int have = smtp_header_fields(tx->body.data + tx->content_start,
+					       tx->body.len - tx->content_start);
+	struct mt_buf add = MT_BUF_INIT;
+	if ((have & SMTP_HEADER_DATE) == 0) {
+		char date[64];
+		format_date(date, sizeof(date));
+		mt_buf_appendf(&add, "Date: %s\r\n", date);
+	}
+	if ((have & SMTP_HEADER_MESSAGE_ID) == 0)
+		mt_buf_appendf(&add, "Message-ID: <%s@%s>\r\n", tx->queue_id,
+			       s->mta->hostname);
+	if (add.len > 0) {
+		mt_slog(MT_LOG_DEBUG, &s->log, "added missing%s%s",
+			(have & SMTP_HEADER_DATE) == 0 ? " Date:" : "",
+			(have & SMTP_HEADER_MESSAGE_ID) == 0 ? " Message-ID:" : "");
+		mt_buf_insert(&tx->body, tx->content_start, add.data, add.len);
+	}
+	mt_buf_free(&add);
+}
+
 /* The content is complete and acceptable: queue it durably. */
 static void finish_message(struct smtp_session *s)
 {
 	struct smtp_tx *tx = &s->tx;
+	add_missing_headers(s);
 	struct queue_msg *msg = queue_msg_new();
 	unsigned int hops = smtp_count_received(tx->body.data + tx->content_start,
 					   tx->body.len - tx->content_start);

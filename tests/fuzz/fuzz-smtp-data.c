@@ -16,8 +16,9 @@
  *  - none of that depends on where the input is cut (BDAT chunks, and
  *    reads inside a chunk, at random places);
  *  - under normalize the output has no bare CR or LF;
- *  - smtp_count_received() on the normalized message (as stored: CRLF
- *    only) equals a reference header-section counter;
+ *  - smtp_count_received() and smtp_header_fields() (Date:, Message-ID:)
+ *    on the normalized message (as stored: CRLF only) equal a reference
+ *    header-section scanner;
  *  - DATA and BDAT give the same message: the normalized content, dot-
  *    encoded and read back by the DATA decoder (mt_dot_decode), is the
  *    BDAT output plus a final CRLF if it lacked one, with the same longest
@@ -88,6 +89,39 @@ static unsigned int ref_received(const char *p, size_t len)
 		p += l + 2;
 	}
 	return n;
+}
+
+/* Is p[0..l) the field name (any case), then spaces/tabs, then ':'? */
+static bool ref_field(const char *p, size_t l, const char *name)
+{
+	size_t n = strlen(name), k;
+	if (l < n + 1)
+		return false;
+	for (k = 0; k < n; k++)
+		if ((p[k] | 0x20) != (name[k] | 0x20))
+			return false;
+	while (k < l && (p[k] == ' ' || p[k] == '\t'))
+		k++;
+	return k < l && p[k] == ':';
+}
+
+/* Date: and Message-ID: before the first empty line of CRLF-only text. */
+static unsigned int ref_fields(const char *p, size_t len)
+{
+	unsigned int found = 0;
+	const char *end = p + len;
+	while (p < end) {
+		const char *eol = memmem(p, (size_t)(end - p), "\r\n", 2);
+		size_t l = eol != NULL ? (size_t)(eol - p) : (size_t)(end - p);
+		if (l == 0)
+			break;
+		if (ref_field(p, l, "date"))
+			found |= SMTP_HEADER_DATE;
+		if (ref_field(p, l, "message-id"))
+			found |= SMTP_HEADER_MESSAGE_ID;
+		p += l + 2;
+	}
+	return found;
 }
 
 /* Run the chunk decoder over data cut by strategy; the verdict. */
@@ -181,6 +215,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* The Received: count on a message as stored (CRLF only). */
 	FUZZ_CHECK(smtp_count_received(norm.out.data, norm.out.len) ==
 		   ref_received(norm.out.data, norm.out.len), "Received: count");
+	FUZZ_CHECK(smtp_header_fields(norm.out.data, norm.out.len) ==
+		   ref_fields(norm.out.data, norm.out.len), "Date:/Message-ID: fields");
 	struct mt_dot_encoder enc;
 	struct mt_buf wire = MT_BUF_INIT, body = MT_BUF_INIT;
 	mt_dot_encoder_init(&enc);

@@ -14,7 +14,8 @@ security_tests = \
 	tests/security/test-sec-privdrop.py \
 	tests/security/test-sec-systemd.py \
 	tests/security/test-sec-headers.py \
-	tests/security/test-sec-pipelining.py
+	tests/security/test-sec-pipelining.py \
+	tests/security/test-sec-missing-headers.py
 
 TESTS += $(security_tests)
 EXTRA_DIST += $(security_tests) \
