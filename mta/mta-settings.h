@@ -55,6 +55,8 @@ struct mt_mta_settings {
 	/* Audit of issue #19. */
 	bool forbid_unauth_pipelining;	/* content before DATA's 354: 554, close */
 	unsigned int add_missing_headers;	/* enum mt_add_missing_headers */
+	bool sender_login_check;	/* after AUTH: MAIL FROM must be the login's */
+	bool received_auth_user;	/* Received: names the AUTH identity */
 };
 
 #endif

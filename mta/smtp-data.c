@@ -11,16 +11,19 @@
  * Postfix's smtpd_forbid_bare_newline; "normalize" turns each into CRLF. A
  * NUL octet (RFC 5322 3.5) is refused the same way under either policy, so
  * "CRLF NUL . CRLF" never reaches a next hop that drops NULs. BDAT chunks
- * are counted octets (no end marker to smuggle), checked the same way. Lines over 998 octets (RFC 5322 2.1.1) and messages over
+ * are counted octets (no end marker to smuggle), checked the same way.
+ * Lines over 998 octets (RFC 5322 2.1.1) and messages over
  * max_message_size are refused after the content is read (552 5.3.4).
  * An unauthenticated client that sends content before DATA's 354 (RFC 2920
  * 3.1) is refused and disconnected (forbid_unauth_pipelining). Mail from
  * submission clients (and, if configured, mynetworks) gets a missing Date:
  * and Message-ID: (add_missing_headers; RFC 6409 8.2-8.3).
  * RFCs: 5321 4.1.1.4 (DATA), 4.4 (Received:, trace), 4.5.2
- * (transparency), 2920 3.1 (DATA ends a pipelining group), 6.3 (loop detection by counting Received:), 2.3.8 (bare
- * CR/LF); 3030 (BDAT); 3848 (with ESMTPS/ESMTPA/ESMTPSA); 6531 3.7.3
- * (with UTF8SMTP*); 5322 3.6.7 (trace fields). */
+ * (transparency), 6.3 (loop detection by counting Received:), 2.3.8 (bare
+ * CR/LF); 2920 3.1 (DATA ends a pipelining group); 3030 (BDAT); 3848
+ * (with ESMTPS/ESMTPA/ESMTPSA; with received_auth_user also Postfix's
+ * "(Authenticated sender: ...)" comment); 6531 3.7.3 (with UTF8SMTP*);
+ * 5322 3.6.7 (trace fields). */
 #include "smtp-session.h"
 #include "alloc.h"
 #include "mta.h"
@@ -67,10 +70,13 @@ static void add_received(struct smtp_session *s)
 	format_date(date, sizeof(date));
 	bool v6 = strchr(s->peer_ip, ':') != NULL;
 
-	mt_buf_appendf(&tx->body, "Received: from %s ([%s%s])\r\n"
-		       "\tby %s (%s) with %s id %s\r\n",
-		       s->helo, v6 ? "IPv6:" : "", s->peer_ip, s->mta->hostname,
-		       MTA_NAME, with_protocol(s), tx->queue_id);
+	mt_buf_appendf(&tx->body, "Received: from %s ([%s%s])\r\n",
+		       s->helo, v6 ? "IPv6:" : "", s->peer_ip);
+	if (s->authenticated && s->mta->set->received_auth_user)
+		mt_buf_appendf(&tx->body, "\t(Authenticated sender: %s)\r\n",
+			       s->auth_user);
+	mt_buf_appendf(&tx->body, "\tby %s (%s) with %s id %s\r\n",
+		       s->mta->hostname, MTA_NAME, with_protocol(s), tx->queue_id);
 	mt_buf_appendf(&tx->body, "\t(queue=%s%s%s)", tx->queue_id,
 		       s->tls ? "; " : "", s->tls ? s->tls_info : "");
 	if (tx->rcpt_count == 1)
