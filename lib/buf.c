@@ -49,6 +49,19 @@ void mt_buf_append(struct mt_buf *buf, const void *data, size_t len)
 	buf->data[buf->len] = '\0';
 }
 
+void mt_buf_insert(struct mt_buf *buf, size_t pos, const void *data, size_t len)
+{
+	if (pos > buf->len)
+		mt_panic("mt_buf_insert at %zu past the end (%zu)", pos, buf->len);
+	mt_buf_reserve(buf, len);
+	if (len == 0)
+		return;
+	memmove(buf->data + pos + len, buf->data + pos, buf->len - pos);
+	memcpy(buf->data + pos, data, len);
+	buf->len += len;
+	buf->data[buf->len] = '\0';
+}
+
 void mt_buf_append_str(struct mt_buf *buf, const char *s)
 {
 	mt_buf_append(buf, s, strlen(s));

@@ -26,6 +26,8 @@ void mt_buf_appendf(struct mt_buf *buf, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void mt_buf_vappendf(struct mt_buf *buf, const char *fmt, va_list ap)
 	__attribute__((format(printf, 2, 0)));
+/* Insert data[0..len) at offset pos (pos <= buf->len), moving the rest up. */
+void mt_buf_insert(struct mt_buf *buf, size_t pos, const void *data, size_t len);
 /* Drop the first n bytes (n <= len). */
 void mt_buf_consume(struct mt_buf *buf, size_t n);
 const char *mt_buf_cstr(const struct mt_buf *buf);

@@ -2,7 +2,9 @@
  *
  * Trust boundary: decoder input is raw peer data of any size and shape; the
  * state machine looks at each octet once, keeps O(1) state and finds the end
- * only at CRLF "." CRLF. Encoder input is message content we hold.
+ * only at CRLF "." CRLF. A NUL octet anywhere flags the message (the
+ * caller refuses it), whatever the bare-newline policy. Encoder input is
+ * message content we hold.
  *
  * RFC 5321 4.5.2: "When a line of mail text is received by the SMTP server,
  * it checks the line. If the line is composed of a single period, it is
@@ -122,6 +124,10 @@ size_t mt_dot_decode(struct mt_dot_decoder *dec, const void *data, size_t len,
 				i++;
 			} else {
 				n = text_run(p + i, len - i);
+				/* Every octet but CR, LF and a line's first
+				 * dot passes here. */
+				if (memchr(p + i, '\0', n) != NULL)
+					dec->nul = true;
 				put_text(dec, out, p + i, n);
 				i += n;
 			}
@@ -200,6 +206,10 @@ enum mt_dot_result mt_dot_decoder_result(const struct mt_dot_decoder *dec,
 	if (dec->bare_newline && dec->policy == MT_DOT_BARE_REJECT) {
 		*error_r = "message contains a bare LF or bare CR";
 		return MT_DOT_RESULT_BARE_NEWLINE;
+	}
+	if (dec->nul) {
+		*error_r = "message contains a NUL octet";
+		return MT_DOT_RESULT_NUL;
 	}
 	if (dec->max_line != 0 && dec->longest_line > dec->max_line) {
 		*error_r = "message contains a line that is too long";

@@ -10,6 +10,13 @@
  * reads stored or queued messages and must produce output that no lenient
  * receiver could end early: only CRLF line ends, every leading dot stuffed.
  *
+ * A NUL octet is content no current RFC allows (RFC 5322 3.5: text is
+ * %d1-127 without CR and LF, NUL only in 4.1's obsolete syntax; RFC 6152
+ * with RFC 2045 2.7-2.8: neither 7bit nor 8bit data holds NUL): it passes
+ * through like any octet but flags the message, which the caller refuses,
+ * so no next hop that drops NULs is ever shown CRLF NUL "." CRLF, an end
+ * of data once the NUL is gone.
+ *
  * RFC 5321 4.5.2 (transparency), 4.1.1.4 (end of mail data), 2.3.8 (bare CR
  * and LF), 4.5.3.1.6 (1000-octet text lines, the stuffed dot not counted);
  * RFC 2033 4.2 (LMTP DATA); RFC 1939 3 (POP3 multi-line responses). */
@@ -39,6 +46,7 @@ enum mt_dot_result {
 	MT_DOT_RESULT_BARE_NEWLINE,	/* bare LF/CR under BARE_REJECT */
 	MT_DOT_RESULT_TOO_BIG,		/* more than max_size octets */
 	MT_DOT_RESULT_LINE_TOO_LONG,	/* a line over max_line octets */
+	MT_DOT_RESULT_NUL,		/* a NUL octet in the content */
 };
 
 struct mt_dot_decoder {
@@ -49,6 +57,7 @@ struct mt_dot_decoder {
 	/* read-only results, valid at any time */
 	bool end;			/* CRLF.CRLF seen; input after it untouched */
 	bool bare_newline;		/* a bare LF or bare CR was seen */
+	bool nul;			/* a NUL octet was seen (either policy) */
 	bool too_big;			/* output stopped at max_size */
 	uint64_t size;			/* message octets (un-stuffed), all of them */
 	size_t longest_line;		/* un-stuffed, line terminator excluded */
@@ -77,7 +86,9 @@ size_t mt_dot_decode(struct mt_dot_decoder *dec, const void *data, size_t len,
 bool mt_dot_decode_evbuffer(struct mt_dot_decoder *dec, struct evbuffer *in,
 			    struct mt_buf *out);
 
-/* After the end: the verdict and, if not OK, why (for the 5xx reply). */
+/* After the end: the verdict and, if not OK, why (for the 5xx reply). The
+ * first that applies: too big, bare newline (under BARE_REJECT), NUL, a
+ * line over max_line. */
 enum mt_dot_result mt_dot_decoder_result(const struct mt_dot_decoder *dec,
 					 const char **error_r);
 

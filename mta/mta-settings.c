@@ -10,6 +10,8 @@
 
 #define M(field) offsetof(struct mt_mta_settings, field)
 static const char *const bare_newline_policies[] = { "reject", "normalize", NULL };
+static const char *const add_missing_headers_values[] = {
+	"submission", "submission+mynetworks", "never", NULL };
 
 static const struct mt_setting_def mta_settings[] = {
 	{ .name = "smtp_listen", .type = MT_SETTING_HOSTPORT, .offset = M(smtp_listen),
@@ -116,6 +118,19 @@ static const struct mt_setting_def mta_settings[] = {
 	{ .name = "auth_fail_window", .type = MT_SETTING_DURATION,
 	  .offset = M(auth_fail_window), .default_value = "5m", .min = 1000,
 	  .doc = "A client address's failed AUTHs count until this long after its last one." },
+	{ .name = "forbid_unauth_pipelining", .type = MT_SETTING_BOOL,
+	  .offset = M(forbid_unauth_pipelining), .default_value = "yes",
+	  .doc = "A client not authenticated (AUTH) that sends anything after DATA before the 354 reply (RFC 2920 3.1: DATA ends a pipelining group) gets 554 5.5.0 and is disconnected; its message is not queued (as Postfix's smtpd_forbid_unauth_pipelining). Authenticated sessions may pipeline the content; BDAT is not affected." },
+	{ .name = "add_missing_headers", .type = MT_SETTING_ENUM,
+	  .offset = M(add_missing_headers), .default_value = "submission",
+	  .enum_values = add_missing_headers_values,
+	  .doc = "Who gets a Date: (RFC 5322 3.6: required) and a Message-ID: <queue id@hostname> added when the header section has none (RFC 6409 8.2-8.3): submission = clients of submission_listen and submissions_listen; submission+mynetworks = also mynetworks clients on smtp_listen; never. Other clients on smtp_listen never get them." },
+	{ .name = "sender_login_check", .type = MT_SETTING_BOOL,
+	  .offset = M(sender_login_check), .default_value = "yes",
+	  .doc = "After AUTH, MAIL FROM must be the null sender or an address the directory gives the login user (its mail or one of its mailLocalAddress values); any other gets 553 5.7.1 (as Postfix's reject_sender_login_mismatch). no: an authenticated client may use any envelope sender." },
+	{ .name = "received_auth_user", .type = MT_SETTING_BOOL,
+	  .offset = M(received_auth_user), .default_value = "no",
+	  .doc = "Name the authenticated user in our Received: line as \"(Authenticated sender: ADDRESS)\" (as Postfix's smtpd_sasl_authenticated_header). The protocol says ESMTPA/ESMTPSA either way (RFC 3848)." },
 	{ .name = "dns_servers", .type = MT_SETTING_LIST, .offset = M(dns_servers),
 	  .doc = "DNS servers for MX lookups as ip or ip:port (empty: /etc/resolv.conf)." },
 	MT_SETTINGS_END,

@@ -9,6 +9,12 @@
 #include <stdbool.h>
 
 enum mt_bare_newline_policy { MT_BARE_NEWLINE_REJECT, MT_BARE_NEWLINE_NORMALIZE };
+/* Who gets a missing Date:/Message-ID: added (RFC 6409 8.2-8.3). */
+enum mt_add_missing_headers {
+	MT_ADD_HEADERS_SUBMISSION,		/* 587 and 465 */
+	MT_ADD_HEADERS_SUBMISSION_MYNETWORKS,	/* and mynetworks clients on 25 */
+	MT_ADD_HEADERS_NEVER,
+};
 
 struct mt_mta_settings {
 	struct mt_hostport smtp_listen;
@@ -48,6 +54,11 @@ struct mt_mta_settings {
 	/* Failed AUTH penalty per client address (smtp-auth.c). */
 	uint64_t auth_fail_delay;	/* ms, the first failure; 0: off */
 	uint64_t auth_fail_window;	/* ms */
+	/* Audit of issue #19. */
+	bool forbid_unauth_pipelining;	/* content before DATA's 354: 554, close */
+	unsigned int add_missing_headers;	/* enum mt_add_missing_headers */
+	bool sender_login_check;	/* after AUTH: MAIL FROM must be the login's */
+	bool received_auth_user;	/* Received: names the AUTH identity */
 };
 
 #endif

@@ -17,8 +17,14 @@
  * malformed PLAIN — gets the same 535 after the same delay, so neither
  * the text nor the timing tells whether the user exists (RFC 4954
  * section 6, 535 5.7.8).
+ * After AUTH, MAIL FROM must be the null sender or one of the login user's
+ * addresses (sender_login_check): the login's canonical address at once,
+ * anything else after a directory lookup of it, which must find the very
+ * entry that logged in (its mail or a mailLocalAddress); otherwise 553
+ * 5.7.1, as Postfix's reject_sender_login_mismatch.
  * RFCs: 4954 4 (AUTH command, "*" cancels: 501), 6 (status codes), 4616 2
- * (PLAIN message: [authzid] NUL authcid NUL passwd), 4648 4 (base64). */
+ * (PLAIN message: [authzid] NUL authcid NUL passwd), 4648 4 (base64); 6409
+ * 6.1 (an MSA may check the sender against the authenticated identity). */
 #include "smtp-session.h"
 #include "alloc.h"
 #include "authfail.h"
@@ -240,6 +246,57 @@ void smtp_cmd_auth(struct smtp_session *s, const char *args)
 	} else {
 		smtp_reply(s, 504, "5.5.4 Unsupported authentication mechanism");
 	}
+}
+
+/* MAIL after AUTH */
+
+static void sender_refuse(struct smtp_session *s)
+{
+	smtp_reply(s, 553, "5.7.1 <%s>: Sender address rejected: not owned by "
+		   "user %s", s->tx.sender, s->auth_user);
+	smtp_tx_reset(s);
+}
+
+/* The proceed half: is the sender an address of the login's own entry? */
+static void sender_lookup_done(const struct mt_dirsvc_recipient *result,
+			       void *context)
+{
+	struct smtp_session *s = context;
+	s->dir_req = NULL;
+	if (result->status == MT_DIRSVC_FOUND &&
+	    strcasecmp(result->address, s->auth_user) == 0) {
+		smtp_mail_accept(s);
+	} else if (result->status == MT_DIRSVC_TEMPFAIL) {
+		mt_slog(MT_LOG_WARNING, &s->log, "directory lookup of sender <%s> "
+			"failed: %s", s->tx.sender,
+			result->reason != NULL ? result->reason : "");
+		smtp_reply(s, 451, "4.4.3 <%s>: Sender address rejected: Directory "
+			   "temporarily unavailable, try again later", s->tx.sender);
+		smtp_tx_reset(s);
+	} else {
+		sender_refuse(s);
+	}
+	smtp_enter_state(s, SMTP_STATE_COMMAND);
+	smtp_session_resume(s);
+}
+
+void smtp_auth_check_sender(struct smtp_session *s)
+{
+	const char *sender = s->tx.sender;
+	if (!s->authenticated || !s->mta->set->sender_login_check ||
+	    sender[0] == '\0' || strcasecmp(sender, s->auth_user) == 0) {
+		smtp_mail_accept(s);
+		return;
+	}
+	if (s->mta->dir == NULL) {
+		sender_refuse(s);
+		return;
+	}
+	/* An alias of the login, or somebody else's address, or nobody's:
+	 * only the directory knows. */
+	smtp_enter_state(s, SMTP_STATE_WAIT);
+	s->dir_req = mt_dirsvc_lookup_recipient(s->mta->dir, &s->log, sender,
+						sender_lookup_done, s);
 }
 
 void smtp_auth_continue(struct smtp_session *s, const char *line)

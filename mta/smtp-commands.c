@@ -190,13 +190,20 @@ void smtp_cmd_mail(struct smtp_session *s, const char *args)
 		return;
 	}
 	struct smtp_tx *tx = &s->tx;
-	tx->active = true;
 	tx->sender = mt_xstrdup(mail.addr.addr);
 	tx->declared_size = mail.size;
 	tx->body_8bit = mail.body_8bit;
 	tx->smtputf8 = mail.smtputf8;
 	tx->ret = mail.ret;
 	tx->envid = mail.envid != NULL ? mt_xstrdup(mail.envid) : NULL;
+	/* After AUTH the sender must be the login's (smtp-auth.c). */
+	smtp_auth_check_sender(s);
+}
+
+void smtp_mail_accept(struct smtp_session *s)
+{
+	struct smtp_tx *tx = &s->tx;
+	tx->active = true;
 	queue_new_id(s->mta->queue, tx->queue_id);
 	snprintf(s->log.queue_id, sizeof(s->log.queue_id), "%s", tx->queue_id);
 	mt_slog(MT_LOG_INFO, &s->log, "mail from=<%s> size=%llu client=%s%s%s",

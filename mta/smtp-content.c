@@ -4,7 +4,7 @@
  * Trust boundary: message content from the client, any octets, any chunk
  * boundaries; output never exceeds max_size and the verdict never depends
  * on the chunking.
- * RFCs: 3030 2, 5321 2.3.8 and 6.3, 5322 2.1.1. */
+ * RFCs: 3030 2, 5321 2.3.8 and 6.3, 5322 2.1.1, 2.2, 3.5 (NUL), 3.6. */
 #include "smtp-content.h"
 
 #include <string.h>
@@ -58,6 +58,8 @@ void smtp_chunk_decode(struct smtp_chunk_decoder *d, const char *p, size_t len,
 		size_t run = 0;
 		while (i + run < len && p[i + run] != '\r' && p[i + run] != '\n')
 			run++;
+		if (memchr(p + i, '\0', run) != NULL)
+			d->nul = true;
 		put(d, out, p + i, run);
 		d->line_len += run;
 		if (d->line_len > d->longest_line)
@@ -88,6 +90,8 @@ enum mt_dot_result smtp_chunk_result(const struct smtp_chunk_decoder *d,
 		return MT_DOT_RESULT_TOO_BIG;
 	if (d->bare_newline && !d->normalize)
 		return MT_DOT_RESULT_BARE_NEWLINE;
+	if (d->nul)
+		return MT_DOT_RESULT_NUL;
 	if (max_line > 0 && d->longest_line > max_line)
 		return MT_DOT_RESULT_LINE_TOO_LONG;
 	return MT_DOT_RESULT_OK;
@@ -109,6 +113,35 @@ unsigned int smtp_count_received(const char *p, size_t len)
 	return count;
 }
 
+/* Is line[0..len) a field named name (then optional WSP, then ':')? */
+static bool field_is(const char *line, size_t len, const char *name)
+{
+	size_t n = strlen(name);
+	if (len <= n || strncasecmp(line, name, n) != 0)
+		return false;
+	while (n < len && (line[n] == ' ' || line[n] == '\t'))
+		n++;
+	return n < len && line[n] == ':';
+}
+
+unsigned int smtp_header_fields(const char *p, size_t len)
+{
+	unsigned int found = 0;
+	size_t i = 0;
+	while (i < len) {
+		const char *eol = memchr(p + i, '\n', len - i);
+		size_t line_len = eol != NULL ? (size_t)(eol - (p + i)) : len - i;
+		if (line_len == 0 || (line_len == 1 && p[i] == '\r'))
+			break;	/* the empty line ends the header section */
+		if (field_is(p + i, line_len, "Date"))
+			found |= SMTP_HEADER_DATE;
+		else if (field_is(p + i, line_len, "Message-ID"))
+			found |= SMTP_HEADER_MESSAGE_ID;
+		i += line_len + 1;
+	}
+	return found;
+}
+
 void smtp_content_refusal(enum mt_dot_result r, int *code_r, const char **text_r)
 {
 	switch (r) {
@@ -120,6 +153,10 @@ void smtp_content_refusal(enum mt_dot_result r, int *code_r, const char **text_r
 		*code_r = 550;
 		*text_r = "5.6.0 Message contains a bare CR or LF; lines must end "
 			"with CRLF (RFC 5321 2.3.8)";
+		return;
+	case MT_DOT_RESULT_NUL:
+		*code_r = 550;
+		*text_r = "5.6.0 Message contains a NUL octet (RFC 5322 3.5)";
 		return;
 	case MT_DOT_RESULT_LINE_TOO_LONG:
 	default:

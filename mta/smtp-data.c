@@ -8,14 +8,22 @@
  * nowhere else (SMTP smuggling: LF.LF, CR.CR, LF.CRLF ... are content).
  * Bare LF and bare CR follow bare_newline_policy: "reject" (default) keeps
  * reading to the real end and refuses the message with 550 5.6.0, like
- * Postfix's smtpd_forbid_bare_newline; "normalize" turns each into CRLF. BDAT
- * chunks are counted octets (no end marker to smuggle), checked the same
- * way. Lines over 998 octets (RFC 5322 2.1.1) and messages over
+ * Postfix's smtpd_forbid_bare_newline; "normalize" turns each into CRLF. A
+ * NUL octet (RFC 5322 3.5) is refused the same way under either policy, so
+ * "CRLF NUL . CRLF" never reaches a next hop that drops NULs. BDAT chunks
+ * are counted octets (no end marker to smuggle), checked the same way.
+ * Lines over 998 octets (RFC 5322 2.1.1) and messages over
  * max_message_size are refused after the content is read (552 5.3.4).
+ * An unauthenticated client that sends content before DATA's 354 (RFC 2920
+ * 3.1) is refused and disconnected (forbid_unauth_pipelining). Mail from
+ * submission clients (and, if configured, mynetworks) gets a missing Date:
+ * and Message-ID: (add_missing_headers; RFC 6409 8.2-8.3).
  * RFCs: 5321 4.1.1.4 (DATA), 4.4 (Received:, trace), 4.5.2
  * (transparency), 6.3 (loop detection by counting Received:), 2.3.8 (bare
- * CR/LF); 3030 (BDAT); 3848 (with ESMTPS/ESMTPA/ESMTPSA); 6531 3.7.3
- * (with UTF8SMTP*); 5322 3.6.7 (trace fields). */
+ * CR/LF); 2920 3.1 (DATA ends a pipelining group); 3030 (BDAT); 3848
+ * (with ESMTPS/ESMTPA/ESMTPSA; with received_auth_user also Postfix's
+ * "(Authenticated sender: ...)" comment); 6531 3.7.3 (with UTF8SMTP*);
+ * 5322 3.6.7 (trace fields). */
 #include "smtp-session.h"
 #include "alloc.h"
 #include "mta.h"
@@ -45,21 +53,30 @@ static const char *with_protocol(const struct smtp_session *s)
 	return names[s->tx.smtputf8][s->tls][s->authenticated];
 }
 
+/* Now in RFC 5322 3.3 form: "Tue, 01 Dec 2026 10:52:37 +0100". */
+static void format_date(char *buf, size_t size)
+{
+	time_t now = time(NULL);
+	struct tm tm;
+	localtime_r(&now, &tm);
+	strftime(buf, size, "%a, %d %b %Y %H:%M:%S %z", &tm);
+}
+
 /* Our trace line, first in the stored message (RFC 5321 4.4). */
 static void add_received(struct smtp_session *s)
 {
 	struct smtp_tx *tx = &s->tx;
 	char date[64];
-	time_t now = time(NULL);
-	struct tm tm;
-	localtime_r(&now, &tm);
-	strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S %z", &tm);
+	format_date(date, sizeof(date));
 	bool v6 = strchr(s->peer_ip, ':') != NULL;
 
-	mt_buf_appendf(&tx->body, "Received: from %s ([%s%s])\r\n"
-		       "\tby %s (%s) with %s id %s\r\n",
-		       s->helo, v6 ? "IPv6:" : "", s->peer_ip, s->mta->hostname,
-		       MTA_NAME, with_protocol(s), tx->queue_id);
+	mt_buf_appendf(&tx->body, "Received: from %s ([%s%s])\r\n",
+		       s->helo, v6 ? "IPv6:" : "", s->peer_ip);
+	if (s->authenticated && s->mta->set->received_auth_user)
+		mt_buf_appendf(&tx->body, "\t(Authenticated sender: %s)\r\n",
+			       s->auth_user);
+	mt_buf_appendf(&tx->body, "\tby %s (%s) with %s id %s\r\n",
+		       s->mta->hostname, MTA_NAME, with_protocol(s), tx->queue_id);
 	mt_buf_appendf(&tx->body, "\t(queue=%s%s%s)", tx->queue_id,
 		       s->tls ? "; " : "", s->tls ? s->tls_info : "");
 	if (tx->rcpt_count == 1)
@@ -94,10 +111,50 @@ static void queued_done(bool ok, const char *error, void *context)
 	smtp_session_resume(s);
 }
 
+/* Is this session's mail completed with Date:/Message-ID: if missing? */
+static bool completes_headers(const struct smtp_session *s)
+{
+	unsigned int who = s->mta->set->add_missing_headers;
+	if (who == MT_ADD_HEADERS_NEVER)
+		return false;
+	if (s->service != SMTP_SERVICE_SMTP)
+		return true;
+	return who == MT_ADD_HEADERS_SUBMISSION_MYNETWORKS && s->trusted;
+}
+
+/* RFC 6409 8.2-8.3: an MSA may add a missing Date: (RFC 5322 3.6
+ * requires one) and Message-ID:. They go right after our Received: line,
+ * before the client's header section. */
+static void add_missing_headers(struct smtp_session *s)
+{
+	struct smtp_tx *tx = &s->tx;
+	if (!completes_headers(s))
+		return;
+	unsigned int have = smtp_header_fields(tx->body.data + tx->content_start,
+					       tx->body.len - tx->content_start);
+	struct mt_buf add = MT_BUF_INIT;
+	if ((have & SMTP_HEADER_DATE) == 0) {
+		char date[64];
+		format_date(date, sizeof(date));
+		mt_buf_appendf(&add, "Date: %s\r\n", date);
+	}
+	if ((have & SMTP_HEADER_MESSAGE_ID) == 0)
+		mt_buf_appendf(&add, "Message-ID: <%s@%s>\r\n", tx->queue_id,
+			       s->mta->hostname);
+	if (add.len > 0) {
+		mt_slog(MT_LOG_DEBUG, &s->log, "added missing%s%s",
+			(have & SMTP_HEADER_DATE) == 0 ? " Date:" : "",
+			(have & SMTP_HEADER_MESSAGE_ID) == 0 ? " Message-ID:" : "");
+		mt_buf_insert(&tx->body, tx->content_start, add.data, add.len);
+	}
+	mt_buf_free(&add);
+}
+
 /* The content is complete and acceptable: queue it durably. */
 static void finish_message(struct smtp_session *s)
 {
 	struct smtp_tx *tx = &s->tx;
+	add_missing_headers(s);
 	struct queue_msg *msg = queue_msg_new();
 	unsigned int hops = smtp_count_received(tx->body.data + tx->content_start,
 					   tx->body.len - tx->content_start);
@@ -152,6 +209,25 @@ static void refuse_verdict(struct smtp_session *s, enum mt_dot_result r)
 
 /* DATA */
 
+/* RFC 2920 3.1: DATA must be the last command of a pipelined group, so
+ * whatever is already buffered behind it when the 354 is due was sent
+ * without waiting for it: content a careless or hostile client pushes at
+ * us blind (spamware; smuggling probes). Refused, like Postfix's
+ * smtpd_forbid_unauth_pipelining, unless the session is authenticated. */
+static bool improper_pipelining(struct smtp_session *s)
+{
+	if (!s->mta->set->forbid_unauth_pipelining || s->authenticated)
+		return false;
+	size_t pending = evbuffer_get_length(bufferevent_get_input(s->bev));
+	if (pending == 0)
+		return false;
+	mt_slog(MT_LOG_WARNING, &s->log, "improper command pipelining after DATA "
+		"from %s: %zu octets before the 354 (forbid_unauth_pipelining)",
+		s->peer_name, pending);
+	smtp_session_finish(s, 554, "5.5.0 Error: SMTP protocol synchronization");
+	return true;
+}
+
 void smtp_cmd_data(struct smtp_session *s, const char *args)
 {
 	struct smtp_tx *tx = &s->tx;
@@ -171,6 +247,8 @@ void smtp_cmd_data(struct smtp_session *s, const char *args)
 		smtp_reply(s, 501, "5.5.4 Syntax: DATA");
 		return;
 	}
+	if (improper_pipelining(s))
+		return;
 	const struct mt_mta_settings *set = s->mta->set;
 	add_received(s);
 	mt_dot_decoder_init(&tx->dec, set->bare_newline_policy == MT_BARE_NEWLINE_NORMALIZE ?
@@ -195,6 +273,8 @@ bool smtp_data_input(struct smtp_session *s)
 	if (r == MT_DOT_RESULT_BARE_NEWLINE)
 		mt_slog(MT_LOG_WARNING, &s->log, "bare LF or CR in DATA from %s "
 			"(bare_newline_policy=reject)", s->peer_name);
+	else if (r == MT_DOT_RESULT_NUL)
+		mt_slog(MT_LOG_WARNING, &s->log, "NUL in DATA from %s", s->peer_name);
 	refuse_verdict(s, r);
 	return true;
 }
@@ -223,6 +303,9 @@ static void bdat_chunk_done(struct smtp_session *s, uint64_t size)
 	smtp_chunk_finish(&tx->chunk, &tx->body);
 	enum mt_dot_result r = smtp_chunk_result(&tx->chunk, SMTP_LINE_MAX_OCTETS);
 	if (r != MT_DOT_RESULT_OK) {
+		if (r == MT_DOT_RESULT_NUL)
+			mt_slog(MT_LOG_WARNING, &s->log, "NUL in BDAT from %s",
+				s->peer_name);
 		refuse_verdict(s, r);
 		return;
 	}

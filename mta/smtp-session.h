@@ -224,6 +224,9 @@ bool smtp_server_draining(const struct smtp_session *s);
 
 /* Transaction (smtp-commands.c). */
 void smtp_tx_reset(struct smtp_session *s);
+/* MAIL's proceed half: the sender in s->tx is acceptable; the transaction
+ * starts (queue id, log line, 250). */
+void smtp_mail_accept(struct smtp_session *s);
 
 /* Handlers */
 smtp_cmd_handler_t smtp_cmd_ehlo, smtp_cmd_helo, smtp_cmd_mail, smtp_cmd_rcpt,
@@ -233,6 +236,11 @@ smtp_cmd_handler_t smtp_cmd_ehlo, smtp_cmd_helo, smtp_cmd_mail, smtp_cmd_rcpt,
 smtp_cmd_handler_t smtp_cmd_auth;
 /* An AUTH continuation line (state SMTP_STATE_AUTH). */
 void smtp_auth_continue(struct smtp_session *s, const char *line);
+/* MAIL's check half after AUTH (sender_login_check): may the login user
+ * send as s->tx.sender? Runs smtp_mail_accept() at once or once the
+ * directory has answered (SMTP_STATE_WAIT meanwhile), or refuses and
+ * resets the transaction. */
+void smtp_auth_check_sender(struct smtp_session *s);
 /* smtp-data.c */
 smtp_cmd_handler_t smtp_cmd_data, smtp_cmd_bdat;
 /* Consume DATA or BDAT content from the input; false when it needs more. */

@@ -296,6 +296,8 @@ void lmtp_data_end(struct lmtp_session *s)
 			tx->dec.size, error);
 		if (verdict == MT_DOT_RESULT_TOO_BIG)
 			data_reply_all(s, 552, "5.3.4 Message too big for system");
+		else if (verdict == MT_DOT_RESULT_NUL)
+			data_reply_all(s, 550, "5.6.0 Message contains a NUL octet");
 		else
 			data_reply_all(s, 550, "5.6.0 Message contains a bare CR or LF "
 				       "(lines must end in CRLF)");

@@ -6,7 +6,9 @@
  * Trust boundary: the peer is an MTA on an address in lmtp_clients, but
  * every byte it sends is still checked: command lines are bounded to 512
  * octets (RFC 2033 4.1 via RFC 5321 4.5.3.1.4), DATA ends only at
- * CRLF.CRLF (lib/dotcodec), a message is bounded by max_message_size, and
+ * CRLF.CRLF (lib/dotcodec), a message with a bare CR/LF (under reject) or
+ * a NUL octet (always; RFC 5322 3.5) is refused after its end (550 5.6.0,
+ * lmtp-commands.c), a message is bounded by max_message_size, and
  * pipelined input is read ahead only up to POPSTORE_INPUT_HIGH octets.
  * RFC 2033 (LMTP), RFC 5321 4.1.1.4 (DATA), 4.2 (replies), 3.8 (421 on
  * shutdown), RFC 2920 (PIPELINING: input is processed in order, a command

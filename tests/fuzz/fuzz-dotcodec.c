@@ -8,9 +8,11 @@
  *  - the end is found exactly where a strict receiver finds it: at the
  *    first CRLF "." CRLF counting the DATA command's own CRLF, and nowhere
  *    else (SMTP smuggling: LF.LF, CR.CR, LF.CRLF, CRLF.LF ... never end it);
- *  - the output, size, bare-newline flag and longest line equal those of a
- *    reference decoder written line by line from RFC 5321 4.5.2;
- *  - the verdict follows from the flags (too big, bare newline, long line);
+ *  - the output, size, bare-newline flag, NUL flag and longest line equal
+ *    those of a reference decoder written line by line from RFC 5321 4.5.2
+ *    (NUL: any NUL octet in the input consumed, under either policy);
+ *  - the verdict follows from the flags (too big, bare newline, NUL, long
+ *    line);
  *  - encoding any message (in chunks) gives only CRLF line ends and stuffs
  *    every line that starts with a dot, so that no receiver, strict or
  *    lenient, can find the end before the real one; decoding that gives the
@@ -33,7 +35,7 @@
 struct decoded {
 	struct mt_buf out;
 	size_t consumed;
-	bool end, bare, too_big;
+	bool end, bare, nul, too_big;
 	uint64_t size;
 	size_t longest;
 };
@@ -44,6 +46,7 @@ static void take_results(struct decoded *d, const struct mt_dot_decoder *dec,
 	d->consumed = consumed;
 	d->end = dec->end;
 	d->bare = dec->bare_newline;
+	d->nul = dec->nul;
 	d->too_big = dec->too_big;
 	d->size = dec->size;
 	d->longest = dec->longest_line;
@@ -56,6 +59,7 @@ static void same(const struct decoded *a, const struct decoded *b,
 	FUZZ_CHECK(a->consumed == b->consumed, "%s: consumed %zu vs %zu", what,
 		   a->consumed, b->consumed);
 	FUZZ_CHECK(a->bare == b->bare, "%s: bare newline flag differs", what);
+	FUZZ_CHECK(a->nul == b->nul, "%s: NUL flag differs", what);
 	FUZZ_CHECK(a->too_big == b->too_big, "%s: too big flag differs", what);
 	FUZZ_CHECK(a->size == b->size, "%s: size %llu vs %llu", what,
 		   (unsigned long long)a->size, (unsigned long long)b->size);
@@ -129,6 +133,8 @@ static void reference(const uint8_t *p, size_t len,
 	}
 	d->consumed = pos;
 	d->size = d->out.len;
+	/* Every consumed octet is content, a line end or a leading dot. */
+	d->nul = memchr(p, '\0', pos) != NULL;
 }
 
 static size_t strict_end(const uint8_t *p, size_t len)
@@ -190,6 +196,7 @@ static void check_verdict(const struct mt_dot_decoder *dec)
 		dec->too_big ? MT_DOT_RESULT_TOO_BIG :
 		dec->bare_newline && dec->policy == MT_DOT_BARE_REJECT ?
 		MT_DOT_RESULT_BARE_NEWLINE :
+		dec->nul ? MT_DOT_RESULT_NUL :
 		dec->max_line != 0 && dec->longest_line > dec->max_line ?
 		MT_DOT_RESULT_LINE_TOO_LONG : MT_DOT_RESULT_OK;
 
@@ -312,6 +319,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		   (unsigned long long)whole.size,
 		   (unsigned long long)ref.size);
 	FUZZ_CHECK(ref.bare == whole.bare, "bare flag differs from reference");
+	FUZZ_CHECK(ref.nul == whole.nul, "NUL flag differs from reference");
 	FUZZ_CHECK(ref.longest == whole.longest,
 		   "longest line %zu, reference %zu", whole.longest,
 		   ref.longest);

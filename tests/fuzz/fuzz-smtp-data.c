@@ -7,16 +7,18 @@
  *  - the chunk decoder agrees with a whole-input reference model written
  *    here: a line ends at CRLF, at a bare CR or at a bare LF (a CR as the
  *    last octet is bare); under normalize every end becomes CRLF, under
- *    reject the octets pass as sent and bare_newline is set; longest_line
+ *    reject the octets pass as sent and bare_newline is set; nul is set
+ *    exactly when the input holds a NUL octet (either policy); longest_line
  *    is the longest line without its end; too_big exactly when the output
  *    would pass max_size, and then the output is a prefix of at most
  *    max_size octets; the verdict is too big, then bare newline (reject
- *    only), then a line over 998 octets, else OK;
+ *    only), then NUL, then a line over 998 octets, else OK;
  *  - none of that depends on where the input is cut (BDAT chunks, and
  *    reads inside a chunk, at random places);
  *  - under normalize the output has no bare CR or LF;
- *  - smtp_count_received() on the normalized message (as stored: CRLF
- *    only) equals a reference header-section counter;
+ *  - smtp_count_received() and smtp_header_fields() (Date:, Message-ID:)
+ *    on the normalized message (as stored: CRLF only) equal a reference
+ *    header-section scanner;
  *  - DATA and BDAT give the same message: the normalized content, dot-
  *    encoded and read back by the DATA decoder (mt_dot_decode), is the
  *    BDAT output plus a final CRLF if it lacked one, with the same longest
@@ -37,7 +39,7 @@
 
 struct ref {
 	struct mt_buf out;	/* the whole output, no size limit */
-	bool bare;
+	bool bare, nul;
 	size_t longest;
 };
 
@@ -48,6 +50,8 @@ static void ref_decode(const uint8_t *p, size_t len, bool normalize, struct ref 
 	for (size_t i = 0; i < len; i++) {
 		bool crlf = p[i] == '\r' && i + 1 < len && p[i + 1] == '\n';
 		if (p[i] != '\r' && p[i] != '\n') {
+			if (p[i] == '\0')
+				r->nul = true;
 			mt_buf_append_char(&r->out, (char)p[i]);
 			line++;
 			if (line > r->longest)
@@ -85,6 +89,39 @@ static unsigned int ref_received(const char *p, size_t len)
 		p += l + 2;
 	}
 	return n;
+}
+
+/* Is p[0..l) the field name (any case), then spaces/tabs, then ':'? */
+static bool ref_field(const char *p, size_t l, const char *name)
+{
+	size_t n = strlen(name), k;
+	if (l < n + 1)
+		return false;
+	for (k = 0; k < n; k++)
+		if ((p[k] | 0x20) != (name[k] | 0x20))
+			return false;
+	while (k < l && (p[k] == ' ' || p[k] == '\t'))
+		k++;
+	return k < l && p[k] == ':';
+}
+
+/* Date: and Message-ID: before the first empty line of CRLF-only text. */
+static unsigned int ref_fields(const char *p, size_t len)
+{
+	unsigned int found = 0;
+	const char *end = p + len;
+	while (p < end) {
+		const char *eol = memmem(p, (size_t)(end - p), "\r\n", 2);
+		size_t l = eol != NULL ? (size_t)(eol - p) : (size_t)(end - p);
+		if (l == 0)
+			break;
+		if (ref_field(p, l, "date"))
+			found |= SMTP_HEADER_DATE;
+		if (ref_field(p, l, "message-id"))
+			found |= SMTP_HEADER_MESSAGE_ID;
+		p += l + 2;
+	}
+	return found;
 }
 
 /* Run the chunk decoder over data cut by strategy; the verdict. */
@@ -136,6 +173,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(d->too_big == too_big, "too_big %d, reference %zu > %llu",
 			   d->too_big, ref.out.len, (unsigned long long)max);
 		FUZZ_CHECK(d->bare_newline == ref.bare, "bare_newline %d", d->bare_newline);
+		FUZZ_CHECK(d->nul == ref.nul, "nul %d", d->nul);
 		FUZZ_CHECK(d->longest_line == ref.longest, "longest %zu, reference %zu",
 			   d->longest_line, ref.longest);
 		FUZZ_CHECK(out->len <= max && out->len == d->size, "output %zu octets",
@@ -148,6 +186,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	enum mt_dot_result want = too_big ? MT_DOT_RESULT_TOO_BIG :
 		ref.bare && !normalize ? MT_DOT_RESULT_BARE_NEWLINE :
+		ref.nul ? MT_DOT_RESULT_NUL :
 		ref.longest > SMTP_LINE_MAX_OCTETS ? MT_DOT_RESULT_LINE_TOO_LONG :
 		MT_DOT_RESULT_OK;
 	FUZZ_CHECK(r_whole == want, "verdict %d, reference %d", (int)r_whole, (int)want);
@@ -176,6 +215,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* The Received: count on a message as stored (CRLF only). */
 	FUZZ_CHECK(smtp_count_received(norm.out.data, norm.out.len) ==
 		   ref_received(norm.out.data, norm.out.len), "Received: count");
+	FUZZ_CHECK(smtp_header_fields(norm.out.data, norm.out.len) ==
+		   ref_fields(norm.out.data, norm.out.len), "Date:/Message-ID: fields");
 	struct mt_dot_encoder enc;
 	struct mt_buf wire = MT_BUF_INIT, body = MT_BUF_INIT;
 	mt_dot_encoder_init(&enc);
@@ -194,6 +235,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	FUZZ_CHECK(dec.end && done == wire.len, "DATA did not end at the encoder's end");
 	FUZZ_CHECK(!dec.bare_newline, "bare newline after encoding");
+	FUZZ_CHECK(dec.nul == norm.nul, "DATA NUL %d, BDAT %d", dec.nul, norm.nul);
 	size_t want_len = norm.out.len;
 	bool add_crlf = norm.out.len > 0 && (norm.out.len < 2 ||
 		memcmp(norm.out.data + norm.out.len - 2, "\r\n", 2) != 0);

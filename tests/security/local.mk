@@ -14,7 +14,10 @@ security_tests = \
 	tests/security/test-sec-privdrop.py \
 	tests/security/test-sec-systemd.py \
 	tests/security/test-sec-headers.py \
-	tests/security/test-sec-postmaster.py
+	tests/security/test-sec-postmaster.py \
+	tests/security/test-sec-pipelining.py \
+	tests/security/test-sec-missing-headers.py \
+	tests/security/test-sec-sender-login.py
 
 TESTS += $(security_tests)
 EXTRA_DIST += $(security_tests) \

@@ -62,6 +62,26 @@ static void test_consume_reset_steal(void **state)
 	free(s);
 }
 
+static void test_insert(void **state)
+{
+	struct mt_buf b = MT_BUF_INIT;
+	(void)state;
+	mt_buf_insert(&b, 0, "", 0);
+	assert_int_equal(b.len, 0);
+	mt_buf_insert(&b, 0, "ad", 2);
+	mt_buf_insert(&b, 1, "bc", 2);
+	mt_buf_insert(&b, 4, "ef", 2);
+	mt_buf_insert(&b, 0, "_", 1);
+	assert_string_equal(mt_buf_cstr(&b), "_abcdef");
+	assert_int_equal(b.len, 7);
+	/* Growth across an insert keeps every octet. */
+	for (int i = 0; i < 100; i++)
+		mt_buf_insert(&b, 1, "0123456789", 10);
+	assert_int_equal(b.len, 1007);
+	assert_memory_equal(b.data + 991, "0123456789abcdef", 16);
+	mt_buf_free(&b);
+}
+
 static void test_appendf_long(void **state)
 {
 	struct mt_buf buf = MT_BUF_INIT;
@@ -82,6 +102,7 @@ int main(void)
 		cmocka_unit_test(test_binary_and_growth),
 		cmocka_unit_test(test_consume_reset_steal),
 		cmocka_unit_test(test_appendf_long),
+		cmocka_unit_test(test_insert),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,7 @@
 /* test-dotcodec.c — unit tests for lib/dotcodec.c: un-stuffing with every
  * chunking, the SMTP-smuggling end-of-data variants under both bare-newline
- * policies, size and line limits, pipelined input after the end, the
+ * policies, NUL octets (flagged and refused under both), size and line
+ * limits, pipelined input after the end, the
  * encoder, and randomised properties (end found exactly where a strict
  * receiver finds it; decode(encode(m)) == m with CRLF line ends). */
 #include <stdarg.h>
@@ -48,6 +49,7 @@ static const struct dec_case dec_cases[] = {
 	{ "pending dot CR", "a\r\n.\r", 0, "a\r\n", NULL, 0, false, "", false },
 	{ "empty lines", "\r\n\r\n.\r\n", 0, "\r\n\r\n", NULL, 0, true, "",
 	  false },
+	/* NUL passes through, and the verdict refuses it (run_dec_case). */
 	{ "NUL passes", "a\0b\r\n.\r\n", 8, "a\0b\r\n", NULL, 5, true, "",
 	  false },
 	/* SMTP smuggling: none of these end the data before END. */
@@ -117,11 +119,14 @@ static void run_dec_case(const struct dec_case *c,
 			 "consumed=%zu bare=%d", c->name, policy, step, dec.end,
 			 out.len, consumed, dec.bare_newline);
 	assert_int_equal(dec.size, out.len);
+	/* A NUL anywhere in the message flags it, under either policy. */
+	assert_int_equal(dec.nul, memchr(c->input, '\0', consumed) != NULL);
 	if (c->end) {
 		enum mt_dot_result r = mt_dot_decoder_result(&dec, &error);
 
 		assert_int_equal(r, c->bare && policy == MT_DOT_BARE_REJECT ?
-				 MT_DOT_RESULT_BARE_NEWLINE : MT_DOT_RESULT_OK);
+				 MT_DOT_RESULT_BARE_NEWLINE : dec.nul ?
+				 MT_DOT_RESULT_NUL : MT_DOT_RESULT_OK);
 		/* Once ended, the decoder takes nothing more. */
 		assert_int_equal(mt_dot_decode(&dec, "x", 1, &out), 0);
 	}
@@ -193,6 +198,72 @@ static void test_limits(void **state)
 	assert_int_equal(decode_limits("1\n123456\n.\r\n" END, 0, 5, &dec,
 				       &out), MT_DOT_RESULT_BARE_NEWLINE);
 	mt_buf_free(&out);
+}
+
+/* Decode in[0..len) in steps; check the end and the verdict. */
+static void check_nul(const char *in, size_t len, size_t step,
+		      enum mt_dot_bare_policy policy, bool end,
+		      enum mt_dot_result want)
+{
+	struct mt_dot_decoder dec;
+	struct mt_buf out = MT_BUF_INIT;
+	const char *error = NULL;
+
+	mt_dot_decoder_init(&dec, policy, 0, 0);
+	for (size_t off = 0; off < len && !dec.end; off += step)
+		mt_dot_decode(&dec, in + off, len - off < step ? len - off : step,
+			      &out);
+	assert_int_equal(dec.end, end);
+	if (!end)
+		assert_true(dec.nul);
+	else if (mt_dot_decoder_result(&dec, &error) != want)
+		fail_msg("NUL case %zu octets step %zu policy %d: verdict %d, "
+			 "want %d", len, step, policy,
+			 mt_dot_decoder_result(&dec, &error), want);
+	if (want != MT_DOT_RESULT_OK && end)
+		assert_non_null(error);
+	mt_buf_free(&out);
+}
+
+/* NUL octets: wherever they stand (line start, after a dot, next to a
+ * line end, across chunk boundaries), the message is flagged and its
+ * verdict is NUL unless a bare newline under reject comes first; the end
+ * of data is still only CRLF "." CRLF, so CRLF NUL "." CRLF is content. */
+static void test_nul(void **state)
+{
+	static const struct {
+		const char *input;
+		size_t len;
+		bool end;
+		enum mt_dot_result reject, normalize;
+	} cases[] = {
+#define IN(lit) lit, sizeof(lit) - 1
+		{ IN("a\r\n\0.\r\nX\r\n.\r\n"), true,
+		  MT_DOT_RESULT_NUL, MT_DOT_RESULT_NUL },
+		{ IN("\0\r\n.\r\n"), true, MT_DOT_RESULT_NUL, MT_DOT_RESULT_NUL },
+		{ IN("..\0\r\n.\r\n"), true, MT_DOT_RESULT_NUL, MT_DOT_RESULT_NUL },
+		{ IN("a\r\n.\0\r\n.\r\n"), true, MT_DOT_RESULT_NUL,
+		  MT_DOT_RESULT_NUL },
+		{ IN("a\0\r\0\n\r\n.\r\n"), true, MT_DOT_RESULT_BARE_NEWLINE,
+		  MT_DOT_RESULT_NUL },
+		{ IN("a\n\0.\n\r\n.\r\n"), true, MT_DOT_RESULT_BARE_NEWLINE,
+		  MT_DOT_RESULT_NUL },
+		{ IN("a\r\n\0.\r\n"), false, MT_DOT_RESULT_NUL, MT_DOT_RESULT_NUL },
+		{ IN("no NUL\r\n.\r\n\0"), true, MT_DOT_RESULT_OK,
+		  MT_DOT_RESULT_OK },
+#undef IN
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		for (size_t step = 1; step <= cases[i].len; step++) {
+			check_nul(cases[i].input, cases[i].len, step,
+				  MT_DOT_BARE_REJECT, cases[i].end,
+				  cases[i].reject);
+			check_nul(cases[i].input, cases[i].len, step,
+				  MT_DOT_BARE_NORMALIZE, cases[i].end,
+				  cases[i].normalize);
+		}
 }
 
 /* The evbuffer wrapper drains exactly the message and leaves the rest. */
@@ -376,6 +447,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_decode_cases),
 		cmocka_unit_test(test_limits),
+		cmocka_unit_test(test_nul),
 		cmocka_unit_test(test_evbuffer),
 		cmocka_unit_test(test_encode),
 		cmocka_unit_test(test_random),
