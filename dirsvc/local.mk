@@ -36,7 +36,7 @@ tests_unit_test_ldap_escape_LDADD = dirsvc/libdirsvc.a $(DIRSVC_LIBS) $(UNIT_LIB
 
 # Integration: lookups, auth, failover, slapd killed/stopped — real slapd.
 check_PROGRAMS += tests/integration/dirsvc-client
-tests_integration_dirsvc_client_LDADD = dirsvc/libdirsvc.a lib/libmtsettings.a \
+tests_integration_dirsvc_client_LDADD = dirsvc/libdirsvc.a settings/libmtsettings.a \
 	$(DIRSVC_LIBS) $(MAILTIER_LIBS)
 TESTS += tests/integration/test-dirsvc.py
 EXTRA_DIST += tests/integration/test-dirsvc.py

@@ -1,6 +1,6 @@
-# lib/local.mk — the shared core (libmailtier) and the config tables of every
-# section (libmtsettings, which the daemons and mailtierctl link).
-noinst_LIBRARIES += lib/libmailtier.a lib/libmtsettings.a
+# lib/local.mk — the shared core (libmailtier): general code that names no
+# tier and no protocol a tier owns.
+noinst_LIBRARIES += lib/libmailtier.a
 
 lib_libmailtier_a_SOURCES = \
 	lib/alloc.c lib/alloc.h \
@@ -18,14 +18,6 @@ lib_libmailtier_a_SOURCES = \
 	lib/bdb-regions.c lib/bdb-regions.h \
 	lib/authfail.c lib/authfail.h \
 	lib/sasl.c lib/sasl.h
-
-lib_libmtsettings_a_SOURCES = \
-	lib/mailtier-settings.c lib/mailtier-settings.h \
-	dirsvc/dirsvc-settings.c dirsvc/dirsvc-settings.h \
-	mta/mta-settings.c mta/mta-settings.h \
-	mmp/mmp-settings.c mmp/mmp-settings.h \
-	popstore/popstore-settings.c popstore/popstore-settings.h \
-	loadgen/loadgen-settings.c loadgen/loadgen-settings.h
 
 # What a program linking libmailtier needs.
 MAILTIER_LIBS = lib/libmailtier.a $(LIBEVENT_OPENSSL_LIBS) $(LIBEVENT_LIBS) \

@@ -34,7 +34,7 @@ LOADGEN_LIBS = loadgen/libloadgen.a $(MTMAIL_LIBS) -lm
 loadgen_mailtier_load_SOURCES = loadgen/main.c loadgen/commands.h \
 	loadgen/cli.c loadgen/cli.h \
 	loadgen/cmd-run.c loadgen/cmd-fill.c loadgen/cmd-sink.c loadgen/cmd-agent.c
-loadgen_mailtier_load_LDADD = loadgen/libloadgen.a lib/libmtsettings.a $(MTMAIL_LIBS) -lm
+loadgen_mailtier_load_LDADD = loadgen/libloadgen.a settings/libmtsettings.a $(MTMAIL_LIBS) -lm
 
 EXTRA_DIST += loadgen/README.md
 

@@ -17,7 +17,7 @@ mmp_libmmp_a_SOURCES = \
 	mmp/mmp-clients.c \
 	mmp/mmp-sasl.c
 
-MMP_LIBS = mmp/libmmp.a dirsvc/libdirsvc.a lib/libmtsettings.a \
+MMP_LIBS = mmp/libmmp.a dirsvc/libdirsvc.a settings/libmtsettings.a \
 	$(DIRSVC_LIBS) $(MTMAIL_LIBS)
 
 mmp_mailtier_mmp_SOURCES = mmp/main.c

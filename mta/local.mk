@@ -19,7 +19,7 @@ mta_libmta_a_SOURCES = \
 	mta/dns.c mta/dns.h \
 	mta/admin.c mta/admin.h
 # What a program linking libmta needs after it.
-MTA_LIBS = mta/libmta.a dirsvc/libdirsvc.a lib/libmtsettings.a $(DIRSVC_LIBS) \
+MTA_LIBS = mta/libmta.a dirsvc/libdirsvc.a settings/libmtsettings.a $(DIRSVC_LIBS) \
 	$(BDB_LIBS) $(CARES_LIBS) $(MTMAIL_LIBS)
 
 mta_mailtier_mta_SOURCES = mta/main.c

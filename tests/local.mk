@@ -32,7 +32,7 @@ unit_tests = \
 check_PROGRAMS += $(unit_tests)
 TESTS += $(unit_tests)
 
-tests_unit_test_settings_LDADD = lib/libmtsettings.a $(UNIT_LIBS)
+tests_unit_test_settings_LDADD = settings/libmtsettings.a $(UNIT_LIBS)
 
 # A trivial daemon the harness test starts through the real sd-notify protocol.
 check_PROGRAMS += tests/harness/mt-echod

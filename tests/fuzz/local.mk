@@ -30,7 +30,7 @@ tests_fuzz_fuzz_lineio_SOURCES = tests/fuzz/fuzz-lineio.c $(fuzz_common)
 tests_fuzz_fuzz_dotcodec_SOURCES = tests/fuzz/fuzz-dotcodec.c $(fuzz_common)
 tests_fuzz_fuzz_address_SOURCES = tests/fuzz/fuzz-address.c $(fuzz_common)
 tests_fuzz_fuzz_config_SOURCES = tests/fuzz/fuzz-config.c $(fuzz_common)
-tests_fuzz_fuzz_config_LDADD = lib/libmtsettings.a $(UNIT_LIBS)
+tests_fuzz_fuzz_config_LDADD = settings/libmtsettings.a $(UNIT_LIBS)
 tests_fuzz_fuzz_ldap_escape_SOURCES = tests/fuzz/fuzz-ldap-escape.c $(fuzz_common)
 tests_fuzz_fuzz_ldap_escape_LDADD = dirsvc/libdirsvc.a $(DIRSVC_LIBS) $(UNIT_LIBS)
 tests_fuzz_fuzz_pwhash_SOURCES = tests/fuzz/fuzz-pwhash.c $(fuzz_common)
@@ -103,8 +103,8 @@ fuzz_archive = set -e; $(MKDIR_P) tests/fuzz/clang; rm -f $@; objs=; \
 
 $(FUZZ_LIBMAILTIER): $(lib_libmailtier_a_SOURCES)
 	@srcs='$(lib_libmailtier_a_SOURCES)'; $(fuzz_archive)
-$(FUZZ_LIBMTSETTINGS): $(lib_libmtsettings_a_SOURCES)
-	@srcs='$(lib_libmtsettings_a_SOURCES)'; $(fuzz_archive)
+$(FUZZ_LIBMTSETTINGS): $(settings_libmtsettings_a_SOURCES)
+	@srcs='$(settings_libmtsettings_a_SOURCES)'; $(fuzz_archive)
 
 # fuzz_link TARGET-SOURCES...: one libFuzzer binary from the target and the
 # parser sources it needs, over the archives.
