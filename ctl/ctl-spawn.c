@@ -10,6 +10,7 @@
  * Trust boundary: the messages come from a daemon we started; only
  * "READY=1" is looked for, anything else is ignored. */
 #include "ctl-spawn.h"
+#include "clock.h"
 #include "alloc.h"
 #include "ctl-util.h"
 
@@ -75,13 +76,6 @@ static _Noreturn void exec_daemon(const struct ctl_spawn *s, const char *notify,
 	_exit(127);
 }
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static bool has_ready(const char *msg)
 {
 	for (const char *line = msg; line != NULL; ) {
@@ -97,13 +91,13 @@ static bool has_ready(const char *msg)
 /* Wait for READY=1 from pid; "" on success, else why not. */
 static const char *wait_ready(int fd, pid_t pid, unsigned int timeout_ms)
 {
-	long long deadline = now_ms() + timeout_ms;
+	long long deadline = ((long long)mt_clock_ms()) + timeout_ms;
 	for (;;) {
 		int status;
 		if (waitpid(pid, &status, WNOHANG) == pid)
 			return WIFEXITED(status) ? "exited before it was ready" :
 				"died of a signal before it was ready";
-		long long left = deadline - now_ms();
+		long long left = deadline - ((long long)mt_clock_ms());
 		if (left <= 0)
 			return "not ready within the timeout";
 		struct pollfd p = { .fd = fd, .events = POLLIN };

@@ -12,6 +12,7 @@
  * (RFC 4515) and DN values escaped (RFC 4514). Passwords are read from a
  * file or stdin, never from the command line, and never printed. */
 #include "ctl.h"
+#include "clock.h"
 #include "ctl-util.h"
 #include "address.h"
 #include "alloc.h"
@@ -420,13 +421,6 @@ static int do_show(struct users_ctx *u, LDAP *ld, const struct mt_address *addr,
 	return status;
 }
 
-static double now_seconds(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static int users_bulk(struct ctl_context *ctx, int argc, char **argv)
 {
 	static const struct option options[] = {
@@ -522,7 +516,7 @@ static int users_bulk(struct ctl_context *ctx, int argc, char **argv)
 		pidfile = mt_xasprintf("%s/slapd.pid", u.dir->local_slapd_dir);
 		conffile = mt_xasprintf("%s/slapd.conf", u.dir->local_slapd_dir);
 	}
-	double start = now_seconds();
+	double start = ((double)mt_clock_us() / 1e6);
 	if (pidfile != NULL && ctl_pidfile_alive(pidfile) == 0) {
 		mode = "offline, slapadd -q";
 		char *const slapadd[] = { "slapadd", "-q", "-f", conffile, NULL };
@@ -549,7 +543,7 @@ static int users_bulk(struct ctl_context *ctx, int argc, char **argv)
 	printf("provisioned %llu users (user%llu..user%llu@%s) over %zu shards in %.1f s (%s)\n",
 	       (unsigned long long)p.count, (unsigned long long)p.first,
 	       (unsigned long long)(p.first + p.count - 1), p.domain, p.n_shards,
-	       now_seconds() - start, mode);
+	       ((double)mt_clock_us() / 1e6) - start, mode);
 	status = CTL_EXIT_OK;
 out:
 	free(shard_copy);

@@ -13,6 +13,7 @@
  * passwords reach this file only to be MACed (HMAC-SHA-256, RFC 2104) and
  * are never stored. */
 #include "dircache.h"
+#include "clock.h"
 
 #include "alloc.h"
 #include "log.h"
@@ -190,10 +191,8 @@ static void stripe_grow(struct stripe *s)
 
 static uint64_t clock_coarse_ms(void *context)
 {
-	struct timespec ts;
 	(void)context;
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return mt_clock_coarse_ms();
 }
 
 struct mt_dircache *mt_dircache_new(size_t max_entries,

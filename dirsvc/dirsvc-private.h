@@ -29,7 +29,7 @@
 
 struct dirsvc_uri {
 	char *uri;
-	_Atomic uint64_t down_until;	/* ms (mt_dirsvc_now_ms); 0 = up */
+	_Atomic uint64_t down_until;	/* ms (mt_clock_ms); 0 = up */
 };
 
 struct dirsvc_worker;
@@ -75,7 +75,7 @@ struct mt_dirsvc_request {
 	struct mt_dirsvc_client *client;
 	enum dirsvc_request_kind kind;
 	_Atomic bool cancelled;
-	uint64_t deadline;		/* ms (mt_dirsvc_now_ms) */
+	uint64_t deadline;		/* ms (mt_clock_ms) */
 	bool have_log;
 	struct mt_logctx log;
 	union {

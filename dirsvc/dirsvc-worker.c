@@ -22,6 +22,7 @@
  * the service credentials come from the administrator's config.
  * RFCs: 4511 (LDAP), 4513 (simple bind). */
 #include "dirsvc-private.h"
+#include "clock.h"
 
 #include "alloc.h"
 
@@ -89,7 +90,7 @@ static void conn_close(struct dirsvc_conn *c)
 static void mark_down(struct mt_dirsvc *d, size_t uri)
 {
 	atomic_store(&d->uris[uri].down_until,
-		     mt_dirsvc_now_ms() + MT_DIRSVC_URI_RETRY_MSECS);
+		     mt_clock_ms() + MT_DIRSVC_URI_RETRY_MSECS);
 }
 
 static void set_options(LDAP *ld, uint64_t budget_ms, uint64_t timeout_ms)
@@ -115,7 +116,7 @@ static bool conn_open(struct dirsvc_worker *w, enum dirsvc_conn_kind kind,
 {
 	struct mt_dirsvc *d = w->dirsvc;
 	struct dirsvc_conn *c = &w->conn[kind];
-	uint64_t now = mt_dirsvc_now_ms();
+	uint64_t now = mt_clock_ms();
 	size_t candidates = 0;
 	int rc = LDAP_SUCCESS;
 	const char *failed_uri = NULL;
@@ -160,7 +161,7 @@ static bool conn_open(struct dirsvc_worker *w, enum dirsvc_conn_kind kind,
 			"(skipped for %u ms)", d->uris[i].uri, w->index,
 			conn_kind_names[kind], ldap_err2string(rc),
 			MT_DIRSVC_URI_RETRY_MSECS);
-		now = mt_dirsvc_now_ms();
+		now = mt_clock_ms();
 	}
 	if (failed_uri == NULL)
 		mt_dirsvc_req_reason(req, "every directory server failed in the "
@@ -190,7 +191,7 @@ int mt_dirsvc_worker_run(struct dirsvc_worker *w, enum dirsvc_conn_kind kind,
 				return LDAP_SERVER_DOWN;
 			fresh = true;
 		}
-		uint64_t now = mt_dirsvc_now_ms();
+		uint64_t now = mt_clock_ms();
 		if (now >= req->deadline) {
 			rc = LDAP_TIMEOUT;
 			break;
@@ -244,7 +245,7 @@ static void handle(struct dirsvc_worker *w, struct mt_dirsvc_request *req,
 		return;	/* completing it frees it */
 	if (stopping) {
 		fail_now(req, "directory client shutting down");
-	} else if (mt_dirsvc_now_ms() >= req->deadline) {
+	} else if (mt_clock_ms() >= req->deadline) {
 		atomic_fetch_add(&d->stats.timeouts, 1);
 		fail_now(req, "directory timeout: every connection was busy");
 	} else if (req->kind == DIRSVC_LOOKUP) {

@@ -15,6 +15,7 @@
  * queued or used as a cache key. Result storage and the cache encodings are
  * in dirsvc-results.c. */
 #include "dirsvc-private.h"
+#include "clock.h"
 
 #include "alloc.h"
 
@@ -43,13 +44,6 @@ struct mt_dirsvc_client {
 
 /* Errors from mt_dirsvc_new(): valid until this thread's next call. */
 static _Thread_local char new_error[512];
-
-uint64_t mt_dirsvc_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 /* Settings */
 
@@ -349,7 +343,7 @@ request_new(struct mt_dirsvc_client *client, enum dirsvc_request_kind kind,
 		req->have_log = true;
 		req->log = *log;
 	}
-	req->deadline = mt_dirsvc_now_ms() + client->dirsvc->timeout;
+	req->deadline = mt_clock_ms() + client->dirsvc->timeout;
 	pthread_mutex_lock(&client->lock);
 	client->refs++;
 	pthread_mutex_unlock(&client->lock);

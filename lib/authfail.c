@@ -14,6 +14,7 @@
  * same way on every call); a client can make us keep one small entry per
  * address it connects or fails from, and no more. No RFC applies. */
 #include "authfail.h"
+#include "clock.h"
 #include "alloc.h"
 
 #include <arpa/inet.h>
@@ -254,13 +255,6 @@ uint64_t mt_authfail_wait_ms(uint64_t started_ms, uint64_t delay_ms,
 {
 	uint64_t due = started_ms + delay_ms;
 	return due > now_ms ? due - now_ms : 0;
-}
-
-uint64_t mt_authfail_clock_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
 bool mt_authfail_key(const struct sockaddr *peer, char *buf, size_t size)

@@ -22,7 +22,7 @@
  * applies at once. Threading: thread-safe; one mutex inside, held for a
  * hash lookup (the MMP's workers and its main loop share one table; the
  * single-threaded MTA and popstore pay an uncontended lock). Times are
- * milliseconds of one monotonic clock, passed in (tests need no sleep).
+ * milliseconds of one monotonic clock (lib/clock.h mt_clock_ms), passed in (tests need no sleep).
  * No RFC applies (RFC 4954 section 6 and RFC 1939 section 13 leave
  * password-guessing defences to the server). */
 #ifndef MT_AUTHFAIL_H
@@ -79,8 +79,6 @@ uint64_t mt_authfail_delay(uint64_t first_ms, uint64_t n);
 /* How long from now_ms until started_ms + delay_ms (0 if past). */
 uint64_t mt_authfail_wait_ms(uint64_t started_ms, uint64_t delay_ms,
 			     uint64_t now_ms);
-/* The clock the table's times are meant in: CLOCK_MONOTONIC, ms. */
-uint64_t mt_authfail_clock_ms(void);
 /* The key for a peer: its address without the port, a v4-mapped IPv6
  * address as IPv4. false for what is not IP (AF_UNIX: not tracked). */
 bool mt_authfail_key(const struct sockaddr *peer, char *buf, size_t size);

@@ -10,6 +10,7 @@
  * its commit has returned, and the flusher takes the queue before it
  * flushes). */
 #include "bdb-commit.h"
+#include "clock.h"
 #include "alloc.h"
 #include "log.h"
 #include "loop.h"
@@ -134,13 +135,6 @@ static void queue_stop(struct job_queue *q)
 	pthread_mutex_unlock(&q->lock);
 }
 
-static uint64_t now_usecs(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 static void counter_max(atomic_uint_fast64_t *counter, uint64_t value)
 {
 	uint_fast64_t old = atomic_load(counter);
@@ -210,7 +204,7 @@ static void *executor_main(void *arg)
 	struct bdb_job *list;
 	unsigned int count;
 	while ((list = queue_take_all(&c->commit_q, &count)) != NULL) {
-		uint64_t start = now_usecs();
+		uint64_t start = mt_clock_us();
 		for (struct bdb_job *job = list, *next; job != NULL; job = next) {
 			next = job->next;
 			if ((job->flags & MT_BDB_JOB_READ) != 0) {
@@ -223,7 +217,7 @@ static void *executor_main(void *arg)
 			job->status = run_transaction(c, job);
 			queue_push(&c->flush_q, job);
 		}
-		atomic_fetch_add(&c->exec_usecs, now_usecs() - start);
+		atomic_fetch_add(&c->exec_usecs, mt_clock_us() - start);
 	}
 	return NULL;
 }
@@ -249,9 +243,9 @@ static void flush_batch(struct mt_bdb_commit *c, struct bdb_job *list,
 {
 	/* Flush even if every job failed: a job's answer may rest on
 	 * another's transaction that is not durable yet. */
-	uint64_t start = now_usecs();
+	uint64_t start = mt_clock_us();
 	int ret = flush_log(c);
-	atomic_fetch_add(&c->flush_usecs, now_usecs() - start);
+	atomic_fetch_add(&c->flush_usecs, mt_clock_us() - start);
 	if (ret == 0) {
 		atomic_fetch_add(&c->flushes, 1);
 		if (lazy_only)

@@ -4,6 +4,7 @@ noinst_LIBRARIES += lib/libmailtier.a
 
 lib_libmailtier_a_SOURCES = \
 	lib/alloc.c lib/alloc.h \
+	lib/clock.c lib/clock.h \
 	lib/buf.c lib/buf.h \
 	lib/log.c lib/log.h \
 	lib/config.c lib/config-values.c lib/config.h \

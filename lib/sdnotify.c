@@ -7,6 +7,7 @@
 #include "config.h"
 #endif
 #include "sdnotify.h"
+#include "clock.h"
 #include "loop.h"
 #include "log.h"
 
@@ -47,12 +48,9 @@ void mt_notify_status(const char *fmt, ...)
 
 void mt_notify_reloading(void)
 {
-	struct timespec ts;
 	char state[96];
-	clock_gettime(CLOCK_MONOTONIC, &ts);
 	snprintf(state, sizeof(state), "RELOADING=1\nMONOTONIC_USEC=%llu",
-		 (unsigned long long)ts.tv_sec * 1000000ULL +
-		 (unsigned long long)ts.tv_nsec / 1000ULL);
+		 (unsigned long long)mt_clock_us());
 	notify(state);
 }
 

@@ -21,6 +21,7 @@
  * logs). Everything else is in the session files.
  * RFCs: RFC 2595 (pop3_listen with STLS), RFC 8314 (pop3s_listen). */
 #include "mmp.h"
+#include "clock.h"
 #include "alloc.h"
 #include "dirsvc.h"
 #include "mailtier-settings.h"
@@ -190,7 +191,7 @@ static void accept_conn(int fd, const struct sockaddr *peer, socklen_t peerlen,
 		refuse(fd, peer, peerlen, kind, REFUSE_LIMIT, "conn_limit");
 		return;
 	}
-	switch (mmp_clients_admit(server.clients, peer, mmp_now_ms())) {
+	switch (mmp_clients_admit(server.clients, peer, mt_clock_coarse_ms())) {
 	case MMP_ADMIT_OK:
 		break;
 	case MMP_ADMIT_PER_CLIENT:
@@ -316,7 +317,7 @@ static void stats_cb(void *context)
 static void sweep_cb(void *context)
 {
 	(void)context;
-	mmp_clients_sweep(server.clients, mmp_now_ms());
+	mmp_clients_sweep(server.clients, mt_clock_coarse_ms());
 }
 
 /* Start-up */

@@ -24,6 +24,7 @@
  * the password is never logged or kept. The directory's answer (canonical
  * address, mailHost) is trusted. */
 #include "mmp.h"
+#include "clock.h"
 #include "alloc.h"
 #include "dirsvc.h"
 
@@ -65,7 +66,7 @@ static void auth_done(const struct mt_dirsvc_auth *r, void *context)
 		atomic_fetch_add(&server->stats.auth_failed, 1);
 		delay = mmp_clients_auth_failed(server->clients,
 						(struct sockaddr *)&sess->peer,
-						mmp_now_ms(), &blocked);
+						mt_clock_coarse_ms(), &blocked);
 		sess->result = blocked ? "auth_failed_blocked" : "auth_failed";
 		mt_slog(MT_LOG_INFO, &sess->log,
 			"login user=%s result=%s reason=%s delay_ms=%llu",
@@ -125,7 +126,7 @@ void mmp_login_start(struct mmp_session *sess, const char *user,
 		     const char *password)
 {
 	mmp_enter_state(sess, MMP_STATE_DIRECTORY);
-	sess->login_started_ms = mmp_now_ms();
+	sess->login_started_ms = mt_clock_coarse_ms();
 	sess->result = NULL;
 	sess->shard = NULL;
 	sess->dirreq = mt_dirsvc_authenticate(sess->worker->dirsvc, &sess->log,

@@ -20,6 +20,7 @@
  * Trust boundary: relayed bytes are the client's and the store's and are
  * not looked at. No RFC applies beyond RFC 1939's session end. */
 #include "mmp.h"
+#include "clock.h"
 #include "alloc.h"
 
 #include <errno.h>
@@ -116,7 +117,7 @@ static void pool_put(struct mmp_splice_pool *pool, int p[2])
 
 static void touch(struct mmp_relay *relay)
 {
-	relay->sess->last_active_ms = mmp_now_ms();
+	relay->sess->last_active_ms = mt_clock_coarse_ms();
 }
 
 void mmp_relay_free(struct mmp_relay **relay_p)
@@ -397,7 +398,7 @@ static void backend_event_cb(struct bufferevent *bev, short what, void *arg)
 void mmp_relay_start(struct mmp_session *sess, struct bufferevent *backend)
 {
 	struct mmp_relay *relay = mt_xcalloc(1, sizeof(*relay));
-	uint64_t now = mmp_now_ms();
+	uint64_t now = mt_clock_coarse_ms();
 
 	relay->sess = sess;
 	relay->backend = backend;

@@ -14,6 +14,7 @@
  * section 4 (line lengths), RFC 2595 section 4 (STLS: discard what came
  * before TLS), RFC 8314 (implicit TLS). */
 #include "mmp.h"
+#include "clock.h"
 #include "alloc.h"
 #include "buf.h"
 #include "tls.h"
@@ -53,13 +54,6 @@ static void client_read_cb(struct bufferevent *bev, void *arg);
 static void client_write_cb(struct bufferevent *bev, void *arg);
 static void client_event_cb(struct bufferevent *bev, short what, void *arg);
 
-uint64_t mmp_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 void mmp_enter_state(struct mmp_session *sess, enum mmp_state state)
 {
 	if (sess->state == state)
@@ -78,7 +72,7 @@ void mmp_enter_state(struct mmp_session *sess, enum mmp_state state)
 
 void mmp_session_timer_at(struct mmp_session *sess, uint64_t deadline_ms)
 {
-	uint64_t now = mmp_now_ms();
+	uint64_t now = mt_clock_coarse_ms();
 	uint64_t ms = deadline_ms > now ? deadline_ms - now : 0;
 	struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000 };
 	evtimer_add(sess->timer, &tv);
@@ -157,7 +151,7 @@ void mmp_session_finish(struct mmp_session *sess, const char *end,
 	va_end(ap);
 	sess->bytes_out += evbuffer_get_length(scratch);
 	mmp_bev_send(sess->client, !sess->tls, scratch);
-	mmp_session_timer_at(sess, mmp_now_ms() + CLOSING_FLUSH_MSECS);
+	mmp_session_timer_at(sess, mt_clock_coarse_ms() + CLOSING_FLUSH_MSECS);
 	/* Written already: close now (the caller returns at once). */
 	mmp_session_flushed_check(sess);
 }
@@ -223,7 +217,7 @@ static void log_end(struct mmp_session *sess)
 		sess->end != NULL ? sess->end : "unknown",
 		(unsigned long long)sess->bytes_in,
 		(unsigned long long)sess->bytes_out,
-		(unsigned long long)(mmp_now_ms() - sess->start_ms),
+		(unsigned long long)(mt_clock_coarse_ms() - sess->start_ms),
 		pos > 0 ? cmds : "-");
 }
 
@@ -455,7 +449,7 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
 		break;
 	case MMP_STATE_RELAY: {
 		uint64_t idle = sess->worker->server->set->idle_timeout;
-		uint64_t now = mmp_now_ms();
+		uint64_t now = mt_clock_coarse_ms();
 		if (now - sess->last_active_ms >= idle)
 			mmp_session_close(sess, "idle_timeout");
 		else
@@ -491,7 +485,7 @@ void mmp_session_new(struct mmp_worker *worker, int fd,
 	memcpy(&sess->peer, peer, peerlen);
 	sess->kind = kind;
 	sess->reject = reject;
-	sess->start_ms = mmp_now_ms();
+	sess->start_ms = mt_clock_coarse_ms();
 	sess->login_deadline_ms = sess->start_ms + server->set->login_timeout;
 	sess->state = MMP_STATE_NEW;
 	/* POP3 is request/response in small lines: never wait for Nagle. */

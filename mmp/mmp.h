@@ -182,8 +182,6 @@ struct mmp_session {
 	uint16_t commands[MMP_CMD_COUNT];
 };
 
-/* Milliseconds on the monotonic clock (coarse: cheap enough per event). */
-uint64_t mmp_now_ms(void);
 
 /* mmp-session.c */
 

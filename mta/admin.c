@@ -10,6 +10,7 @@
  * (addresses, errors) are sent with control characters replaced so each
  * record stays one line. No RFC applies (a private line protocol). */
 #include "admin.h"
+#include "clock.h"
 #include "alloc.h"
 #include "buf.h"
 #include "delivery.h"
@@ -123,7 +124,7 @@ static void cmd_show(struct mta_admin *a, struct queue_msg *m, struct mt_buf *ou
 		       "arrival: %lld\nage-seconds: %lld\nflags:%s%s%s%s%s\nsender: <",
 		       m->id, m->id, msg_status(m), (unsigned long long)m->size,
 		       (long long)m->arrival,
-		       (long long)((mta_now_ms() - m->arrival) / 1000),
+		       (long long)((mt_wall_ms() - m->arrival) / 1000),
 		       (m->flags & QUEUE_MSG_HELD) ? " held" : "",
 		       (m->flags & QUEUE_MSG_LOOP) ? " loop" : "",
 		       (m->flags & QUEUE_MSG_DSN) ? " dsn" : "",
@@ -146,7 +147,7 @@ static void cmd_show(struct mta_admin *a, struct queue_msg *m, struct mt_buf *ou
 			       r->attempts);
 		if (r->state == QUEUE_RCPT_DEFERRED)
 			mt_buf_appendf(out, " next_try_in=%llds",
-				       (long long)((r->next_try - mta_now_ms()) / 1000));
+				       (long long)((r->next_try - mt_wall_ms()) / 1000));
 		if (r->last_error != NULL) {
 			mt_buf_append_str(out, " last_error=");
 			put_clean(out, r->last_error);

@@ -17,6 +17,7 @@
  * (multipart/report), 3461 4.3 (RET=HDRS|FULL) and 4.1 (NOTIFY), 3463
  * (status codes), 5322 3.3 (dates). */
 #include "delivery-private.h"
+#include "clock.h"
 #include "address.h"
 #include "alloc.h"
 #include "bounce-text.h"
@@ -46,7 +47,7 @@ struct queue_msg *bounce_create(struct mta *mta, const struct queue_msg *msg,
 	struct mt_buf out = MT_BUF_INIT;
 	bool any_failed = false, made;
 	char id[QUEUE_ID_LEN + 1];
-	int64_t now = mta_now_ms();
+	int64_t now = mt_wall_ms();
 	bool null_sender = msg->sender == NULL || msg->sender[0] == '\0';
 
 	/* The postmaster's copy is the end of the line: delivery holds it

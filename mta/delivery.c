@@ -16,6 +16,7 @@
  * Trust boundary: queue contents are ours; directory answers come through
  * libdirsvc; server replies were bounded by lib-mail/smtp-reply.c. */
 #include "delivery-private.h"
+#include "clock.h"
 #include "alloc.h"
 #include "dirsvc.h"
 #include "loop.h"
@@ -236,7 +237,7 @@ static void body_loaded(bool ok, const char *error, void *context)
 
 static void start_attempt(struct delivery *d, struct queue_msg *msg)
 {
-	int64_t now = mta_now_ms();
+	int64_t now = mt_wall_ms();
 	if (d->draining || msg->removed || !msg->indexed ||
 	    (msg->flags & QUEUE_MSG_HELD) != 0 || msg->delivery != NULL)
 		return;
@@ -416,7 +417,7 @@ static void attempt_finish(struct attempt *att)
 {
 	struct delivery *d = att->d;
 	struct queue_msg *msg = att->msg;
-	int64_t now = mta_now_ms();
+	int64_t now = mt_wall_ms();
 	if (msg->removed) {
 		mt_slog(MT_LOG_INFO, &att->log, "deleted during its delivery attempt");
 	} else {
@@ -465,7 +466,7 @@ static void arrival_cb(struct queue_msg *msg, void *context)
 static void retry_scan(void *context)
 {
 	struct delivery *d = context;
-	int64_t now = mta_now_ms();
+	int64_t now = mt_wall_ms();
 	if (d->draining || d->next_retry == 0 || now < d->next_retry)
 		return;
 	d->next_retry = 0;

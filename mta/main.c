@@ -15,6 +15,7 @@
  * RFCs: 5321 (the daemon's protocol), 6409 (submission on 587), 8314
  * (implicit TLS on 465). */
 #include "mta.h"
+#include "clock.h"
 #include "admin.h"
 #include "alloc.h"
 #include "delivery.h"
@@ -43,13 +44,6 @@ struct listener_ctx {
 };
 
 static struct listener_ctx listener_ctxs[SMTP_SERVICE_COUNT];
-
-int64_t mta_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void usage(FILE *out)
 {

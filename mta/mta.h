@@ -54,7 +54,5 @@ struct mta {
  * the loop's drain ends. */
 void mta_drain_check(struct mta *mta);
 
-/* Milliseconds since the epoch (queue times, retry schedule). */
-int64_t mta_now_ms(void);
 
 #endif

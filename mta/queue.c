@@ -8,6 +8,7 @@
  * across restarts: the largest loaded id is the floor), so ids sort in
  * arrival order and never repeat. */
 #include "queue.h"
+#include "clock.h"
 #include "queue-records.h"
 #include "queue-store.h"
 #include "alloc.h"
@@ -242,16 +243,9 @@ struct queue_msg *queue_find(struct queue *q, const char *id)
 struct queue_msg *queue_first(struct queue *q) { return q->head; }
 struct queue_msg *queue_next(struct queue_msg *msg) { return msg->list_next; }
 
-static uint64_t now_usecs(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 void queue_new_id(struct queue *q, char id_r[QUEUE_ID_LEN + 1])
 {
-	uint64_t id = now_usecs();
+	uint64_t id = mt_wall_us();
 	if (id <= q->last_id)
 		id = q->last_id + 1;
 	q->last_id = id;

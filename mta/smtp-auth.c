@@ -26,6 +26,7 @@
  * (PLAIN message: [authzid] NUL authcid NUL passwd), 4648 4 (base64); 6409
  * 6.1 (an MSA may check the sender against the authenticated identity). */
 #include "smtp-session.h"
+#include "clock.h"
 #include "alloc.h"
 #include "authfail.h"
 #include "dirsvc.h"
@@ -75,7 +76,7 @@ static bool auth_fail(struct smtp_session *s, const char *why)
 	uint64_t delay = smtp_server_auth_failed(s->mta->server, s->peer_ip);
 	mt_slog(MT_LOG_INFO, &s->log, "auth failed from %s: %s delay_ms=%llu",
 		s->peer_name, why, (unsigned long long)delay);
-	delay = mt_authfail_wait_ms(s->auth_started_ms, delay, mt_authfail_clock_ms());
+	delay = mt_authfail_wait_ms(s->auth_started_ms, delay, mt_clock_ms());
 	if (delay == 0) {
 		smtp_reply(s, 535, "5.7.8 Authentication credentials invalid");
 		return false;
@@ -123,7 +124,7 @@ static void auth_done(const struct mt_dirsvc_auth *result, void *context)
 static void authenticate(struct smtp_session *s, const char *user, char *password)
 {
 	auth_reset(s);
-	s->auth_started_ms = mt_authfail_clock_ms();
+	s->auth_started_ms = mt_clock_ms();
 	if (user[0] == '\0' || password[0] == '\0') {
 		explicit_bzero(password, strlen(password));
 		auth_fail(s, "empty user or password");
@@ -159,7 +160,7 @@ static void auth_plain(struct smtp_session *s, const char *b64)
 		/* Empty, over-long or non-UTF-8 names and passwords are
 		 * wrong credentials, as the directory would say. */
 		auth_reset(s);
-		s->auth_started_ms = mt_authfail_clock_ms();
+		s->auth_started_ms = mt_clock_ms();
 		auth_fail(s, "bad PLAIN field");
 		return;
 	}
@@ -167,7 +168,7 @@ static void auth_plain(struct smtp_session *s, const char *b64)
 		/* No proxy authorization here. */
 		mt_sasl_plain_wipe(&plain);
 		auth_reset(s);
-		s->auth_started_ms = mt_authfail_clock_ms();
+		s->auth_started_ms = mt_clock_ms();
 		auth_fail(s, "authorization identity differs");
 		return;
 	}

@@ -25,6 +25,7 @@
  * "(Authenticated sender: ...)" comment); 6531 3.7.3 (with UTF8SMTP*);
  * 5322 3.6.7 (trace fields). */
 #include "smtp-session.h"
+#include "clock.h"
 #include "alloc.h"
 #include "mta.h"
 #include "smtp-content.h"
@@ -85,13 +86,6 @@ static void add_received(struct smtp_session *s)
 	tx->content_start = tx->body.len;
 }
 
-static uint64_t monotonic_usecs(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 static void queued_done(bool ok, const char *error, void *context)
 {
 	struct smtp_session *s = context;
@@ -100,7 +94,7 @@ static void queued_done(bool ok, const char *error, void *context)
 		s->messages++;
 		mt_slog(MT_LOG_INFO, &s->log, "queued from=<%s> size=%zu nrcpt=%u "
 			"durable_ms=%.1f", s->tx.sender, s->tx.queued_size,
-			s->tx.rcpt_count, (double)(monotonic_usecs() - s->tx.queued_at) / 1000.0);
+			s->tx.rcpt_count, (double)(mt_clock_us() - s->tx.queued_at) / 1000.0);
 		smtp_reply(s, 250, "2.0.0 Ok: queued as %s", s->tx.queue_id);
 	} else {
 		mt_slog(MT_LOG_ERROR, &s->log, "queueing failed: %s", error);
@@ -160,7 +154,7 @@ static void finish_message(struct smtp_session *s)
 					   tx->body.len - tx->content_start);
 
 	memcpy(msg->id, tx->queue_id, sizeof(msg->id));
-	msg->arrival = mta_now_ms();
+	msg->arrival = mt_wall_ms();
 	msg->flags = (tx->body_8bit ? QUEUE_MSG_8BIT : 0) |
 		(tx->smtputf8 ? QUEUE_MSG_SMTPUTF8 : 0);
 	if (hops > s->mta->set->max_hops) {
@@ -183,7 +177,7 @@ static void finish_message(struct smtp_session *s)
 	msg->size = size;
 	msg->body = queue_body_new(mt_buf_steal(&tx->body), size);
 	tx->queued_size = size;
-	tx->queued_at = monotonic_usecs();
+	tx->queued_at = mt_clock_us();
 	smtp_enter_state(s, SMTP_STATE_WAIT);
 	s->queue_op = queue_submit(s->mta->queue, msg,
 				   smtp_server_receiving(s->mta->server) > 0,

@@ -16,6 +16,7 @@
  * server). An entry with failures outlives its sessions until the window
  * has passed (smtp_server_sweep). */
 #include "smtp-session.h"
+#include "clock.h"
 #include "alloc.h"
 #include "authfail.h"
 #include "log.h"
@@ -52,13 +53,13 @@ uint64_t smtp_server_auth_failed(struct smtp_server *server, const char *ip)
 {
 	struct mt_authfail_limits limits = client_limits(server);
 	return mt_authfail_failed(server->clients, ip, &limits,
-				  mt_authfail_clock_ms(), NULL);
+				  mt_clock_ms(), NULL);
 }
 
 void smtp_server_sweep(struct smtp_server *server)
 {
 	struct mt_authfail_limits limits = client_limits(server);
-	mt_authfail_sweep(server->clients, &limits, mt_authfail_clock_ms());
+	mt_authfail_sweep(server->clients, &limits, mt_clock_ms());
 }
 
 struct smtp_server *smtp_server_new(struct mta *mta)
@@ -150,7 +151,7 @@ void smtp_server_accept(struct smtp_server *server, enum smtp_service service,
 	}
 	struct mt_authfail_limits limits = client_limits(server);
 	if (mt_authfail_session_open(server->clients, ip, &limits,
-				     mt_authfail_clock_ms()) != MT_AUTHFAIL_ADMIT_OK) {
+				     mt_clock_ms()) != MT_AUTHFAIL_ADMIT_OK) {
 		mt_warning("reject connect from %s: max_sessions_per_client=%u reached",
 			   ip, (unsigned int)set->max_sessions_per_client);
 		snprintf(line, sizeof(line), "421 4.7.0 %s Too many connections "

@@ -174,7 +174,7 @@ void smtp_server_accept(struct smtp_server *server, enum smtp_service service,
 void smtp_server_drain(struct smtp_server *server);
 unsigned int smtp_server_count(const struct smtp_server *server);
 /* A failed AUTH from ip: the delay (ms) before its 535 answer, counted
- * from the AUTH (lib/authfail.h; its clock is mt_authfail_clock_ms). */
+ * from the AUTH (lib/authfail.h; its clock is lib/clock's mt_clock_ms). */
 uint64_t smtp_server_auth_failed(struct smtp_server *server, const char *ip);
 /* Drop per-address entries whose failures have expired (stats timer). */
 void smtp_server_sweep(struct smtp_server *server);

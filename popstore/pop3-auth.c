@@ -41,6 +41,7 @@
  * authorization identity), RFC 2449 8 and RFC 3206 (IN-USE, AUTH,
  * SYS/TEMP, SYS/PERM response codes). */
 #include "pop3-session.h"
+#include "clock.h"
 #include "alloc.h"
 #include "authfail.h"
 #include "dirsvc.h"
@@ -73,7 +74,7 @@ static uint64_t failure_delay(struct pop3_session *s)
 	if (ps->auth_failures == NULL)
 		ps->auth_failures = mt_authfail_new();
 	return mt_authfail_failed(ps->auth_failures, s->peer_ip, &limits,
-				  mt_authfail_clock_ms(), NULL);
+				  mt_clock_ms(), NULL);
 }
 
 /* The one answer to every failed login. */
@@ -106,7 +107,7 @@ static bool login_failed(struct pop3_session *s, const char *user, const char *r
 		(unsigned long long)delay);
 	s->ps->logins_failed++;
 	uint64_t wait = mt_authfail_wait_ms(s->login_started_ms, delay,
-					    mt_authfail_clock_ms());
+					    mt_clock_ms());
 	if (wait == 0) {
 		login_failed_answer(s);
 		return false;
@@ -309,7 +310,7 @@ static void plain_login(struct pop3_session *s, const char *b64)
 	const char *error;
 
 	s->login_method = "plain";
-	s->login_started_ms = mt_authfail_clock_ms();
+	s->login_started_ms = mt_clock_ms();
 	enum mt_sasl_status status = mt_sasl_plain_decode(b64, &p, &error);
 	if (status != MT_SASL_OK) {
 		mt_slog(MT_LOG_INFO, &s->log, "pop3 auth plain rejected: %s", error);
@@ -355,7 +356,7 @@ void pop3_cmd_pass(struct pop3_session *s, const char *arg)
 		pop3_error(s, "Send USER first");
 		return;
 	}
-	s->login_started_ms = mt_authfail_clock_ms();
+	s->login_started_ms = mt_clock_ms();
 	if (arg[0] == '\0') {
 		login_failed(s, s->user, "empty-password");
 		return;

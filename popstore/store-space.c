@@ -54,6 +54,7 @@
  * Trust boundary: the home directory from the configuration; the region
  * file names are Berkeley DB's, found in this process's own mappings. */
 #include "store-private.h"
+#include "clock.h"
 #include "bdb-regions.h"
 #include "log.h"
 
@@ -285,10 +286,7 @@ void store_space_probe(struct mt_store *store)
 	if (ret == 0)
 		ret = store->env->txn_checkpoint(store->env, 0, 0, 0);
 	pthread_mutex_unlock(&store->space_lock);
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	atomic_store(&store->probe_msecs,
-		     (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000);
+	atomic_store(&store->probe_msecs, mt_clock_ms());
 	if (ret != 0) {
 		if (ret != ENOSPC && ret != EDQUOT)
 			(void)store_status_from_db(store, ret);
@@ -308,9 +306,7 @@ bool store_space_writable(struct mt_store *store)
 {
 	if (!store_space_full(store))
 		return true;
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	uint64_t now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	uint64_t now = mt_clock_ms();
 	uint64_t last = atomic_load(&store->probe_msecs);
 	if (now - last < PROBE_MSECS ||
 	    !atomic_compare_exchange_strong(&store->probe_msecs, &last, now))
