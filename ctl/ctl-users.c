@@ -24,6 +24,7 @@
 #include "mta/mta-settings.h"
 #include "provision.h"
 #include "pwhash.h"
+#include "secret.h"
 
 #include <getopt.h>
 #include <ldap.h>
@@ -82,9 +83,9 @@ static void users_ctx_free(struct users_ctx *u)
 static LDAP *admin_connect(const struct users_ctx *u)
 {
 	const char *error;
-	char *password = ctl_read_file(u->dir->admin_password_file, &error);
+	char *password = mt_secret_read(u->dir->admin_password_file, &error);
 	if (password == NULL) {
-		fprintf(stderr, "%s: %s\n", u->dir->admin_password_file, error);
+		fprintf(stderr, "%s\n", error);
 		return NULL;
 	}
 	LDAP *ld = NULL;
@@ -106,7 +107,7 @@ static LDAP *admin_connect(const struct users_ctx *u)
 		ldap_unbind_ext_s(ld, NULL, NULL);
 		ld = NULL;
 	}
-	free(password);
+	mt_secret_free(&password);
 	if (ld == NULL)
 		fprintf(stderr, "cannot bind to the directory as %s: %s\n",
 			u->dir->admin_dn, ldap_err2string(rc));
@@ -141,9 +142,9 @@ static char *read_new_password(const char *file)
 {
 	const char *error;
 	if (file != NULL) {
-		char *pw = ctl_read_file(file, &error);
+		char *pw = mt_secret_read(file, &error);
 		if (pw == NULL)
-			fprintf(stderr, "%s: %s\n", file, error);
+			fprintf(stderr, "%s\n", error);
 		return pw;
 	}
 	char *line = NULL;
@@ -288,8 +289,7 @@ static int users_add(struct ctl_context *ctx, int argc, char **argv)
 	status = CTL_EXIT_OK;
 out:
 	if (password != NULL) {
-		explicit_bzero(password, strlen(password));
-		free(password);
+		mt_secret_free(&password);
 	}
 	mt_buf_free(&hash);
 	mt_buf_free(&ldif);
@@ -358,8 +358,7 @@ static int do_passwd(struct users_ctx *u, LDAP *ld, const struct mt_address *add
 	struct mt_buf hash = MT_BUF_INIT;
 	const char *error;
 	bool hashed = mt_pw_hash(MT_PW_SHA512_CRYPT, 0, password, &hash, &error);
-	explicit_bzero(password, strlen(password));
-	free(password);
+	mt_secret_free(&password);
 	if (!hashed) {
 		fprintf(stderr, "password hash: %s\n", error);
 		mt_buf_free(&hash);

@@ -18,6 +18,7 @@
 #include "clock.h"
 
 #include "alloc.h"
+#include "secret.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -46,34 +47,6 @@ struct mt_dirsvc_client {
 static _Thread_local char new_error[512];
 
 /* Settings */
-
-/* The first line of path, without its line end. */
-static bool read_secret(const char *path, struct berval *bv, const char **error_r)
-{
-	FILE *f = fopen(path, "re");
-	char *line = NULL;
-	size_t cap = 0;
-
-	if (f == NULL) {
-		snprintf(new_error, sizeof(new_error),
-			 "directory: bind_password_file %s: %s", path, strerror(errno));
-		*error_r = new_error;
-		return false;
-	}
-	ssize_t n = getline(&line, &cap, f);
-	fclose(f);
-	if (n <= 0) {
-		free(line);
-		snprintf(new_error, sizeof(new_error),
-			 "directory: bind_password_file %s is empty", path);
-		*error_r = new_error;
-		return false;
-	}
-	line[strcspn(line, "\r\n")] = '\0';
-	bv->bv_val = line;
-	bv->bv_len = strlen(line);
-	return true;
-}
 
 static int cmp_str(const void *a, const void *b)
 {
@@ -137,10 +110,17 @@ struct mt_dirsvc *mt_dirsvc_new(const struct mt_directory_settings *set,
 	d->base_dn = mt_xstrdup(set->base_dn);
 	if (set->bind_dn != NULL && set->bind_dn[0] != '\0') {
 		d->bind_dn = mt_xstrdup(set->bind_dn);
-		if (!read_secret(set->bind_password_file, &d->bind_pw, error_r)) {
+		const char *error;
+		char *pw = mt_secret_read(set->bind_password_file, &error);
+		if (pw == NULL) {
+			snprintf(new_error, sizeof(new_error),
+				 "directory: bind_password_file %s", error);
+			*error_r = new_error;
 			dirsvc_destroy(d);
 			return NULL;
 		}
+		d->bind_pw.bv_val = pw;
+		d->bind_pw.bv_len = strlen(pw);
 	}
 	d->uris = mt_xcalloc(set->uris.count, sizeof(*d->uris));
 	for (size_t i = 0; i < set->uris.count; i++)

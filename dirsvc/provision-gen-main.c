@@ -25,6 +25,7 @@
 #include "provision.h"
 #include "pwhash.h"
 #include "slapd-config.h"
+#include "secret.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -139,20 +140,21 @@ static void parse_opts(struct opts *o, int argc, char **argv)
 }
 
 /* The first line of path (or of stdin for "-"), without the newline. */
+/* PATH's secret (lib/secret), or for "-" the first line of stdin. */
 static char *read_secret(const char *path)
 {
-	FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
+	const char *error;
+	if (strcmp(path, "-") != 0) {
+		char *secret = mt_secret_read(path, &error);
+		if (secret == NULL)
+			mt_fatal("%s", error);
+		return secret;
+	}
 	char *line = NULL;
 	size_t cap = 0;
-
-	if (f == NULL)
-		mt_fatal("open %s: %s", path, strerror(errno));
-	ssize_t n = getline(&line, &cap, f);
-	if (n <= 0)
-		mt_fatal("%s: no password", path);
+	if (getline(&line, &cap, stdin) <= 0)
+		mt_fatal("stdin: no password");
 	line[strcspn(line, "\r\n")] = '\0';
-	if (f != stdin)
-		fclose(f);
 	return line;
 }
 

@@ -10,7 +10,7 @@
  *
  * The more callers write at once, the more transactions share one flush: that
  * is where throughput comes from, never from completing a job before its
- * transaction is on stable storage (DESIGN.md "Durability").
+ * transaction is on stable storage (README.md, "Architecture": an acknowledgement means durable).
  *
  * Generic: it knows nothing of mail. Written for the MTA's queue; the
  * popstore's store-commit.c does the same for the store and could move onto

@@ -92,6 +92,12 @@ void mt_hostport_clear(struct mt_hostport *hp)
 	hp->port = 0;
 }
 
+char *mt_hostport_string(const struct mt_hostport *hp)
+{
+	return mt_xasprintf(strchr(hp->host, ':') != NULL ? "[%s]:%u" : "%s:%u",
+			    hp->host, hp->port);
+}
+
 bool mt_parse_hostport(const char *s, struct mt_hostport *hp_r,
 		       const char **error_r)
 {

@@ -143,5 +143,8 @@ bool mt_parse_duration(const char *s, uint64_t *ms_r, const char **error_r);
 bool mt_parse_hostport(const char *s, struct mt_hostport *hp_r,
 		       const char **error_r);
 void mt_hostport_clear(struct mt_hostport *hp);
+/* "host:port", or "[v6]:port" for an IPv6 host (malloc'd): the form
+ * mt_parse_hostport() and mt_listener_add() read, and logs show. */
+char *mt_hostport_string(const struct mt_hostport *hp);
 
 #endif

@@ -18,7 +18,8 @@ lib_libmailtier_a_SOURCES = \
 	lib/cidr.c lib/cidr.h \
 	lib/bdb-regions.c lib/bdb-regions.h \
 	lib/authfail.c lib/authfail.h \
-	lib/sasl.c lib/sasl.h
+	lib/sasl.c lib/sasl.h \
+	lib/secret.c lib/secret.h
 
 # What a program linking libmailtier needs.
 MAILTIER_LIBS = lib/libmailtier.a $(LIBEVENT_OPENSSL_LIBS) $(LIBEVENT_LIBS) \

@@ -118,8 +118,7 @@ static struct lg_fill_target *config_shards(struct fill_cli *c,
 		const struct mt_hostport *hp = &shard->lmtp;
 		targets[i].name = sec->entries[i].key;
 		targets[i].hostport = lg_strings_keep(&c->strings,
-			mt_xasprintf(strchr(hp->host, ':') ? "[%s]:%u" : "%s:%u",
-				     hp->host, hp->port));
+						      mt_hostport_string(hp));
 	}
 	*n_r = sec->n_entries;
 	return targets;

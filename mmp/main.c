@@ -28,6 +28,7 @@
 #include "privdrop.h"
 #include "sdnotify.h"
 #include "tls.h"
+#include "secret.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -59,46 +60,6 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: mailtier-mmp [-c config_file] [-f]\n");
 	exit(2);
-}
-
-/* The first line of path, without its line end. */
-static char *read_secret(const char *path, const char **error_r)
-{
-	static char error[512];
-	FILE *f = fopen(path, "re");
-	char *line = NULL;
-	size_t cap = 0;
-
-	if (f == NULL) {
-		snprintf(error, sizeof(error), "cannot open %s: %s", path,
-			 strerror(errno));
-		*error_r = error;
-		return NULL;
-	}
-	ssize_t n = getline(&line, &cap, f);
-	fclose(f);
-	if (n <= 0) {
-		free(line);
-		snprintf(error, sizeof(error), "%s is empty", path);
-		*error_r = error;
-		return NULL;
-	}
-	line[strcspn(line, "\r\n")] = '\0';
-	if (line[0] == '\0') {
-		free(line);
-		snprintf(error, sizeof(error), "%s: the first line is empty", path);
-		*error_r = error;
-		return NULL;
-	}
-	return line;
-}
-
-/* "host:port" for mt_listener_add() ("[v6]:port" for IPv6). */
-static char *listen_string(const struct mt_hostport *hp)
-{
-	if (strchr(hp->host, ':') != NULL)
-		return mt_xasprintf("[%s]:%u", hp->host, hp->port);
-	return mt_xasprintf("%s:%u", hp->host, hp->port);
 }
 
 /* Each connection needs a descriptor, two once logged in. */
@@ -345,7 +306,7 @@ static struct mt_listener *add_listener(const struct mt_hostport *hp,
 	const char *error = NULL;
 	if (hp->host == NULL)
 		return NULL;
-	char *where = listen_string(hp);
+	char *where = mt_hostport_string(hp);
 	struct mt_listener *l = mt_listener_add(server.main_loop, where, 0, cb,
 						NULL, &error);
 	if (l == NULL)
@@ -372,7 +333,7 @@ static void start(const char *config_file)
 
 	if (set->proxy_password_file[0] == '\0')
 		mt_fatal("[mmp] proxy_password_file is not set");
-	server.proxy_password = read_secret(set->proxy_password_file, &error);
+	server.proxy_password = mt_secret_read(set->proxy_password_file, &error);
 	if (server.proxy_password == NULL)
 		mt_fatal("[mmp] proxy_password_file: %s", error);
 	server.proxy_user = set->proxy_user;
@@ -477,8 +438,7 @@ int main(int argc, char **argv)
 	mmp_shards_free(&server.shards);
 	mmp_clients_free(&server.clients);
 	mt_tls_free(&server.tls);
-	explicit_bzero(server.proxy_password, strlen(server.proxy_password));
-	free(server.proxy_password);
+	mt_secret_free(&server.proxy_password);
 	free(server.worker_list);
 	mt_loop_free(&server.main_loop);
 	mt_config_free(&server.config);

@@ -175,7 +175,7 @@ static void route_address(struct attempt *att, unsigned int i, const char *addre
 	if (hop != NULL) {
 		rt->fixed.host = mt_xstrdup(hop->host);
 		rt->fixed.port = hop->port;
-		rt->dest_name = mt_xasprintf("%s:%u", hop->host, hop->port);
+		rt->dest_name = mt_hostport_string(hop);
 	} else {
 		rt->dest_name = mt_xstrdup(domain);
 	}

@@ -275,7 +275,7 @@ static void lmtp_close(struct lmtp_session *s, const char *reason)
 	mt_dirsvc_request_cancel(&s->dir_req);
 	if (s->store_req != NULL) {
 		/* A delivery in flight may still commit: the client got no
-		 * 250, so it will retry (DESIGN.md "Durability"). */
+		 * 250, so it will retry (README.md, "Architecture": an acknowledgement means durable). */
 		mt_store_req_cancel(s->store_req);
 		s->store_req = NULL;
 	}

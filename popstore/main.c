@@ -23,6 +23,7 @@
 #include "sdnotify.h"
 #include "store.h"
 #include "tls.h"
+#include "secret.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -123,43 +124,6 @@ static void failed_check_cb(void *context)
 
 /* Signals */
 
-/* The proxy credential: the file's first line. NULL with *error_r NULL if
- * no file is configured; NULL with *error_r (static) if it cannot be read
- * or is empty. */
-static char *read_proxy_password(const char *path, const char **error_r)
-{
-	static char error[512];
-	*error_r = NULL;
-	if (path[0] == '\0')
-		return NULL;
-	FILE *f = fopen(path, "r");
-	if (f == NULL) {
-		snprintf(error, sizeof(error), "%s: %s", path, strerror(errno));
-		*error_r = error;
-		return NULL;
-	}
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t n = getline(&line, &cap, f);
-	fclose(f);
-	while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
-		line[--n] = '\0';
-	if (n <= 0) {
-		free(line);
-		snprintf(error, sizeof(error), "%s: empty", path);
-		*error_r = error;
-		return NULL;
-	}
-	return line;
-}
-
-static void wipe_free(char **secret_p)
-{
-	if (*secret_p != NULL)
-		explicit_bzero(*secret_p, strlen(*secret_p));
-	MT_FREE(secret_p);
-}
-
 static void reload_cb(void *context)
 {
 	struct popstore *ps = context;
@@ -173,9 +137,9 @@ static void reload_cb(void *context)
 			mt_error("reload tls failed (keeping the old certificate): %s", error);
 	}
 	if (ps->set->proxy_password_file[0] != '\0') {
-		char *pw = read_proxy_password(ps->set->proxy_password_file, &error);
+		char *pw = mt_secret_read(ps->set->proxy_password_file, &error);
 		if (pw != NULL) {
-			wipe_free(&ps->proxy_password);
+			mt_secret_free(&ps->proxy_password);
 			ps->proxy_password = pw;
 			mt_info("reload proxy_password_file=ok");
 		} else
@@ -276,24 +240,16 @@ static struct mt_cidr *parse_cidrs(const struct mt_strlist *list, size_t *count_
 	return cidrs;
 }
 
-static void hostport_str(const struct mt_hostport *hp, char *buf, size_t size)
-{
-	if (strchr(hp->host, ':') != NULL)
-		snprintf(buf, size, "[%s]:%u", hp->host, hp->port);
-	else
-		snprintf(buf, size, "%s:%u", hp->host, hp->port);
-}
-
 static struct mt_listener *listen_on(struct popstore *ps, const char *what,
 				     const struct mt_hostport *hp, mt_accept_cb_t *cb)
 {
-	char addr[MT_SOCKADDR_STRLEN + 8];
 	const char *error;
-	hostport_str(hp, addr, sizeof(addr));
+	char *addr = mt_hostport_string(hp);
 	struct mt_listener *l = mt_listener_add(ps->loop, addr, 0, cb, ps, &error);
 	if (l == NULL)
 		mt_fatal("%s listener on %s: %s", what, addr, error);
 	mt_info("listening %s=%s port=%u", what, addr, mt_listener_port(l));
+	free(addr);
 	return l;
 }
 
@@ -386,8 +342,9 @@ int main(int argc, char **argv)
 	}
 	ps->lmtp_clients = parse_cidrs(&ps->set->lmtp_clients, &ps->n_lmtp_clients);
 	ps->proxy_addresses = parse_cidrs(&ps->set->proxy_addresses, &ps->n_proxy_addresses);
-	ps->proxy_password = read_proxy_password(ps->set->proxy_password_file, &error);
-	if (error != NULL)
+	if (ps->set->proxy_password_file[0] != '\0' &&
+	    (ps->proxy_password = mt_secret_read(ps->set->proxy_password_file,
+						 &error)) == NULL)
 		mt_fatal("[popstore] proxy_password_file %s", error);
 	setup_tls(ps);
 	if (ps->set->pop3s_listen.host != NULL && ps->tls == NULL)
@@ -449,7 +406,7 @@ int main(int argc, char **argv)
 	mt_store_close(&ps->store);
 	mt_tls_free(&ps->tls);
 	mt_loop_free(&ps->loop);
-	wipe_free(&ps->proxy_password);
+	mt_secret_free(&ps->proxy_password);
 	free(ps->lmtp_clients);
 	free(ps->proxy_addresses);
 	free(ps->hostname);

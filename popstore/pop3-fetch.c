@@ -6,7 +6,7 @@
  * output has drained below POP3_OUTPUT_LOW (the bufferevent's write low
  * watermark calls pop3_fetch_continue()). So a 2.6 MB RETR holds at most
  * about one chunk plus POPSTORE_OUTPUT_HIGH per session, never the
- * message (STYLE.md: Dovecot's pop3 RETR does the same). Clients RETR
+ * message (as Dovecot's pop3 RETR does). Clients RETR
  * 1..n in order, so after login and after each RETR the next message, if
  * it fits in one chunk, is read ahead (struct pop3_prefetch) and the next
  * RETR needs no round trip to the store's readers.

@@ -27,7 +27,8 @@ unit_tests = \
 	tests/unit/test-sdnotify \
 	tests/unit/test-privdrop \
 	tests/unit/test-sasl \
-	tests/unit/test-authfail
+	tests/unit/test-authfail \
+	tests/unit/test-secret
 
 check_PROGRAMS += $(unit_tests)
 TESTS += $(unit_tests)

@@ -323,8 +323,21 @@ static void test_value_parsers(void **state)
 	assert_true(mt_parse_hostport("127.0.0.1:110", &hp, &error));
 	assert_string_equal(hp.host, "127.0.0.1");
 	assert_int_equal(hp.port, 110);
+	char *str = mt_hostport_string(&hp);
+	assert_string_equal(str, "127.0.0.1:110");
+	free(str);
 	mt_hostport_clear(&hp);
 	assert_null(hp.host);
+	/* IPv6 in brackets, and the string parses back to the same. */
+	assert_true(mt_parse_hostport("[::1]:25", &hp, &error));
+	str = mt_hostport_string(&hp);
+	assert_string_equal(str, "[::1]:25");
+	mt_hostport_clear(&hp);
+	assert_true(mt_parse_hostport(str, &hp, &error));
+	assert_string_equal(hp.host, "::1");
+	assert_int_equal(hp.port, 25);
+	free(str);
+	mt_hostport_clear(&hp);
 	assert_false(mt_parse_hostport(":25", &hp, &error));
 	assert_false(mt_parse_hostport("[::1]25", &hp, &error));
 	assert_false(mt_parse_hostport("a b:25", &hp, &error));
