@@ -8,7 +8,8 @@
  * RFC, anything else is refused with 555. Nothing is allocated; results
  * point into the caller's struct.
  * RFCs: 5321 4.1.1.1-3, 4.1.2; 1870 (SIZE); 6152 (8BITMIME); 6531
- * (SMTPUTF8); 3461 4 (DSN parameters, xtext); 4954 5 (AUTH=); 3030 (BDAT). */
+ * (SMTPUTF8); 3461 4 (DSN parameters, xtext); 4954 5 (AUTH=); 3030 (BDAT);
+ * 3463 3.6 (X.5.4 for a repeated parameter). */
 #include "smtp-parse.h"
 
 #include <ctype.h>
@@ -22,6 +23,20 @@ static bool refuse(struct smtp_parse_error *error_r, int code, const char *text,
 	error_r->text = text;
 	error_r->detail = detail != NULL ? detail : "";
 	return false;
+}
+
+/* lib/address refused a MAIL/RCPT argument: a keyword given twice is an
+ * invalid argument (RFC 3463 3.6: X.5.4, answered 555 as the other
+ * parameter faults; RFC 5321 4.1.1.11), anything else a path syntax
+ * error with lib/address's reason. */
+static bool refuse_path(struct smtp_parse_error *error_r,
+			const struct mt_esmtp_params *params, const char *text,
+			const char *reason)
+{
+	if (params->duplicate != NULL)
+		return refuse(error_r, 555, "5.5.4 Duplicate parameter ",
+			      params->duplicate);
+	return refuse(error_r, 501, text, reason);
 }
 
 bool smtp_parse_helo(const char *args, size_t *len_r)
@@ -138,7 +153,8 @@ bool smtp_parse_mail(const char *args, bool esmtp, uint64_t max_size,
 	unsigned int flags = MT_ADDR_ALLOW_NULL | MT_ADDR_LENIENT |
 		(esmtp ? MT_ADDR_SMTPUTF8 : 0);
 	if (!mt_address_parse(args, strlen(args), flags, &m->addr, &m->params, &error))
-		return refuse(error_r, 501, "5.1.7 Bad sender address syntax: ", error);
+		return refuse_path(error_r, &m->params, "5.1.7 Bad sender address syntax: ",
+				   error);
 	if (!mail_params(m, esmtp, max_size, error_r))
 		return false;
 	if (has_8bit(m->addr.addr) && !m->smtputf8)
@@ -188,7 +204,8 @@ bool smtp_parse_rcpt(const char *args, bool esmtp, bool smtputf8,
 	unsigned int flags = MT_ADDR_ALLOW_POSTMASTER | MT_ADDR_LENIENT |
 		(smtputf8 ? MT_ADDR_SMTPUTF8 : 0);
 	if (!mt_address_parse(args, strlen(args), flags, &r->addr, &r->params, &error))
-		return refuse(error_r, 501, "5.1.3 Bad recipient address syntax: ", error);
+		return refuse_path(error_r, &r->params,
+				   "5.1.3 Bad recipient address syntax: ", error);
 	for (size_t i = 0; i < r->params.count; i++) {
 		const char *key = r->params.param[i].key, *v = r->params.param[i].value;
 		bool ok = esmtp;
