@@ -46,6 +46,10 @@ struct mt_mta_settings {
 	/* Failed AUTH penalty per client address (smtp-auth.c). */
 	uint64_t auth_fail_delay;	/* ms, the first failure; 0: off */
 	uint64_t auth_fail_window;	/* ms */
+	/* Unknown recipients per client address (smtp-commands.c). */
+	uint64_t rcpt_fail_delay;	/* ms, the first; 0: off */
+	uint64_t rcpt_fail_limit;	/* then 450 4.7.1; 0: no limit */
+	uint64_t rcpt_fail_window;	/* ms */
 };
 
 #endif
