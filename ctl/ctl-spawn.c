@@ -3,9 +3,10 @@
  *
  * The notify socket is an abstract-namespace datagram socket named after
  * this process and the daemon, so nothing is left on disk and two
- * `cluster up`s never share one. Once we exit, the daemon's later
- * notifications (STATUS=, STOPPING=1) find no socket and are dropped —
- * exactly what happens to a daemon started by hand.
+ * `cluster up`s never share one. Once we exit, the daemon's next
+ * notification (RELOADING=1, STATUS=, STOPPING=1) finds nobody bound to
+ * the name, and the daemon stops notifying (lib/sdnotify.c) — as a
+ * daemon started by hand never notifies.
  *
  * Trust boundary: the messages come from a daemon we started; only
  * "READY=1" is looked for, anything else is ignored. */

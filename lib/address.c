@@ -549,6 +549,7 @@ static bool parse_params(struct cursor *c, struct mt_esmtp_params *p,
 			return false;
 		}
 		if (mt_esmtp_param_find(p, param->key) != NULL) {
+			p->duplicate = param->key;
 			*error_r = "duplicate ESMTP parameter";
 			return false;
 		}
@@ -563,8 +564,10 @@ bool mt_address_parse(const char *s, size_t len, unsigned int flags,
 	struct cursor c = { (const unsigned char *)s, len, 0, flags };
 
 	memset(addr_r, 0, sizeof(*addr_r));
-	if (params_r != NULL)
+	if (params_r != NULL) {
 		params_r->count = 0;
+		params_r->duplicate = NULL;
+	}
 	if ((flags & MT_ADDR_LENIENT) != 0)
 		while (peek(&c) == ' ')
 			c.pos++;

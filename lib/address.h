@@ -57,12 +57,16 @@ struct mt_esmtp_param {
 struct mt_esmtp_params {
 	size_t count;
 	struct mt_esmtp_param param[MT_ESMTP_PARAMS_MAX];
+	/* After a failed parse: the keyword that was given twice (the
+	 * failure is then no syntax error but RFC 3463's 5.5.4 "invalid
+	 * command arguments", answered 555 by the callers), else NULL. */
+	const char *duplicate;
 	char store[MT_ESMTP_STORE_SIZE];
 };
 
 /* Parse a MAIL FROM/RCPT TO argument s[0..len): a path, then, if params_r
  * is not NULL, optional SP-separated ESMTP parameters (keywords are unique,
- * at most MT_ESMTP_PARAMS_MAX). Trailing spaces are allowed. On failure
+ * at most MT_ESMTP_PARAMS_MAX; a repeated one sets params_r->duplicate). Trailing spaces are allowed. On failure
  * returns false with a reason such as "local part longer than 64 octets". */
 bool mt_address_parse(const char *s, size_t len, unsigned int flags,
 		      struct mt_address *addr_r,

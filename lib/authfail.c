@@ -225,6 +225,27 @@ uint64_t mt_authfail_failed(struct mt_authfail *af, const char *ip,
 	return mt_authfail_delay(limits->delay, failures);
 }
 
+bool mt_authfail_blocked(struct mt_authfail *af, const char *ip,
+			 const struct mt_authfail_limits *limits, uint64_t now_ms)
+{
+	char key[MT_AUTHFAIL_KEY_MAX];
+	bool blocked = false;
+
+	if (limits->block_after == 0)
+		return false;
+	key_copy(key, ip);
+	pthread_mutex_lock(&af->lock);
+	struct authfail_entry **pp = find(af, key);
+	if (*pp != NULL) {
+		expire(*pp, limits, now_ms);
+		blocked = (*pp)->failures >= limits->block_after;
+		/* Expired and without sessions: nothing left to remember. */
+		drop_if_empty(af, pp);
+	}
+	pthread_mutex_unlock(&af->lock);
+	return blocked;
+}
+
 void mt_authfail_sweep(struct mt_authfail *af,
 		       const struct mt_authfail_limits *limits, uint64_t now_ms)
 {

@@ -14,7 +14,9 @@
  * With block_after set, an address that reaches that many failures is
  * refused new sessions until window has passed since its last failure.
  * A successful login does not clear the count (an attacker holding one
- * valid account could otherwise reset it between guesses).
+ * valid account could otherwise reset it between guesses). A daemon may
+ * keep more than one table, one per kind of failure with its own limits
+ * (the MTA: failed AUTHs, and unknown recipients at RCPT).
  *
  * Trust boundary: the key is the text of the TCP peer address (no port;
  * mt_authfail_key), which a client controls only as far as TCP lets it.
@@ -68,6 +70,11 @@ void mt_authfail_session_close(struct mt_authfail *af, const char *ip);
 uint64_t mt_authfail_failed(struct mt_authfail *af, const char *ip,
 			    const struct mt_authfail_limits *limits,
 			    uint64_t now_ms, bool *blocked_r);
+/* Has ip reached limits->block_after failures within the window (false
+ * when block_after is 0)? Counts nothing: for a caller that refuses a
+ * request before it can fail (the MTA's RCPT after rcpt_fail_limit). */
+bool mt_authfail_blocked(struct mt_authfail *af, const char *ip,
+			 const struct mt_authfail_limits *limits, uint64_t now_ms);
 /* Forget failures older than the window; drop entries holding nothing. */
 void mt_authfail_sweep(struct mt_authfail *af,
 		       const struct mt_authfail_limits *limits, uint64_t now_ms);

@@ -11,6 +11,7 @@ lib_libmailtier_a_SOURCES = \
 	lib/lineio.c lib/lineio.h \
 	lib/dotcodec.c lib/dotcodec.h \
 	lib/address.c lib/address.h \
+	lib/xtext.c lib/xtext.h \
 	lib/loop.c lib/loop.h \
 	lib/tls.c lib/tls.h \
 	lib/sdnotify.c lib/sdnotify.h \

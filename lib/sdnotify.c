@@ -2,7 +2,14 @@
  *
  * Trust boundary: writes to the service manager's $NOTIFY_SOCKET only.
  * Implements the sd_notify protocol by calling libsystemd; without
- * HAVE_SYSTEMD everything is a no-op. */
+ * HAVE_SYSTEMD everything is a no-op.
+ *
+ * A socket nobody is bound to any more (ECONNREFUSED, or ENOENT for a
+ * path) means whoever started us has gone: `mailtierctl cluster up`
+ * listens only until READY=1 (ctl/ctl-spawn.c), and systemd's socket does
+ * not go away while its service runs. Notifying then stops for good
+ * (one info line says so), as for a daemon started by hand; any other
+ * failure is a warning, once. */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
@@ -11,21 +18,38 @@
 #include "loop.h"
 #include "log.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #ifdef HAVE_SYSTEMD
 #include <systemd/sd-daemon.h>
 
+/* The text of state up to its first line end (no MONOTONIC_USEC=). */
+static int first_line_len(const char *state)
+{
+	size_t n = strcspn(state, "\n");
+	return n > 64 ? 64 : (int)n;
+}
+
+/* The daemons notify from their loop thread only: no lock. */
 static void notify(const char *state)
 {
-	/* Once: a daemon started by `mailtierctl cluster up` outlives the
-	 * socket it reported READY=1 to, and each later STATUS= would warn. */
-	static bool warned;
+	static bool warned, manager_gone;
+	if (manager_gone)
+		return;
 	int ret = sd_notify(0, state);
+	if (ret == -ECONNREFUSED || ret == -ENOENT) {
+		manager_gone = true;
+		mt_info("sd_notify(%.*s): nobody listens on NOTIFY_SOCKET any more "
+			"(the process that started us is gone); notifications off",
+			first_line_len(state), state);
+		return;
+	}
 	if (ret < 0 && !warned) {
 		warned = true;
 		mt_warning("sd_notify(%s) failed: error=%d (further failures not logged)",

@@ -11,11 +11,16 @@
  * one line per field (control characters replaced), bounded lengths, a
  * boundary built from our queue ids and host name and made longer until
  * the quoted original does not contain it.
- * RFCs: 3464 (message/delivery-status fields), 3462/6522
+ * ENVID and ORCPT are queued as the client sent them (xtext) and shown
+ * decoded (lib/xtext), unless the decoded text holds anything but
+ * printable US-ASCII: then as xtext, so a "+0D+0A" cannot add a line.
+ * RFCs: 3464 (message/delivery-status fields; 2.2.1 and 2.3.2: ENVID and
+ * ORCPT decoded from RFC 3461 4 xtext), 3462/6522
  * (multipart/report), 3461 4.3 (RET=HDRS|FULL) and 4.1 (NOTIFY), 3463
  * (status codes), 5322 3.3 (dates), 2.1.1 (line length), 2046 5.1.1. */
 #include "bounce-text.h"
 #include "mta.h"
+#include "xtext.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +49,37 @@ static void append_field_text(struct mt_buf *out, const char *text, size_t max)
 		unsigned char c = (unsigned char)*p;
 		mt_buf_append_char(out, c < 0x20 || c == 0x7f ? ' ' : (char)c);
 	}
+}
+
+/* A DSN parameter's xtext as the report shows it (RFC 3464 2.2.1,
+ * 2.3.2: decoded). A decoded value that is not all printable US-ASCII (a
+ * CR, LF, NUL, other control or 8-bit octet) stays xtext as stored, which
+ * is printable and so cannot end the field line or start another. */
+static void append_xtext_field(struct mt_buf *out, const char *xtext, size_t max)
+{
+	struct mt_buf decoded = MT_BUF_INIT;
+	mt_xtext_decode(xtext, &decoded);
+	bool plain = mt_xtext_printable(decoded.data, decoded.len);
+	append_field_text(out, plain ? mt_buf_cstr(&decoded) : xtext, max);
+	mt_buf_free(&decoded);
+}
+
+/* ORCPT "addr-type;xtext" as "addr-type;address" (RFC 3464 2.3.2). */
+static void append_orcpt_field(struct mt_buf *out, const char *orcpt, size_t max)
+{
+	const char *semi = strchr(orcpt, ';');
+	if (semi == NULL) {
+		append_xtext_field(out, orcpt, max);
+		return;
+	}
+	size_t type_len = (size_t)(semi - orcpt) + 1;
+	if (type_len > max)
+		type_len = max;
+	struct mt_buf type = MT_BUF_INIT;
+	mt_buf_append(&type, orcpt, type_len);
+	append_field_text(out, mt_buf_cstr(&type), type_len);
+	mt_buf_free(&type);
+	append_xtext_field(out, semi + 1, max - type_len);
 }
 
 bool bounce_wants_report(const struct queue_rcpt *r)
@@ -113,7 +149,7 @@ static void status_part(struct mt_buf *out, const char *hostname,
 		       hostname, msg->id);
 	if (msg->envid != NULL) {
 		mt_buf_append_str(out, "Original-Envelope-Id: ");
-		append_field_text(out, msg->envid, 100);
+		append_xtext_field(out, msg->envid, 100);
 		mt_buf_append_str(out, "\r\n");
 	}
 	mt_buf_appendf(out, "Arrival-Date: %s\r\n", date);
@@ -135,7 +171,7 @@ static void status_part(struct mt_buf *out, const char *hostname,
 		mt_buf_append_str(out, "\r\n");
 		if (r->orcpt != NULL) {
 			mt_buf_append_str(out, "Original-Recipient: ");
-			append_field_text(out, r->orcpt, 500);
+			append_orcpt_field(out, r->orcpt, 500);
 			mt_buf_append_str(out, "\r\n");
 		}
 		mt_buf_appendf(out, "Action: %s\r\nStatus: %s\r\n",

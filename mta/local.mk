@@ -44,6 +44,7 @@ mta_integration_tests = \
 	tests/integration/test-mta-smtp.py \
 	tests/integration/test-mta-delivery.py \
 	tests/integration/test-mta-remote.py \
+	tests/integration/test-mta-dsn-xtext.py \
 	tests/integration/test-mta-daemon.py \
 	tests/integration/test-mta-crash.py \
 	tests/integration/test-mta-popstore.py \

@@ -59,6 +59,10 @@ struct mt_mta_settings {
 	unsigned int add_missing_headers;	/* enum mt_add_missing_headers */
 	bool sender_login_check;	/* after AUTH: MAIL FROM must be the login's */
 	bool received_auth_user;	/* Received: names the AUTH identity */
+	/* Unknown recipients per client address (smtp-commands.c). */
+	uint64_t rcpt_fail_delay;	/* ms, the first; 0: off */
+	uint64_t rcpt_fail_limit;	/* then 450 4.7.1; 0: no limit */
+	uint64_t rcpt_fail_window;	/* ms */
 };
 
 #endif

@@ -12,13 +12,14 @@
  * RFCs: 5321 3.3, 4.1.1.2-4, 4.5.2, 4.5.3.2.6 (10 minutes for the final
  * reply); 2033 4.2; 2920; 1870 (SIZE); 6152 (BODY=8BITMIME); 6531
  * (SMTPUTF8 only when the envelope or header section needs it, 5.6.7 when
- * it does and the next hop lacks it); 3461 (DSN parameters
- * passed on). XQUEUEID=<queue id> on MAIL is mailtier-popstore's private
+ * it does and the next hop lacks it); 3461 (DSN parameters passed on,
+ * ENVID and ORCPT as xtext re-encoded from the queue's copy). XQUEUEID=<queue id> on MAIL is mailtier-popstore's private
  * LMTP extension, sent only when its LHLO reply offers it. */
 #include "outbound.h"
 #include "address.h"
 #include "alloc.h"
 #include "mta.h"
+#include "xtext.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,6 +100,18 @@ void conn_run(struct conn *c, struct job *job)
 	start_transaction(c);
 }
 
+/* A queued DSN value (xtext as the client sent it) for the next hop:
+ * decoded and encoded again (RFC 3461 4), so what goes out is valid
+ * xtext with upper-case hex even from a record queued by a release that
+ * took lower case. */
+static void append_xtext(struct mt_buf *out, const char *queued)
+{
+	struct mt_buf decoded = MT_BUF_INIT;
+	mt_xtext_decode(queued, &decoded);
+	mt_xtext_encode(decoded.data, decoded.len, out);
+	mt_buf_free(&decoded);
+}
+
 static void send_mail(struct conn *c)
 {
 	const struct queue_msg *msg = job_msg(c->job);
@@ -113,8 +126,10 @@ static void send_mail(struct conn *c)
 		mt_buf_append_str(out, " SMTPUTF8");
 	if (c->caps.dsn && msg->ret != QUEUE_RET_DEFAULT)
 		mt_buf_append_str(out, msg->ret == QUEUE_RET_FULL ? " RET=FULL" : " RET=HDRS");
-	if (c->caps.dsn && msg->envid != NULL)
-		mt_buf_appendf(out, " ENVID=%s", msg->envid);
+	if (c->caps.dsn && msg->envid != NULL) {
+		mt_buf_append_str(out, " ENVID=");
+		append_xtext(out, msg->envid);
+	}
 	/* The store logs our queue id with its own lines: one grep follows
 	 * the message across tiers. */
 	if (c->caps.xqueueid && c->dest->proto == DEST_LMTP)
@@ -146,8 +161,13 @@ static void send_rcpt(struct conn *c, unsigned int i)
 				mt_buf_appendf(out, "%sDELAY", sep);
 		}
 	}
-	if (c->caps.dsn && r->orcpt != NULL)
-		mt_buf_appendf(out, " ORCPT=%s", r->orcpt);
+	if (c->caps.dsn && r->orcpt != NULL) {
+		/* "addr-type;xtext": the type is an atom, passed on as is. */
+		const char *semi = strchr(r->orcpt, ';');
+		size_t type_len = semi != NULL ? (size_t)(semi - r->orcpt) + 1 : 0;
+		mt_buf_appendf(out, " ORCPT=%.*s", (int)type_len, r->orcpt);
+		append_xtext(out, r->orcpt + type_len);
+	}
 	conn_send(c, "%s", mt_buf_cstr(out));
 }
 

@@ -7,7 +7,10 @@
  *   per recipient: str address | str orcpt | u8 notify | u8 state |
  *                  u32 attempts | i64 next_try | str last_error
  * An absent optional string (envid, orcpt, last_error) has length
- * 0xffffffff.
+ * 0xffffffff. envid and orcpt are the RFC 3461 xtext the client sent
+ * (printable ASCII): decoded only where shown (bounce-text.c) or
+ * re-encoded where sent on (outbound-tx.c), so the format needs no
+ * change for the decoding.
  *
  * Trust boundary: records are ours, but a damaged file must not become a
  * crash: the decoder checks every length against what is left and every

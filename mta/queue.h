@@ -57,7 +57,7 @@ enum queue_ret { QUEUE_RET_DEFAULT, QUEUE_RET_FULL, QUEUE_RET_HDRS };
 
 struct queue_rcpt {
 	char *address;		/* envelope recipient as accepted */
-	char *orcpt;		/* DSN ORCPT ("rfc822;addr") or NULL */
+	char *orcpt;		/* DSN ORCPT ("rfc822;" xtext as sent) or NULL */
 	unsigned int notify;	/* QUEUE_NOTIFY_* */
 	enum queue_rcpt_state state;
 	uint32_t attempts;

@@ -37,8 +37,6 @@
 #include <string.h>
 #include <strings.h>
 
-#include <event2/event.h>
-
 #define AUTH_MECH_PLAIN 1
 #define AUTH_MECH_LOGIN 2
 #define CREDENTIAL_MAX 1024	/* decoded octets of one LOGIN line */
@@ -54,18 +52,6 @@ static void auth_reset(struct smtp_session *s)
 		smtp_enter_state(s, SMTP_STATE_COMMAND);
 }
 
-static void auth_fail_answer(evutil_socket_t fd, short what, void *arg)
-{
-	struct smtp_session *s = arg;
-	(void)fd;
-	(void)what;
-	if (s->state != SMTP_STATE_WAIT)
-		return;		/* a timeout or the drain ended it meanwhile */
-	smtp_reply(s, 535, "5.7.8 Authentication credentials invalid");
-	smtp_enter_state(s, SMTP_STATE_COMMAND);
-	smtp_session_resume(s);
-}
-
 /* A failed AUTH: 535 after the client address's penalty delay, counted
  * from the moment the credentials were complete — so the directory's time
  * (a slow password hash for a real user, none for an unknown one) is
@@ -77,19 +63,7 @@ static bool auth_fail(struct smtp_session *s, const char *why)
 	mt_slog(MT_LOG_INFO, &s->log, "auth failed from %s: %s delay_ms=%llu",
 		s->peer_name, why, (unsigned long long)delay);
 	delay = mt_authfail_wait_ms(s->auth_started_ms, delay, mt_clock_ms());
-	if (delay == 0) {
-		smtp_reply(s, 535, "5.7.8 Authentication credentials invalid");
-		return false;
-	}
-	if (s->auth_delay_timer == NULL &&
-	    (s->auth_delay_timer = evtimer_new(mt_loop_base(s->mta->loop),
-					       auth_fail_answer, s)) == NULL)
-		mt_panic("evtimer_new failed");
-	struct timeval tv = { (time_t)(delay / 1000),
-			      (suseconds_t)(delay % 1000) * 1000 };
-	smtp_enter_state(s, SMTP_STATE_WAIT);
-	evtimer_add(s->auth_delay_timer, &tv);
-	return true;
+	return smtp_reply_delayed(s, delay, 535, "5.7.8 Authentication credentials invalid");
 }
 
 static void auth_done(const struct mt_dirsvc_auth *result, void *context)
@@ -108,7 +82,7 @@ static void auth_done(const struct mt_dirsvc_auth *result, void *context)
 	case MT_DIRSVC_AUTH_BAD_CREDENTIALS:
 	case MT_DIRSVC_AUTH_DISABLED:
 		if (auth_fail(s, mt_dirsvc_auth_status_name(result->status)))
-			return;		/* auth_fail_answer() resumes */
+			return;		/* the delayed reply resumes */
 		break;
 	case MT_DIRSVC_AUTH_TEMPFAIL:
 		mt_slog(MT_LOG_WARNING, &s->log, "auth tempfail from %s: %s",

@@ -10,14 +10,23 @@
  * mynetworks). Source routes are dropped by the parser (RFC 5321 C), and a
  * local part holding '%', '!' or '@' is never looked up or relayed as an
  * address of ours, so no form of the %-hack, bang path or quoted address
- * reaches another domain through us (no open relay).
+ * reaches another domain through us (no open relay). An unknown local
+ * user's 550 waits rcpt_fail_delay * 2^(n-1) for the client address's
+ * n-th within rcpt_fail_window (a timer: smtp_reply_delayed), and from
+ * rcpt_fail_limit on its RCPTs get 450 4.7.1 unlooked-up, across
+ * connections (smtp-server.c, lib/authfail), so the directory cannot be
+ * enumerated at full speed; known users never wait, mynetworks is exempt.
+ * A '%'/'!'/quoted local part is refused by its syntax and not counted:
+ * it tells nothing about our users.
  * RFCs: 5321 4.1.1 (commands), 4.1.4 (order), 4.5.3.1.8 (recipient
  * limit: 452), 3.3 (MAIL/RCPT), 7.3 (VRFY 252); 1870 (SIZE); 6152
  * (8BITMIME); 3461 (DSN parameters); 6531 (SMTPUTF8); 3207 (STARTTLS);
  * 2034 + 3463 (enhanced status codes). */
+#include "clock.h"
 #include "smtp-session.h"
 #include "address.h"
 #include "alloc.h"
+#include "authfail.h"
 #include "dirsvc.h"
 #include "mta-policy.h"
 #include "mta.h"
@@ -215,6 +224,57 @@ void smtp_mail_accept(struct smtp_session *s)
 
 /* RCPT */
 
+/* Is this client's address held to the unknown-recipient penalties
+ * (rcpt_fail_delay, rcpt_fail_limit)? Not in mynetworks: those are the
+ * operator's own hosts (Postfix's smtpd_client_event_limit_exceptions
+ * default). An authenticated client is: one stolen password must not open
+ * the directory to enumeration. */
+static bool rcpt_penalized(const struct smtp_session *s)
+{
+	return !s->trusted;
+}
+
+/* An unknown local recipient: 550, after the client address's penalty
+ * delay for its n-th one within rcpt_fail_window, counted from the RCPT
+ * (so the directory's time shows no more than the reply does). True if
+ * the reply is delayed (it resumes the session). */
+static bool rcpt_unknown(struct smtp_session *s, const char *address)
+{
+	const struct mt_mta_settings *set = s->mta->set;
+	uint64_t delay = 0;
+	s->unknown_rcpts++;
+	if (rcpt_penalized(s)) {
+		bool reached = false;
+		delay = smtp_server_rcpt_failed(s->mta->server, s->peer_ip, &reached);
+		if (reached)
+			mt_slog(MT_LOG_WARNING, &s->log, "client %s reached rcpt_fail_limit=%llu "
+				"unknown recipients: its RCPTs get 450 4.7.1 until %llus "
+				"after its last one", s->peer_ip,
+				(unsigned long long)set->rcpt_fail_limit,
+				(unsigned long long)(set->rcpt_fail_window / 1000));
+		delay = mt_authfail_wait_ms(s->rcpt_started_ms, delay, mt_clock_ms());
+	}
+	return smtp_reply_delayed(s, delay, 550, "5.1.1 <%s>: Recipient address "
+				  "rejected: User unknown", address);
+}
+
+/* rcpt_fail_limit reached: every RCPT to a local domain from this address
+ * gets a temporary refusal without a lookup, so neither a known nor an
+ * unknown user can be told apart, and a real sender retries after the
+ * window (450 4.7.1 as Postfix's anvil recipient rate limit: a 421 would
+ * also drop the recipients this transaction already has). It counts
+ * toward max_errors like a 5xx, so a prober is disconnected. */
+static bool rcpt_limited(struct smtp_session *s, const char *address)
+{
+	if (!rcpt_penalized(s) || !smtp_server_rcpt_limited(s->mta->server, s->peer_ip))
+		return false;
+	s->limited_rcpts++;
+	s->errors++;
+	smtp_reply(s, 450, "4.7.1 <%s>: Recipient address rejected: too many "
+		   "unknown recipients from your address, try again later", address);
+	return true;
+}
+
 static void rcpt_lookup_done(const struct mt_dirsvc_recipient *result,
 			     void *context)
 {
@@ -236,8 +296,10 @@ static void rcpt_lookup_done(const struct mt_dirsvc_recipient *result,
 		break;
 	case MT_DIRSVC_NOT_FOUND:
 	case MT_DIRSVC_INVALID:
-		smtp_reply(s, 550, "5.1.1 <%s>: Recipient address rejected: "
-			   "User unknown", pending->address);
+		if (rcpt_unknown(s, pending->address)) {
+			pending_clear(pending);
+			return;		/* the delayed reply resumes */
+		}
 		break;
 	case MT_DIRSVC_TEMPFAIL:
 		mt_slog(MT_LOG_WARNING, &s->log, "directory lookup of <%s> failed: %s",
@@ -267,6 +329,7 @@ void smtp_cmd_rcpt(struct smtp_session *s, const char *args)
 		smtp_reply(s, 503, "5.5.1 Error: need MAIL command");
 		return;
 	}
+	s->rcpt_started_ms = mt_clock_ms();
 	if (strncasecmp(args, "TO:", 3) == 0 &&
 	    s->tx.rcpt_count >= s->mta->set->max_recipients) {
 		smtp_reply(s, 452, "4.5.3 Error: too many recipients");
@@ -295,6 +358,10 @@ void smtp_cmd_rcpt(struct smtp_session *s, const char *args)
 	}
 	bool local = (role != NULL || !addr->is_literal) &&
 		mta_policy_is_local_domain(s->mta->policy, domain);
+	if (local && role == NULL && rcpt_limited(s, pending.address)) {
+		pending_clear(&pending);
+		return;
+	}
 	if (local && role == NULL &&
 	    (local_part_routes(addr->local) || addr->local[0] == '"')) {
 		smtp_reply(s, 550, "5.1.1 <%s>: Recipient address rejected: "

@@ -5,11 +5,14 @@
  * Trust boundary: command arguments are the client's. Paths and the
  * parameter syntax are lib/address's (RFC 5321 4.1.2 grammar and length
  * limits); here each parameter we implement is checked against its own
- * RFC, anything else is refused with 555. Nothing is allocated; results
+ * RFC (a malformed ENVID or ORCPT xtext: 501 5.5.4, lib/xtext), anything
+ * else is refused with 555. Nothing is allocated; results
  * point into the caller's struct.
  * RFCs: 5321 4.1.1.1-3, 4.1.2; 1870 (SIZE); 6152 (8BITMIME); 6531
- * (SMTPUTF8); 3461 4 (DSN parameters, xtext); 4954 5 (AUTH=); 3030 (BDAT). */
+ * (SMTPUTF8); 3461 4 (DSN parameters, xtext); 4954 5 (AUTH=); 3030 (BDAT);
+ * 3463 3.6 (X.5.4 for a repeated parameter). */
 #include "smtp-parse.h"
+#include "xtext.h"
 
 #include <ctype.h>
 #include <string.h>
@@ -24,6 +27,20 @@ static bool refuse(struct smtp_parse_error *error_r, int code, const char *text,
 	return false;
 }
 
+/* lib/address refused a MAIL/RCPT argument: a keyword given twice is an
+ * invalid argument (RFC 3463 3.6: X.5.4, answered 555 as the other
+ * parameter faults; RFC 5321 4.1.1.11), anything else a path syntax
+ * error with lib/address's reason. */
+static bool refuse_path(struct smtp_parse_error *error_r,
+			const struct mt_esmtp_params *params, const char *text,
+			const char *reason)
+{
+	if (params->duplicate != NULL)
+		return refuse(error_r, 555, "5.5.4 Duplicate parameter ",
+			      params->duplicate);
+	return refuse(error_r, 501, text, reason);
+}
+
 bool smtp_parse_helo(const char *args, size_t *len_r)
 {
 	size_t len = strcspn(args, " ");
@@ -33,26 +50,6 @@ bool smtp_parse_helo(const char *args, size_t *len_r)
 		if (args[i] <= 32 || args[i] >= 127)
 			return false;
 	*len_r = len;
-	return true;
-}
-
-/* xtext (RFC 3461 4): printable ASCII except '+' and '=' or "+XX" hex. */
-bool smtp_xtext_ok(const char *v, size_t max)
-{
-	size_t len = strlen(v);
-	if (len == 0 || len > max)
-		return false;
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)v[i];
-		if (c == '+') {
-			if (!isxdigit((unsigned char)v[i + 1]) ||
-			    !isxdigit((unsigned char)v[i + 2]))
-				return false;
-			i += 2;
-		} else if (c < 33 || c > 126 || c == '=') {
-			return false;
-		}
-	}
 	return true;
 }
 
@@ -106,8 +103,11 @@ static bool mail_params(struct smtp_mail_args *m, bool esmtp, uint64_t max_size,
 			   (strcasecmp(v, "FULL") == 0 || strcasecmp(v, "HDRS") == 0)) {
 			m->ret = toupper((unsigned char)v[0]) == 'F' ?
 				QUEUE_RET_FULL : QUEUE_RET_HDRS;
-		} else if (strcmp(key, "ENVID") == 0 && v != NULL &&
-			   smtp_xtext_ok(v, SMTP_ENVID_MAX)) {
+		} else if (strcmp(key, "ENVID") == 0) {
+			/* RFC 3461 4.4: xtext, at most 100 octets. */
+			if (v == NULL || !mt_xtext_valid(v, SMTP_ENVID_MAX))
+				return refuse(error_r, 501, "5.5.4 Malformed ENVID parameter",
+					      NULL);
 			m->envid = v;
 		} else if (strcmp(key, "AUTH") == 0 && v != NULL) {
 			/* RFC 4954 5: accepted; we do not relay it on. */
@@ -130,7 +130,8 @@ bool smtp_parse_mail(const char *args, bool esmtp, uint64_t max_size,
 	unsigned int flags = MT_ADDR_ALLOW_NULL | MT_ADDR_LENIENT |
 		(esmtp ? MT_ADDR_SMTPUTF8 : 0);
 	if (!mt_address_parse(args, strlen(args), flags, &m->addr, &m->params, &error))
-		return refuse(error_r, 501, "5.1.7 Bad sender address syntax: ", error);
+		return refuse_path(error_r, &m->params, "5.1.7 Bad sender address syntax: ",
+				   error);
 	if (!mail_params(m, esmtp, max_size, error_r))
 		return false;
 	if (mt_has_8bit(m->addr.addr, strlen(m->addr.addr)) && !m->smtputf8)
@@ -180,17 +181,20 @@ bool smtp_parse_rcpt(const char *args, bool esmtp, bool smtputf8,
 	unsigned int flags = MT_ADDR_ALLOW_POSTMASTER | MT_ADDR_LENIENT |
 		(smtputf8 ? MT_ADDR_SMTPUTF8 : 0);
 	if (!mt_address_parse(args, strlen(args), flags, &r->addr, &r->params, &error))
-		return refuse(error_r, 501, "5.1.3 Bad recipient address syntax: ", error);
+		return refuse_path(error_r, &r->params,
+				   "5.1.3 Bad recipient address syntax: ", error);
 	for (size_t i = 0; i < r->params.count; i++) {
 		const char *key = r->params.param[i].key, *v = r->params.param[i].value;
 		bool ok = esmtp;
 		if (ok && strcmp(key, "NOTIFY") == 0) {
 			r->notify = parse_notify(v, &ok);
 		} else if (ok && strcmp(key, "ORCPT") == 0) {
-			ok = v != NULL && strchr(v, ';') != NULL &&
-				smtp_xtext_ok(strchr(v, ';') + 1, SMTP_ORCPT_MAX);
-			if (ok)
-				r->orcpt = v;
+			/* RFC 3461 4.2: addr-type ";" xtext. */
+			if (v == NULL || strchr(v, ';') == NULL ||
+			    !mt_xtext_valid(strchr(v, ';') + 1, SMTP_ORCPT_MAX))
+				return refuse(error_r, 501, "5.5.4 Malformed ORCPT parameter",
+					      NULL);
+			r->orcpt = v;
 		} else {
 			ok = false;
 		}

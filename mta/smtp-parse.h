@@ -41,14 +41,14 @@ struct smtp_mail_args {
 	uint64_t size;			/* SIZE=, 0 if none */
 	bool body_8bit, smtputf8;
 	enum queue_ret ret;
-	const char *envid;		/* ENVID= (valid xtext) or NULL */
+	const char *envid;		/* ENVID= (valid xtext, as sent) or NULL */
 };
 
 struct smtp_rcpt_args {
 	struct mt_address addr;
 	struct mt_esmtp_params params;
 	unsigned int notify;		/* QUEUE_NOTIFY_*, 0 if none */
-	const char *orcpt;		/* ORCPT= "type;xtext" or NULL */
+	const char *orcpt;		/* ORCPT= "type;xtext" as sent, or NULL */
 };
 
 /* EHLO/HELO: one token of printable ASCII, 1..255 octets (a domain or an
@@ -63,7 +63,5 @@ bool smtp_parse_rcpt(const char *args, bool esmtp, bool smtputf8,
 		     struct smtp_rcpt_args *rcpt_r, struct smtp_parse_error *error_r);
 /* BDAT: chunk-size [SP "LAST"]. */
 bool smtp_parse_bdat(const char *args, uint64_t *size_r, bool *last_r);
-/* RFC 3461 4 xtext of 1..max octets. */
-bool smtp_xtext_ok(const char *value, size_t max);
 
 #endif

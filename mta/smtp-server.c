@@ -14,7 +14,14 @@
  * connections (as the MMP and popstore; RFC 4954's security
  * considerations leave the defence against password guessing to the
  * server). An entry with failures outlives its sessions until the window
- * has passed (smtp_server_sweep). */
+ * has passed (smtp_server_sweep).
+ *
+ * A second table of the same kind counts RCPTs of unknown local users per
+ * client address (smtp-commands.c): the n-th within rcpt_fail_window is
+ * answered after rcpt_fail_delay * 2^(n-1), at most 60 s, and from
+ * rcpt_fail_limit on the address's RCPTs get 450 4.7.1 for the window, so
+ * the directory cannot be enumerated at full speed over many connections
+ * (Postfix's anvil recipient rate, with smtpd_error_sleep_time's delay). */
 #include "smtp-session.h"
 #include "clock.h"
 #include "alloc.h"
@@ -35,6 +42,7 @@ struct smtp_server {
 	unsigned int receiving;		/* sessions in DATA or BDAT */
 	bool draining;
 	struct mt_authfail *clients;	/* per address: sessions, failed AUTHs */
+	struct mt_authfail *rcpt_fails;	/* per address: unknown recipients */
 };
 
 /* The per-address limits of the config in force (read on each use: a
@@ -49,6 +57,31 @@ static struct mt_authfail_limits client_limits(const struct smtp_server *server)
 	};
 }
 
+static struct mt_authfail_limits rcpt_limits(const struct smtp_server *server)
+{
+	const struct mt_mta_settings *set = server->mta->set;
+	return (struct mt_authfail_limits){
+		.delay = set->rcpt_fail_delay,
+		.window = set->rcpt_fail_window,
+		.block_after = set->rcpt_fail_limit,
+	};
+}
+
+uint64_t smtp_server_rcpt_failed(struct smtp_server *server, const char *ip,
+				 bool *limit_reached_r)
+{
+	struct mt_authfail_limits limits = rcpt_limits(server);
+	return mt_authfail_failed(server->rcpt_fails, ip, &limits,
+				  mt_clock_ms(), limit_reached_r);
+}
+
+bool smtp_server_rcpt_limited(struct smtp_server *server, const char *ip)
+{
+	struct mt_authfail_limits limits = rcpt_limits(server);
+	return mt_authfail_blocked(server->rcpt_fails, ip, &limits,
+				   mt_clock_ms());
+}
+
 uint64_t smtp_server_auth_failed(struct smtp_server *server, const char *ip)
 {
 	struct mt_authfail_limits limits = client_limits(server);
@@ -60,6 +93,8 @@ void smtp_server_sweep(struct smtp_server *server)
 {
 	struct mt_authfail_limits limits = client_limits(server);
 	mt_authfail_sweep(server->clients, &limits, mt_clock_ms());
+	limits = rcpt_limits(server);
+	mt_authfail_sweep(server->rcpt_fails, &limits, mt_clock_ms());
 }
 
 struct smtp_server *smtp_server_new(struct mta *mta)
@@ -67,6 +102,7 @@ struct smtp_server *smtp_server_new(struct mta *mta)
 	struct smtp_server *server = mt_xcalloc(1, sizeof(*server));
 	server->mta = mta;
 	server->clients = mt_authfail_new();
+	server->rcpt_fails = mt_authfail_new();
 	return server;
 }
 
@@ -79,6 +115,7 @@ void smtp_server_free(struct smtp_server **server_p)
 		smtp_session_close(server->sessions, "shutdown");
 	*server_p = NULL;
 	mt_authfail_free(&server->clients);
+	mt_authfail_free(&server->rcpt_fails);
 	free(server);
 }
 

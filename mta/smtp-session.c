@@ -158,6 +158,53 @@ void smtp_reply(struct smtp_session *s, int code, const char *fmt, ...)
 	count_reply(s, code);
 }
 
+static void delayed_reply_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct smtp_session *s = arg;
+	(void)fd;
+	(void)what;
+	char *text = s->delayed_text;
+	s->delayed_text = NULL;
+	/* A timeout or the drain may have ended the wait meanwhile. */
+	if (s->state == SMTP_STATE_WAIT && text != NULL) {
+		smtp_reply(s, s->delayed_code, "%s", text);
+		smtp_enter_state(s, SMTP_STATE_COMMAND);
+		arm_idle_timer(s);
+		smtp_session_resume(s);
+	}
+	free(text);
+}
+
+bool smtp_reply_delayed(struct smtp_session *s, uint64_t delay_ms, int code,
+			const char *fmt, ...)
+{
+	struct mt_buf text = MT_BUF_INIT;
+	va_list ap;
+	va_start(ap, fmt);
+	mt_buf_vappendf(&text, fmt, ap);
+	va_end(ap);
+	if (delay_ms == 0 || s->closed) {
+		smtp_reply(s, code, "%s", mt_buf_cstr(&text));
+		mt_buf_free(&text);
+		return false;
+	}
+	if (s->delay_timer == NULL &&
+	    (s->delay_timer = evtimer_new(mt_loop_base(s->mta->loop),
+					  delayed_reply_cb, s)) == NULL)
+		mt_panic("evtimer_new failed");
+	free(s->delayed_text);
+	s->delayed_code = code;
+	s->delayed_text = mt_buf_steal(&text);
+	struct timeval tv = { (time_t)(delay_ms / 1000),
+			      (suseconds_t)(delay_ms % 1000) * 1000 };
+	smtp_enter_state(s, SMTP_STATE_WAIT);
+	/* Our penalty is not the client's idleness: command_timeout starts
+	 * again once the reply is sent (max_session_time still runs). */
+	evtimer_del(s->idle_timer);
+	evtimer_add(s->delay_timer, &tv);
+	return true;
+}
+
 void smtp_reply_more(struct smtp_session *s, int code, const char *fmt, ...)
 {
 	va_list ap;
@@ -506,7 +553,8 @@ struct smtp_session *smtp_session_new(struct mta *mta, enum smtp_service service
 	return s;
 }
 
-/* "ehlo=1 mail=1 rcpt=1/2 data=1 quit=1 commands=5/6" */
+/* "ehlo=1 mail=1 rcpt=1/2 data=1 quit=1 commands=5/6", then
+ * "unknown_rcpt=N rcpt_limited=N" when not 0. */
 static void log_summary(struct smtp_session *s, const char *reason)
 {
 	struct mt_buf line = MT_BUF_INIT;
@@ -530,6 +578,11 @@ static void log_summary(struct smtp_session *s, const char *reason)
 		mt_buf_appendf(&line, " commands=%u", total);
 	else
 		mt_buf_appendf(&line, " commands=%u/%u", ok, total);
+	/* The per-address RCPT penalties this session met (smtp-commands.c). */
+	if (s->unknown_rcpts != 0)
+		mt_buf_appendf(&line, " unknown_rcpt=%u", s->unknown_rcpts);
+	if (s->limited_rcpts != 0)
+		mt_buf_appendf(&line, " rcpt_limited=%u", s->limited_rcpts);
 	mt_slog(MT_LOG_INFO, &s->log, "disconnect from %s reason=\"%s\" messages=%u%s",
 		s->peer_name, reason, s->messages, mt_buf_cstr(&line));
 	mt_buf_free(&line);
@@ -569,8 +622,9 @@ void smtp_session_close(struct smtp_session *s, const char *reason)
 	s->bev = NULL;
 	event_free(s->idle_timer);
 	event_free(s->life_timer);
-	if (s->auth_delay_timer != NULL)
-		event_free(s->auth_delay_timer);
+	if (s->delay_timer != NULL)
+		event_free(s->delay_timer);
+	free(s->delayed_text);
 	smtp_server_session_closed(s->mta->server, s);
 	/* We may be inside one of s's callbacks: free it from the loop. */
 	mt_loop_post(s->mta->loop, session_free, s);

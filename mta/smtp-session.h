@@ -152,14 +152,20 @@ struct smtp_session {
 	/* AUTH in progress */
 	int auth_mech;			/* 0 none, 1 PLAIN, 2 LOGIN */
 	char *auth_login_user;		/* LOGIN: the user, awaiting password */
-	struct event *auth_delay_timer;	/* failed AUTH: the 535 waits */
 	uint64_t auth_started_ms;	/* credentials complete (monotonic) */
+	uint64_t rcpt_started_ms;	/* the RCPT arrived (monotonic) */
+	/* A penalty-delayed final reply (smtp_reply_delayed) */
+	struct event *delay_timer;
+	int delayed_code;
+	char *delayed_text;
 
 	/* Limits and counters */
 	unsigned int errors, junk;
 	int current_cmd;		/* index awaiting its final reply, -1 none */
 	unsigned int *cmd_total, *cmd_ok;	/* smtp_command_count + 1 */
 	unsigned int messages;
+	unsigned int unknown_rcpts;	/* RCPTs of unknown local users */
+	unsigned int limited_rcpts;	/* refused: rcpt_fail_limit reached */
 };
 
 /* The server: every session, and the limits across them. */
@@ -176,6 +182,13 @@ unsigned int smtp_server_count(const struct smtp_server *server);
 /* A failed AUTH from ip: the delay (ms) before its 535 answer, counted
  * from the AUTH (lib/authfail.h; its clock is lib/clock's mt_clock_ms). */
 uint64_t smtp_server_auth_failed(struct smtp_server *server, const char *ip);
+/* An unknown local recipient from ip: the delay (ms) before its 550,
+ * counted from the RCPT; *limit_reached_r when ip has now reached
+ * rcpt_fail_limit. */
+uint64_t smtp_server_rcpt_failed(struct smtp_server *server, const char *ip,
+				 bool *limit_reached_r);
+/* Has ip reached rcpt_fail_limit within rcpt_fail_window? */
+bool smtp_server_rcpt_limited(struct smtp_server *server, const char *ip);
 /* Drop per-address entries whose failures have expired (stats timer). */
 void smtp_server_sweep(struct smtp_server *server);
 /* Sessions receiving message content now (DATA or BDAT): others about to
@@ -206,6 +219,13 @@ void smtp_server_session_closed(struct smtp_server *server,
  * enhanced status code. Counts the command done (2xx/3xx) and errors (5xx). */
 void smtp_reply(struct smtp_session *s, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* The final reply, delay_ms from now (0: at once, false returned). For
+ * penalty delays (a failed AUTH, an unknown recipient): the session reads
+ * nothing meanwhile (SMTP_STATE_WAIT) and a timer sends the reply and
+ * resumes reading, so the loop is never blocked. True if delayed: the
+ * caller must not resume the session itself. */
+bool smtp_reply_delayed(struct smtp_session *s, uint64_t delay_ms, int code,
+			const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* A non-final line of a multi-line reply ("250-..."). */
 void smtp_reply_more(struct smtp_session *s, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

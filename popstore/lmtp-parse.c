@@ -5,7 +5,8 @@
  * Trust boundary: an LMTP client's command arguments. Paths go through
  * lib/address (RFC 5321 4.1.2); every read here stays inside the
  * NUL-terminated argument. RFC 2033 4.1, RFC 5321 4.1.1, RFC 1870,
- * RFC 6152, RFC 6531 3.4 (SMTPUTF8: UTF-8 paths only when MAIL asks). */
+ * RFC 6152, RFC 6531 3.4 (SMTPUTF8: UTF-8 paths only when MAIL asks),
+ * RFC 3463 3.6 (X.5.4 for a repeated parameter). */
 #include "lmtp-parse.h"
 #include "command-parse.h"
 
@@ -136,8 +137,14 @@ static bool parse_path(const char *arg, const char *keyword, unsigned int flags,
 	if (strncasecmp(arg, keyword, n) != 0)
 		return refuse(error_r, 501, syntax, NULL);
 	arg += n;
-	if (!mt_address_parse(arg, strlen(arg), flags, addr_r, params_r, &error))
+	if (!mt_address_parse(arg, strlen(arg), flags, addr_r, params_r, &error)) {
+		/* A keyword given twice: invalid arguments (RFC 3463 3.6,
+		 * X.5.4), 555 as the other parameter faults. */
+		if (params_r->duplicate != NULL)
+			return refuse(error_r, 555, "5.5.4 Duplicate parameter ",
+				      params_r->duplicate);
 		return refuse(error_r, 501, bad, error);
+	}
 	return true;
 }
 

@@ -22,6 +22,7 @@ unit_tests = \
 	tests/unit/test-lineio \
 	tests/unit/test-dotcodec \
 	tests/unit/test-address \
+	tests/unit/test-xtext \
 	tests/unit/test-loop \
 	tests/unit/test-tls \
 	tests/unit/test-sdnotify \

@@ -15,7 +15,10 @@
  *    closing "--B--", all of them outside the quoted original, and B
  *    occurs nowhere in the quoted original (RFC 2046 5.1.1);
  *  - the quoted original is exactly the header section (RET=HDRS or no
- *    RET) or the whole message (RET=FULL).
+ *    RET) or the whole message (RET=FULL);
+ *  - Original-Envelope-Id is the ENVID xtext decoded (RFC 3464 2.2.1)
+ *    when that is printable US-ASCII, else the xtext as queued (so a
+ *    decoded CR LF cannot start a line), and absent without ENVID.
  *
  * Input: [flags][rcpt bytes x3] then NUL-separated texts: sender, ENVID,
  * and per recipient address, ORCPT, last error, remote MTA; the rest is the
@@ -63,6 +66,34 @@ static bool ref_wants(const struct queue_rcpt *r)
 	default:
 		return false;
 	}
+}
+
+/* Reference for a DSN's Original-Envelope-Id value (RFC 3464 2.2.1):
+ * the ENVID's xtext decoded ("+XX", either case) when all of that is
+ * printable US-ASCII, else the xtext as stored; at most max octets, any
+ * control octet as a space. */
+static void ref_envid_shown(const char *xtext, size_t max, struct mt_buf *out)
+{
+	static const char hex[] = "0123456789ABCDEF0123456789abcdef";
+	struct mt_buf dec = MT_BUF_INIT;
+	bool printable = true;
+	for (const char *p = xtext; *p != '\0'; p++) {
+		const char *h = p[0] == '+' && p[1] != '\0' ? strchr(hex, p[1]) : NULL;
+		const char *l = h != NULL && p[2] != '\0' ? strchr(hex, p[2]) : NULL;
+		unsigned char c = (unsigned char)*p;
+		if (l != NULL) {
+			c = (unsigned char)(((h - hex) % 16) * 16 + (l - hex) % 16);
+			p += 2;
+		}
+		printable = printable && c >= 0x20 && c <= 0x7e;
+		mt_buf_append_char(&dec, (char)c);
+	}
+	const char *shown = printable ? mt_buf_cstr(&dec) : xtext;
+	for (size_t i = 0; shown[i] != '\0' && i < max; i++) {
+		unsigned char c = (unsigned char)shown[i];
+		mt_buf_append_char(out, c < 0x20 || c == 0x7f ? ' ' : (char)c);
+	}
+	mt_buf_free(&dec);
 }
 
 /* Check the generated lines of p[0..len). */
@@ -203,6 +234,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(made == want_report, "report %d, reference %d", made, want_report);
 	FUZZ_CHECK(made || out.len == 0, "text appended without a report");
 	if (made) {
+		const char *field = strstr(out.data, "\r\nOriginal-Envelope-Id: ");
+		FUZZ_CHECK((field != NULL) == (msg.envid != NULL) || msg.body != NULL,
+			   "Original-Envelope-Id present %d, ENVID %d", field != NULL,
+			   msg.envid != NULL);
+		if (msg.envid != NULL) {
+			struct mt_buf want = MT_BUF_INIT;
+			ref_envid_shown(msg.envid, 100, &want);
+			FUZZ_CHECK(field != NULL, "no Original-Envelope-Id");
+			field += strlen("\r\nOriginal-Envelope-Id: ");
+			FUZZ_CHECK(strncmp(field, mt_buf_cstr(&want), want.len) == 0 &&
+				   field[want.len] == '\r',
+				   "Original-Envelope-Id '%.40s', reference '%.40s'", field,
+				   mt_buf_cstr(&want));
+			mt_buf_free(&want);
+		}
 		/* The boundary, from the Content-Type parameter. */
 		const char *b = strstr(out.data, "\tboundary=\"");
 		FUZZ_CHECK(b != NULL, "no boundary parameter");

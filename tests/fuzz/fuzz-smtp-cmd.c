@@ -9,7 +9,8 @@
  *    client cannot inject reply lines;
  *  - an accepted MAIL has no parameters without EHLO, SIZE within the
  *    limit and equal to a reference decimal parser, ENVID valid xtext
- *    (reference checker), a non-ASCII path only with SMTPUTF8; raising the
+ *    (reference checker: upper-case hex only, RFC 3461 4); "501 5.5.4
+ *    Malformed ENVID" only for an ENVID the reference refuses; a non-ASCII path only with SMTPUTF8; raising the
  *    size limit or saying EHLO never refuses what was accepted, nor changes
  *    the path;
  *  - an accepted RCPT has NOTIFY equal to a reference list parser (NEVER
@@ -43,7 +44,13 @@ static void check_reply(const struct smtp_parse_error *e)
 				   "control octet 0x%02x in the reply", (unsigned char)*p);
 }
 
-/* Reference xtext: 1..max of (printable but not '+' '=') or '+' HEX HEX. */
+static bool upper_hex(char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'F');
+}
+
+/* Reference xtext (RFC 3461 4): 1..max of (printable but not '+' '=') or
+ * '+' and two upper-case hex digits. */
 static bool ref_xtext(const char *v, size_t max)
 {
 	size_t len = strlen(v);
@@ -51,8 +58,7 @@ static bool ref_xtext(const char *v, size_t max)
 		return false;
 	for (size_t i = 0; i < len;) {
 		if (v[i] == '+') {
-			if (i + 2 >= len || !isxdigit((unsigned char)v[i + 1]) ||
-			    !isxdigit((unsigned char)v[i + 2]))
+			if (i + 2 >= len || !upper_hex(v[i + 1]) || !upper_hex(v[i + 2]))
 				return false;
 			i += 3;
 		} else if (v[i] >= '!' && v[i] <= '~' && v[i] != '=') {
@@ -97,6 +103,13 @@ static void check_mail(const char *args, bool esmtp, uint64_t max_size)
 
 	if (!smtp_parse_mail(args, esmtp, max_size, &m, &e)) {
 		check_reply(&e);
+		if (e.code == 501 && strstr(e.text, "Malformed ENVID") != NULL) {
+			const struct mt_esmtp_param *envid =
+				mt_esmtp_param_find(&m.params, "ENVID");
+			FUZZ_CHECK(envid != NULL && (envid->value == NULL ||
+				   !ref_xtext(envid->value, SMTP_ENVID_MAX)),
+				   "a valid ENVID refused as malformed");
+		}
 		return;
 	}
 	FUZZ_CHECK(esmtp || m.params.count == 0, "parameters without EHLO");

@@ -125,7 +125,7 @@ class _Handler(socketserver.StreamRequestHandler):
                     self.send("500 5.5.1 wrong greeting for this protocol")
                     continue
                 ext = ["PIPELINING", "SIZE 100000000", "8BITMIME",
-                       "ENHANCEDSTATUSCODES", "SMTPUTF8"]
+                       "ENHANCEDSTATUSCODES", "SMTPUTF8"] + sink.extensions
                 if sink.lmtp:
                     ext.append("XQUEUEID")      # as mailtier-popstore does
                 if sink.tls_context is not None and not self.tls:
@@ -222,6 +222,7 @@ class MailSink:
         self.open_connections = 0
         self.tls_sessions = 0
         self.rcpt_reply = None
+        self.extensions = []    # more EHLO keywords, e.g. ["DSN"]
         self.data_reply = None
         self.greeting_delay = 0
         self.stall_after_data = 0

@@ -4,13 +4,15 @@ cluster (slapd, two store shards, the MTA, the MMP) started by one command
 on a free block of loopback ports, used with real clients: mail in with
 swaks and smtplib, out with curl and poplib (plain and implicit TLS against
 the cluster's own certificate), remote mail relayed to mailtier-load's
-sink. Then: a killed daemon shows as stopped and a second `up` starts only
+sink. SIGHUP reloads each daemon without an sd_notify warning (`up` no
+longer listens on the notify socket). Then: a killed daemon shows as stopped and a second `up` starts only
 it; other mailtierctl commands work on the cluster with -c; `down` stops
 everything and frees the ports."""
 
 import os
 import poplib
 import re
+import signal
 import smtplib
 import socket
 import ssl
@@ -53,6 +55,13 @@ def fetch_curl(port, user, password, msg=1):
                        capture_output=True, timeout=30)
     assert p.returncode == 0, p.stderr
     return p.stdout
+
+
+def wait_log(path, pattern, timeout=20):
+    deadline = time.monotonic() + timeout
+    while not re.search(pattern, open(path, errors="replace").read()):
+        assert time.monotonic() < deadline, f"{pattern!r} not in {path}"
+        time.sleep(0.1)
 
 
 def wait_mailbox(port, user, password, count, timeout=30):
@@ -148,6 +157,19 @@ def test(h):
     h.ctl("queue", "flush", config=conf)
     out, _ = sink.communicate(timeout=40)
     assert re.search(r"messages 1,", out), out
+
+    # SIGHUP after `up` has gone: the daemons reload without a warning about
+    # the notify socket `up` listened on only until READY=1.
+    for name in ("mta", "mmp", "shard1"):
+        os.kill(int(rows[name][0]), signal.SIGHUP)
+    log = {name: os.path.join(d, "log", name + ".log") for name in ("mta", "mmp", "shard1")}
+    wait_log(log["mta"], r"reload: done")
+    wait_log(log["mmp"], r"reload: TLS certificate and key reloaded")
+    wait_log(log["shard1"], r"reload")
+    for name, path in log.items():
+        text = open(path, errors="replace").read()
+        assert not re.search(r"sd_notify\(.*failed", text), (name, text[-2000:])
+        assert "notifications off" in text, (name, text[-2000:])
 
     # A killed daemon: status says so, `up` starts only it.
     mta_pid = int(rows["mta"][0])

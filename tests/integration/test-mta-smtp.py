@@ -13,7 +13,8 @@ probes (the smtpsmug patterns: LF.LF, CR.CR, LF.CRLF, CRLF.LF, CR.CRLF ...)
 refused with 550 5.6.0 and never turned into a second message; pipelining;
 STARTTLS with a pipelined plaintext command discarded; AUTH on 587 only
 after STARTTLS, good and bad passwords, relay after AUTH; implicit TLS on
-465; BDAT; VRFY 252; too many errors 421; the session summary log line."""
+465; BDAT; VRFY 252; a repeated ESMTP parameter 555 5.5.4; too many
+errors 421; the session summary log line."""
 
 import base64
 import smtplib
@@ -284,6 +285,22 @@ def check_bdat(env):
     assert any(content_after_received(m.data) == part1 + part2 for m in got), got
 
 
+def check_duplicate_params(env):
+    """A keyword given twice is an invalid argument (RFC 3463 X.5.4), not a
+    bad address: 555 5.5.4, for MAIL and RCPT, in any case mix."""
+    r = env.raw()
+    r.cmd("EHLO client.test")
+    assert r.cmd("MAIL FROM:<x@remote.test> SIZE=1 SIZE=2") == \
+        (555, "555 5.5.4 Duplicate parameter SIZE")
+    assert r.cmd("MAIL FROM:<x@remote.test> BODY=7BIT body=8BITMIME") == \
+        (555, "555 5.5.4 Duplicate parameter BODY")
+    assert r.cmd("MAIL FROM:<x@remote.test>")[0] == 250
+    assert r.cmd("RCPT TO:<alice@example.test> NOTIFY=NEVER NOTIFY=NEVER") == \
+        (555, "555 5.5.4 Duplicate parameter NOTIFY")
+    assert r.cmd("RCPT TO:<alice@example.test> NOTIFY=NEVER")[0] == 250
+    r.close()
+
+
 def check_error_limit(env):
     r = env.raw()
     for _ in range(MAX_ERRORS):
@@ -312,6 +329,7 @@ def test(h):
     check_smtputf8(env)
     check_starttls_and_auth(env)
     check_bdat(env)
+    check_duplicate_params(env)
     check_error_limit(env)
     env.mta.wait_log(r"disconnect from .* ehlo=1 mail=1 rcpt=2/3 data=1 quit=1")
     assert not env.shards["s1"].errors, env.shards["s1"].errors

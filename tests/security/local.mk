@@ -2,7 +2,8 @@
 # daemons and real clients checking no open relay, SMTP smuggling, AUTH
 # (TLS first, per-address slow-down, no user enumeration, no password in
 # any log), TLS (1.2+, no compression or renegotiation, SIGHUP reload),
-# privilege drop, the systemd units' hardening, and header injection.
+# privilege drop, the systemd units' hardening, header injection, and
+# recipient enumeration (issue #19 item 6).
 security_tests = \
 	tests/security/test-sec-relay.py \
 	tests/security/test-sec-smuggling.py \
@@ -17,7 +18,8 @@ security_tests = \
 	tests/security/test-sec-postmaster.py \
 	tests/security/test-sec-pipelining.py \
 	tests/security/test-sec-missing-headers.py \
-	tests/security/test-sec-sender-login.py
+	tests/security/test-sec-sender-login.py \
+	tests/security/test-sec-rcpt-enum.py
 
 TESTS += $(security_tests)
 EXTRA_DIST += $(security_tests) \

@@ -319,6 +319,39 @@ static void test_params(void **state)
 	}
 }
 
+/* A repeated keyword is named in params->duplicate (for the callers'
+ * 555 5.5.4); other failures and successes leave it NULL. */
+static void test_param_duplicate(void **state)
+{
+	static const struct { const char *input; const char *duplicate; } dups[] = {
+		{ "<a@b> SIZE=1 size=2", "SIZE" },
+		{ "<a@b> NOTIFY=NEVER ORCPT=rfc822;a@b notify=NEVER", "NOTIFY" },
+		{ "<a@b> SMTPUTF8 SMTPUTF8", "SMTPUTF8" },
+		{ "<a@b> SIZE=1 BODY=7BIT", NULL },
+		{ "<a@b> SIZE=", NULL },
+		{ "<a@@b> SIZE=1 SIZE=1", NULL },	/* the path fails first */
+	};
+	struct mt_esmtp_params p;
+	struct mt_address a;
+	const char *error = NULL;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(dups) / sizeof(dups[0]); i++) {
+		memset(&p, 0x55, sizeof(p));
+		bool ok = mt_address_parse(dups[i].input, strlen(dups[i].input),
+					   0, &a, &p, &error);
+		if (dups[i].duplicate == NULL) {
+			if (p.duplicate != NULL)
+				fail_msg("'%s': duplicate '%s'", dups[i].input, p.duplicate);
+			continue;
+		}
+		assert_false(ok);
+		assert_string_equal(error, "duplicate ESMTP parameter");
+		assert_non_null(p.duplicate);
+		assert_string_equal(p.duplicate, dups[i].duplicate);
+	}
+}
+
 static void test_param_find_and_store(void **state)
 {
 	static const char big[] = "<a@b> A=%0300d B=%0300d C=%0300d D=%0300d";
@@ -446,6 +479,7 @@ int main(void)
 		cmocka_unit_test(test_cases),
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_params),
+		cmocka_unit_test(test_param_duplicate),
 		cmocka_unit_test(test_param_find_and_store),
 		cmocka_unit_test(test_prefixes_in_bounds),
 		cmocka_unit_test(test_random_roundtrip),

@@ -149,6 +149,41 @@ static void test_block(void **state)
 	mt_authfail_free(&af);
 }
 
+/* mt_authfail_blocked: a query that counts nothing (the MTA's RCPT). */
+static void test_blocked_query(void **state)
+{
+	static const struct mt_authfail_limits rcpt_like = {
+		.delay = 1000, .window = 300000, .block_after = 3,
+	};
+	static const struct mt_authfail_limits no_limit = {
+		.delay = 1000, .window = 300000,
+	};
+	struct mt_authfail *af = mt_authfail_new();
+	bool blocked = true;
+	(void)state;
+
+	assert_false(mt_authfail_blocked(af, "192.0.2.9", &rcpt_like, 1000));
+	assert_int_equal(mt_authfail_count(af), 0);	/* a query adds nothing */
+	for (uint64_t i = 1; i <= 2; i++) {
+		mt_authfail_failed(af, "192.0.2.9", &rcpt_like, i * 1000, &blocked);
+		assert_false(blocked);
+		assert_false(mt_authfail_blocked(af, "192.0.2.9", &rcpt_like, i * 1000 + 1));
+	}
+	assert_int_equal(mt_authfail_failed(af, "192.0.2.9", &rcpt_like, 3000, &blocked), 4000);
+	assert_true(blocked);
+	/* Asking again and again neither counts nor extends the window. */
+	for (uint64_t t = 3001; t < 303000; t += 10000)
+		assert_true(mt_authfail_blocked(af, "192.0.2.9", &rcpt_like, t));
+	assert_false(mt_authfail_blocked(af, "192.0.2.9", &no_limit, 3001));
+	assert_false(mt_authfail_blocked(af, "192.0.2.10", &rcpt_like, 3001));
+	/* rcpt_fail_window after the last failure: forgotten, entry gone. */
+	assert_false(mt_authfail_blocked(af, "192.0.2.9", &rcpt_like, 303000));
+	assert_int_equal(mt_authfail_count(af), 0);
+	assert_int_equal(mt_authfail_failed(af, "192.0.2.9", &rcpt_like, 304000, &blocked), 1000);
+	assert_false(blocked);
+	mt_authfail_free(&af);
+}
+
 static void test_sessions(void **state)
 {
 	struct mt_authfail *af = mt_authfail_new();
@@ -347,6 +382,7 @@ int main(void)
 		cmocka_unit_test(test_cap),
 		cmocka_unit_test(test_window_expiry),
 		cmocka_unit_test(test_block),
+		cmocka_unit_test(test_blocked_query),
 		cmocka_unit_test(test_sessions),
 		cmocka_unit_test(test_sweep),
 		cmocka_unit_test(test_failure_sweeps),

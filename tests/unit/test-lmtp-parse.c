@@ -143,8 +143,8 @@ static const struct mail_case mail_cases[] = {
 	{ "FROM:<a@b.test> FOO=1 SIZE=2000", 1000, "555 5.5.4 Unsupported parameter FOO" },
 	{ "FROM:<a@b.test> SIZE=2000 FOO=1", 1000,
 	  "552! 5.3.4 Message size exceeds fixed maximum message size" },
-	{ "FROM:<a@b.test> SIZE=1 SIZE=2", 1000,
-	  "501 5.1.7 Bad sender address: duplicate ESMTP parameter" },
+	{ "FROM:<a@b.test> SIZE=1 SIZE=2", 1000, "555 5.5.4 Duplicate parameter SIZE" },
+	{ "FROM:<a@b.test> SIZE=1 size=1", 1000, "555 5.5.4 Duplicate parameter SIZE" },
 	{ "FROM: <a@b.test>", 1000, "501 5.1.7 Bad sender address: address must be "
 	  "enclosed in <>" },	/* no MT_ADDR_LENIENT: not as the MTA */
 	{ "FROM:a@b.test", 1000, "501 5.1.7 Bad sender address: " },
