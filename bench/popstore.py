@@ -279,6 +279,9 @@ def main():
     ap.add_argument("--pop-only", action="store_true",
                     help="measure POP sessions/s only (skip the LMTP rates)")
     args = ap.parse_args()
+    # A benchmark's own client is built on demand, not by `make check`.
+    subprocess.run(["make", "-s", "-C", mtharness.builddir(), "bench/popstore-load"],
+                   check=True)
     client = mtharness.binary("bench/popstore-load")
     print(f"# bench/popstore.py --runs {args.runs} --duration {args.duration} "
           f"--pop-users {args.pop_users}; {os.cpu_count()} cores; "

@@ -42,5 +42,5 @@ TESTS += tests/integration/test-dirsvc.py
 EXTRA_DIST += tests/integration/test-dirsvc.py
 
 # Benchmarks (not installed): bench/dirsvc runs them.
-noinst_PROGRAMS += bench/dirsvc-cache
+EXTRA_PROGRAMS += bench/dirsvc-cache
 bench_dirsvc_cache_LDADD = dirsvc/libdirsvc.a $(DIRSVC_LIBS) $(MAILTIER_LIBS)

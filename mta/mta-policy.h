@@ -25,7 +25,7 @@ void mta_policy_free(struct mta_policy **policy_p);
 /* Is domain (lower-case, as mt_address_parse() gives it) one of ours? */
 bool mta_policy_is_local_domain(const struct mta_policy *policy,
 				const char *domain);
-/* The first local domain (for <Postmaster> and our own DSN sender). */
+/* The first local domain (the default [mta] postmaster is postmaster@ it). */
 const char *mta_policy_primary_domain(const struct mta_policy *policy);
 /* Role addresses (RFC 5321 4.5.1, RFC 2142): for <Postmaster>, and for
  * postmaster@, mailer-daemon@ (where our DSNs come from) and, when [mta]

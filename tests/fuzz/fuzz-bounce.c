@@ -5,6 +5,9 @@
  * Properties, beyond "no crash, no over-read, no leak":
  *  - a report is made exactly when the sender is not null and some
  *    recipient wants one (reference: NOTIFY and state rules of RFC 3461);
+ *    the postmaster's copy (bounce_compose_postmaster) exactly when the
+ *    sender is null and some recipient that wants a report bounced, with
+ *    the whole original, addressed to the postmaster;
  *  - every generated line (the header section, the notification, the
  *    delivery-status fields, the MIME part headers) ends with CRLF, is at
  *    most 998 octets and holds no NUL, bare CR/LF or other control octet
@@ -24,7 +27,7 @@
  * and per recipient address, ORCPT, last error, remote MTA; the rest is the
  * original message. flags bit 0: RET=FULL; bit 1: no stored body; bit 2:
  * ENVID given; bits 3-4: 1-3 recipients; bit 5: the original's boundary
- * guess uses the report's id. Recipient byte: bits 0-1 state (bounced,
+ * guess uses the report's id; bit 6: the postmaster's copy. Recipient byte: bits 0-1 state (bounced,
  * delivered, deferred, pending), bits 2-5 NOTIFY, bit 6 relayed, bit 7
  * ORCPT given.
  * Trust boundary: data from SMTP clients and servers (RFC 3464, 3461,
@@ -38,6 +41,7 @@
 #define REPORT_ID "0000018C2F3A4B5C"
 #define MSG_ID "0000018C2F3A0000"
 #define HOST "mx.example.test"
+#define POSTMASTER "postmaster@example.test"
 
 /* The next NUL-terminated text of the input (all of it if no NUL). */
 static char *next_text(struct fuzz_input *in)
@@ -194,7 +198,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *envid = texts[n_texts++] = next_text(&in);
 	msg.envid = (flags & 4) ? envid : NULL;
 	bool want_report = msg.sender[0] != '\0';
-	bool any = false;
+	bool any = false, any_failed = false;
 	for (unsigned int i = 0; i < count; i++) {
 		struct queue_rcpt *r = &rcpts[i];
 		r->address = texts[n_texts++] = next_text(&in);
@@ -211,8 +215,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		dsn[i].remote_mta = texts[n_texts++] = next_text(&in);
 		dsn[i].relayed = rbytes[i] & 0x40;
 		any = any || ref_wants(r);
+		any_failed = any_failed || (ref_wants(r) && r->state == QUEUE_RCPT_BOUNCED);
 	}
-	want_report = want_report && any;
+	bool pm = (flags & 0x40) != 0;
+	want_report = pm ? msg.sender[0] == '\0' && any_failed : want_report && any;
 	msg.rcpts = rcpts;
 	msg.rcpt_count = count;
 	/* The original, possibly guessing our boundary. */
@@ -228,9 +234,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	msg.size = body.size;
 
 	struct mt_buf out = MT_BUF_INIT;
-	bool any_failed = false;
-	bool made = bounce_compose(&out, HOST, REPORT_ID, 1700000001000, &msg, dsn,
-				   count, &any_failed);
+	bool report_failed = false;
+	bool made = pm ? bounce_compose_postmaster(&out, HOST, REPORT_ID, 1700000001000,
+						   POSTMASTER, &msg, dsn, count) :
+		bounce_compose(&out, HOST, REPORT_ID, 1700000001000, &msg, dsn, count,
+			       &report_failed);
 	FUZZ_CHECK(made == want_report, "report %d, reference %d", made, want_report);
 	FUZZ_CHECK(made || out.len == 0, "text appended without a report");
 	if (made) {
@@ -284,7 +292,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				   "no closing boundary at the end");
 			quoted_len = (size_t)(end - quoted);
 			/* The original, exactly, plus CRLF if it lacked a line end. */
-			bool full = msg.ret == QUEUE_RET_FULL;
+			bool full = msg.ret == QUEUE_RET_FULL || pm;
 			size_t want = body.size;
 			if (!full) {
 				const char *e1 = memmem(body.data, body.size, "\n\n", 2);
@@ -311,6 +319,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		const char *hdr_end = memmem(out.data, out.len, "\r\n\r\n", 4);
 		FUZZ_CHECK(hdr_end != NULL, "no header section");
 		check_header(out.data, (size_t)(hdr_end - out.data));
+		if (pm)
+			FUZZ_CHECK(memmem(out.data, (size_t)(hdr_end - out.data),
+					  "\r\nTo: <" POSTMASTER ">\r\n",
+					  strlen("\r\nTo: <" POSTMASTER ">\r\n")) != NULL,
+				   "the postmaster's copy is not addressed to the postmaster");
 		/* The delivery-status part: after the second delimiter and its
 		 * part header, up to the next delimiter or the close. */
 		const char *d1 = memmem(out.data, out.len, delim, strlen(delim));

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "address.h"
 #include "mta/mta-policy.h"
 #include "mta/mta-settings.h"
 
@@ -114,6 +115,55 @@ static void test_networks_and_domains(void **state)
 	assert_null(p);
 }
 
+/* Role addresses: which spellings name postmaster, MAILER-DAEMON and
+ * (only when configured) abuse, and the mailbox each goes to. */
+static const char *role_of(const struct mta_policy *p, const char *path)
+{
+	struct mt_address addr;
+	const char *error;
+	assert_true(mt_address_parse(path, strlen(path), MT_ADDR_ALLOW_POSTMASTER,
+				     &addr, NULL, &error));
+	return mta_policy_role_mailbox(p, "mx.example.test", &addr);
+}
+
+static void test_role_mailboxes(void **state)
+{
+	char *local[] = { "example.test", "other.test" };
+	struct mt_mta_settings set;
+	settings_init(&set, local, 2, NULL, 0, NULL, 0, NULL);
+	struct mta_policy *p = mta_policy_new(&set);
+	static const char *const pm[] = {
+		"<postmaster>", "<PostMaster>", "<postmaster@example.test>",
+		"<PostMaster@Example.Test>", "<postmaster@other.test>",
+		"<postmaster@mx.example.test>", "<POSTMASTER@MX.EXAMPLE.TEST>",
+		"<MAILER-DAEMON@mx.example.test>", "<mailer-daemon@example.test>",
+	};
+	for (size_t i = 0; i < sizeof(pm) / sizeof(pm[0]); i++) {
+		const char *got = role_of(p, pm[i]);
+		assert_non_null(got);
+		assert_string_equal(got, "postmaster@example.test");
+	}
+	static const char *const none[] = {
+		"<postmaster@remote.test>", "<abuse@example.test>",
+		"<postmasterx@example.test>", "<user@example.test>",
+		"<postmaster@[127.0.0.1]>", "<mailer-daemon@sub.example.test>",
+	};
+	for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++)
+		assert_null(role_of(p, none[i]));
+	assert_string_equal(mta_policy_postmaster(p), "postmaster@example.test");
+	mta_policy_free(&p);
+
+	set.postmaster = (char *)"admin@other.test";
+	set.abuse = (char *)"desk@example.test";
+	p = mta_policy_new(&set);
+	assert_string_equal(role_of(p, "<postmaster>"), "admin@other.test");
+	assert_string_equal(role_of(p, "<Abuse@Example.Test>"), "desk@example.test");
+	assert_string_equal(role_of(p, "<abuse@mx.example.test>"), "desk@example.test");
+	assert_null(role_of(p, "<abuse@remote.test>"));
+	assert_string_equal(mta_policy_postmaster(p), "admin@other.test");
+	mta_policy_free(&p);
+}
+
 static void test_nexthops(void **state)
 {
 	char *local[] = { "example.test" };
@@ -148,6 +198,7 @@ int main(void)
 		cmocka_unit_test(test_cidr_parse),
 		cmocka_unit_test(test_networks_and_domains),
 		cmocka_unit_test(test_nexthops),
+		cmocka_unit_test(test_role_mailboxes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
