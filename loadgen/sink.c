@@ -12,6 +12,7 @@
 #include "log.h"
 #include "loop.h"
 #include "session.h"
+#include "command-find.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -284,18 +285,16 @@ static void data_line(struct sink_conn *conn, const char *line, size_t len)
 static void command_line(struct sink_conn *conn, const char *line)
 {
 	const struct sink_command *cmd = NULL;
-	size_t name_len = strcspn(line, " ");
-	const char *args = line + name_len;
+	const char *args;
+	unsigned int i;
 
-	while (*args == ' ')
-		args++;
-	for (size_t i = 0; i < CMD_COUNT; i++) {
-		if (name_len == 4 && strncasecmp(line, sink_commands[i].name, 4) == 0) {
-			cmd = &sink_commands[i];
-			conn->cmd_counts[i]++;
-			break;
-		}
+	if (mt_command_find(line, &sink_commands[0].name, CMD_COUNT,
+			    sizeof(sink_commands[0]), &i, &args)) {
+		cmd = &sink_commands[i];
+		conn->cmd_counts[i]++;
 	}
+	while (*args == ' ')	/* a sink is lenient: more spaces are fine */
+		args++;
 	conn->commands++;
 	if (cmd == NULL) {
 		conn->sink->counts.bad_commands++;

@@ -7,6 +7,7 @@
  * checked by mmp-sasl.c over lib/sasl. RFC 1939 3, 7; RFC 5034 4;
  * RFC 4616 2. */
 #include "mmp-parse.h"
+#include "command-find.h"
 
 #include <string.h>
 #include <strings.h>
@@ -21,13 +22,11 @@ static const char *const keywords[MMP_CMD_UNKNOWN] = {
 enum mmp_command_id mmp_parse_command(const char *line, const char **args_r)
 {
 	/* RFC 1939 3: a keyword, then arguments after one space. */
-	size_t klen = strcspn(line, " ");
-
-	*args_r = line[klen] == ' ' ? line + klen + 1 : "";
-	for (unsigned int id = 0; id < MMP_CMD_UNKNOWN; id++)
-		if (strlen(keywords[id]) == klen && strncasecmp(keywords[id], line, klen) == 0)
-			return (enum mmp_command_id)id;
-	return MMP_CMD_UNKNOWN;
+	unsigned int id;
+	if (!mt_command_find(line, keywords, MMP_CMD_UNKNOWN, sizeof(keywords[0]), &id,
+			     args_r))
+		return MMP_CMD_UNKNOWN;
+	return (enum mmp_command_id)id;
 }
 
 const char *mmp_command_keyword(enum mmp_command_id id)

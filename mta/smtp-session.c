@@ -13,6 +13,7 @@
  * (pipelining); 3207 4.2 (discard plaintext state after STARTTLS); 8314
  * (implicit TLS). */
 #include "smtp-session.h"
+#include "command-find.h"
 #include "alloc.h"
 #include "dirsvc.h"
 #include "mta-policy.h"
@@ -255,26 +256,15 @@ static bool tls_required(const struct smtp_session *s)
 
 /* Dispatch */
 
-static const struct smtp_command *find_command(const char *verb, size_t len,
-					       int *index_r)
-{
-	for (unsigned int i = 0; i < smtp_command_count; i++) {
-		if (strlen(smtp_commands[i].name) == len &&
-		    strncasecmp(smtp_commands[i].name, verb, len) == 0) {
-			*index_r = (int)i;
-			return &smtp_commands[i];
-		}
-	}
-	return NULL;
-}
-
 static void dispatch(struct smtp_session *s, const char *line)
 {
 	const struct mt_mta_settings *set = s->mta->set;
-	size_t verb_len = strcspn(line, " ");
-	const char *args = line + verb_len + (line[verb_len] == ' ' ? 1 : 0);
-	int index;
-	const struct smtp_command *cmd = find_command(line, verb_len, &index);
+	const char *args;
+	unsigned int index;
+	const struct smtp_command *cmd =
+		mt_command_find(line, &smtp_commands[0].name, smtp_command_count,
+				sizeof(smtp_commands[0]), &index, &args) ?
+		&smtp_commands[index] : NULL;
 
 	if (cmd == NULL) {
 		s->cmd_total[SMTP_CMD_UNKNOWN]++;

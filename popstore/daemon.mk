@@ -12,7 +12,6 @@ popstore_daemon_sources = \
 	popstore/pop3-session.c popstore/pop3-session.h \
 	popstore/pop3-commands.c \
 	popstore/pop3-parse.c popstore/pop3-parse.h \
-	popstore/command-parse.h \
 	popstore/pop3-auth.c \
 	popstore/pop3-fetch.c \
 	popstore/pop3-top.c popstore/pop3-top.h
@@ -22,7 +21,7 @@ popstore_mailtier_popstore_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) \
 	$(LIBEVENT_OPENSSL_CFLAGS) $(OPENSSL_CFLAGS) $(LDAP_CFLAGS) \
 	-I$(top_srcdir)/popstore
 popstore_mailtier_popstore_LDADD = popstore/libmtstore.a dirsvc/libdirsvc.a \
-	settings/libmtsettings.a $(BDB_LIBS) $(DIRSVC_LIBS) $(MAILTIER_LIBS)
+	settings/libmtsettings.a $(BDB_LIBS) $(DIRSVC_LIBS) $(MTMAIL_LIBS)
 
 EXTRA_DIST += popstore/README.md
 
@@ -48,14 +47,14 @@ tests_unit_test_lmtp_headers_CFLAGS = $(POPSTORE_UNIT_CFLAGS)
 tests_unit_test_lmtp_headers_LDADD = $(MAILTIER_LIBS) $(CMOCKA_LIBS)
 
 tests_unit_test_pop3_parse_SOURCES = tests/unit/test-pop3-parse.c \
-	popstore/pop3-parse.c popstore/pop3-parse.h popstore/command-parse.h
+	popstore/pop3-parse.c popstore/pop3-parse.h
 tests_unit_test_pop3_parse_CFLAGS = $(POPSTORE_UNIT_CFLAGS)
-tests_unit_test_pop3_parse_LDADD = $(MAILTIER_LIBS) $(CMOCKA_LIBS)
+tests_unit_test_pop3_parse_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
 
 tests_unit_test_lmtp_parse_SOURCES = tests/unit/test-lmtp-parse.c \
-	popstore/lmtp-parse.c popstore/lmtp-parse.h popstore/command-parse.h
+	popstore/lmtp-parse.c popstore/lmtp-parse.h
 tests_unit_test_lmtp_parse_CFLAGS = $(POPSTORE_UNIT_CFLAGS)
-tests_unit_test_lmtp_parse_LDADD = $(MAILTIER_LIBS) $(CMOCKA_LIBS)
+tests_unit_test_lmtp_parse_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
 
 # Integration tests: real slapd (mailtierctl directory up), real clients.
 # popstore-panic puts a store's environment into DB_RUNRECOVERY.

@@ -8,7 +8,7 @@
  * RFC 6152, RFC 6531 3.4 (SMTPUTF8: UTF-8 paths only when MAIL asks),
  * RFC 3463 3.6 (X.5.4 for a repeated parameter). */
 #include "lmtp-parse.h"
-#include "command-parse.h"
+#include "command-find.h"
 
 #include <string.h>
 #include <strings.h>
@@ -25,7 +25,8 @@ bool lmtp_parse_command(const char *line, enum lmtp_verb *verb_r, const char **a
 {
 	unsigned int index;
 
-	if (!popstore_command_find(line, verb_names, LMTP_VERB_COUNT, &index, arg_r))
+	if (!mt_command_find(line, verb_names, LMTP_VERB_COUNT, sizeof(verb_names[0]),
+			     &index, arg_r))
 		return false;
 	*verb_r = (enum lmtp_verb)index;
 	return true;

@@ -5,7 +5,7 @@
  * NUL-terminated line or the length given; numbers are bounded to 10
  * digits, so they never overflow. RFC 1939 3, 5, 7. */
 #include "pop3-parse.h"
-#include "command-parse.h"
+#include "command-find.h"
 
 #include <string.h>
 
@@ -22,7 +22,8 @@ bool pop3_parse_command(const char *line, enum pop3_verb *verb_r, const char **a
 {
 	unsigned int index;
 
-	if (!popstore_command_find(line, verb_names, POP3_VERB_COUNT, &index, arg_r))
+	if (!mt_command_find(line, verb_names, POP3_VERB_COUNT, sizeof(verb_names[0]),
+			     &index, arg_r))
 		return false;
 	*verb_r = (enum pop3_verb)index;
 	return true;

@@ -46,11 +46,13 @@ tests_fuzz_fuzz_bounce_SOURCES = tests/fuzz/fuzz-bounce.c $(fuzz_common)
 tests_fuzz_fuzz_bounce_LDADD = mta/libmta.a lib-mail/libmtmail.a $(UNIT_LIBS)
 # popstore's parsers are not in a library: each target compiles its own.
 tests_fuzz_fuzz_pop3_cmd_SOURCES = tests/fuzz/fuzz-pop3-cmd.c $(fuzz_common) \
-	popstore/pop3-parse.c popstore/pop3-parse.h popstore/command-parse.h
+	popstore/pop3-parse.c popstore/pop3-parse.h
 tests_fuzz_fuzz_lmtp_cmd_SOURCES = tests/fuzz/fuzz-lmtp-cmd.c $(fuzz_common) \
-	popstore/lmtp-parse.c popstore/lmtp-parse.h popstore/command-parse.h
+	popstore/lmtp-parse.c popstore/lmtp-parse.h
+tests_fuzz_fuzz_pop3_cmd_LDADD = lib-mail/libmtmail.a $(UNIT_LIBS)
+tests_fuzz_fuzz_lmtp_cmd_LDADD = lib-mail/libmtmail.a $(UNIT_LIBS)
 tests_fuzz_fuzz_mmp_cmd_SOURCES = tests/fuzz/fuzz-mmp-cmd.c $(fuzz_common)
-tests_fuzz_fuzz_mmp_cmd_LDADD = mmp/libmmp.a $(UNIT_LIBS)
+tests_fuzz_fuzz_mmp_cmd_LDADD = mmp/libmmp.a lib-mail/libmtmail.a $(UNIT_LIBS)
 
 EXTRA_DIST += tests/fuzz/README.md tests/fuzz/corpus scripts/fuzz \
 	tests/fuzz/lineio.dict tests/fuzz/dotcodec.dict \
@@ -132,12 +134,12 @@ tests/fuzz/bin/fuzz-smtp-data: tests/fuzz/fuzz-smtp-data.c mta/smtp-content.c mt
 	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-smtp-data.c $(srcdir)/mta/smtp-content.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
 tests/fuzz/bin/fuzz-bounce: tests/fuzz/fuzz-bounce.c mta/bounce-text.c mta/bounce-text.h lib-mail/smtp-reply.c $(fuzz_headers) $(FUZZ_LIBMAILTIER)
 	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-bounce.c $(srcdir)/mta/bounce-text.c $(srcdir)/lib-mail/smtp-reply.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
-tests/fuzz/bin/fuzz-pop3-cmd: tests/fuzz/fuzz-pop3-cmd.c popstore/pop3-parse.c popstore/pop3-parse.h popstore/command-parse.h $(fuzz_headers)
-	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-pop3-cmd.c $(srcdir)/popstore/pop3-parse.c
-tests/fuzz/bin/fuzz-lmtp-cmd: tests/fuzz/fuzz-lmtp-cmd.c popstore/lmtp-parse.c popstore/lmtp-parse.h popstore/command-parse.h $(fuzz_headers) $(FUZZ_LIBMAILTIER)
-	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-lmtp-cmd.c $(srcdir)/popstore/lmtp-parse.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
+tests/fuzz/bin/fuzz-pop3-cmd: tests/fuzz/fuzz-pop3-cmd.c popstore/pop3-parse.c popstore/pop3-parse.h lib-mail/command-find.c $(fuzz_headers)
+	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-pop3-cmd.c $(srcdir)/popstore/pop3-parse.c $(srcdir)/lib-mail/command-find.c
+tests/fuzz/bin/fuzz-lmtp-cmd: tests/fuzz/fuzz-lmtp-cmd.c popstore/lmtp-parse.c popstore/lmtp-parse.h $(fuzz_headers) $(FUZZ_LIBMAILTIER)
+	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-lmtp-cmd.c $(srcdir)/popstore/lmtp-parse.c $(srcdir)/lib-mail/command-find.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
 tests/fuzz/bin/fuzz-mmp-cmd: tests/fuzz/fuzz-mmp-cmd.c mmp/mmp-parse.c mmp/mmp-parse.h mmp/mmp-sasl.c mmp/mmp.h $(fuzz_headers) $(FUZZ_LIBMAILTIER)
-	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-mmp-cmd.c $(srcdir)/mmp/mmp-parse.c $(srcdir)/mmp/mmp-sasl.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
+	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-mmp-cmd.c $(srcdir)/mmp/mmp-parse.c $(srcdir)/mmp/mmp-sasl.c $(srcdir)/lib-mail/command-find.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
 
 if HAVE_FUZZER
 fuzz: $(fuzz_binaries)
