@@ -97,19 +97,33 @@ enum mt_dot_result smtp_chunk_result(const struct smtp_chunk_decoder *d,
 	return MT_DOT_RESULT_OK;
 }
 
+/* The next line of the header section of p[0..len) at *pos (without its
+ * LF), advancing *pos; false at the empty line that ends the section or at
+ * the end of p. */
+static bool next_header_line(const char *p, size_t len, size_t *pos,
+			     const char **line_r, size_t *line_len_r)
+{
+	size_t i = *pos;
+	if (i >= len)
+		return false;
+	const char *eol = memchr(p + i, '\n', len - i);
+	size_t line_len = eol != NULL ? (size_t)(eol - (p + i)) : len - i;
+	if (line_len == 0 || (line_len == 1 && p[i] == '\r'))
+		return false;
+	*line_r = p + i;
+	*line_len_r = line_len;
+	*pos = i + line_len + 1;
+	return true;
+}
+
 unsigned int smtp_count_received(const char *p, size_t len)
 {
 	unsigned int count = 0;
-	size_t i = 0;
-	while (i < len) {
-		const char *eol = memchr(p + i, '\n', len - i);
-		size_t line_len = eol != NULL ? (size_t)(eol - (p + i)) : len - i;
-		if (line_len == 0 || (line_len == 1 && p[i] == '\r'))
-			break;	/* the empty line ends the header section */
-		if (line_len >= 9 && strncasecmp(p + i, "Received:", 9) == 0)
+	size_t pos = 0, line_len;
+	const char *line;
+	while (next_header_line(p, len, &pos, &line, &line_len))
+		if (line_len >= 9 && strncasecmp(line, "Received:", 9) == 0)
 			count++;
-		i += line_len + 1;
-	}
 	return count;
 }
 
@@ -127,17 +141,13 @@ static bool field_is(const char *line, size_t len, const char *name)
 unsigned int smtp_header_fields(const char *p, size_t len)
 {
 	unsigned int found = 0;
-	size_t i = 0;
-	while (i < len) {
-		const char *eol = memchr(p + i, '\n', len - i);
-		size_t line_len = eol != NULL ? (size_t)(eol - (p + i)) : len - i;
-		if (line_len == 0 || (line_len == 1 && p[i] == '\r'))
-			break;	/* the empty line ends the header section */
-		if (field_is(p + i, line_len, "Date"))
+	size_t pos = 0, line_len;
+	const char *line;
+	while (next_header_line(p, len, &pos, &line, &line_len)) {
+		if (field_is(line, line_len, "Date"))
 			found |= SMTP_HEADER_DATE;
-		else if (field_is(p + i, line_len, "Message-ID"))
+		else if (field_is(line, line_len, "Message-ID"))
 			found |= SMTP_HEADER_MESSAGE_ID;
-		i += line_len + 1;
 	}
 	return found;
 }

@@ -24,6 +24,18 @@ DOMAIN = "example.test"
 PASSWORD = "secret-pw"
 
 
+def wait_until(what, cond, timeout=20.0):
+    """cond()'s first true value, polled every 0.1 s; AssertionError naming
+    what after timeout seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = cond()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
 def make_cert(directory, cn="localhost"):
     """A self-signed certificate and key (PEM) in directory."""
     cert = os.path.join(directory, "cert.pem")

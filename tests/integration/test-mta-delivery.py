@@ -41,16 +41,6 @@ def queue_ids(env):
     return re.findall(r"^([0-9A-F]{16}) ", queue_list(env), re.M)
 
 
-def wait_until(what, cond, timeout=15.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = cond()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def with_subject(sink, subject):
     return [m for m in sink.messages if f"Subject: {subject}\r\n".encode() in m.data]
 
@@ -58,7 +48,7 @@ def with_subject(sink, subject):
 def check_grouping_and_reuse(env):
     s1, s2 = env.shards["s1"], env.shards["s2"]
     send(env, "x@remote.test", [ALICE, BOB, CAROL], "grouped")
-    wait_until("grouped delivery", lambda: len(with_subject(s1, "grouped")) == 2 and
+    mta_setup.wait_until("grouped delivery", lambda: len(with_subject(s1, "grouped")) == 2 and
                len(with_subject(s2, "grouped")) == 1)
     a, c = with_subject(s1, "grouped")
     assert a.conn_id == c.conn_id, "one LMTP transaction per shard"
@@ -67,7 +57,7 @@ def check_grouping_and_reuse(env):
     assert re.search(r" XQUEUEID=[0-9A-F]{16}$", mails[0]), mails
     for i in range(6):
         send(env, "x@remote.test", [ALICE], f"reuse {i}")
-    wait_until("reuse", lambda: all(with_subject(s1, f"reuse {i}") for i in range(6)))
+    mta_setup.wait_until("reuse", lambda: all(with_subject(s1, f"reuse {i}") for i in range(6)))
     conns = {m.conn_id for i in range(6) for m in with_subject(s1, f"reuse {i}")}
     assert len(conns) <= 2, ("connections not reused", conns)
 
@@ -83,10 +73,10 @@ def check_per_recipient_replies(env):
         return None
     s1.data_reply = data_reply
     send(env, "x@remote.test", [ALICE, CAROL], "lmtp per rcpt")
-    wait_until("alice", lambda: with_subject(s1, "lmtp per rcpt"))
+    mta_setup.wait_until("alice", lambda: with_subject(s1, "lmtp per rcpt"))
     env.mta.wait_log(r"to=<carol@example.test> .*status=deferred \(452 4\.2\.2 mailbox full")
     # The retry schedule (2 s) brings carol's copy; alice's is not repeated.
-    wait_until("carol after retry", lambda: len(with_subject(s1, "lmtp per rcpt")) == 2)
+    mta_setup.wait_until("carol after retry", lambda: len(with_subject(s1, "lmtp per rcpt")) == 2)
     got = with_subject(s1, "lmtp per rcpt")
     assert sorted(m.rcpt for m in got) == [ALICE, CAROL], got
     s1.data_reply = None
@@ -97,7 +87,7 @@ def check_shard_down(env):
     s2.stop()
     send(env, "x@remote.test", [BOB], "while down 1")
     env.mta.wait_log(r"to=<bob@example.test> .*status=deferred")
-    listing = wait_until("deferred in queue list",
+    listing = mta_setup.wait_until("deferred in queue list",
                          lambda: (lambda t: t if "deferred" in t else None)(queue_list(env)))
     assert "<x@remote.test>" in listing and BOB in listing, listing
     (qid,) = queue_ids(env)
@@ -107,15 +97,15 @@ def check_shard_down(env):
     # Back, and `queue flush` (before the 2 s retry would).
     s2.start()
     env.h.ctl("queue", "flush", config=env.conf)
-    wait_until("delivery after flush", lambda: with_subject(s2, "while down 1"))
-    wait_until("empty queue", lambda: not queue_ids(env))
+    mta_setup.wait_until("delivery after flush", lambda: with_subject(s2, "while down 1"))
+    mta_setup.wait_until("empty queue", lambda: not queue_ids(env))
 
     # Down again; this time the retry schedule brings it.
     s2.stop()
     send(env, "x@remote.test", [BOB], "while down 2")
     env.mta.wait_log(r"status=deferred.*\n(.*\n)*.*status=deferred", timeout=10)
     s2.start()
-    wait_until("delivery by schedule", lambda: with_subject(s2, "while down 2"))
+    mta_setup.wait_until("delivery by schedule", lambda: with_subject(s2, "while down 2"))
 
 
 def check_hold_release_delete(env):
@@ -123,7 +113,7 @@ def check_hold_release_delete(env):
     s2.stop()
     send(env, "x@remote.test", [BOB], "held")
     send(env, "x@remote.test", [BOB], "deleted")
-    ids = wait_until("two queued", lambda: (lambda i: i if len(i) == 2 else None)(queue_ids(env)))
+    ids = mta_setup.wait_until("two queued", lambda: (lambda i: i if len(i) == 2 else None)(queue_ids(env)))
     held, deleted = ids     # ids sort by arrival
     assert "held" in env.h.ctl("queue", "hold", held, config=env.conf).stdout
     assert "deleted" in env.h.ctl("queue", "delete", deleted, config=env.conf).stdout
@@ -135,7 +125,7 @@ def check_hold_release_delete(env):
     p = env.h.ctl("queue", "show", deleted, config=env.conf, check=False)
     assert p.returncode == 1 and "no such message" in p.stderr, p
     env.h.ctl("queue", "release", held, config=env.conf)
-    wait_until("released", lambda: with_subject(s2, "held"))
+    mta_setup.wait_until("released", lambda: with_subject(s2, "held"))
     assert not with_subject(s2, "deleted")
     p = env.h.ctl("queue", "hold", "nonsense", config=env.conf, check=False)
     assert p.returncode == 2, p
@@ -145,7 +135,7 @@ def check_bounces(env):
     s1 = env.shards["s1"]
     s1.rcpt_reply = lambda rcpt: (550, "5.1.1 no such mailbox here") if rcpt == GONE else None
     send(env, ALICE, [GONE], "to be bounced")
-    dsn = wait_until("DSN to alice", lambda: [m for m in s1.for_rcpt(ALICE)
+    dsn = mta_setup.wait_until("DSN to alice", lambda: [m for m in s1.for_rcpt(ALICE)
                                               if m.mail_from == ""])[-1]
     text = dsn.data.decode()
     for needle in ("Content-Type: multipart/report; report-type=delivery-status",
@@ -162,7 +152,7 @@ def check_bounces(env):
     send(env, "", [GONE], "null sender")
     env.mta.wait_log(r"to=<gone@example.test> .*status=bounced.*\n(.*\n)*.*"
                      r"to=<gone@example.test> .*status=bounced")
-    copy = wait_until("postmaster copy", lambda: [
+    copy = mta_setup.wait_until("postmaster copy", lambda: [
         m for m in s1.for_rcpt(POSTMASTER)
         if m.mail_from == "" and b"Subject: null sender" in m.data])
     assert len(copy) == 1, copy
@@ -183,7 +173,7 @@ def check_bounces(env):
         s.sendmail(ALICE, [CAROL, GONE], mta_setup.message(subject="dsn options"),
                    mail_options=["ENVID=env+2B42", "RET=HDRS"],
                    rcpt_options=["NOTIFY=SUCCESS,FAILURE", "ORCPT=rfc822;carol@example.test"])
-    dsn = wait_until("success DSN", lambda: [m for m in s1.for_rcpt(ALICE)
+    dsn = mta_setup.wait_until("success DSN", lambda: [m for m in s1.for_rcpt(ALICE)
                                              if m.mail_from == "" and b"dsn options" in m.data])
     text = dsn[-1].data.decode()
     for needle in ("Final-Recipient: rfc822; carol@example.test", "Action: delivered",
@@ -205,7 +195,7 @@ def check_bounces(env):
     loops = "".join(f"Received: from hop{i}.test by hop{i + 1}.test; "
                     f"Mon, 1 Jan 2024 00:00:0{i} +0000\r\n" for i in range(6))
     send(env, ALICE, [CAROL], "looping", extra_headers=loops)
-    dsn = wait_until("loop DSN", lambda: [m for m in s1.for_rcpt(ALICE)
+    dsn = mta_setup.wait_until("loop DSN", lambda: [m for m in s1.for_rcpt(ALICE)
                                           if m.mail_from == "" and b"looping" in m.data])
     assert b"Status: 5.4.6" in dsn[-1].data, dsn[-1].data
     assert not with_subject(s1, "looping") or all(m.rcpt == ALICE for m in with_subject(s1, "looping"))
@@ -222,7 +212,7 @@ def test(h):
     check_shard_down(env)
     check_hold_release_delete(env)
     check_bounces(env)
-    wait_until("empty queue", lambda: not queue_ids(env))
+    mta_setup.wait_until("empty queue", lambda: not queue_ids(env))
     for sink in env.shards.values():
         assert not sink.errors, sink.errors
     env.mta.stop()

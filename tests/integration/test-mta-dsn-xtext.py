@@ -32,16 +32,6 @@ def xtext_decode(s):
     return re.sub(r"\+([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)), s)
 
 
-def wait_until(what, cond, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = cond()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def check_malformed(env):
     r = mta_setup.RawSmtp("127.0.0.1", env.smtp_port)
     assert r.cmd("EHLO client.test")[0] == 250
@@ -99,7 +89,7 @@ def test(h):
         got = [m for m in env.shards["s1"].messages
                if m.mail_from == "" and m.rcpt == ALICE]
         return got if len(got) >= 2 else None
-    dsns = wait_until("two DSNs", reports)
+    dsns = mta_setup.wait_until("two DSNs", reports)
     by_subject = {}
     for m in dsns:
         by_subject[b"Subject: xtext crlf" in m.data] = m.data.decode("ascii", "replace")
@@ -113,7 +103,7 @@ def test(h):
     assert "\nX-Injected" not in text and "\nBcc" not in text, text
 
     # What the next hop saw: re-encoded, valid, decoding to the same text.
-    wait_until("the relayed message", lambda: [m for m in remote.messages
+    mta_setup.wait_until("the relayed message", lambda: [m for m in remote.messages
                                                if m.rcpt == "good@remote.test"])
     lines = [line for _, line in remote.commands]
     mail = [l for l in lines if l.startswith("MAIL FROM:<alice@") and "ENVID=QQ" in l]

@@ -28,16 +28,6 @@ import mtharness
 ALICE = "alice@example.test"
 
 
-def wait_until(what, cond, timeout=15.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = cond()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def send(env, sender, rcpts, subject):
     with env.smtp() as s:
         s.ehlo("client.test")
@@ -112,15 +102,15 @@ def test(h):
     # A domain that does not exist: bounced with a DSN to the local sender.
     s1 = env.shards["s1"]
     send(env, ALICE, ["nobody@nxdomain.test"], "no such domain")
-    dsn = wait_until("DSN for the unknown domain",
+    dsn = mta_setup.wait_until("DSN for the unknown domain",
                      lambda: [m for m in s1.for_rcpt(ALICE) if m.mail_from == ""])
     assert b"Status: 5.1.2" in dsn[-1].data and b"nobody@nxdomain.test" in dsn[-1].data
 
     # 5xx at RCPT from the remote host: bounced.
     relay_sink.rcpt_reply = lambda rcpt: (550, "5.1.1 unknown here") if rcpt.startswith("bad") else None
     send(env, ALICE, ["bad@relay.test", "good@relay.test"], "partly bad")
-    wait_until("good copy", lambda: [m for m in relay_sink.messages if m.rcpt == "good@relay.test"])
-    dsn = wait_until("DSN for bad@relay.test",
+    mta_setup.wait_until("good copy", lambda: [m for m in relay_sink.messages if m.rcpt == "good@relay.test"])
+    dsn = mta_setup.wait_until("DSN for bad@relay.test",
                      lambda: [m for m in s1.for_rcpt(ALICE) if m.mail_from == ""
                               and b"bad@relay.test" in m.data])
     text = dsn[-1].data.decode()
@@ -129,7 +119,7 @@ def test(h):
 
     # Down for longer than max_queue_lifetime: bounced with 5.4.7.
     send(env, ALICE, ["x@dead.test"], "never delivered")
-    dsn = wait_until("expiry DSN", lambda: [m for m in s1.for_rcpt(ALICE)
+    dsn = mta_setup.wait_until("expiry DSN", lambda: [m for m in s1.for_rcpt(ALICE)
                                             if m.mail_from == "" and b"x@dead.test" in m.data],
                      timeout=20)
     text = dsn[-1].data.decode()

@@ -32,16 +32,6 @@ POSTMASTER = f"postmaster@{D}"
 GHOST = f"ghost@{D}"
 
 
-def wait_until(what, cond, timeout=20.0):
-    end = time.time() + timeout
-    while time.time() < end:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def mailbox(env, shard, user):
     """Every message in user's mailbox (bytes), over POP3."""
     p = env.pop(shard, user)
@@ -82,7 +72,7 @@ def test(h):
     # The audit's case.
     code, text = send(env, USER3, USER1, "Subject: plain\r\n\r\nascii body\r\n")
     assert code == 250, text
-    got = wait_until("user1's message", lambda: [
+    got = mta_setup.wait_until("user1's message", lambda: [
         m for m in mailbox(env, "s1", USER1) if b"Subject: plain" in m])
     assert b"ascii body" in got[0]
     assert "status=bounced" not in env.mta.log(), "a bounce was logged"
@@ -92,7 +82,7 @@ def test(h):
         ">\r\n\r\nHallo J\u00f6rg\r\n"
     code, text = send(env, USER3, JOERG, body)
     assert code == 250, text
-    got = wait_until("jörg's message", lambda: mailbox(env, "s1", JOERG))
+    got = mta_setup.wait_until("jörg's message", lambda: mailbox(env, "s1", JOERG))
     assert "Hallo J\u00f6rg".encode() in got[0], got[0]
     assert b"with UTF8LMTP" in got[0], got[0]
     assert f"for <{JOERG}>".encode() in got[0], got[0]
@@ -102,7 +92,7 @@ def test(h):
     big = "Subject: too big\r\n\r\n" + ("x" * 70 + "\r\n") * 100
     code, text = send(env, USER3, USER1, big)
     assert code == 250, text
-    dsn = wait_until("DSN to user3", lambda: [
+    dsn = mta_setup.wait_until("DSN to user3", lambda: [
         m for m in mailbox(env, "s2", USER3)
         if b"Undelivered Mail Returned to Sender" in m])
     assert b"Subject: too big" in dsn[0] and b"Status: 5.3.4" in dsn[0], dsn[0]
@@ -111,7 +101,7 @@ def test(h):
     # directory, and the postmaster gets it whole.
     code, text = send(env, GHOST, USER1, big.replace("too big", "ghostly"))
     assert code == 250, text
-    copy = wait_until("postmaster copy", lambda: [
+    copy = mta_setup.wait_until("postmaster copy", lambda: [
         m for m in mailbox(env, "s2", POSTMASTER)
         if b"Postmaster Copy: Undelivered Mail" in m])
     text = copy[0].decode("utf-8", "replace")
@@ -126,7 +116,7 @@ def test(h):
     def queue_empty():
         out = h.ctl("queue", "list", config=env.conf).stdout
         return not re.search(r"^[0-9A-F]{16} ", out, re.M)
-    wait_until("empty queue", queue_empty)
+    mta_setup.wait_until("empty queue", queue_empty)
     env.mta.stop()
 
 

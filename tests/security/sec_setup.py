@@ -32,6 +32,32 @@ class Raw(mta_setup.RawSmtp):
         self.greeting = self.reply()
 
 
+def raw_session(env, port, source=None, login=None):
+    """An EHLO'd raw SMTP session (mta_setup.RawSmtp) on one of env's ports:
+    implicit TLS on submissions_port; STARTTLS first on submission_port, or
+    on any port when login is given; then AUTH PLAIN as login (password
+    mta_setup.PASSWORD) when given, or on the submission ports."""
+    ctx = env.client_tls_context()
+    if port == env.submissions_port:
+        r = mta_setup.RawSmtp.__new__(mta_setup.RawSmtp)
+        r.sock = ctx.wrap_socket(socket.create_connection(
+            ("127.0.0.1", port), timeout=15), server_hostname="localhost")
+        r.buf = b""
+        r.greeting = r.reply()
+    else:
+        r = Raw(port, source=source)
+    assert r.cmd("EHLO client.test")[0] == 250
+    if port == env.submission_port or (login and port != env.submissions_port):
+        assert r.cmd("STARTTLS")[0] == 220
+        r.sock = ctx.wrap_socket(r.sock, server_hostname="localhost")
+        assert r.cmd("EHLO client.test")[0] == 250
+    if login is not None:
+        auth = base64.b64encode(f"\0{login}\0{mta_setup.PASSWORD}".encode())
+        code, text = r.cmd("AUTH PLAIN " + auth.decode())
+        assert code == 235, text
+    return r
+
+
 def secrets_forms(user, password):
     """Every spelling of a password a careless log line might show: as is,
     PLAIN's base64 (with and without authzid), LOGIN's base64."""

@@ -34,25 +34,8 @@ def message(tag, extra=""):
 
 def session(env, port, source=None):
     """A raw session, EHLO'd; AUTH after STARTTLS/implicit TLS on 587/465."""
-    ctx = env.client_tls_context()
-    if port == env.submissions_port:
-        import socket
-        r = mta_setup.RawSmtp.__new__(mta_setup.RawSmtp)
-        r.sock = ctx.wrap_socket(socket.create_connection(
-            ("127.0.0.1", port), timeout=15), server_hostname="localhost")
-        r.buf = b""
-        r.greeting = r.reply()
-    else:
-        r = sec_setup.Raw(port, source=source)
-    assert r.cmd("EHLO client.test")[0] == 250
-    if port == env.submission_port:
-        assert r.cmd("STARTTLS")[0] == 220
-        r.sock = ctx.wrap_socket(r.sock, server_hostname="localhost")
-        assert r.cmd("EHLO client.test")[0] == 250
-    if port != env.smtp_port:
-        auth = base64.b64encode(f"\0{ALICE}\0{mta_setup.PASSWORD}".encode())
-        assert r.cmd("AUTH PLAIN " + auth.decode())[0] == 235
-    return r
+    login = ALICE if port != env.smtp_port else None
+    return sec_setup.raw_session(env, port, source=source, login=login)
 
 
 def send(env, port, tag, extra="", source=None, bdat=False):

@@ -32,23 +32,7 @@ REFUSAL = ("553 5.7.1 <%s>: Sender address rejected: not owned by user "
 
 def login(env, port):
     """user8's authenticated session on port (STARTTLS first unless 465)."""
-    ctx = env.client_tls_context()
-    if port == env.submissions_port:
-        r = mta_setup.RawSmtp.__new__(mta_setup.RawSmtp)
-        r.sock = ctx.wrap_socket(socket.create_connection(
-            ("127.0.0.1", port), timeout=15), server_hostname="localhost")
-        r.buf = b""
-        r.greeting = r.reply()
-    else:
-        r = sec_setup.Raw(port)
-        assert r.cmd("EHLO client.test")[0] == 250
-        assert r.cmd("STARTTLS")[0] == 220
-        r.sock = ctx.wrap_socket(r.sock, server_hostname="localhost")
-    assert r.cmd("EHLO client.test")[0] == 250
-    auth = base64.b64encode(f"\0{USER8}\0{mta_setup.PASSWORD}".encode())
-    code, text = r.cmd("AUTH PLAIN " + auth.decode())
-    assert code == 235, text
-    return r
+    return sec_setup.raw_session(env, port, login=USER8)
 
 
 def check_senders(env, port):
