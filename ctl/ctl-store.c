@@ -1,7 +1,7 @@
 /* ctl-store.c — `mailtierctl store stat SHARD` and `mailtierctl store
  * backup SHARD DIR`: a shard's store inspected and copied while its daemon
  * serves, by joining the Berkeley DB environment in the store's ADMIN mode
- * (popstore/store.h; it recovers the environment first if its owner died).
+ * (store/store.h; it recovers the environment first if its owner died).
  *
  * Trust boundary: run by the operator; SHARD must name a [popstore.SHARD]
  * section (or [popstore] with shard=SHARD), DIR must be absent or empty
@@ -9,7 +9,7 @@
 #include "ctl.h"
 #include "mailtier-settings.h"
 #include "popstore/popstore-settings.h"
-#include "popstore/store.h"
+#include "store/store.h"
 
 #include <inttypes.h>
 #include <stdio.h>

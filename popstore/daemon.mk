@@ -20,7 +20,7 @@ popstore_mailtier_popstore_SOURCES = popstore/main.c $(popstore_daemon_sources)
 popstore_mailtier_popstore_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) \
 	$(LIBEVENT_OPENSSL_CFLAGS) $(OPENSSL_CFLAGS) $(LDAP_CFLAGS) \
 	-I$(top_srcdir)/popstore
-popstore_mailtier_popstore_LDADD = popstore/libmtstore.a dirsvc/libdirsvc.a \
+popstore_mailtier_popstore_LDADD = store/libmtstore.a dirsvc/libdirsvc.a \
 	settings/libmtsettings.a $(BDB_LIBS) $(DIRSVC_LIBS) $(MTMAIL_LIBS)
 
 EXTRA_DIST += popstore/README.md
@@ -71,7 +71,7 @@ popstore_integration_tests = \
 TESTS += $(popstore_integration_tests)
 EXTRA_DIST += $(popstore_integration_tests) tests/integration/popstorelib.py
 # test-popstore-diskfull.py mounts small file systems (root only, skipped
-# otherwise): a full disk is a handled condition (popstore/store-space.c).
+# otherwise): a full disk is a handled condition (store/store-space.c).
 
 # bench/popstore.py drives it (built on demand: `make bench/popstore-load`, which
 # bench/popstore.py runs itself; `make check` builds no benchmark): the LMTP/POP3 load client that measures

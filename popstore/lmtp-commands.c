@@ -25,7 +25,7 @@
 #include "lmtp-parse.h"
 #include "alloc.h"
 #include "dirsvc.h"
-#include "store.h"
+#include "store/store.h"
 
 #include <ctype.h>
 #include <inttypes.h>

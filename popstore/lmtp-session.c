@@ -16,7 +16,7 @@
 #include "lmtp-session.h"
 #include "alloc.h"
 #include "dirsvc.h"
-#include "store.h"
+#include "store/store.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

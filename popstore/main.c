@@ -21,7 +21,7 @@
 #include "loop.h"
 #include "privdrop.h"
 #include "sdnotify.h"
-#include "store.h"
+#include "store/store.h"
 #include "tls.h"
 #include "secret.h"
 

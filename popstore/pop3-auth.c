@@ -46,7 +46,7 @@
 #include "authfail.h"
 #include "dirsvc.h"
 #include "sasl.h"
-#include "store.h"
+#include "store/store.h"
 
 #include <stdlib.h>
 #include <string.h>

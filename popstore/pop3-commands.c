@@ -17,7 +17,7 @@
 #include "pop3-session.h"
 #include "pop3-parse.h"
 #include "alloc.h"
-#include "store.h"
+#include "store/store.h"
 
 #include <ctype.h>
 #include <inttypes.h>

@@ -20,7 +20,7 @@
 #include "pop3-top.h"
 #include "alloc.h"
 #include "dotcodec.h"
-#include "store.h"
+#include "store/store.h"
 
 #include <inttypes.h>
 #include <stdlib.h>

@@ -17,7 +17,7 @@
 #include "pop3-session.h"
 #include "alloc.h"
 #include "dirsvc.h"
-#include "store.h"
+#include "store/store.h"
 #include "tls.h"
 
 #include <stdarg.h>

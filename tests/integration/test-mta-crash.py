@@ -9,7 +9,7 @@ The shards are real mailtier-popstore daemons; the mailboxes are read back
 over POP3 (TOP n 0, the X-Token header) after the queue drained. A kill
 between a store's commit and the MTA's record of the 250 makes the restarted
 MTA deliver the message again; the store knows the delivery's id (the MTA's
-LHLO name and XQUEUEID) and stores no second copy (popstore/store-dedupe.c).
+LHLO name and XQUEUEID) and stores no second copy (store/store-dedupe.c).
 The store logs each such redelivery ("lmtp duplicate"): their count is
 printed, the copies in the mailboxes must be one per recipient.
 

@@ -9,7 +9,7 @@ smtplib.LMTP and raw sockets against a real slapd:
   - SIZE over max_message_size: 552 5.3.4 at MAIL and after DATA;
   - the MTA's queue id (XQUEUEID) on the log lines and in Received:;
   - a redelivery with the same XQUEUEID and LHLO name: no second copy,
-    250 "Already delivered uid=N" (popstore/store-dedupe.c);
+    250 "Already delivered uid=N" (store/store-dedupe.c);
   - bare LF in DATA: LF.LF does not end it, the message is refused with
     550 5.6.0 per recipient and not stored;
   - PIPELINING: a whole transaction in one write, replies in order;

@@ -1,5 +1,5 @@
 /* test-store-dedupe.c — unit tests of the store's delivery ids
- * (popstore/store-dedupe.c) on a real Berkeley DB environment: a delivery
+ * (store/store-dedupe.c) on a real Berkeley DB environment: a delivery
  * repeated with the same id to the same mailbox stores one copy and answers
  * with the first copy's uid, also after the store was closed and reopened
  * (the MTA's redelivery after its crash); another id, another mailbox or no

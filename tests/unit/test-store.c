@@ -1,4 +1,4 @@
-/* test-store.c — unit tests of the message store (popstore/store.h) on a
+/* test-store.c — unit tests of the message store (store/store.h) on a
  * real Berkeley DB environment in a scratch directory: deliver, list, read
  * by ranges (chunk boundaries, a 2.6 MB body), expunge, quota, the in-use
  * lock, UIDL stability across close/reopen, the format-version refusal and

@@ -1,24 +1,26 @@
-# popstore/local.mk — mailtier-popstore: the Berkeley DB message store
-# (libmtstore, behind popstore/store.h), its tests and its benchmark.
-noinst_LIBRARIES += popstore/libmtstore.a
+# store/local.mk — the Berkeley DB message store (libmtstore, behind
+# store/store.h): the library mailtier-popstore serves and mailtierctl
+# administers, apart from the daemon (popstore/daemon.mk); its tests and its
+# benchmark.
+noinst_LIBRARIES += store/libmtstore.a
 
-popstore_libmtstore_a_SOURCES = \
-	popstore/store.h popstore/store-private.h \
-	popstore/store-env.c \
-	popstore/store-records.c \
-	popstore/store-commit.c \
-	popstore/store-purge.c \
-	popstore/store-dedupe.c \
-	popstore/store-async.c \
-	popstore/store-mailbox.c \
-	popstore/store-admin.c \
-	popstore/store-space.c
-popstore_libmtstore_a_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS)
+store_libmtstore_a_SOURCES = \
+	store/store.h store/store-private.h \
+	store/store-env.c \
+	store/store-records.c \
+	store/store-commit.c \
+	store/store-purge.c \
+	store/store-dedupe.c \
+	store/store-async.c \
+	store/store-mailbox.c \
+	store/store-admin.c \
+	store/store-space.c
+store_libmtstore_a_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS)
 
 # What a program using the store links (after its own objects).
-STORE_LIBS = popstore/libmtstore.a $(BDB_LIBS) $(MAILTIER_LIBS)
+STORE_LIBS = store/libmtstore.a $(BDB_LIBS) $(MAILTIER_LIBS)
 STORE_TEST_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(LIBEVENT_CFLAGS) \
-	-I$(top_srcdir)/popstore
+	-I$(top_srcdir)/store
 
 store_unit_tests = \
 	tests/unit/test-store \
