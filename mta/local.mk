@@ -13,6 +13,7 @@ mta_libmta_a_SOURCES = \
 	mta/queue.c mta/queue.h mta/queue-records.c mta/queue-records.h \
 	mta/queue-store.c mta/queue-store.h \
 	lib/bdb-commit.c lib/bdb-commit.h \
+	lib/bdb-checkpoint.c lib/bdb-checkpoint.h \
 	mta/delivery.c mta/delivery.h mta/delivery-private.h \
 	mta/delivery-dest.c mta/outbound.c mta/outbound.h mta/outbound-tx.c \
 	mta/bounce.c mta/bounce-text.c mta/bounce-text.h \
@@ -25,7 +26,7 @@ MTA_LIBS = mta/libmta.a dirsvc/libdirsvc.a settings/libmtsettings.a $(DIRSVC_LIB
 mta_mailtier_mta_SOURCES = mta/main.c
 mta_mailtier_mta_LDADD = $(MTA_LIBS)
 
-EXTRA_DIST += mta/README.md bench/mta.py bench/mta-load.py
+EXTRA_DIST += mta/README.md bench/mta.py bench/mta-load.py bench/mta-ab.sh
 
 # Unit tests (cmocka): tests/unit/NAME.c, including "mta/..." headers.
 mta_unit_tests = \

@@ -1,7 +1,8 @@
 /* queue-store.c — the MTA queue's Berkeley DB environment (see
  * queue-store.h): open with recovery under a lock file, the envelope and
- * body databases, writes as group-committed transactions, body reads, and a
- * checkpoint thread that also lets old log files go (DB_LOG_AUTO_REMOVE).
+ * body databases, writes as group-committed transactions, body reads, and
+ * the checkpoint thread (lib/bdb-checkpoint.h: it trickles the cache every
+ * second so a checkpoint does not stall commits).
  *
  * Trust boundary: queue_dir is the administrator's; nothing from the
  * network is interpreted here (records and bodies are opaque bytes).
@@ -14,6 +15,7 @@
  * write that finds no space fails, and the message gets 451. */
 #include "queue-store.h"
 #include "alloc.h"
+#include "bdb-checkpoint.h"
 #include "bdb-regions.h"
 #include "log.h"
 #include "loop.h"
@@ -47,11 +49,7 @@ struct queue_store {
 	DB_ENV *env;
 	DB *envelopes, *bodies;
 	struct mt_bdb_commit *commit;
-	pthread_t checkpointer;
-	bool checkpointer_started;
-	pthread_mutex_t ckp_lock;
-	pthread_cond_t ckp_cond;
-	bool ckp_stop;
+	struct mt_bdb_checkpointer *checkpointer;
 	char error[512];
 };
 
@@ -100,30 +98,6 @@ static void bdb_event(DB_ENV *env, u_int32_t event, void *info)
 		mt_error("queue: Berkeley DB panic: restart mailtier-mta to run recovery");
 	else if (event == DB_EVENT_WRITE_FAILED)
 		mt_error("queue: Berkeley DB write failed");
-}
-
-static void *checkpoint_main(void *arg)
-{
-	struct queue_store *store = arg;
-	pthread_mutex_lock(&store->ckp_lock);
-	while (!store->ckp_stop) {
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += CHECKPOINT_SECS;
-		int rc = 0;
-		while (!store->ckp_stop && rc != ETIMEDOUT)
-			rc = pthread_cond_timedwait(&store->ckp_cond,
-						    &store->ckp_lock, &ts);
-		if (store->ckp_stop)
-			break;
-		pthread_mutex_unlock(&store->ckp_lock);
-		int ret = store->env->txn_checkpoint(store->env, 0, 0, 0);
-		if (ret != 0)
-			mt_error("queue: checkpoint failed: %s", db_strerror(ret));
-		pthread_mutex_lock(&store->ckp_lock);
-	}
-	pthread_mutex_unlock(&store->ckp_lock);
-	return NULL;
 }
 
 static bool take_lock(struct queue_store *store, const char **error_r)
@@ -227,22 +201,8 @@ static void store_free(struct queue_store *store)
 		(void)store->env->close(store->env, 0);
 	if (store->lock_fd >= 0)
 		close(store->lock_fd);
-	pthread_mutex_destroy(&store->ckp_lock);
-	pthread_cond_destroy(&store->ckp_cond);
 	free(store->dir);
 	free(store);
-}
-
-static void stop_checkpointer(struct queue_store *store)
-{
-	if (!store->checkpointer_started)
-		return;
-	pthread_mutex_lock(&store->ckp_lock);
-	store->ckp_stop = true;
-	pthread_cond_signal(&store->ckp_cond);
-	pthread_mutex_unlock(&store->ckp_lock);
-	pthread_join(store->checkpointer, NULL);
-	store->checkpointer_started = false;
 }
 
 struct queue_store *queue_store_open(const char *dir, struct mt_loop *loop,
@@ -253,8 +213,6 @@ struct queue_store *queue_store_open(const char *dir, struct mt_loop *loop,
 	store->dir = mt_xstrdup(dir);
 	store->loop = loop;
 	store->lock_fd = -1;
-	pthread_mutex_init(&store->ckp_lock, NULL);
-	pthread_cond_init(&store->ckp_cond, NULL);
 
 	const char *fail = NULL;
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
@@ -264,11 +222,9 @@ struct queue_store *queue_store_open(const char *dir, struct mt_loop *loop,
 	} else if (fail == NULL &&
 		   (store->commit = mt_bdb_commit_start(store->env, &fail)) == NULL) {
 	} else if (fail == NULL &&
-		   pthread_create(&store->checkpointer, NULL, checkpoint_main,
-				  store) != 0) {
-		fail = store_fail(store, "starting the checkpoint thread", EAGAIN);
-	} else if (fail == NULL) {
-		store->checkpointer_started = true;
+		   (store->checkpointer = mt_bdb_checkpointer_start(store->env, "queue",
+								     CHECKPOINT_SECS,
+								     &fail)) == NULL) {
 	}
 	if (fail != NULL) {
 		snprintf(error, sizeof(error), "%s", fail);
@@ -287,7 +243,7 @@ void queue_store_close(struct queue_store **store_p)
 		return;
 	*store_p = NULL;
 	mt_bdb_commit_stop(&store->commit);
-	stop_checkpointer(store);
+	mt_bdb_checkpointer_stop(&store->checkpointer);
 	int ret = store->env->txn_checkpoint(store->env, 0, 0, 0);
 	if (ret != 0)
 		mt_error("queue: final checkpoint failed: %s", db_strerror(ret));
