@@ -8,11 +8,14 @@ low rate; every acknowledged message delivered exactly once and byte-exact,
 no other daemon died, memory back to baseline). About 80 s. Exit 0 pass, 1
 fail, 77 skip (no slapd).
 
-Strict, as `scripts/faults` is: a kill -9 of the MTA after a delivery but
-before the flush of its queue removal, or of a store after its commit but
-before its LMTP 250, makes the MTA deliver that message again, and the
-store recognises the redelivery (its LHLO name + queue id) and stores no
-second copy, so any duplicate fails the set."""
+--allow-redelivery remote: a kill -9 of the MTA after a delivery but
+before the flush of its queue removal (a lazy, unsynced commit) makes the
+restarted MTA deliver that message again. A store recognises the
+redelivery (its LHLO name + queue id) and keeps one copy, so a second copy
+in a mailbox fails this set; a remote next hop (here mailtier-load's sink)
+cannot, so a second relayed copy is at-least-once delivery as RFC 5321 6.1
+allows, reported (queue id, both deliveries) but not failed. `scripts/faults`
+(strict) fails on both."""
 
 import os
 import sys
@@ -22,4 +25,4 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import faults  # noqa: E402
 
 if __name__ == "__main__":
-    sys.exit(faults.main(["--quick"]))
+    sys.exit(faults.main(["--quick", "--allow-redelivery", "remote"]))
