@@ -73,21 +73,34 @@ static void ref_decode(const uint8_t *p, size_t len, bool normalize, struct ref 
 }
 
 /* Received: fields before the first empty line of CRLF-only text. */
+/* The references' walk over the header section of CRLF-only text: the
+ * next line at *p (its length in *l_r), advancing *p; false at the first
+ * empty line or at end. */
+static bool ref_next_line(const char **p, const char *end, const char **line_r,
+			  size_t *l_r)
+{
+	if (*p >= end)
+		return false;
+	const char *eol = memmem(*p, (size_t)(end - *p), "\r\n", 2);
+	size_t l = eol != NULL ? (size_t)(eol - *p) : (size_t)(end - *p);
+	if (l == 0)
+		return false;
+	*line_r = *p;
+	*l_r = l;
+	*p += l + 2;
+	return true;
+}
+
 static unsigned int ref_received(const char *p, size_t len)
 {
 	unsigned int n = 0;
 	if (len == 0)
-		return 0;
-	const char *end = p + len;
-	while (p < end) {
-		const char *eol = memmem(p, (size_t)(end - p), "\r\n", 2);
-		size_t l = eol != NULL ? (size_t)(eol - p) : (size_t)(end - p);
-		if (l == 0)
-			break;
-		if (l >= 9 && strncasecmp(p, "received:", 9) == 0)
+		return 0;	/* p may be NULL: no pointer arithmetic on it */
+	const char *end = p + len, *line;
+	size_t l;
+	while (ref_next_line(&p, end, &line, &l))
+		if (l >= 9 && strncasecmp(line, "received:", 9) == 0)
 			n++;
-		p += l + 2;
-	}
 	return n;
 }
 
@@ -109,17 +122,15 @@ static bool ref_field(const char *p, size_t l, const char *name)
 static unsigned int ref_fields(const char *p, size_t len)
 {
 	unsigned int found = 0;
-	const char *end = p + len;
-	while (p < end) {
-		const char *eol = memmem(p, (size_t)(end - p), "\r\n", 2);
-		size_t l = eol != NULL ? (size_t)(eol - p) : (size_t)(end - p);
-		if (l == 0)
-			break;
-		if (ref_field(p, l, "date"))
+	if (len == 0)
+		return 0;
+	const char *end = p + len, *line;
+	size_t l;
+	while (ref_next_line(&p, end, &line, &l)) {
+		if (ref_field(line, l, "date"))
 			found |= SMTP_HEADER_DATE;
-		if (ref_field(p, l, "message-id"))
+		if (ref_field(line, l, "message-id"))
 			found |= SMTP_HEADER_MESSAGE_ID;
-		p += l + 2;
 	}
 	return found;
 }
