@@ -55,7 +55,7 @@ struct mt_bdb_commit {
 	bool executor_started, flusher_started;
 	bool stopped;
 	atomic_uint pending;
-	atomic_uint_fast64_t jobs, reads, flushes, lazy_flushes, max_batch, retries,
+	atomic_uint_fast64_t jobs, unflushed, reads, flushes, lazy_flushes, max_batch, retries,
 		failures, exec_usecs, flush_usecs, company_waits;
 	atomic_uint delay_usecs;
 };
@@ -215,6 +215,13 @@ static void *executor_main(void *arg)
 				continue;
 			}
 			job->status = run_transaction(c, job);
+			if ((job->flags & MT_BDB_JOB_UNFLUSHED) != 0) {
+				atomic_fetch_add(job->status == 0 ? &c->unflushed :
+						 &c->failures, 1);
+				job->next = NULL;
+				post_completions(c, job);
+				continue;
+			}
 			queue_push(&c->flush_q, job);
 		}
 		atomic_fetch_add(&c->exec_usecs, mt_clock_us() - start);
@@ -392,6 +399,7 @@ void mt_bdb_commit_get_stats(struct mt_bdb_commit *c,
 {
 	s->jobs = atomic_load(&c->jobs);
 	s->reads = atomic_load(&c->reads);
+	s->unflushed = atomic_load(&c->unflushed);
 	s->flushes = atomic_load(&c->flushes);
 	s->lazy_flushes = atomic_load(&c->lazy_flushes);
 	s->exec_usecs = atomic_load(&c->exec_usecs);

@@ -59,9 +59,18 @@ typedef void mt_bdb_done_fn(int status, void *context);
  * commit_delay/commit_siblings. A job without the flag arriving meanwhile
  * ends the wait. */
 #define MT_BDB_JOB_COMPANY 0x4u
+/* Committed, not yet durable: done() runs as soon as the transaction has
+ * committed, without waiting for a flush. For a part of something that a
+ * later job of the same caller completes (a message body written in pieces
+ * as it arrives, then its envelope): the log is one sequence and a flush
+ * writes everything before the flushed commit, so the later job's done()
+ * means this one is durable too. Never for a write someone is answered on
+ * by itself. */
+#define MT_BDB_JOB_UNFLUSHED 0x8u
 
 struct mt_bdb_commit_stats {
-	uint64_t jobs;		/* write jobs completed */
+	uint64_t jobs;		/* write jobs completed (flushed) */
+	uint64_t unflushed;	/* MT_BDB_JOB_UNFLUSHED jobs completed */
 	uint64_t reads;		/* read jobs completed */
 	uint64_t flushes;	/* log flushes */
 	uint64_t lazy_flushes;	/* flushes that only lazy jobs asked for */

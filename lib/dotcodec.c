@@ -15,6 +15,7 @@
 #include "log.h"
 
 #include <event2/buffer.h>
+#include <stdint.h>
 #include <string.h>
 
 enum dec_state {
@@ -182,12 +183,18 @@ size_t mt_dot_decode(struct mt_dot_decoder *dec, const void *data, size_t len,
 bool mt_dot_decode_evbuffer(struct mt_dot_decoder *dec, struct evbuffer *in,
 			    struct mt_buf *out)
 {
-	while (!dec->end && evbuffer_get_length(in) > 0) {
+	return mt_dot_decode_evbuffer_max(dec, in, out, SIZE_MAX);
+}
+
+bool mt_dot_decode_evbuffer_max(struct mt_dot_decoder *dec, struct evbuffer *in,
+				struct mt_buf *out, size_t out_max)
+{
+	while (!dec->end && evbuffer_get_length(in) > 0 && out->len < out_max) {
 		struct evbuffer_iovec vec[8];
 		int n = evbuffer_peek(in, -1, NULL, vec, 8);
 		size_t used = 0;
 
-		for (int k = 0; k < n && k < 8 && !dec->end; k++)
+		for (int k = 0; k < n && k < 8 && !dec->end && out->len < out_max; k++)
 			used += mt_dot_decode(dec, vec[k].iov_base,
 					      vec[k].iov_len, out);
 		if (evbuffer_drain(in, used) < 0)

@@ -85,6 +85,11 @@ size_t mt_dot_decode(struct mt_dot_decoder *dec, const void *data, size_t len,
 /* Same, reading from and draining an evbuffer; true once the end is seen. */
 bool mt_dot_decode_evbuffer(struct mt_dot_decoder *dec, struct evbuffer *in,
 			    struct mt_buf *out);
+/* The same, stopping once out holds out_max octets or more (so a caller
+ * that writes content away in pieces holds about one piece): what is
+ * left stays in the evbuffer for the next call. */
+bool mt_dot_decode_evbuffer_max(struct mt_dot_decoder *dec, struct evbuffer *in,
+				struct mt_buf *out, size_t out_max);
 
 /* After the end: the verdict and, if not OK, why (for the 5xx reply). The
  * first that applies: too big, bare newline (under BARE_REJECT), NUL, a

@@ -165,7 +165,8 @@ static void cmd_stats(struct mta_admin *a, struct mt_buf *out)
 		       "removed: %llu\nbody_loads: %llu\nlog_flushes: %llu\n"
 		       "lazy_log_flushes: %llu\n"
 		       "flushed_writes: %llu\nmax_batch: %llu\npending_writes: %u\n"
-		       "commit_usecs: %llu\nflush_usecs: %llu\ncompany_waits: %llu\n.\n",
+		       "commit_usecs: %llu\nflush_usecs: %llu\ncompany_waits: %llu\n"
+		       "spooled_pieces: %llu\nunfinished_bodies_deleted: %llu\n.\n",
 		       s.messages, (unsigned long long)s.submitted,
 		       (unsigned long long)s.saved, (unsigned long long)s.removed,
 		       (unsigned long long)s.loads, (unsigned long long)s.flushes,
@@ -173,7 +174,9 @@ static void cmd_stats(struct mta_admin *a, struct mt_buf *out)
 		       (unsigned long long)s.flushed_jobs, (unsigned long long)s.max_batch,
 		       s.pending_writes, (unsigned long long)s.commit_usecs,
 		       (unsigned long long)s.flush_usecs,
-		       (unsigned long long)s.company_waits);
+		       (unsigned long long)s.company_waits,
+		       (unsigned long long)s.spooled_pieces,
+		       (unsigned long long)s.orphans);
 }
 
 static void execute(struct mta_admin *a, const char *line, struct mt_buf *out)

@@ -1,9 +1,11 @@
 /* bounce-text.c — the text of a DSN (see bounce-text.h): a
  * multipart/report with a human-readable part, the message/delivery-status
  * fields, and the original's header section (RET=HDRS, the default) or the
- * whole original (RET=FULL, up to FULL_RETURN_MAX); and the postmaster's
- * copy of a message from the null sender that failed, with the whole
- * original (a double bounce: the message reaches a person).
+ * whole original (RET=FULL, if the head the queue loaded is all of it:
+ * up to QUEUE_HEAD_MAX, as Postfix's bounce_size_limit; larger ones get
+ * the header section); and the postmaster's copy of a message from the
+ * null sender that failed, quoted the same way (a double bounce: the
+ * message reaches a person).
  *
  * Trust boundary: the report quotes data that came from clients and
  * servers — addresses, reply texts, host names and the original message —
@@ -31,7 +33,6 @@
 #define ADDRESS_MAX 300
 #define HUMAN_ERROR_MAX 600	/* "<" ADDRESS_MAX ">: " error: under 998 */
 #define HOST_MAX 255
-#define FULL_RETURN_MAX (10u * 1024u * 1024u)
 
 static void rfc5322_date(int64_t ms, char *buf, size_t size)
 {
@@ -93,7 +94,8 @@ bool bounce_wants_report(const struct queue_rcpt *r)
 	return false;
 }
 
-/* The header section of the stored message (through its empty line). */
+/* The header section of the stored message (through its empty line); in
+ * a head that holds no end of it, the whole lines there are. */
 static size_t header_length(const struct queue_body *body)
 {
 	const char *p = body->data;
@@ -102,6 +104,10 @@ static size_t header_length(const struct queue_body *body)
 		if (p[i] == '\n' && (p[i + 1] == '\n' ||
 				     (p[i + 1] == '\r' && i + 2 < len && p[i + 2] == '\n')))
 			return i + 1;
+	}
+	if (!body->complete) {
+		const char *last = len > 0 ? memrchr(p, '\n', len) : NULL;
+		return last != NULL ? (size_t)(last - p) + 1 : 0;
 	}
 	return len;
 }
@@ -192,7 +198,8 @@ static void status_part(struct mt_buf *out, const char *hostname,
 }
 
 /* The quoted original: its header section, or all of it for RET=FULL
- * (and for the postmaster's copy, which is the message's last reader). */
+ * (and for the postmaster's copy, which is the message's last reader)
+ * when the loaded head is the whole message. */
 static void original_part(const struct queue_msg *msg, bool postmaster_copy,
 			  const char **data_r, size_t *len_r, bool *full_r)
 {
@@ -202,7 +209,7 @@ static void original_part(const struct queue_msg *msg, bool postmaster_copy,
 	if (msg->body == NULL)
 		return;
 	*full_r = (msg->ret == QUEUE_RET_FULL || postmaster_copy) &&
-		msg->body->size <= FULL_RETURN_MAX;
+		msg->body->complete;
 	*data_r = msg->body->data;
 	*len_r = *full_r ? msg->body->size : header_length(msg->body);
 }

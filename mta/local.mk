@@ -11,7 +11,7 @@ mta_libmta_a_SOURCES = \
 	mta/smtp-commands.c mta/smtp-auth.c mta/smtp-data.c \
 	mta/smtp-parse.c mta/smtp-parse.h mta/smtp-content.c mta/smtp-content.h \
 	mta/queue.c mta/queue.h mta/queue-records.c mta/queue-records.h \
-	mta/queue-store.c mta/queue-store.h \
+	mta/queue-store.c mta/queue-store.h mta/queue-private.h mta/queue-spool.c \
 	lib/bdb-commit.c lib/bdb-commit.h \
 	lib/bdb-checkpoint.c lib/bdb-checkpoint.h \
 	mta/delivery.c mta/delivery.h mta/delivery-private.h \
@@ -49,7 +49,8 @@ mta_integration_tests = \
 	tests/integration/test-mta-daemon.py \
 	tests/integration/test-mta-crash.py \
 	tests/integration/test-mta-popstore.py \
-	tests/integration/test-mta-smtputf8.py
+	tests/integration/test-mta-smtputf8.py \
+	tests/integration/test-mta-bigmail.py
 TESTS += $(mta_integration_tests)
 EXTRA_DIST += $(mta_integration_tests) tests/integration/lmtpd.py \
 	tests/integration/mta_setup.py

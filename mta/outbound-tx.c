@@ -193,19 +193,45 @@ static void start_transaction(struct conn *c)
 
 /* Body */
 
+static void piece_read(struct queue_body *piece, void *context)
+{
+	struct conn *c = context;
+	c->piece_read = NULL;
+	if (piece == NULL) {
+		/* Without the rest, the data cannot end: the next hop drops
+		 * it when the connection closes without the final dot. */
+		conn_close(c, "the message could not be read from the queue");
+		return;
+	}
+	queue_body_unref(&c->body);
+	queue_body_ref(piece);
+	c->body = piece;
+	c->body_off = 0;
+	conn_fill_body(c);
+}
+
 /* Queue body octets, dot-stuffed, until the output is full or the body is
- * all out; then the final dot. */
+ * all out; then the final dot. The body is read from the queue one piece
+ * at a time as the output drains, so a delivery of any size holds about
+ * one piece and the socket's output buffer. */
 void conn_fill_body(struct conn *c)
 {
 	struct evbuffer *out = bufferevent_get_output(c->bev);
 	struct mt_buf chunk = MT_BUF_INIT;
-	while (c->state == CS_BODY && evbuffer_get_length(out) < OUTPUT_HIGH) {
+	while (c->state == CS_BODY && c->piece_read == NULL &&
+	       evbuffer_get_length(out) < OUTPUT_HIGH) {
+		if (c->body_off == c->body->size && !c->body->complete) {
+			c->piece_read = queue_read_next(c->d->mta->queue,
+							job_msg(c->job), c->body,
+							piece_read, c);
+			break;
+		}
 		size_t left = c->body->size - c->body_off;
 		size_t n = left < BODY_CHUNK ? left : BODY_CHUNK;
 		mt_buf_reset(&chunk);
 		mt_dot_encode(&c->enc, c->body->data + c->body_off, n, &chunk);
 		c->body_off += n;
-		if (c->body_off == c->body->size) {
+		if (c->body_off == c->body->size && c->body->complete) {
 			mt_dot_encode_finish(&c->enc, &chunk);
 			conn_enter(c, CS_DOT);
 			c->dot_left = c->dest->proto == DEST_LMTP ? c->accepted : 1;

@@ -94,6 +94,7 @@ void conn_job_finish(struct conn *c)
 	c->job = NULL;
 	free(c->rcpt_ok);
 	c->rcpt_ok = NULL;
+	queue_read_cancel(&c->piece_read);
 	queue_body_unref(&c->body);
 	if (job->relay == NULL)
 		job->relay = mt_xstrdup(c->peer);

@@ -58,8 +58,10 @@ struct conn {
 	unsigned int accepted, dot_left, dot_next;
 	bool *rcpt_ok;
 	bool discard_dot;
-	struct queue_body *body;
+	struct queue_body *body;	/* the bytes being sent: the head, then
+					 * each following piece in turn */
 	size_t body_off;
+	struct queue_read *piece_read;	/* the next piece, being read */
 	struct mt_dot_encoder enc;
 	unsigned int transactions;
 	/* a deferred outcome */

@@ -53,13 +53,14 @@ struct queue_store {
 	char error[512];
 };
 
-enum op_kind { OP_ENVELOPE, OP_BODY, OP_DELETE };
+enum op_kind { OP_ENVELOPE, OP_PIECE, OP_DELETE };
 
 struct store_op {
 	enum op_kind kind;
 	char id[QUEUE_ID_LEN + 1];
-	struct mt_buf record;
-	struct queue_body *body;
+	uint32_t index;			/* OP_PIECE */
+	struct mt_buf record;		/* OP_ENVELOPE; OP_PIECE's bytes ... */
+	struct queue_body *body;	/* ... or a shared body's */
 };
 
 struct queue_store_write {
@@ -70,11 +71,14 @@ struct queue_store_write {
 	void *context;
 };
 
-struct body_read {
+struct piece_read {
 	struct queue_store *store;
 	char id[QUEUE_ID_LEN + 1];
-	void *data;
-	size_t size;
+	uint32_t from;
+	size_t max_bytes;
+	struct mt_buf data;
+	uint32_t next;
+	bool complete;
 	queue_store_body_cb_t *done;
 	void *context;
 };
@@ -304,9 +308,19 @@ void queue_store_write_envelope(struct queue_store_write *w, const char *id,
 void queue_store_write_body(struct queue_store_write *w, const char *id,
 			    struct queue_body *body)
 {
-	struct store_op *op = write_add(w, OP_BODY, id);
+	struct store_op *op = write_add(w, OP_PIECE, id);
 	queue_body_ref(body);
 	op->body = body;
+	op->index = 0;
+}
+
+void queue_store_write_piece(struct queue_store_write *w, const char *id,
+			     uint32_t index, struct mt_buf *data)
+{
+	struct store_op *op = write_add(w, OP_PIECE, id);
+	op->index = index;
+	op->record = *data;
+	mt_buf_init(data);
 }
 
 void queue_store_write_delete(struct queue_store_write *w, const char *id)
@@ -321,6 +335,60 @@ static void dbt_set(DBT *dbt, const void *data, size_t size)
 	dbt->size = (u_int32_t)size;
 }
 
+/* Body keys: the id and the piece's index, big-endian so that a message's
+ * pieces sort together and in order. A key of the id alone is a body
+ * written whole by an older release: piece 0, the only one. */
+#define PIECE_KEY_LEN (QUEUE_ID_LEN + 4)
+
+static void piece_key(unsigned char key[PIECE_KEY_LEN], const char *id,
+		      uint32_t index)
+{
+	memcpy(key, id, QUEUE_ID_LEN);
+	key[QUEUE_ID_LEN] = (unsigned char)(index >> 24);
+	key[QUEUE_ID_LEN + 1] = (unsigned char)(index >> 16);
+	key[QUEUE_ID_LEN + 2] = (unsigned char)(index >> 8);
+	key[QUEUE_ID_LEN + 3] = (unsigned char)index;
+}
+
+/* Is key one of id's pieces (id NULL: any message's)? Its index if so. */
+static bool piece_of(const DBT *key, const char *id, uint32_t *index_r)
+{
+	if (key->size != QUEUE_ID_LEN && key->size != PIECE_KEY_LEN)
+		return false;
+	if (id != NULL && memcmp(key->data, id, QUEUE_ID_LEN) != 0)
+		return false;
+	const unsigned char *k = key->data;
+	*index_r = key->size == QUEUE_ID_LEN ? 0 :
+		(uint32_t)k[QUEUE_ID_LEN] << 24 | (uint32_t)k[QUEUE_ID_LEN + 1] << 16 |
+		(uint32_t)k[QUEUE_ID_LEN + 2] << 8 | k[QUEUE_ID_LEN + 3];
+	return true;
+}
+
+/* Delete every piece of id's body in txn. */
+static int delete_pieces(DB *bodies, DB_TXN *txn, const char *id)
+{
+	DBC *cursor;
+	int ret = bodies->cursor(bodies, txn, &cursor, 0);
+	if (ret != 0)
+		return ret;
+	DBT key, data;
+	dbt_set(&key, id, QUEUE_ID_LEN);
+	memset(&data, 0, sizeof(data));
+	data.flags = DB_DBT_PARTIAL;	/* keys only: never read a body */
+	uint32_t index;
+	u_int32_t how = DB_SET_RANGE | DB_RMW;
+	while ((ret = cursor->get(cursor, &key, &data, how)) == 0 &&
+	       piece_of(&key, id, &index)) {
+		if ((ret = cursor->del(cursor, 0)) != 0)
+			break;
+		how = DB_NEXT | DB_RMW;
+	}
+	int close_ret = cursor->close(cursor);
+	if (ret == 0 || ret == DB_NOTFOUND)
+		ret = close_ret;
+	return ret;
+}
+
 /* On the executor thread: apply the ops in txn. */
 static int write_job(DB_ENV *env, DB_TXN *txn, void *context)
 {
@@ -328,6 +396,7 @@ static int write_job(DB_ENV *env, DB_TXN *txn, void *context)
 	struct queue_store *store = w->store;
 	for (unsigned int i = 0; i < w->count; i++) {
 		const struct store_op *op = &w->ops[i];
+		unsigned char pkey[PIECE_KEY_LEN];
 		DBT key, data;
 		int ret = 0;
 		dbt_set(&key, op->id, QUEUE_ID_LEN);
@@ -337,16 +406,19 @@ static int write_job(DB_ENV *env, DB_TXN *txn, void *context)
 			ret = store->envelopes->put(store->envelopes, txn, &key,
 						    &data, 0);
 			break;
-		case OP_BODY:
-			dbt_set(&data, op->body->data, op->body->size);
+		case OP_PIECE:
+			piece_key(pkey, op->id, op->index);
+			dbt_set(&key, pkey, sizeof(pkey));
+			if (op->body != NULL)
+				dbt_set(&data, op->body->data, op->body->size);
+			else
+				dbt_set(&data, op->record.data, op->record.len);
 			ret = store->bodies->put(store->bodies, txn, &key, &data, 0);
 			break;
 		case OP_DELETE:
 			ret = store->envelopes->del(store->envelopes, txn, &key, 0);
 			if (ret == 0 || ret == DB_NOTFOUND)
-				ret = store->bodies->del(store->bodies, txn, &key, 0);
-			if (ret == DB_NOTFOUND)
-				ret = 0;
+				ret = delete_pieces(store->bodies, txn, op->id);
 			break;
 		}
 		if (ret != 0)
@@ -373,14 +445,20 @@ static void write_done(int status, void *context)
 }
 
 void queue_store_write_submit(struct queue_store *store,
-			      struct queue_store_write *w, bool lazy, bool company,
+			      struct queue_store_write *w,
+			      enum queue_store_urgency urgency,
 			      queue_store_done_cb_t *done, void *context)
 {
+	static const unsigned int flags[] = {
+		[QUEUE_STORE_WAITED] = 0,
+		[QUEUE_STORE_COMPANY] = MT_BDB_JOB_COMPANY,
+		[QUEUE_STORE_LAZY] = MT_BDB_JOB_LAZY,
+		[QUEUE_STORE_UNFLUSHED] = MT_BDB_JOB_UNFLUSHED,
+	};
 	w->store = store;
 	w->done = done;
 	w->context = context;
-	mt_bdb_commit_submit(store->commit, store->loop,
-			     (lazy ? MT_BDB_JOB_LAZY : 0) | (company ? MT_BDB_JOB_COMPANY : 0),
+	mt_bdb_commit_submit(store->commit, store->loop, flags[urgency],
 			     write_job, write_done, w);
 }
 
@@ -391,42 +469,143 @@ void queue_store_set_commit_delay(struct queue_store *store, unsigned int usecs)
 
 /* Reads */
 
+/* On the executor thread: id's pieces from r->from on, whole, until
+ * max_bytes are read (at least one piece) or the body ends. */
 static int read_job(DB_ENV *env, DB_TXN *txn, void *context)
 {
-	struct body_read *r = context;
+	struct piece_read *r = context;
+	DB *bodies = r->store->bodies;
+	DBC *cursor;
+	int ret = bodies->cursor(bodies, NULL, &cursor, 0);
+	if (ret != 0)
+		return ret;
+	unsigned char pkey[PIECE_KEY_LEN];
 	DBT key, data;
-	dbt_set(&key, r->id, QUEUE_ID_LEN);
-	memset(&data, 0, sizeof(data));
-	data.flags = DB_DBT_MALLOC;
-	int ret = r->store->bodies->get(r->store->bodies, NULL, &key, &data, 0);
-	if (ret == 0) {
-		r->data = data.data;
-		r->size = data.size;
+	if (r->from == 0) {
+		dbt_set(&key, r->id, QUEUE_ID_LEN);	/* also finds an old whole body */
+	} else {
+		piece_key(pkey, r->id, r->from);
+		dbt_set(&key, pkey, sizeof(pkey));
 	}
-	return ret;
+	memset(&data, 0, sizeof(data));
+	data.flags = DB_DBT_REALLOC;
+	DBT peek;
+	memset(&peek, 0, sizeof(peek));
+	peek.flags = DB_DBT_PARTIAL;	/* is there more? the key says */
+	uint32_t index;
+	bool found = false;
+	u_int32_t how = DB_SET_RANGE;
+	r->complete = true;
+	for (;;) {
+		bool full = found && r->data.len >= r->max_bytes;
+		ret = cursor->get(cursor, &key, full ? &peek : &data, how);
+		how = DB_NEXT;
+		if (ret != 0 || !piece_of(&key, r->id, &index))
+			break;
+		if (full || (found && index != r->next)) {
+			r->complete = false;	/* more to come (or a gap: its read fails) */
+			break;
+		}
+		if (!found && r->from != 0 && index != r->from)
+			break;			/* the piece asked for is gone */
+		found = true;
+		mt_buf_append(&r->data, data.data, data.size);
+		r->next = index + 1;
+	}
+	free(data.data);
+	(void)cursor->close(cursor);
+	if (ret != 0 && ret != DB_NOTFOUND)
+		return ret;
+	return found ? 0 : DB_NOTFOUND;
 }
 
 static void read_done(int status, void *context)
 {
-	struct body_read *r = context;
+	struct piece_read *r = context;
 	struct queue_body *body = NULL;
-	if (status == 0)
-		body = queue_body_new(r->data, r->size);
+	if (status == 0) {
+		size_t size = r->data.len;
+		body = queue_body_new(mt_buf_steal(&r->data), size);
+		body->complete = r->complete;
+		body->next_piece = r->next;
+	}
 	r->done(status, body, r->context);
 	queue_body_unref(&body);
+	mt_buf_free(&r->data);
 	free(r);
 }
 
-void queue_store_read_body(struct queue_store *store, const char *id,
-			   queue_store_body_cb_t *done, void *context)
+void queue_store_read_pieces(struct queue_store *store, const char *id,
+			     uint32_t from, size_t max_bytes,
+			     queue_store_body_cb_t *done, void *context)
 {
-	struct body_read *r = mt_xcalloc(1, sizeof(*r));
+	struct piece_read *r = mt_xcalloc(1, sizeof(*r));
 	r->store = store;
 	snprintf(r->id, sizeof(r->id), "%s", id);
+	r->from = from;
+	r->max_bytes = max_bytes;
 	r->done = done;
 	r->context = context;
 	mt_bdb_commit_submit(store->commit, store->loop, MT_BDB_JOB_READ,
 			     read_job, read_done, r);
+}
+
+/* Start-up: the pieces of bodies whose envelope never became durable (a
+ * message still arriving when the process died) are found in one pass over
+ * the keys, then deleted, one message per transaction. */
+unsigned int queue_store_sweep_orphans(struct queue_store *store,
+				       queue_store_known_cb_t *known,
+				       void *context)
+{
+	char (*orphans)[QUEUE_ID_LEN + 1] = NULL;
+	size_t count = 0, cap = 0;
+	DBC *cursor;
+	int ret = store->bodies->cursor(store->bodies, NULL, &cursor, 0);
+	if (ret != 0) {
+		mt_error("queue: looking for unfinished bodies: %s", db_strerror(ret));
+		return 0;
+	}
+	DBT key, data;
+	memset(&key, 0, sizeof(key));
+	memset(&data, 0, sizeof(data));
+	data.flags = DB_DBT_PARTIAL;	/* keys only */
+	uint32_t index;
+	while ((ret = cursor->get(cursor, &key, &data, DB_NEXT)) == 0) {
+		if (!piece_of(&key, NULL, &index))
+			continue;
+		char id[QUEUE_ID_LEN + 1];
+		memcpy(id, key.data, QUEUE_ID_LEN);
+		id[QUEUE_ID_LEN] = '\0';
+		if ((count > 0 && strcmp(orphans[count - 1], id) == 0) ||
+		    known(id, context))
+			continue;
+		if (count == cap) {
+			cap = cap == 0 ? 16 : cap * 2;
+			orphans = mt_xrealloc(orphans, cap * sizeof(*orphans));
+		}
+		memcpy(orphans[count++], id, sizeof(id));
+	}
+	(void)cursor->close(cursor);
+	unsigned int removed = 0;
+	for (size_t i = 0; i < count; i++) {
+		DB_TXN *txn;
+		if ((ret = store->env->txn_begin(store->env, NULL, &txn, 0)) == 0 &&
+		    (ret = delete_pieces(store->bodies, txn, orphans[i])) != 0)
+			(void)txn->abort(txn);
+		else if (ret == 0)
+			ret = txn->commit(txn, 0);
+		if (ret != 0) {
+			mt_error("queue=%s deleting an unfinished body failed: %s",
+				 orphans[i], db_strerror(ret));
+			continue;
+		}
+		mt_warning("queue=%s deleted the body of a message that was still "
+			   "arriving when the MTA stopped (never acknowledged)",
+			   orphans[i]);
+		removed++;
+	}
+	free(orphans);
+	return removed;
 }
 
 void queue_store_get_stats(struct queue_store *store,

@@ -1,5 +1,5 @@
 /* queue.c — the MTA queue's in-memory side (see queue.h): messages and
- * bodies, queue ids, the index of queued messages in arrival order, and the
+ * bodies (read in pieces: the head, then piece by piece), queue ids, the index of queued messages in arrival order, and the
  * writes that keep queue-store.c's records in step with it.
  *
  * Trust boundary: envelope strings are client data, kept as opaque strings;
@@ -7,10 +7,9 @@
  * Ids: the time in microseconds as 16 hex digits, forced to increase (also
  * across restarts: the largest loaded id is the floor), so ids sort in
  * arrival order and never repeat. */
-#include "queue.h"
+#include "queue-private.h"
 #include "clock.h"
 #include "queue-records.h"
-#include "queue-store.h"
 #include "alloc.h"
 #include "log.h"
 #include "loop.h"
@@ -23,26 +22,6 @@
 #include <time.h>
 
 #define INITIAL_BUCKETS 1024
-
-struct queue {
-	struct queue_store *store;
-	struct mt_loop *loop;
-	struct queue_msg **buckets;
-	size_t n_buckets;
-	unsigned int count;
-	struct queue_msg *head, *tail;
-	uint64_t last_id;
-	queue_arrival_cb_t *arrival_cb;
-	void *arrival_context;
-	uint64_t submitted, saved, removed, loads;
-};
-
-struct queue_op {
-	struct queue *queue;
-	struct queue_msg *msg;
-	queue_done_cb_t *cb;
-	void *context;
-};
 
 struct save_ctx {
 	struct queue *queue;
@@ -84,6 +63,7 @@ struct queue_body *queue_body_new(char *data, size_t size)
 	body->refs = 1;
 	body->data = data;
 	body->size = size;
+	body->complete = true;
 	return body;
 }
 
@@ -282,6 +262,11 @@ static void load_one(const char *id, size_t id_len, const void *record,
 	queue_msg_unref(&msg);
 }
 
+static bool id_known(const char *id, void *context)
+{
+	return queue_find(context, id) != NULL;
+}
+
 struct queue *queue_open(const char *dir, struct mt_loop *loop,
 			 const char **error_r)
 {
@@ -297,6 +282,7 @@ struct queue *queue_open(const char *dir, struct mt_loop *loop,
 		queue_close(&q);
 		return NULL;
 	}
+	q->orphans = queue_store_sweep_orphans(store, id_known, q);
 	mt_info("queue: dir=%s opened messages=%u", dir, q->count);
 	return q;
 }
@@ -371,7 +357,7 @@ static void refused_delete(struct refused_ctx *ctx)
 {
 	struct queue_store_write *w = queue_store_write_new();
 	queue_store_write_delete(w, ctx->id);
-	queue_store_write_submit(ctx->queue->store, w, true, false,
+	queue_store_write_submit(ctx->queue->store, w, QUEUE_STORE_LAZY,
 				 refused_delete_done, ctx);
 }
 
@@ -415,21 +401,91 @@ static void submit_done(int status, void *context)
 		op->cb(status == 0, status == 0 ? NULL : "the queue could not "
 		       "store the message", op->context);
 	queue_msg_unref(&op->msg);
+	mt_buf_free(&op->tail);
 	free(op);
 }
 
+/* The queue closed while op waited for its pieces: nothing is written. */
+static bool op_closed(struct queue_op *op)
+{
+	if (op->queue->store != NULL)
+		return false;
+	if (op->cb != NULL)
+		op->cb(false, "the queue is closing", op->context);
+	queue_msg_unref(&op->msg);
+	mt_buf_free(&op->tail);
+	free(op);
+	return true;
+}
+
+void queue_op_write(struct queue_op *op, uint32_t tail_index)
+{
+	if (op_closed(op))
+		return;
+	struct queue_msg *msg = op->msg;
+	struct queue_store_write *w = queue_store_write_new();
+	put_envelope(w, msg);
+	if (tail_index == 1 && op->tail.len > 0) {
+		/* It all arrived before a piece filled: one record, and the
+		 * body stays in memory for the delivery that follows. */
+		struct mt_buf whole = MT_BUF_INIT;
+		mt_buf_append(&whole, msg->body->data, msg->body->size);
+		mt_buf_append(&whole, op->tail.data, op->tail.len);
+		size_t size = whole.len;
+		queue_body_unref(&msg->body);
+		msg->body = queue_body_new(mt_buf_steal(&whole), size);
+		mt_buf_free(&op->tail);
+	}
+	queue_store_write_body(w, msg->id, msg->body);
+	if (op->tail.len > 0)
+		queue_store_write_piece(w, msg->id, tail_index, &op->tail);
+	if (tail_index > 1)
+		queue_body_unref(&msg->body);	/* the delivery reads the head */
+	queue_store_write_submit(op->queue->store, w, op->company ?
+				 QUEUE_STORE_COMPANY : QUEUE_STORE_WAITED,
+				 submit_done, op);
+}
+
+static void failed_delete_done(int status, void *context)
+{
+	struct queue_op *op = context;
+	(void)status;	/* what is left is deleted at the next start */
+	submit_done(ENOSPC, op);
+}
+
+void queue_op_fail(struct queue_op *op)
+{
+	if (op_closed(op))
+		return;
+	/* Through the store, so the callback runs from the loop and only
+	 * after the pieces are gone. */
+	struct queue_store_write *w = queue_store_write_new();
+	queue_store_write_delete(w, op->msg->id);
+	queue_store_write_submit(op->queue->store, w, QUEUE_STORE_LAZY,
+				 failed_delete_done, op);
+}
+
 struct queue_op *queue_submit(struct queue *q, struct queue_msg *msg,
+			      struct queue_spool **spool_p, struct mt_buf *tail,
 			      bool company, queue_done_cb_t *cb, void *context)
 {
 	struct queue_op *op = mt_xcalloc(1, sizeof(*op));
 	op->queue = q;
 	op->msg = msg;		/* the caller's reference */
+	op->company = company;
 	op->cb = cb;
 	op->context = context;
-	struct queue_store_write *w = queue_store_write_new();
-	put_envelope(w, msg);
-	queue_store_write_body(w, msg->id, msg->body);
-	queue_store_write_submit(q->store, w, false, company, submit_done, op);
+	if (tail != NULL) {
+		op->tail = *tail;
+		mt_buf_init(tail);
+	}
+	struct queue_spool *spool = spool_p != NULL ? *spool_p : NULL;
+	if (spool_p != NULL)
+		*spool_p = NULL;
+	if (spool != NULL)
+		queue_spool_then(spool, op);
+	else
+		queue_op_write(op, 1);
 	return op;
 }
 
@@ -502,7 +558,7 @@ static void save_submit(struct queue *q, struct queue_msg *msg,
 		if (tries == 0)
 			q->saved++;
 	}
-	queue_store_write_submit(q->store, w, true, false, save_done, ctx);
+	queue_store_write_submit(q->store, w, QUEUE_STORE_LAZY, save_done, ctx);
 }
 
 void queue_save(struct queue *q, struct queue_msg *msg, struct queue_msg *extra)
@@ -519,7 +575,7 @@ void queue_remove(struct queue *q, struct queue_msg *msg)
 	queue_msg_ref(msg);
 	msg->writes++;
 	remove_records(q, msg, w);
-	queue_store_write_submit(q->store, w, true, false, save_done, ctx);
+	queue_store_write_submit(q->store, w, QUEUE_STORE_LAZY, save_done, ctx);
 }
 
 static void load_finish(void *context)
@@ -561,7 +617,45 @@ void queue_load_body(struct queue *q, struct queue_msg *msg,
 		mt_loop_post(q->loop, load_finish, ctx);
 		return;
 	}
-	queue_store_read_body(q->store, msg->id, load_done, ctx);
+	queue_store_read_pieces(q->store, msg->id, 0, QUEUE_HEAD_MAX, load_done, ctx);
+}
+
+struct queue_read {
+	char id[QUEUE_ID_LEN + 1];
+	queue_read_cb_t *cb;
+	void *context;
+	bool cancelled;
+};
+
+static void read_next_done(int status, struct queue_body *piece, void *context)
+{
+	struct queue_read *r = context;
+	if (status != 0)
+		mt_error("queue=%s reading the body failed: %s", r->id,
+			 status > 0 ? strerror(status) : db_strerror(status));
+	if (!r->cancelled)
+		r->cb(status == 0 ? piece : NULL, r->context);
+	free(r);
+}
+
+struct queue_read *queue_read_next(struct queue *q, const struct queue_msg *msg,
+				   const struct queue_body *after,
+				   queue_read_cb_t *cb, void *context)
+{
+	struct queue_read *r = mt_xcalloc(1, sizeof(*r));
+	memcpy(r->id, msg->id, sizeof(r->id));
+	r->cb = cb;
+	r->context = context;
+	queue_store_read_pieces(q->store, msg->id, after->next_piece,
+				QUEUE_PIECE_SIZE, read_next_done, r);
+	return r;
+}
+
+void queue_read_cancel(struct queue_read **read_p)
+{
+	if (*read_p != NULL)
+		(*read_p)->cancelled = true;
+	*read_p = NULL;
 }
 
 void queue_set_commit_delay(struct queue *q, unsigned int usecs)
@@ -578,6 +672,8 @@ void queue_get_stats(struct queue *q, struct queue_stats *s)
 	s->saved = q->saved;
 	s->removed = q->removed;
 	s->loads = q->loads;
+	s->spooled_pieces = q->spooled_pieces;
+	s->orphans = q->orphans;
 	s->flushes = cs.flushes;
 	s->lazy_flushes = cs.lazy_flushes;
 	s->commit_usecs = cs.exec_usecs;

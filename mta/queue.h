@@ -5,7 +5,7 @@
  * it over the admin socket).
  *
  * Durability: queue_submit() completes only when the message and its
- * envelope are on stable storage (group commit, lib/bdb-commit.h), so the
+ * envelope are on stable storage (a body that arrived in pieces too) (group commit, lib/bdb-commit.h), so the
  * SMTP 250 may be sent from its callback. State changes (delivered, deferred,
  * bounced) are written the same way; a change lost in a crash only means a
  * recipient is tried again (at least once, never lost).
@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct mt_buf;
 struct mt_loop;
 struct queue;
 
@@ -67,13 +68,23 @@ struct queue_rcpt {
 	bool busy;		/* in a delivery attempt now */
 };
 
-/* A message body, shared by reference between the session that received
- * it, the queue and delivery attempts. */
+/* Bytes of a message body, shared by reference: a whole body made here (a
+ * DSN), or what one read from the queue returned — the first pieces (the
+ * head, queue_load_body) or the next ones (queue_read_next). */
 struct queue_body {
 	unsigned int refs;
 	size_t size;
 	char *data;
+	bool complete;		/* nothing of the body follows these bytes */
+	uint32_t next_piece;	/* where the following bytes start (if any) */
 };
+
+/* A body is stored in pieces of about this size (the client's content
+ * as it arrives), so no session holds more than about two in memory. */
+#define QUEUE_PIECE_SIZE (256u * 1024u)
+/* What queue_load_body() reads: the head, from which a DSN quotes and the
+ * header section is checked; a body no longer than this is read whole. */
+#define QUEUE_HEAD_MAX QUEUE_PIECE_SIZE
 
 struct queue_msg {
 	char id[QUEUE_ID_LEN + 1];
@@ -88,7 +99,8 @@ struct queue_msg {
 	struct queue_rcpt *rcpts;
 
 	/* Not stored: */
-	struct queue_body *body;	/* cached, or NULL (see queue_load_body) */
+	struct queue_body *body;	/* the head (see queue_load_body), or NULL;
+					 * at submit: our lines before the content */
 	unsigned int refs;
 	bool indexed;		/* durable and in the queue's index */
 	bool removed;		/* deleted from the queue (records going) */
@@ -126,7 +138,8 @@ struct queue_rcpt *queue_msg_add_rcpt(struct queue_msg *msg,
 void queue_msg_ref(struct queue_msg *msg);
 void queue_msg_unref(struct queue_msg **msg_p);
 
-struct queue_body *queue_body_new(char *data, size_t size);	/* takes data */
+/* A complete body (takes data). */
+struct queue_body *queue_body_new(char *data, size_t size);
 void queue_body_ref(struct queue_body *body);
 void queue_body_unref(struct queue_body **body_p);
 
@@ -142,14 +155,44 @@ bool queue_msg_done(const struct queue_msg *msg);
 
 /* Writes */
 
+/* A body being received: the client's content written to the queue in
+ * pieces as it arrives (queue-spool.c), each piece committed without a
+ * flush of its own; none of it counts until queue_submit() makes the
+ * envelope durable (that flush makes the pieces durable too: the log is
+ * one sequence). An aborted spool's pieces are deleted, and pieces that
+ * no envelope names (the process died while the message arrived) at the
+ * next start. */
+struct queue_spool;
+/* ready(context) runs on the loop each time a piece write finishes. */
+typedef void queue_spool_ready_cb_t(void *context);
+struct queue_spool *queue_spool_new(struct queue *queue, const char *id,
+				    queue_spool_ready_cb_t *ready, void *context);
+/* Write content (taken, left empty) as the next piece; dropped once a
+ * piece has failed (the message will be refused, queue_spool_failed). */
+void queue_spool_write(struct queue_spool *spool, struct mt_buf *content);
+/* A piece write is in flight: read no more content until ready. */
+bool queue_spool_busy(const struct queue_spool *spool);
+/* A piece could not be written (a full disk): answer 451 at the end. */
+bool queue_spool_failed(const struct queue_spool *spool);
+/* Octets written as pieces so far. */
+uint64_t queue_spool_size(const struct queue_spool *spool);
+/* The message will not be queued: its pieces are deleted once the writes
+ * in flight are done; ready is not called again. NULL is fine. */
+void queue_spool_abort(struct queue_spool **spool_p);
+
 struct queue_op;
-/* Store a new message (msg gets the body reference; msg->id set) durably.
- * On success msg is indexed, the arrival callback runs, then cb(true). On
- * failure cb(false, error); msg is not indexed. The handle is valid until
- * the callback; queue_op_forget() makes it not call back (the write still
- * happens). company: other messages are about to be submitted too, so the
- * flush may wait up to the commit delay to share itself with them. */
+/* Store a new message (msg->id set) durably: its envelope, msg->body
+ * (taken: for a received message our own lines, before the content) as
+ * piece 0, the spool's pieces (spool taken, may be NULL) and tail (the
+ * content after them, taken; may be NULL). On success msg is indexed, the
+ * arrival callback runs, then cb(true). On failure cb(false, error); msg
+ * is not indexed and nothing of it stays on disk. The handle is valid
+ * until the callback; queue_op_forget() makes it not call back (the write
+ * still happens). company: other messages are about to be submitted too,
+ * so the flush may wait up to the commit delay to share itself with
+ * them. */
 struct queue_op *queue_submit(struct queue *queue, struct queue_msg *msg,
+			      struct queue_spool **spool_p, struct mt_buf *tail,
 			      bool company, queue_done_cb_t *cb, void *context);
 /* commit_delay: how long a flush may wait for company (0: never). */
 void queue_set_commit_delay(struct queue *queue, unsigned int usecs);
@@ -162,14 +205,29 @@ void queue_save(struct queue *queue, struct queue_msg *msg,
 		struct queue_msg *extra);
 /* Remove msg whatever its state (admin delete). */
 void queue_remove(struct queue *queue, struct queue_msg *msg);
-/* Read msg's body into msg->body (cb on the loop). */
+/* Read the head of msg's body (up to QUEUE_HEAD_MAX octets, in whole
+ * pieces; all of it if no longer) into msg->body (cb on the loop). */
 void queue_load_body(struct queue *queue, struct queue_msg *msg,
 		     queue_done_cb_t *cb, void *context);
+/* Read the bytes of msg's body that follow `after` (a head or an earlier
+ * piece, not complete), about QUEUE_PIECE_SIZE of them: cb(piece) on the
+ * loop, or cb(NULL) if they cannot be read (the message was deleted, a
+ * read error: logged). queue_read_cancel() before the callback makes it
+ * not call back. */
+struct queue_read;
+typedef void queue_read_cb_t(struct queue_body *piece, void *context);
+struct queue_read *queue_read_next(struct queue *queue,
+				   const struct queue_msg *msg,
+				   const struct queue_body *after,
+				   queue_read_cb_t *cb, void *context);
+void queue_read_cancel(struct queue_read **read_p);
 
 /* Counters for the periodic stats line and the admin socket. */
 struct queue_stats {
 	unsigned int messages;
 	uint64_t submitted, saved, removed, loads;
+	uint64_t spooled_pieces;	/* body pieces written while arriving */
+	uint64_t orphans;		/* unfinished bodies deleted at start-up */
 	uint64_t flushes, lazy_flushes, flushed_jobs, max_batch;
 	uint64_t commit_usecs, flush_usecs;	/* storage threads' busy time */
 	uint64_t company_waits;		/* flushes that waited for company */

@@ -70,7 +70,9 @@ void smtp_tx_reset(struct smtp_session *s)
 	free(tx->rcpts);
 	free(tx->sender);
 	free(tx->envid);
+	mt_buf_free(&tx->prefix);
 	mt_buf_free(&tx->body);
+	queue_spool_abort(&tx->spool);
 	memset(tx, 0, sizeof(*tx));
 	s->log.queue_id[0] = '\0';
 }

@@ -23,7 +23,11 @@
  * CR/LF); 2920 3.1 (DATA ends a pipelining group); 3030 (BDAT); 3848
  * (with ESMTPS/ESMTPA/ESMTPSA; with received_auth_user also Postfix's
  * "(Authenticated sender: ...)" comment); 6531 3.7.3 (with UTF8SMTP*);
- * 5322 3.6.7 (trace fields). */
+ * 5322 3.6.7 (trace fields).
+ * Memory: content goes to the queue in pieces while it arrives
+ * (queue_spool); input stops while a piece is being written, so a
+ * session holds about two pieces (QUEUE_PIECE_SIZE) plus its socket's
+ * input watermark, whatever max_message_size allows. */
 #include "smtp-session.h"
 #include "clock.h"
 #include "alloc.h"
@@ -67,23 +71,70 @@ static void format_date(char *buf, size_t size)
 static void add_received(struct smtp_session *s)
 {
 	struct smtp_tx *tx = &s->tx;
+	struct mt_buf *out = &tx->prefix;
 	char date[64];
 	format_date(date, sizeof(date));
 	bool v6 = strchr(s->peer_ip, ':') != NULL;
 
-	mt_buf_appendf(&tx->body, "Received: from %s ([%s%s])\r\n",
+	mt_buf_appendf(out, "Received: from %s ([%s%s])\r\n",
 		       s->helo, v6 ? "IPv6:" : "", s->peer_ip);
 	if (s->authenticated && s->mta->set->received_auth_user)
-		mt_buf_appendf(&tx->body, "\t(Authenticated sender: %s)\r\n",
+		mt_buf_appendf(out, "\t(Authenticated sender: %s)\r\n",
 			       s->auth_user);
-	mt_buf_appendf(&tx->body, "\tby %s (%s) with %s id %s\r\n",
+	mt_buf_appendf(out, "\tby %s (%s) with %s id %s\r\n",
 		       s->mta->hostname, MTA_NAME, with_protocol(s), tx->queue_id);
-	mt_buf_appendf(&tx->body, "\t(queue=%s%s%s)", tx->queue_id,
+	mt_buf_appendf(out, "\t(queue=%s%s%s)", tx->queue_id,
 		       s->tls ? "; " : "", s->tls ? s->tls_info : "");
 	if (tx->rcpt_count == 1)
-		mt_buf_appendf(&tx->body, "\r\n\tfor <%s>", tx->rcpts[0].address);
-	mt_buf_appendf(&tx->body, "; %s\r\n", date);
-	tx->content_start = tx->body.len;
+		mt_buf_appendf(out, "\r\n\tfor <%s>", tx->rcpts[0].address);
+	mt_buf_appendf(out, "; %s\r\n", date);
+}
+
+/* Content in pieces */
+
+/* The start of the client's content is in tx->body (before the first
+ * piece leaves): look at its header section once. One piece holds any
+ * header section of sensible size; one longer than that is judged by its
+ * first QUEUE_PIECE_SIZE octets, which hold more Received: fields than
+ * max_hops allows. */
+static void check_head(struct smtp_session *s)
+{
+	struct smtp_tx *tx = &s->tx;
+	if (tx->head_checked)
+		return;
+	tx->head_checked = true;
+	tx->head_hops = smtp_count_received(tx->body.data, tx->body.len);
+	tx->head_fields = smtp_header_fields(tx->body.data, tx->body.len);
+}
+
+static void spool_ready(void *context)
+{
+	struct smtp_session *s = context;
+	if (s->tx.spool_paused) {
+		s->tx.spool_paused = false;
+		smtp_session_resume(s);
+	}
+}
+
+/* Once the content fills a piece, write it to the queue. False when the
+ * previous piece is still being written: read nothing more until it is
+ * (the socket's input stops at its watermark), so a session holds about
+ * two pieces whatever the message's size. */
+static bool spool_content(struct smtp_session *s)
+{
+	struct smtp_tx *tx = &s->tx;
+	if (tx->body.len < QUEUE_PIECE_SIZE)
+		return true;
+	if (tx->spool == NULL)
+		tx->spool = queue_spool_new(s->mta->queue, tx->queue_id,
+					    spool_ready, s);
+	if (queue_spool_busy(tx->spool)) {
+		tx->spool_paused = true;
+		return false;
+	}
+	check_head(s);
+	queue_spool_write(tx->spool, &tx->body);
+	return true;
 }
 
 static void queued_done(bool ok, const char *error, void *context)
@@ -124,34 +175,37 @@ static void add_missing_headers(struct smtp_session *s)
 	struct smtp_tx *tx = &s->tx;
 	if (!completes_headers(s))
 		return;
-	unsigned int have = smtp_header_fields(tx->body.data + tx->content_start,
-					       tx->body.len - tx->content_start);
-	struct mt_buf add = MT_BUF_INIT;
+	unsigned int have = tx->head_fields;
 	if ((have & SMTP_HEADER_DATE) == 0) {
 		char date[64];
 		format_date(date, sizeof(date));
-		mt_buf_appendf(&add, "Date: %s\r\n", date);
+		mt_buf_appendf(&tx->prefix, "Date: %s\r\n", date);
 	}
 	if ((have & SMTP_HEADER_MESSAGE_ID) == 0)
-		mt_buf_appendf(&add, "Message-ID: <%s@%s>\r\n", tx->queue_id,
+		mt_buf_appendf(&tx->prefix, "Message-ID: <%s@%s>\r\n", tx->queue_id,
 			       s->mta->hostname);
-	if (add.len > 0) {
+	if ((have & (SMTP_HEADER_DATE | SMTP_HEADER_MESSAGE_ID)) !=
+	    (SMTP_HEADER_DATE | SMTP_HEADER_MESSAGE_ID))
 		mt_slog(MT_LOG_DEBUG, &s->log, "added missing%s%s",
 			(have & SMTP_HEADER_DATE) == 0 ? " Date:" : "",
 			(have & SMTP_HEADER_MESSAGE_ID) == 0 ? " Message-ID:" : "");
-		mt_buf_insert(&tx->body, tx->content_start, add.data, add.len);
-	}
-	mt_buf_free(&add);
 }
 
-/* The content is complete and acceptable: queue it durably. */
+/* The content is complete and acceptable: queue it durably (what is not
+ * written as pieces yet goes with the envelope). */
 static void finish_message(struct smtp_session *s)
 {
 	struct smtp_tx *tx = &s->tx;
+	if (tx->spool != NULL && queue_spool_failed(tx->spool)) {
+		smtp_reply(s, 451, "4.3.0 Error: queue file write error");
+		smtp_tx_reset(s);
+		smtp_enter_state(s, SMTP_STATE_COMMAND);
+		return;
+	}
+	check_head(s);
 	add_missing_headers(s);
 	struct queue_msg *msg = queue_msg_new();
-	unsigned int hops = smtp_count_received(tx->body.data + tx->content_start,
-					   tx->body.len - tx->content_start);
+	unsigned int hops = tx->head_hops;
 
 	memcpy(msg->id, tx->queue_id, sizeof(msg->id));
 	msg->arrival = mt_wall_ms();
@@ -173,13 +227,15 @@ static void finish_message(struct smtp_session *s)
 			mt_xstrdup(tx->rcpts[i].orcpt) : NULL;
 		r->notify = tx->rcpts[i].notify;
 	}
-	size_t size = tx->body.len;
+	size_t prefix_len = tx->prefix.len;
+	uint64_t size = prefix_len + tx->body.len +
+		(tx->spool != NULL ? queue_spool_size(tx->spool) : 0);
 	msg->size = size;
-	msg->body = queue_body_new(mt_buf_steal(&tx->body), size);
+	msg->body = queue_body_new(mt_buf_steal(&tx->prefix), prefix_len);
 	tx->queued_size = size;
 	tx->queued_at = mt_clock_us();
 	smtp_enter_state(s, SMTP_STATE_WAIT);
-	s->queue_op = queue_submit(s->mta->queue, msg,
+	s->queue_op = queue_submit(s->mta->queue, msg, &tx->spool, &tx->body,
 				   smtp_server_receiving(s->mta->server) > 0,
 				   queued_done, s);
 }
@@ -255,10 +311,17 @@ void smtp_cmd_data(struct smtp_session *s, const char *args)
 bool smtp_data_input(struct smtp_session *s)
 {
 	struct smtp_tx *tx = &s->tx;
+	struct evbuffer *in = bufferevent_get_input(s->bev);
 	const char *error;
-	if (!mt_dot_decode_evbuffer(&tx->dec, bufferevent_get_input(s->bev),
-				    &tx->body))
-		return false;
+	for (;;) {
+		if (!spool_content(s))
+			return false;
+		if (mt_dot_decode_evbuffer_max(&tx->dec, in, &tx->body,
+					       QUEUE_PIECE_SIZE))
+			break;
+		if (tx->body.len < QUEUE_PIECE_SIZE)
+			return false;	/* wants more input */
+	}
 	enum mt_dot_result r = mt_dot_decoder_result(&tx->dec, &error);
 	if (r == MT_DOT_RESULT_OK) {
 		finish_message(s);
@@ -339,36 +402,50 @@ void smtp_cmd_bdat(struct smtp_session *s, const char *args)
 	smtp_enter_state(s, SMTP_STATE_BDAT);
 }
 
+/* Decode up to n octets of in (all there, n > 0) into the content. */
+static void bdat_decode(struct smtp_session *s, struct evbuffer *in, size_t n)
+{
+	struct smtp_tx *tx = &s->tx;
+	struct evbuffer_iovec vec[16];
+	size_t done = 0;
+	while (done < n) {
+		int k = evbuffer_peek(in, (ev_ssize_t)(n - done), NULL, vec, 16);
+		size_t taken = 0;
+		for (int i = 0; i < k && i < 16 && done + taken < n; i++) {
+			size_t len = vec[i].iov_len;
+			if (len > n - done - taken)
+				len = n - done - taken;
+			smtp_chunk_decode(&tx->chunk, vec[i].iov_base, len, &tx->body);
+			taken += len;
+		}
+		evbuffer_drain(in, taken);
+		done += taken;
+	}
+}
+
+/* BDAT content is read in slices of this much, so that the content held
+ * stays near one piece whatever the chunk size. */
+#define BDAT_SLICE (64u * 1024u)
+
 bool smtp_bdat_input(struct smtp_session *s)
 {
 	struct smtp_tx *tx = &s->tx;
 	struct evbuffer *in = bufferevent_get_input(s->bev);
-	size_t avail = evbuffer_get_length(in);
-	if (avail == 0)
-		return false;
-	size_t n = avail < tx->bdat_left ? avail : (size_t)tx->bdat_left;
-	if (tx->bdat_error == NULL) {
-		struct evbuffer_iovec vec[16];
-		size_t done = 0;
-		while (done < n) {
-			int k = evbuffer_peek(in, (ev_ssize_t)(n - done), NULL, vec, 16);
-			size_t taken = 0;
-			for (int i = 0; i < k && i < 16 && done + taken < n; i++) {
-				size_t len = vec[i].iov_len;
-				if (len > n - done - taken)
-					len = n - done - taken;
-				smtp_chunk_decode(&tx->chunk, vec[i].iov_base, len, &tx->body);
-				taken += len;
-			}
-			evbuffer_drain(in, taken);
-			done += taken;
-		}
-	} else {
-		evbuffer_drain(in, n);
+	while (tx->bdat_left > 0) {
+		if (tx->bdat_error == NULL && !spool_content(s))
+			return false;
+		size_t avail = evbuffer_get_length(in);
+		if (avail == 0)
+			return false;
+		size_t n = avail < tx->bdat_left ? avail : (size_t)tx->bdat_left;
+		if (n > BDAT_SLICE)
+			n = BDAT_SLICE;
+		if (tx->bdat_error == NULL)
+			bdat_decode(s, in, n);
+		else
+			evbuffer_drain(in, n);
+		tx->bdat_left -= n;
 	}
-	tx->bdat_left -= n;
-	if (tx->bdat_left > 0)
-		return false;
 	bdat_chunk_done(s, tx->bdat_chunk);
 	return true;
 }

@@ -32,7 +32,7 @@
 #include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 
-#define INPUT_HIGH (1024u * 1024u)
+#define INPUT_HIGH (256u * 1024u)
 #define OUTPUT_HIGH (256u * 1024u)
 
 static const char *const state_names[SMTP_STATE_COUNT] = {

@@ -96,9 +96,16 @@ struct smtp_tx {
 	char *envid;
 	struct smtp_rcpt *rcpts;
 	unsigned int rcpt_count;
-	/* Content: our Received: line, then the client's message. */
+	/* Content: our Received: line (and added header fields) in prefix,
+	 * the client's message in body until it fills a piece, which goes to
+	 * the queue (spool) while the rest arrives. */
+	struct mt_buf prefix;
 	struct mt_buf body;
-	size_t content_start;		/* offset of the client's part in body */
+	struct queue_spool *spool;	/* NULL until the first piece */
+	bool spool_paused;		/* input waits for a piece write */
+	bool head_checked;		/* header section looked at: */
+	unsigned int head_hops;		/* its Received: fields */
+	unsigned int head_fields;	/* SMTP_HEADER_* present */
 	struct mt_dot_decoder dec;	/* DATA */
 	bool bdat_used;			/* BDAT seen: DATA now refused */
 	uint64_t bdat_chunk;		/* size of the current chunk */

@@ -18,7 +18,8 @@
  *    closing "--B--", all of them outside the quoted original, and B
  *    occurs nowhere in the quoted original (RFC 2046 5.1.1);
  *  - the quoted original is exactly the header section (RET=HDRS or no
- *    RET) or the whole message (RET=FULL);
+ *    RET, or a head without all of the message) or the whole message
+ *    (RET=FULL);
  *  - Original-Envelope-Id is the ENVID xtext decoded (RFC 3464 2.2.1)
  *    when that is printable US-ASCII, else the xtext as queued (so a
  *    decoded CR LF cannot start a line), and absent without ENVID.
@@ -27,7 +28,9 @@
  * and per recipient address, ORCPT, last error, remote MTA; the rest is the
  * original message. flags bit 0: RET=FULL; bit 1: no stored body; bit 2:
  * ENVID given; bits 3-4: 1-3 recipients; bit 5: the original's boundary
- * guess uses the report's id; bit 6: the postmaster's copy. Recipient byte: bits 0-1 state (bounced,
+ * guess uses the report's id; bit 6: the postmaster's copy; bit 7: the
+ * stored body is only the head the queue loaded (more follows: never
+ * quoted whole, cut after its last whole line). Recipient byte: bits 0-1 state (bounced,
  * delivered, deferred, pending), bits 2-5 NOTIFY, bit 6 relayed, bit 7
  * ORCPT given.
  * Trust boundary: data from SMTP clients and servers (RFC 3464, 3461,
@@ -227,9 +230,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		mt_buf_appendf(&original, "X: y\r\n\r\n--%s.%s/%s--\r\n",
 			       REPORT_ID, MSG_ID, HOST);
 	mt_buf_append(&original, in.data, in.len);
+	memset(&body, 0, sizeof(body));
 	body.refs = 1;
 	body.data = original.data != NULL ? original.data : (char *)"";
 	body.size = original.len;
+	body.complete = (flags & 0x80) == 0;
 	msg.body = (flags & 2) ? NULL : &body;
 	msg.size = body.size;
 
@@ -292,15 +297,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				   "no closing boundary at the end");
 			quoted_len = (size_t)(end - quoted);
 			/* The original, exactly, plus CRLF if it lacked a line end. */
-			bool full = msg.ret == QUEUE_RET_FULL || pm;
+			bool full = (msg.ret == QUEUE_RET_FULL || pm) && body.complete;
 			size_t want = body.size;
 			if (!full) {
 				const char *e1 = memmem(body.data, body.size, "\n\n", 2);
 				const char *e2 = memmem(body.data, body.size, "\n\r\n", 3);
 				const char *e = e1 == NULL ? e2 : e2 == NULL ? e1 :
 					e1 < e2 ? e1 : e2;
-				if (e != NULL)
+				if (e != NULL) {
 					want = (size_t)(e - body.data) + 1;
+				} else if (!body.complete) {
+					want = 0;	/* through the head's last line end */
+					for (size_t k = 0; k < body.size; k++)
+						if (body.data[k] == '\n')
+							want = k + 1;
+				}
 			}
 			bool crlf = want > 0 && body.data[want - 1] != '\n';
 			FUZZ_CHECK(quoted_len == want + (crlf ? 2 : 0) &&
