@@ -14,7 +14,9 @@ store_libmtstore_a_SOURCES = \
 	store/store-async.c \
 	store/store-mailbox.c \
 	store/store-admin.c \
-	store/store-space.c
+	store/store-space.c \
+	store/store-body.c \
+	store/store-chunks.c
 store_libmtstore_a_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS)
 
 # What a program using the store links (after its own objects).

@@ -1,5 +1,6 @@
 /* store-admin.c — what `mailtierctl store stat` and `store backup` need:
- * the store's contents (with the purge backlog), log and checkpoint state,
+ * the store's contents (with the purge backlog and the bodies being
+ * written), log and checkpoint state,
  * and a hot backup that opens as a store.
  *
  * Trust boundary: the backup directory comes from the administrator's
@@ -50,6 +51,18 @@ enum mt_store_status mt_store_stat_get(struct mt_store *store,
 	}
 	if (ret != 0) {
 		*error_r = store_error("store %s: reading the purge queue: %s",
+				       store->home, store_strerror(ret));
+		return store_status_from_db(store, ret);
+	}
+
+	for (unsigned int attempt = 1;; attempt++) {
+		ret = store_chunks_partial_totals(store, &st->partial_bodies,
+						  &st->partial_bytes);
+		if (ret != DB_LOCK_DEADLOCK || attempt >= STORE_TXN_ATTEMPTS)
+			break;
+	}
+	if (ret != 0) {
+		*error_r = store_error("store %s: reading the bodies being written: %s",
 				       store->home, store_strerror(ret));
 		return store_status_from_db(store, ret);
 	}

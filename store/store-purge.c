@@ -1,10 +1,14 @@
 /* store-purge.c — the purger: deletes the bodies of expunged messages in
  * the background, so that the expunge a POP3 QUIT waits for logs only
- * small records (the lazy expunge of store-records.c).
+ * small records (the lazy expunge of store-records.c); and so the shared
+ * bodies their last message left, the bodies aborted mid-delivery and
+ * those a crash left half-written (queued by store-body.c and
+ * store-chunks.c).
  *
  *   flusher ──kick──► purger thread: wait purge_delay_msecs for more
  *                     expunges, then batches of PURGE_BATCH bodies (at most
- *                     PURGE_BATCH_BYTES), each one NOSYNC transaction that
+ *                     PURGE_BATCH_BYTES: a larger body is deleted from its
+ *                     end in several), each one NOSYNC transaction that
  *                     deletes the body chunks and their purge.db records,
  *                     until purge.db is empty
  *
@@ -75,16 +79,18 @@ static bool purge_stopping(struct mt_store *store)
 	return stop;
 }
 
-/* One batch; 0 with *purged_r 0 once purge.db is empty. */
-static int purge_batch(struct mt_store *store, unsigned int *purged_r)
+/* One batch; 0 with *done_r 0 once purge.db is empty; *messages_r the
+ * expunged messages it finished. */
+static int purge_batch(struct mt_store *store, unsigned int *done_r,
+		       unsigned int *messages_r)
 {
 	uint64_t bytes;
 	pthread_rwlock_rdlock(&store->io_lock);
 	int ret = store_records_purge(store, PURGE_BATCH, PURGE_BATCH_BYTES,
-				      DB_TXN_NOSYNC, purged_r, &bytes);
+				      DB_TXN_NOSYNC, done_r, messages_r, &bytes);
 	pthread_rwlock_unlock(&store->io_lock);
-	if (ret == 0 && *purged_r > 0) {
-		store_counter_add(&store->n_purged, *purged_r);
+	if (ret == 0 && *done_r > 0) {
+		store_counter_add(&store->n_purged, *messages_r);
 		store_counter_add(&store->n_purge_txns, 1);
 	}
 	if (ret != 0 && !store_space_failed(store, ret, "purge")) {
@@ -107,11 +113,11 @@ static int purge_round(struct mt_store *store, uint64_t *purged_r)
 			return DB_RUNRECOVERY;
 		if (!store_space_writable(store))
 			return ENOSPC;
-		unsigned int n;
-		int ret = purge_batch(store, &n);
-		if (ret != 0 || n == 0)
+		unsigned int done, messages;
+		int ret = purge_batch(store, &done, &messages);
+		if (ret != 0 || done == 0)
 			return ret;
-		*purged_r += n;
+		*purged_r += messages;
 		sched_yield();	/* between transactions: let writers in */
 	}
 }
@@ -222,9 +228,9 @@ enum mt_store_status mt_store_purge_sync(struct mt_store *store,
 		return MT_STORE_NO_SPACE;
 	}
 	int ret;
-	unsigned int n;
-	while ((ret = purge_batch(store, &n)) == 0 && n > 0)
-		*purged_r += n;
+	unsigned int done, messages;
+	while ((ret = purge_batch(store, &done, &messages)) == 0 && done > 0)
+		*purged_r += messages;
 	if (ret == 0)
 		ret = store->env->log_flush(store->env, NULL);
 	if (ret == 0)
