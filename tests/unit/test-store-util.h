@@ -1,8 +1,8 @@
 /* test-store-util.h — helpers shared by the store's unit tests: a scratch
  * directory removed afterwards, opening a store on it, deterministic
- * message bytes, and counting Berkeley DB's fsync calls (through its
- * documented db_env_set_func_* hooks) to prove completions follow a flush.
- * Include after cmocka.h. */
+ * message bytes, counting a database's records (white-box), and counting
+ * Berkeley DB's fsync calls (through its documented db_env_set_func_*
+ * hooks) to prove completions follow a flush. Include after cmocka.h. */
 #ifndef TEST_STORE_UTIL_H
 #define TEST_STORE_UTIL_H
 
@@ -131,6 +131,21 @@ static inline char *test_read_all(struct mt_store_mailbox *mbox,
 	assert_int_equal(off, msg->size);
 	buf[off] = '\0';
 	return buf;
+}
+
+/* Records of a Berkeley DB database (white-box). */
+static inline unsigned int test_db_records(DB *db)
+{
+	DBC *c;
+	DBT key, data;
+	memset(&key, 0, sizeof(key));
+	memset(&data, 0, sizeof(data));
+	assert_int_equal(db->cursor(db, NULL, &c, 0), 0);
+	unsigned int n = 0;
+	while (c->get(c, &key, &data, DB_NEXT) == 0)
+		n++;
+	assert_int_equal(c->close(c), 0);
+	return n;
 }
 
 /* Counting fsync: Berkeley DB calls it for every log flush (and at
