@@ -7,6 +7,7 @@ popstore_daemon_sources = \
 	popstore/popstore.h \
 	popstore/lmtp-session.c popstore/lmtp-session.h \
 	popstore/lmtp-commands.c \
+	popstore/lmtp-data.c \
 	popstore/lmtp-parse.c popstore/lmtp-parse.h \
 	popstore/lmtp-headers.c popstore/lmtp-headers.h \
 	popstore/pop3-session.c popstore/pop3-session.h \
