@@ -68,7 +68,8 @@ popstore_integration_tests = \
 	tests/integration/test-popstore-pop3.py \
 	tests/integration/test-popstore-admin.py \
 	tests/integration/test-popstore-crash.py \
-	tests/integration/test-popstore-diskfull.py
+	tests/integration/test-popstore-diskfull.py \
+	tests/integration/test-popstore-large.py
 TESTS += $(popstore_integration_tests)
 EXTRA_DIST += $(popstore_integration_tests) tests/integration/popstorelib.py
 # test-popstore-diskfull.py mounts small file systems (root only, skipped
