@@ -232,15 +232,21 @@ struct mt_store_req *mt_store_body_deliver(struct mt_store_body **body_p,
 void store_body_drop(struct mt_store *store, struct mt_store_body *body)
 {
 	if (body->chunks == 0 || atomic_load(&store->failed))
+		return;	/* failed: the next open's sweep queues it */
+	if (!store_space_writable(store)) {
+		/* No write may take the space reserve (store-space.c). */
+		store_purge_drop_later(store, body->id, body->chunks);
 		return;
+	}
+	pthread_rwlock_rdlock(&store->io_lock);
 	int ret = store_chunks_abort(store, body->id, body->chunks);
+	pthread_rwlock_unlock(&store->io_lock);
+	(void)store_space_failed(store, ret, "abort");
 	if (ret == 0) {
 		store_counter_add(&store->n_aborted, 1);
 		store_purge_kick(store);
-	} else	/* The partial.db record stays: the next open sweeps. */
-		mt_warning("store: home=%s aborting body %llx failed: %s",
-			   store->home, (unsigned long long)body->id,
-			   store_strerror(ret));
+	} else
+		store_purge_drop_later(store, body->id, body->chunks);
 }
 
 void store_body_run(struct mt_store *store, struct mt_store_req *req)

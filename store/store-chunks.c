@@ -145,7 +145,8 @@ int store_chunks_ref(struct mt_store *store, DB_TXN *txn, uint64_t body_id,
 		    (ret = store_chunk_put(store, txn, body_id, 0, chunks, tail,
 					   tail_len)) != 0)
 			return ret;
-		if ((ret = partial_del(store, txn, body_id)) != 0)
+		/* Only chunk writes put the record: a body of one chunk has none. */
+		if (chunks > 0 && (ret = partial_del(store, txn, body_id)) != 0)
 			return ret;
 		return ref_put(store, txn, body_id, 1, size);
 	}

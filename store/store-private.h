@@ -179,6 +179,13 @@ struct mt_store_port {
 
 struct store_open_entry;
 
+/* An abort the purger retries (store-purge.c). */
+struct store_drop {
+	struct store_drop *next;
+	uint64_t body_id;
+	uint32_t chunks;
+};
+
 struct mt_store_mailbox {
 	struct mt_store *store;
 	atomic_uint refs;
@@ -239,6 +246,7 @@ struct mt_store {
 	pthread_mutex_t purge_lock;
 	pthread_cond_t purge_cond;
 	bool purge_stop, purge_kicked;	/* under purge_lock */
+	struct store_drop *drops;	/* under purge_lock: aborts to retry */
 
 	pthread_t checkpointer;
 	bool checkpointer_started;
@@ -431,6 +439,10 @@ bool store_purge_start(struct mt_store *store, const char **error_r);
 void store_purge_stop(struct mt_store *store);
 /* Expunges were made durable: purge their bodies soon. */
 void store_purge_kick(struct mt_store *store);
+/* A body's abort could not run now (a full disk, a failure): the purger
+ * retries it before its next round. */
+void store_purge_drop_later(struct mt_store *store, uint64_t body_id,
+			    uint32_t chunks);
 
 /* store-async.c */
 void store_queue_init(struct store_queue *q);

@@ -24,18 +24,6 @@
 
 #define BIG (3u * 1024 * 1024 + 12345)	/* 49 chunks and a bit */
 
-static int setup(void **state)
-{
-	test_dir_make();
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	test_dir_remove();
-	return 0;
-}
-
 /* A session-like writer: appends while fewer than two writes are in
  * flight, and runs the loop until a write is done otherwise. */
 struct writer {
@@ -451,10 +439,10 @@ int main(void)
 {
 	mt_log_init("test-store-stream", MT_LOG_TARGET_STDERR);
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_stream_shared, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_stream_abort, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_stream_crash_sweep, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_version3_message, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stream_shared, test_dir_setup, test_dir_teardown),
+		cmocka_unit_test_setup_teardown(test_stream_abort, test_dir_setup, test_dir_teardown),
+		cmocka_unit_test_setup_teardown(test_stream_crash_sweep, test_dir_setup, test_dir_teardown),
+		cmocka_unit_test_setup_teardown(test_version3_message, test_dir_setup, test_dir_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

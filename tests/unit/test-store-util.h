@@ -39,6 +39,21 @@ static inline void test_dir_remove(void)
 	test_dir[0] = '\0';
 }
 
+/* cmocka fixtures: each test in a scratch directory of its own. */
+static inline int test_dir_setup(void **state)
+{
+	(void)state;
+	test_dir_make();
+	return 0;
+}
+
+static inline int test_dir_teardown(void **state)
+{
+	(void)state;
+	test_dir_remove();
+	return 0;
+}
+
 static inline char *test_path(const char *name)
 {
 	static char path[512];

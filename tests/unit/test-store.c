@@ -24,18 +24,6 @@
 #include <fcntl.h>
 #include <sys/wait.h>
 
-static int setup(void **state)
-{
-	test_dir_make();
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	test_dir_remove();
-	return 0;
-}
-
 static void test_deliver_list_read(void **state)
 {
 	struct mt_store *store = test_store_open();
@@ -770,7 +758,8 @@ static void test_lazy_expunge(void **state)
 }
 
 /* A full disk: no purge is tried (or one fails and is kept) until space
- * returns; then the same bodies are purged. */
+ * returns; then the same bodies are purged, and the chunks of a delivery
+ * the full disk refused too. */
 static void test_purge_disk_full(void **state)
 {
 	db_env_set_func_write(full_write);
@@ -805,7 +794,10 @@ static void test_purge_disk_full(void **state)
 	assert_int_equal(status, MT_STORE_OK);
 	assert_int_equal(purged, 2);
 	assert_int_equal(stat_of(store).purge_messages, 0);
+	/* So are the chunks the refused delivery had written (its abort
+	 * waited for the space). */
 	assert_int_equal(test_db_records(store->bodies), 0);
+	assert_int_equal(test_db_records(store->partial), 0);
 	assert_int_equal(test_deliver(store, "pat", 4, 100), 3);
 	mt_store_close(&store);
 	db_env_set_func_write(NULL);
@@ -894,18 +886,18 @@ int main(void)
 {
 	mt_log_init("test-store", MT_LOG_TARGET_STDERR);
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_deliver_list_read, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_multi_rcpt_prefix, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_expunge, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_quota, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_in_use, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_uidl_stable, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_format_version, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_async, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_disk_full, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_lazy_expunge, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_purge_disk_full, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_panic, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_deliver_list_read, test_dir_setup, test_dir_teardown),
+		cmocka_unit_test_setup_teardown(test_multi_rcpt_prefix, test_dir_setup, test_dir_teardown),
+		cmocka_unit_test_setup_teardown(test_expunge, test_dir_setup, test_dir_teardown),
+		cmocka_unit_test_setup_teardown(test_quota, test_dir_setup, test_dir_teardown),
+		cmocka_unit_test_setup_teardown(test_in_use, test_dir_setup, test_dir_teardown),
+		cmocka_unit_test_setup_teardown(test_uidl_stable, test_dir_setup, test_dir_teardown),
+		cmocka_unit_test_setup_teardown(test_format_version, test_dir_setup, test_dir_teardown),
+		cmocka_unit_test_setup_teardown(test_async, test_dir_setup, test_dir_teardown),
+		cmocka_unit_test_setup_teardown(test_disk_full, test_dir_setup, test_dir_teardown),
+		cmocka_unit_test_setup_teardown(test_lazy_expunge, test_dir_setup, test_dir_teardown),
+		cmocka_unit_test_setup_teardown(test_purge_disk_full, test_dir_setup, test_dir_teardown),
+		cmocka_unit_test_setup_teardown(test_panic, test_dir_setup, test_dir_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
