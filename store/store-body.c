@@ -235,7 +235,7 @@ void store_body_drop(struct mt_store *store, struct mt_store_body *body)
 		return;	/* failed: the next open's sweep queues it */
 	if (!store_space_writable(store)) {
 		/* No write may take the space reserve (store-space.c). */
-		store_purge_drop_later(store, body->id, body->chunks);
+		store_purge_drop_retry(store, body->id, body->chunks);
 		return;
 	}
 	pthread_rwlock_rdlock(&store->io_lock);
@@ -246,7 +246,7 @@ void store_body_drop(struct mt_store *store, struct mt_store_body *body)
 		store_counter_add(&store->n_aborted, 1);
 		store_purge_kick(store);
 	} else
-		store_purge_drop_later(store, body->id, body->chunks);
+		store_purge_drop_retry(store, body->id, body->chunks);
 }
 
 void store_body_run(struct mt_store *store, struct mt_store_req *req)

@@ -452,6 +452,26 @@ static enum mt_store_status store_create(struct mt_store *store,
 	return MT_STORE_OK;
 }
 
+/* The databases versions 2 to 4 added, each with the version that has it. */
+struct added_db {
+	DB **db;
+	const char *file;
+	uint32_t since;
+};
+#define ADDED_DBS 4
+
+static size_t added_dbs(struct mt_store *store, struct added_db *out)
+{
+	const struct added_db all[ADDED_DBS] = {
+		{ &store->purge, STORE_PURGE_DB, 2 },
+		{ &store->delivered, STORE_DELIVERED_DB, 3 },
+		{ &store->refs, STORE_REFS_DB, 4 },
+		{ &store->partial, STORE_PARTIAL_DB, 4 },
+	};
+	memcpy(out, all, sizeof(all));
+	return ADDED_DBS;
+}
+
 /* Version 1, 2 or 3 → 4 (SERVE mode): the databases the old version lacks
  * (purge.db before 2, delivered.db before 3, refs.db and partial.db before
  * 4) created and the version record rewritten in one transaction. */
@@ -459,17 +479,8 @@ static enum mt_store_status store_upgrade(struct mt_store *store,
 					  const char **error_r)
 {
 	const uint32_t from = store->format_version;
-	struct {
-		DB **db;
-		const char *file;
-		uint32_t since;		/* the version that has it */
-	} made[] = {
-		{ &store->purge, STORE_PURGE_DB, 2 },
-		{ &store->delivered, STORE_DELIVERED_DB, 3 },
-		{ &store->refs, STORE_REFS_DB, 4 },
-		{ &store->partial, STORE_PARTIAL_DB, 4 },
-	};
-	const size_t n = sizeof(made) / sizeof(made[0]);
+	struct added_db made[ADDED_DBS];
+	const size_t n = added_dbs(store, made);
 	char created[128] = "";
 	DB_TXN *txn = NULL;
 	int ret = store->env->txn_begin(store->env, NULL, &txn, 0);
@@ -529,23 +540,14 @@ static enum mt_store_status dbs_open(struct mt_store *store, const char **error_
 		return ret == ENOENT ? MT_STORE_BAD_FORMAT :
 			store_status_from_db(store, ret);
 	}
-	const struct {
-		DB **db;
-		const char *file;
-		uint32_t since;
-	} later[] = {
-		{ &store->purge, STORE_PURGE_DB, 2 },
-		{ &store->delivered, STORE_DELIVERED_DB, 3 },
-		{ &store->refs, STORE_REFS_DB, 4 },
-		{ &store->partial, STORE_PARTIAL_DB, 4 },
-	};
-	for (size_t i = 0; i < sizeof(later) / sizeof(later[0]); i++) {
-		if (store->format_version < later[i].since)
+	struct added_db newer[ADDED_DBS];
+	for (size_t i = 0, n = added_dbs(store, newer); i < n; i++) {
+		if (store->format_version < newer[i].since)
 			continue;
-		if ((ret = db_open_one(store, none, later[i].db, later[i].file,
+		if ((ret = db_open_one(store, none, newer[i].db, newer[i].file,
 				       0, 0)) != 0) {
 			*error_r = store_error("store %s: opening %s: %s (damaged "
-					       "store?)", store->home, later[i].file,
+					       "store?)", store->home, newer[i].file,
 					       db_strerror(ret));
 			return ret == ENOENT ? MT_STORE_BAD_FORMAT :
 				store_status_from_db(store, ret);

@@ -441,7 +441,7 @@ void store_purge_stop(struct mt_store *store);
 void store_purge_kick(struct mt_store *store);
 /* A body's abort could not run now (a full disk, a failure): the purger
  * retries it before its next round. */
-void store_purge_drop_later(struct mt_store *store, uint64_t body_id,
+void store_purge_drop_retry(struct mt_store *store, uint64_t body_id,
 			    uint32_t chunks);
 
 /* store-async.c */

@@ -115,7 +115,7 @@ static int purge_batch(struct mt_store *store, unsigned int *done_r,
 	return ret;
 }
 
-void store_purge_drop_later(struct mt_store *store, uint64_t body_id,
+void store_purge_drop_retry(struct mt_store *store, uint64_t body_id,
 			    uint32_t chunks)
 {
 	struct store_drop *d = mt_xcalloc(1, sizeof(*d));
@@ -129,7 +129,7 @@ void store_purge_drop_later(struct mt_store *store, uint64_t body_id,
 }
 
 /* The aborts that could not run before: queue their bodies now (0), or
- * keep them for later (the error). */
+ * keep them for the next round (the error). */
 static int purge_drops(struct mt_store *store)
 {
 	pthread_mutex_lock(&store->purge_lock);
