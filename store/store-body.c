@@ -233,8 +233,9 @@ void store_body_drop(struct mt_store *store, struct mt_store_body *body)
 {
 	if (body->chunks == 0 || atomic_load(&store->failed))
 		return;	/* failed: the next open's sweep queues it */
-	if (!store_space_writable(store)) {
-		/* No write may take the space reserve (store-space.c). */
+	if (store_space_full(store)) {
+		/* No write may take the space reserve (store-space.c); nor
+		 * does a drop probe for space (that is the writes' to do). */
 		store_purge_drop_retry(store, body->id, body->chunks);
 		return;
 	}
@@ -260,6 +261,8 @@ void store_body_run(struct mt_store *store, struct mt_store_req *req)
 	int ret;
 	if (atomic_load(&store->failed))
 		ret = DB_RUNRECOVERY;
+	else if (body_failed(body))
+		ret = 0;	/* doomed by an earlier chunk: not written */
 	else if (!store_space_writable(store))
 		ret = ENOSPC;
 	else {
