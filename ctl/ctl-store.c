@@ -112,6 +112,8 @@ int ctl_store_stat(struct ctl_context *ctx, int argc, char **argv)
 		printf("bytes: %" PRIu64 "\n", st.bytes);
 		printf("purge_messages: %" PRIu64 "\n", st.purge_messages);
 		printf("purge_bytes: %" PRIu64 "\n", st.purge_bytes);
+		printf("partial_bodies: %" PRIu64 "\n", st.partial_bodies);
+		printf("partial_bytes: %" PRIu64 "\n", st.partial_bytes);
 		printf("log_files: %u\n", st.log_files);
 		printf("log_first_file: %" PRIu32 "\n", st.log_first_file);
 		printf("log_end: %" PRIu32 "/%" PRIu32 "\n", st.log_file, st.log_offset);

@@ -7,6 +7,7 @@ popstore_daemon_sources = \
 	popstore/popstore.h \
 	popstore/lmtp-session.c popstore/lmtp-session.h \
 	popstore/lmtp-commands.c \
+	popstore/lmtp-data.c \
 	popstore/lmtp-parse.c popstore/lmtp-parse.h \
 	popstore/lmtp-headers.c popstore/lmtp-headers.h \
 	popstore/pop3-session.c popstore/pop3-session.h \
@@ -67,7 +68,8 @@ popstore_integration_tests = \
 	tests/integration/test-popstore-pop3.py \
 	tests/integration/test-popstore-admin.py \
 	tests/integration/test-popstore-crash.py \
-	tests/integration/test-popstore-diskfull.py
+	tests/integration/test-popstore-diskfull.py \
+	tests/integration/test-popstore-large.py
 TESTS += $(popstore_integration_tests)
 EXTRA_DIST += $(popstore_integration_tests) tests/integration/popstorelib.py
 # test-popstore-diskfull.py mounts small file systems (root only, skipped

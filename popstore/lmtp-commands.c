@@ -1,6 +1,7 @@
 /* lmtp-commands.c — mailtier-popstore's LMTP command table and handlers:
- * LHLO, MAIL, RCPT (checked against the directory), DATA (delivered to the
- * store with group commit, one reply per recipient), RSET, NOOP, QUIT.
+ * LHLO, MAIL, RCPT (checked against the directory), DATA (streamed into
+ * the store as it arrives, lmtp-data.c; at its end delivered with group
+ * commit, one reply per recipient once durable), RSET, NOOP, QUIT.
  *
  * Trust boundary: command arguments come from the LMTP client and are
  * parsed by lmtp-parse.c: addresses through lib/address (RFC 5321 4.1.2
@@ -336,8 +337,10 @@ void lmtp_data_end(struct lmtp_session *s)
 	mt_slog(MT_LOG_DEBUG, &s->log, "lmtp data size=%" PRIu64 " mailboxes=%u",
 		tx->dec.size, slots);
 	lmtp_enter_state(s, LMTP_STATE_DELIVER);
-	s->store_req = mt_store_deliver(s->ps->port, srcpts, slots, &tx->body,
-					deliver_done, s);
+	/* What was written of the body, its last chunk and the recipients'
+	 * copies, durable before deliver_done. */
+	s->store_req = mt_store_body_deliver(&tx->store_body, srcpts, slots,
+					     deliver_done, s);
 	for (unsigned int k = 0; k < slots; k++)
 		mt_buf_free(&prefixes[k]);
 	free(prefixes);

@@ -1,15 +1,17 @@
 /* lmtp-session.c — one LMTP connection of mailtier-popstore: accepting it
  * (only from lmtp_clients), reading command lines and DATA, queueing
  * replies, idle timeout, drain and the deferred free. The commands
- * themselves are in lmtp-commands.c.
+ * themselves are in lmtp-commands.c, the DATA phase in lmtp-data.c.
  *
  * Trust boundary: the peer is an MTA on an address in lmtp_clients, but
  * every byte it sends is still checked: command lines are bounded to 512
  * octets (RFC 2033 4.1 via RFC 5321 4.5.3.1.4), DATA ends only at
  * CRLF.CRLF (lib/dotcodec), a message with a bare CR/LF (under reject) or
  * a NUL octet (always; RFC 5322 3.5) is refused after its end (550 5.6.0,
- * lmtp-commands.c), a message is bounded by max_message_size, and
- * pipelined input is read ahead only up to POPSTORE_INPUT_HIGH octets.
+ * lmtp-commands.c), a message is bounded by max_message_size and streamed
+ * into the store as it arrives (lmtp-data.c: the session holds a few
+ * chunks of it, not the message), and pipelined input is read ahead only
+ * up to POPSTORE_INPUT_HIGH octets.
  * RFC 2033 (LMTP), RFC 5321 4.1.1.4 (DATA), 4.2 (replies), 3.8 (421 on
  * shutdown), RFC 2920 (PIPELINING: input is processed in order, a command
  * that waits on the directory or the store holds the rest back). */
@@ -115,25 +117,15 @@ void lmtp_tx_reset(struct lmtp_session *s)
 	free(tx->sender);
 	free(tx->delivery_id);
 	mt_buf_free(&tx->body);
+	/* Not delivered: what was written of it goes (store.h). */
+	mt_store_body_abort(&tx->store_body);
 	memset(tx, 0, sizeof(*tx));
 	s->log.queue_id[0] = '\0';
 }
 
-void lmtp_data_begin(struct lmtp_session *s)
-{
-	const struct mt_popstore_settings *set = s->ps->set;
-	mt_dot_decoder_init(&s->tx.dec,
-			    set->bare_newline_policy == MT_POPSTORE_BARE_NORMALIZE ?
-			    MT_DOT_BARE_NORMALIZE : MT_DOT_BARE_REJECT,
-			    set->max_message_size, 0);
-	mt_buf_reset(&s->tx.body);
-	mt_line_reader_reset(&s->reader);
-	lmtp_enter_state(s, LMTP_STATE_DATA);
-}
-
 void lmtp_resume(struct lmtp_session *s)
 {
-	if (s->state == LMTP_STATE_COMMAND)
+	if (s->state == LMTP_STATE_COMMAND || s->state == LMTP_STATE_DATA)
 		lmtp_process(s);
 }
 
@@ -147,7 +139,7 @@ static void lmtp_process(struct lmtp_session *s)
 
 	for (;;) {
 		if (s->state == LMTP_STATE_DATA) {
-			if (!mt_dot_decode_evbuffer(&s->tx.dec, in, &s->tx.body))
+			if (!lmtp_data_read(s))
 				return;
 			lmtp_data_end(s);
 			continue;
@@ -221,7 +213,8 @@ static void lmtp_event_cb(struct bufferevent *bev, short what, void *arg)
 static void lmtp_idle_cb(void *arg)
 {
 	struct lmtp_session *s = arg;
-	if (s->state == LMTP_STATE_RCPT_WAIT || s->state == LMTP_STATE_DELIVER) {
+	if (s->state == LMTP_STATE_RCPT_WAIT || s->state == LMTP_STATE_DELIVER ||
+	    (s->state == LMTP_STATE_DATA && s->tx.paused)) {
 		mt_timer_reset(s->idle);	/* waiting on us, not on the client */
 		return;
 	}
@@ -273,6 +266,9 @@ static void lmtp_close(struct lmtp_session *s, const char *reason)
 		s->errors);
 	mt_buf_free(&counts);
 	mt_dirsvc_request_cancel(&s->dir_req);
+	/* A message cut off mid-DATA: its written chunks go, and no callback
+	 * of the body reaches the session any more. */
+	mt_store_body_abort(&s->tx.store_body);
 	if (s->store_req != NULL) {
 		/* A delivery in flight may still commit: the client got no
 		 * 250, so it will retry (README.md, "Architecture": an acknowledgement means durable). */

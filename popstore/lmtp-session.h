@@ -1,6 +1,7 @@
 /* lmtp-session.h — an LMTP connection of mailtier-popstore, shared by the
- * session code (lmtp-session.c: the socket, reading, DATA, replies, life
- * cycle) and the command handlers (lmtp-commands.c).
+ * session code (lmtp-session.c: the socket, reading, replies, life cycle),
+ * the DATA phase (lmtp-data.c: the message streamed into the store) and
+ * the command handlers (lmtp-commands.c).
  *
  * Trust boundary: every byte comes from an LMTP client (an MTA on a host in
  * lmtp_clients); commands are parsed and bounded before use.
@@ -24,6 +25,7 @@
 
 struct bufferevent;
 struct mt_dirsvc_request;
+struct mt_store_body;
 struct mt_store_req;
 
 /* RFC 2033 4.1: command lines are at most 512 octets with the CRLF. */
@@ -80,7 +82,11 @@ struct lmtp_tx {
 	struct lmtp_rcpt *rcpts;
 	unsigned int rcpt_count, rcpt_alloc;
 	struct mt_dot_decoder dec;
+	/* DATA (lmtp-data.c): decoded octets not yet handed to the store, the
+	 * body being written, and whether reading waits for its writes. */
 	struct mt_buf body;
+	struct mt_store_body *store_body;
+	bool paused;
 };
 
 struct lmtp_session {
@@ -126,8 +132,14 @@ void lmtp_close_after(struct lmtp_session *s, const char *reason);
 /* The async part of a command finished: go on with pipelined input. */
 void lmtp_resume(struct lmtp_session *s);
 void lmtp_tx_reset(struct lmtp_session *s);
-/* Start the DATA phase (after 354 is queued). */
+
+/* lmtp-data.c */
+/* Start the DATA phase (after 354 is queued): a new store body. */
 void lmtp_data_begin(struct lmtp_session *s);
+/* Decode what the input holds into the store body; true once the end of
+ * the data was seen, false when more input is needed or reading waits for
+ * the store (it resumes the session by itself). */
+bool lmtp_data_read(struct lmtp_session *s);
 
 /* lmtp-commands.c */
 /* Run one command line. */

@@ -96,12 +96,14 @@ static void log_stats(struct popstore *ps, const char *when)
 	mt_info("stats when=%s deliveries=%" PRIu64 " delivery_requests=%" PRIu64
 		" flushes=%" PRIu64 " flushes_per_delivery=%.3f flushed_requests=%" PRIu64
 		" max_batch=%" PRIu64 " expunges=%" PRIu64 " expunged=%" PRIu64
-		" purged=%" PRIu64 " purge_txns=%" PRIu64 " reads=%" PRIu64 " retries=%" PRIu64 " checkpoints=%" PRIu64
+		" purged=%" PRIu64 " purge_txns=%" PRIu64 " chunk_writes=%" PRIu64
+		" aborted=%" PRIu64 " swept=%" PRIu64
+		" reads=%" PRIu64 " retries=%" PRIu64 " checkpoints=%" PRIu64
 		" sessions=%u lmtp_connections=%" PRIu64 " pop3_connections=%" PRIu64
 		" refused=%" PRIu64 " logins=%" PRIu64 " logins_failed=%" PRIu64,
 		when, c.deliveries, c.delivery_requests, c.flushes, per,
 		c.flushed_requests, c.max_batch, c.expunges, c.expunged, c.purged,
-		c.purge_txns, c.reads,
+		c.purge_txns, c.chunk_writes, c.aborted, c.swept, c.reads,
 		c.retries, c.checkpoints, ps->sessions, ps->lmtp_connections,
 		ps->pop3_connections, ps->refused_connections, ps->logins,
 		ps->logins_failed);

@@ -14,7 +14,9 @@ store_libmtstore_a_SOURCES = \
 	store/store-async.c \
 	store/store-mailbox.c \
 	store/store-admin.c \
-	store/store-space.c
+	store/store-space.c \
+	store/store-body.c \
+	store/store-chunks.c
 store_libmtstore_a_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS)
 
 # What a program using the store links (after its own objects).
@@ -26,7 +28,8 @@ store_unit_tests = \
 	tests/unit/test-store \
 	tests/unit/test-store-commit \
 	tests/unit/test-store-admin \
-	tests/unit/test-store-dedupe
+	tests/unit/test-store-dedupe \
+	tests/unit/test-store-stream
 
 check_PROGRAMS += $(store_unit_tests)
 TESTS += $(store_unit_tests)
@@ -49,6 +52,11 @@ tests_unit_test_store_dedupe_SOURCES = tests/unit/test-store-dedupe.c \
 	tests/unit/test-store-util.h
 tests_unit_test_store_dedupe_CFLAGS = $(STORE_TEST_CFLAGS)
 tests_unit_test_store_dedupe_LDADD = $(STORE_LIBS) $(CMOCKA_LIBS)
+
+tests_unit_test_store_stream_SOURCES = tests/unit/test-store-stream.c \
+	tests/unit/test-store-util.h
+tests_unit_test_store_stream_CFLAGS = $(STORE_TEST_CFLAGS)
+tests_unit_test_store_stream_LDADD = $(STORE_LIBS) $(CMOCKA_LIBS)
 
 # The crash test: a driver delivering from 16 clients, kill -9'd by the
 # script at random moments, then reopened (recovery) and verified.

@@ -1,5 +1,6 @@
 /* store-admin.c — what `mailtierctl store stat` and `store backup` need:
- * the store's contents (with the purge backlog), log and checkpoint state,
+ * the store's contents (with the purge backlog and the bodies being
+ * written), log and checkpoint state,
  * and a hot backup that opens as a store.
  *
  * Trust boundary: the backup directory comes from the administrator's
@@ -23,6 +24,19 @@
 #include <string.h>
 #include <sys/stat.h>
 
+/* A scan without a transaction, again while it loses a deadlock to the
+ * daemon's writers. */
+static int scan_retried(struct mt_store *store,
+			int (*scan)(struct mt_store *, uint64_t *, uint64_t *),
+			uint64_t *a_r, uint64_t *b_r)
+{
+	for (unsigned int attempt = 1;; attempt++) {
+		int ret = scan(store, a_r, b_r);
+		if (ret != DB_LOCK_DEADLOCK || attempt >= STORE_TXN_ATTEMPTS)
+			return ret;
+	}
+}
+
 enum mt_store_status mt_store_stat_get(struct mt_store *store,
 				       struct mt_store_stat *st,
 				       const char **error_r)
@@ -42,14 +56,15 @@ enum mt_store_status mt_store_stat_get(struct mt_store *store,
 				       store->home, store_strerror(ret));
 		return store_status_from_db(store, ret);
 	}
-	for (unsigned int attempt = 1;; attempt++) {
-		ret = store_records_purge_totals(store, &st->purge_messages,
-						 &st->purge_bytes);
-		if (ret != DB_LOCK_DEADLOCK || attempt >= STORE_TXN_ATTEMPTS)
-			break;
-	}
-	if (ret != 0) {
+	if ((ret = scan_retried(store, store_records_purge_totals,
+				&st->purge_messages, &st->purge_bytes)) != 0) {
 		*error_r = store_error("store %s: reading the purge queue: %s",
+				       store->home, store_strerror(ret));
+		return store_status_from_db(store, ret);
+	}
+	if ((ret = scan_retried(store, store_chunks_partial_totals,
+				&st->partial_bodies, &st->partial_bytes)) != 0) {
+		*error_r = store_error("store %s: reading the bodies being written: %s",
 				       store->home, store_strerror(ret));
 		return store_status_from_db(store, ret);
 	}

@@ -1,6 +1,7 @@
 /* store-async.c — the store's async interface: requests, the queues between
  * threads, completion ports on the callers' event loops, the reader pool,
- * and the blocking *_wait variants built on the same requests.
+ * and the blocking *_wait variants built on the same requests (deliveries:
+ * store-body.c).
  *
  * A completion port is an eventfd watched by the caller's event_base plus a
  * mutex-protected list: a store thread appends the finished request and
@@ -16,7 +17,6 @@
  * unless the request was cancelled or its port freed. */
 #include "store-private.h"
 #include "alloc.h"
-#include "buf.h"
 #include "log.h"
 
 #include <errno.h>
@@ -134,9 +134,10 @@ static void port_unref(struct mt_store_port *port)
 	}
 }
 
-static struct mt_store_req *req_new(struct mt_store *store, enum store_req_kind kind,
-				    struct mt_store_port *port, mt_store_cb_t *cb,
-				    void *context)
+struct mt_store_req *store_req_new(struct mt_store *store,
+				   enum store_req_kind kind,
+				   struct mt_store_port *port, mt_store_cb_t *cb,
+				   void *context)
 {
 	struct mt_store_req *req = mt_xcalloc(1, sizeof(*req));
 	req->kind = kind;
@@ -149,7 +150,7 @@ static struct mt_store_req *req_new(struct mt_store *store, enum store_req_kind 
 	return req;
 }
 
-static void req_free(struct mt_store_req *req)
+void store_req_free(struct mt_store_req *req)
 {
 	for (unsigned int i = 0; i < req->rcpt_count; i++) {
 		free((char *)req->rcpts[i].mailbox);
@@ -161,6 +162,8 @@ static void req_free(struct mt_store_req *req)
 	free(req->name);
 	free(req->uids);
 	free(req->data);
+	if (req->sbody != NULL)
+		store_body_unref(req->sbody);
 	if (req->mbox != NULL)
 		store_mailbox_unref(&req->mbox);
 	if (req->result != NULL)
@@ -179,6 +182,10 @@ void store_req_set_error(struct mt_store_req *req, enum mt_store_status status,
 
 void store_req_complete(struct mt_store_req *req)
 {
+	if (req->port == NULL && req->waiter == NULL) {
+		store_req_free(req);	/* nobody waits for it (an abort) */
+		return;
+	}
 	if (req->port == NULL) {
 		struct store_waiter *w = req->waiter;
 		pthread_mutex_lock(&w->lock);
@@ -191,7 +198,7 @@ void store_req_complete(struct mt_store_req *req)
 	pthread_mutex_lock(&port->lock);
 	if (port->closed) {
 		pthread_mutex_unlock(&port->lock);
-		req_free(req);
+		store_req_free(req);
 		return;
 	}
 	bool wake = port->head == NULL;
@@ -261,7 +268,7 @@ static void port_event_cb(evutil_socket_t fd, short what, void *arg)
 		next = req->next;
 		if (!req->cancelled && !port->closed && req->cb != NULL)
 			req->cb(req, req->context);
-		req_free(req);
+		store_req_free(req);
 	}
 	port_unref(port);
 }
@@ -313,7 +320,7 @@ void mt_store_port_free(struct mt_store_port **port_p)
 	pthread_mutex_unlock(&port->lock);
 	for (struct mt_store_req *req = list, *next; req != NULL; req = next) {
 		next = req->next;
-		req_free(req);
+		store_req_free(req);
 	}
 	port_unref(port);
 }
@@ -387,10 +394,8 @@ static void req_refuse(struct mt_store_req *req, enum mt_store_status status,
 			req->rcpts[i].status = status;
 }
 
-/* Queue req (writes to the group commit, reads to the reader pool), or
- * complete it at once (via its port) when it was refused. */
-static struct mt_store_req *req_submit(struct mt_store_req *req,
-				       struct store_queue *queue)
+struct mt_store_req *store_req_submit(struct mt_store_req *req,
+				      struct store_queue *queue)
 {
 	struct mt_store *store = req->store;
 	if (!req->refused && store->set.mode != MT_STORE_MODE_SERVE)
@@ -406,14 +411,13 @@ static struct mt_store_req *req_submit(struct mt_store_req *req,
 	return req;
 }
 
-/* Blocking: submit and wait for the completion. */
-static void req_wait(struct mt_store_req *req, struct store_queue *queue)
+void store_req_wait(struct mt_store_req *req, struct store_queue *queue)
 {
 	struct store_waiter w = { .done = false };
 	pthread_mutex_init(&w.lock, NULL);
 	pthread_cond_init(&w.cond, NULL);
 	req->waiter = &w;
-	(void)req_submit(req, queue);
+	(void)store_req_submit(req, queue);
 	pthread_mutex_lock(&w.lock);
 	while (!w.done)
 		pthread_cond_wait(&w.cond, &w.lock);
@@ -428,13 +432,13 @@ static bool name_ok(const char *name)
 	return len > 0 && len <= MT_STORE_MAILBOX_MAX;
 }
 
-static struct mt_store_req *deliver_new(struct mt_store *store,
-					struct mt_store_port *port,
-					const struct mt_store_rcpt *rcpts,
-					unsigned int count, mt_store_cb_t *cb,
-					void *context)
+struct mt_store_req *store_deliver_new(struct mt_store *store,
+				       struct mt_store_port *port,
+				       const struct mt_store_rcpt *rcpts,
+				       unsigned int count, mt_store_cb_t *cb,
+				       void *context)
 {
-	struct mt_store_req *req = req_new(store, STORE_REQ_DELIVER, port, cb, context);
+	struct mt_store_req *req = store_req_new(store, STORE_REQ_DELIVER, port, cb, context);
 	req->rcpts = mt_xcalloc(count == 0 ? 1 : count, sizeof(*req->rcpts));
 	req->rcpt_count = count;
 	for (unsigned int i = 0; i < count; i++) {
@@ -469,49 +473,16 @@ static struct mt_store_req *deliver_new(struct mt_store *store,
 	return req;
 }
 
-struct mt_store_req *mt_store_deliver(struct mt_store_port *port,
-				      const struct mt_store_rcpt *rcpts,
-				      unsigned int count, struct mt_buf *body,
-				      mt_store_cb_t *cb, void *context)
-{
-	struct mt_store *store = port->store;
-	struct mt_store_req *req = deliver_new(store, port, rcpts, count, cb, context);
-	req->body_size = body->len;
-	req->body_owned = mt_buf_steal(body);
-	req->body = req->body_owned;
-	return req_submit(req, &store->commit_q);
-}
-
-enum mt_store_status mt_store_deliver_wait(struct mt_store *store,
-					   struct mt_store_rcpt *rcpts,
-					   unsigned int count, const void *data,
-					   size_t size, const char **error_r)
-{
-	struct mt_store_req *req = deliver_new(store, NULL, rcpts, count, NULL, NULL);
-	req->body = data;
-	req->body_size = size;
-	req_wait(req, &store->commit_q);
-	for (unsigned int i = 0; i < count; i++) {
-		rcpts[i].status = req->rcpts[i].status;
-		rcpts[i].uid = req->rcpts[i].uid;
-		rcpts[i].duplicate = req->rcpts[i].duplicate;
-	}
-	enum mt_store_status status = req->status;
-	*error_r = store_error("%s", req->error);
-	req_free(req);
-	return status;
-}
-
 struct mt_store_req *mt_store_mailbox_open(struct mt_store_port *port,
 					   const char *name, mt_store_cb_t *cb,
 					   void *context)
 {
 	struct mt_store *store = port->store;
-	struct mt_store_req *req = req_new(store, STORE_REQ_OPEN, port, cb, context);
+	struct mt_store_req *req = store_req_new(store, STORE_REQ_OPEN, port, cb, context);
 	req->name = mt_xstrdup(name != NULL ? name : "");
 	if (!name_ok(name))
 		req_refuse(req, MT_STORE_INVALID, "bad mailbox name");
-	return req_submit(req, &store->read_q);
+	return store_req_submit(req, &store->read_q);
 }
 
 struct mt_store_req *mt_store_read(struct mt_store_port *port,
@@ -520,14 +491,14 @@ struct mt_store_req *mt_store_read(struct mt_store_port *port,
 				   size_t max, mt_store_cb_t *cb, void *context)
 {
 	struct mt_store *store = port->store;
-	struct mt_store_req *req = req_new(store, STORE_REQ_READ, port, cb, context);
+	struct mt_store_req *req = store_req_new(store, STORE_REQ_READ, port, cb, context);
 	req->mbox = store_mailbox_ref(mbox);
 	req->index = index;
 	req->offset = offset;
 	req->max = max > MT_STORE_READ_MAX ? MT_STORE_READ_MAX : max;
 	if (index >= mbox->count)
 		req_refuse(req, MT_STORE_NOT_FOUND, "no such message");
-	return req_submit(req, &store->read_q);
+	return store_req_submit(req, &store->read_q);
 }
 
 static struct mt_store_req *expunge_new(struct mt_store_port *port,
@@ -535,7 +506,7 @@ static struct mt_store_req *expunge_new(struct mt_store_port *port,
 					const uint32_t *uids, unsigned int count,
 					mt_store_cb_t *cb, void *context)
 {
-	struct mt_store_req *req = req_new(mbox->store, STORE_REQ_EXPUNGE, port,
+	struct mt_store_req *req = store_req_new(mbox->store, STORE_REQ_EXPUNGE, port,
 					   cb, context);
 	req->mbox = store_mailbox_ref(mbox);
 	req->uids = mt_xmalloc((count == 0 ? 1 : count) * sizeof(*uids));
@@ -551,7 +522,7 @@ struct mt_store_req *mt_store_expunge(struct mt_store_port *port,
 				      mt_store_cb_t *cb, void *context)
 {
 	struct mt_store_req *req = expunge_new(port, mbox, uids, count, cb, context);
-	return req_submit(req, &mbox->store->commit_q);
+	return store_req_submit(req, &mbox->store->commit_q);
 }
 
 enum mt_store_status mt_store_expunge_wait(struct mt_store_mailbox *mbox,
@@ -560,9 +531,9 @@ enum mt_store_status mt_store_expunge_wait(struct mt_store_mailbox *mbox,
 					   const char **error_r)
 {
 	struct mt_store_req *req = expunge_new(NULL, mbox, uids, count, NULL, NULL);
-	req_wait(req, &mbox->store->commit_q);
+	store_req_wait(req, &mbox->store->commit_q);
 	enum mt_store_status status = req->status;
 	*error_r = store_error("%s", req->error);
-	req_free(req);
+	store_req_free(req);
 	return status;
 }

@@ -1,5 +1,6 @@
 /* store-commit.c — group commit: the pipeline every write (delivery,
- * expunge) goes through.
+ * expunge) goes through; a streamed body's chunk writes and aborts run on
+ * the same executors but skip the flusher (store-body.c says why).
  *
  *   callers ──commit_q──► executor thread(s) ──flush_q──► flusher thread
  *                         run the transaction,            one log_flush()
@@ -54,6 +55,11 @@ static void *executor_main(void *arg)
 	struct mt_store *store = arg;
 	struct mt_store_req *req;
 	while ((req = store_queue_pop(&store->commit_q)) != NULL) {
+		if (req->kind == STORE_REQ_CHUNK || req->kind == STORE_REQ_ABORT) {
+			/* Completed without a flush (store-body.c). */
+			store_body_run(store, req);
+			continue;
+		}
 		if (req->kind == STORE_REQ_DELIVER)
 			store_records_deliver(store, req);
 		else
@@ -221,6 +227,8 @@ void store_commit_stop(struct mt_store *store)
 
 void store_commit_submit(struct mt_store *store, struct mt_store_req *req)
 {
-	atomic_fetch_add(&store->commit_pending, 1);
+	/* What the flusher waits for: not a body's chunk writes or abort. */
+	if (req->kind == STORE_REQ_DELIVER || req->kind == STORE_REQ_EXPUNGE)
+		atomic_fetch_add(&store->commit_pending, 1);
 	store_queue_push(&store->commit_q, req);
 }

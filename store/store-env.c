@@ -1,5 +1,5 @@
 /* store-env.c — the store's Berkeley DB environment: open with recovery,
- * the six databases, their format check and the upgrades to version 3,
+ * the eight databases, their format check and the upgrades to version 4,
  * the checkpoint thread, close, and the mapping of Berkeley DB results to
  * store statuses.
  *
@@ -19,11 +19,14 @@
  * (mt_store_failed()). After a clean close the region files are removed
  * unless another process is attached, so the next open applies its own
  * cache size. Format versions: a store is refused unless its version is
- * MT_STORE_FORMAT_VERSION (3), 2 or 1; a version 1 store (no purge.db, no
- * delivered.db) or 2 (no delivered.db) is upgraded by the serving process
- * in one transaction that creates what it lacks and rewrites the version
- * record (a crash midway leaves the old version), and read as it is by
- * mailtierctl. Every region page is backed by allocated blocks from the open
+ * MT_STORE_FORMAT_VERSION (4), 3, 2 or 1; a version 1 store (no purge.db,
+ * no delivered.db, no refs.db or partial.db), 2 (no delivered.db, ...) or
+ * 3 (no refs.db or partial.db) is upgraded by the serving process in one
+ * transaction that creates what it lacks and rewrites the version record
+ * (a crash midway leaves the old version), and read as it is by
+ * mailtierctl. After recovery, before the serving process takes any
+ * delivery, the bodies a crash left half-written are queued for the purger
+ * (store-chunks.c). Every region page is backed by allocated blocks from the open
  * on (DB_REGION_INIT plus store-space.c), so a full disk cannot fault a
  * region page (SIGBUS); full-disk handling is in store-space.c. */
 #include "store-private.h"
@@ -390,6 +393,10 @@ static int dbs_open_all(struct mt_store *store, DB_TXN *txn, u_int32_t flags)
 	    (ret = db_open_one(store, txn, &store->purge, STORE_PURGE_DB,
 			       0, flags)) != 0 ||
 	    (ret = db_open_one(store, txn, &store->delivered, STORE_DELIVERED_DB,
+			       0, flags)) != 0 ||
+	    (ret = db_open_one(store, txn, &store->refs, STORE_REFS_DB,
+			       0, flags)) != 0 ||
+	    (ret = db_open_one(store, txn, &store->partial, STORE_PARTIAL_DB,
 			       0, flags)) != 0)
 		return ret;
 	return 0;
@@ -397,8 +404,9 @@ static int dbs_open_all(struct mt_store *store, DB_TXN *txn, u_int32_t flags)
 
 static void dbs_close_all(struct mt_store *store)
 {
-	DB **dbs[] = { &store->delivered, &store->purge, &store->bodies,
-		       &store->messages, &store->mailboxes, &store->meta };
+	DB **dbs[] = { &store->partial, &store->refs, &store->delivered,
+		       &store->purge, &store->bodies, &store->messages,
+		       &store->mailboxes, &store->meta };
 	for (size_t i = 0; i < sizeof(dbs) / sizeof(dbs[0]); i++) {
 		if (*dbs[i] == NULL)
 			continue;
@@ -444,35 +452,55 @@ static enum mt_store_status store_create(struct mt_store *store,
 	return MT_STORE_OK;
 }
 
-/* Version 1 or 2 → 3 (SERVE mode): the databases the old version lacks
- * (purge.db before 2, delivered.db before 3) created and the version
- * record rewritten in one transaction. */
+/* The databases versions 2 to 4 added, each with the version that has it. */
+struct added_db {
+	DB **db;
+	const char *file;
+	uint32_t since;
+};
+#define ADDED_DBS 4
+
+static size_t added_dbs(struct mt_store *store, struct added_db *out)
+{
+	const struct added_db all[ADDED_DBS] = {
+		{ &store->purge, STORE_PURGE_DB, 2 },
+		{ &store->delivered, STORE_DELIVERED_DB, 3 },
+		{ &store->refs, STORE_REFS_DB, 4 },
+		{ &store->partial, STORE_PARTIAL_DB, 4 },
+	};
+	memcpy(out, all, sizeof(all));
+	return ADDED_DBS;
+}
+
+/* Version 1, 2 or 3 → 4 (SERVE mode): the databases the old version lacks
+ * (purge.db before 2, delivered.db before 3, refs.db and partial.db before
+ * 4) created and the version record rewritten in one transaction. */
 static enum mt_store_status store_upgrade(struct mt_store *store,
 					  const char **error_r)
 {
 	const uint32_t from = store->format_version;
-	DB_TXN *txn;
+	struct added_db made[ADDED_DBS];
+	const size_t n = added_dbs(store, made);
+	char created[128] = "";
+	DB_TXN *txn = NULL;
 	int ret = store->env->txn_begin(store->env, NULL, &txn, 0);
-	if (ret == 0) {
-		if (from < 2)
-			ret = db_open_one(store, txn, &store->purge,
-					  STORE_PURGE_DB, 0, DB_CREATE);
-		if (ret == 0)
-			ret = db_open_one(store, txn, &store->delivered,
-					  STORE_DELIVERED_DB, 0, DB_CREATE);
-		if (ret == 0)
-			ret = store_records_format_set(store, txn,
-						       MT_STORE_FORMAT_VERSION);
-		if (ret == 0)
-			ret = txn->commit(txn, 0);
-		else {
-			(void)txn->abort(txn);
-			DB **made[] = { &store->purge, &store->delivered };
-			for (size_t i = 0; i < sizeof(made) / sizeof(made[0]); i++) {
-				if (*made[i] != NULL && (made[i] != &store->purge || from < 2)) {
-					(void)(*made[i])->close(*made[i], 0);
-					*made[i] = NULL;
-				}
+	for (size_t i = 0; ret == 0 && i < n; i++) {
+		if (from >= made[i].since)
+			continue;
+		ret = db_open_one(store, txn, made[i].db, made[i].file, 0, DB_CREATE);
+		size_t len = strlen(created);
+		snprintf(created + len, sizeof(created) - len, " %s", made[i].file);
+	}
+	if (ret == 0)
+		ret = store_records_format_set(store, txn, MT_STORE_FORMAT_VERSION);
+	if (ret == 0)
+		ret = txn->commit(txn, 0);
+	else if (txn != NULL) {
+		(void)txn->abort(txn);
+		for (size_t i = 0; i < n; i++) {
+			if (from < made[i].since && *made[i].db != NULL) {
+				(void)(*made[i].db)->close(*made[i].db, 0);
+				*made[i].db = NULL;
 			}
 		}
 	}
@@ -483,8 +511,7 @@ static enum mt_store_status store_upgrade(struct mt_store *store,
 		return store_status_from_db(store, ret);
 	}
 	mt_info("store: home=%s upgraded format_version=%u to format_version=%u "
-		"(created:%s %s)", store->home, from, MT_STORE_FORMAT_VERSION,
-		from < 2 ? " " STORE_PURGE_DB : "", STORE_DELIVERED_DB);
+		"(created:%s)", store->home, from, MT_STORE_FORMAT_VERSION, created);
 	return MT_STORE_OK;
 }
 
@@ -513,20 +540,18 @@ static enum mt_store_status dbs_open(struct mt_store *store, const char **error_
 		return ret == ENOENT ? MT_STORE_BAD_FORMAT :
 			store_status_from_db(store, ret);
 	}
-	if (store->format_version >= 2 &&
-	    (ret = db_open_one(store, none, &store->purge, STORE_PURGE_DB, 0, 0)) != 0) {
-		*error_r = store_error("store %s: opening %s: %s (damaged store?)",
-				       store->home, STORE_PURGE_DB, db_strerror(ret));
-		return ret == ENOENT ? MT_STORE_BAD_FORMAT :
-			store_status_from_db(store, ret);
-	}
-	if (store->format_version >= 3 &&
-	    (ret = db_open_one(store, none, &store->delivered, STORE_DELIVERED_DB,
-			       0, 0)) != 0) {
-		*error_r = store_error("store %s: opening %s: %s (damaged store?)",
-				       store->home, STORE_DELIVERED_DB, db_strerror(ret));
-		return ret == ENOENT ? MT_STORE_BAD_FORMAT :
-			store_status_from_db(store, ret);
+	struct added_db newer[ADDED_DBS];
+	for (size_t i = 0, n = added_dbs(store, newer); i < n; i++) {
+		if (store->format_version < newer[i].since)
+			continue;
+		if ((ret = db_open_one(store, none, newer[i].db, newer[i].file,
+				       0, 0)) != 0) {
+			*error_r = store_error("store %s: opening %s: %s (damaged "
+					       "store?)", store->home, newer[i].file,
+					       db_strerror(ret));
+			return ret == ENOENT ? MT_STORE_BAD_FORMAT :
+				store_status_from_db(store, ret);
+		}
 	}
 	if (store->format_version < MT_STORE_FORMAT_VERSION &&
 	    store->set.mode == MT_STORE_MODE_SERVE)
@@ -571,7 +596,7 @@ static void store_free(struct mt_store *store)
 		}
 		store->env = NULL;
 		store->meta = store->mailboxes = store->messages = store->bodies = NULL;
-		store->purge = store->delivered = NULL;
+		store->purge = store->delivered = store->refs = store->partial = NULL;
 	}
 	dbs_close_all(store);
 	if (store->env != NULL) {
@@ -679,6 +704,9 @@ enum mt_store_status mt_store_open(const struct mt_store_settings *set,
 	enum mt_store_status status = env_open(store, error_r);
 	if (status == MT_STORE_OK)
 		status = dbs_open(store, error_r);
+	/* Before any delivery can begin: what a crash left half-written. */
+	if (status == MT_STORE_OK && set->mode == MT_STORE_MODE_SERVE)
+		status = store_chunks_open(store, error_r);
 	if (status == MT_STORE_OK && set->mode == MT_STORE_MODE_SERVE)
 		store_space_open(store);
 	if (status == MT_STORE_OK && set->mode == MT_STORE_MODE_SERVE &&
@@ -723,4 +751,7 @@ void mt_store_counters_get(struct mt_store *store,
 	c->checkpoints = atomic_load(&store->n_checkpoints);
 	c->purged = atomic_load(&store->n_purged);
 	c->purge_txns = atomic_load(&store->n_purge_txns);
+	c->chunk_writes = atomic_load(&store->n_chunk_writes);
+	c->aborted = atomic_load(&store->n_aborted);
+	c->swept = atomic_load(&store->n_swept);
 }

@@ -146,6 +146,7 @@ void store_mailbox_unref(struct mt_store_mailbox **mbox_p)
 		return;
 	table_release(mbox->store, mbox->entry);
 	free(mbox->msgs);
+	free(mbox->locs);
 	free(mbox->name);
 	free(mbox);
 }
@@ -189,8 +190,9 @@ enum mt_store_status mt_store_read_sync(struct mt_store_mailbox *mbox,
 	if (max > MT_STORE_READ_MAX)
 		max = MT_STORE_READ_MAX;
 	const struct mt_store_msg *msg = &mbox->msgs[index];
-	int ret = store_records_read(mbox->store, mbox->id, msg, offset, buf,
-				     max, size_r);
+	int ret = store_records_read(mbox->store, mbox->id, msg,
+				     &mbox->locs[index], offset, buf, max,
+				     size_r);
 	if (ret == 0)
 		return MT_STORE_OK;
 	enum mt_store_status status = store_status_from_db(mbox->store, ret);

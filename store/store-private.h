@@ -10,6 +10,9 @@
  *   store-admin.c     stat and hot backup
  *   store-space.c     a full disk: region preallocation, reserve, no-space mode
  *   store-dedupe.c    delivery ids: a redelivered message is not stored twice
+ *   store-body.c      streamed bodies: the handle, its chunk writes, deliver/abort
+ *   store-chunks.c    their records: chunk and abort transactions, references,
+ *                     body ids, the orphan sweep at open
  * Trust boundary: as store.h. */
 #ifndef MT_POPSTORE_STORE_PRIVATE_H
 #define MT_POPSTORE_STORE_PRIVATE_H
@@ -21,9 +24,10 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 
-/* On-disk layout, format version 2 (see store-records.c for the records).
+/* On-disk layout, format version 4 (see store-records.c for the records).
  * The chunk size is written into meta.db at creation and read back at open,
  * so it could change without touching stored messages. */
 #define STORE_META_DB "meta.db"
@@ -34,6 +38,10 @@
 #define STORE_PURGE_DB "purge.db"
 /* Version 3: the delivery ids each mailbox got (store-dedupe.c). */
 #define STORE_DELIVERED_DB "delivered.db"
+/* Version 4: references of the shared bodies of messages, and the bodies
+ * being written (store-chunks.c). */
+#define STORE_REFS_DB "refs.db"
+#define STORE_PARTIAL_DB "partial.db"
 /* flock()ed by the serving process: one daemon per store. */
 #define STORE_LOCK_FILE "popstore.lock"
 /* Allocated space given back when a log flush hits a full disk, so that
@@ -52,6 +60,21 @@
 #define STORE_TXN_ATTEMPTS 100
 
 #define STORE_ERROR_MAX 256
+
+/* A shared body's chunks are keyed in body.db as the pseudo message (body
+ * id, uid 0): body ids have the top bit set, mailbox ids never (they count
+ * from 1), and uids start at 1, so neither collides with a message's own
+ * chunks (its prefix, or a whole pre-version-4 message). */
+#define STORE_BODY_ID_BIT (UINT64_C(1) << 63)
+/* message.db record flag: the message is a prefix of its own plus a shared
+ * body (version 4); without it the message's chunks hold all of it. */
+#define STORE_MSG_SHARED 0x1u
+
+/* Where a message's bytes are (kept beside the public mt_store_msg). */
+struct store_msg_loc {
+	uint64_t body_id;	/* 0: all in the message's own chunks */
+	uint32_t prefix_len;	/* bytes in its own chunks before the body */
+};
 
 /* A blocking caller's rendezvous with its request. */
 struct store_waiter {
@@ -74,6 +97,33 @@ enum store_req_kind {
 	STORE_REQ_EXPUNGE,
 	STORE_REQ_OPEN,
 	STORE_REQ_READ,
+	STORE_REQ_CHUNK,	/* one full chunk of a streamed body */
+	STORE_REQ_ABORT,	/* a body that will not be delivered */
+};
+
+/* A body being written (store-body.c). Shared by its owner (until deliver
+ * or abort) and its requests in flight; freed with the last reference. */
+struct mt_store_body {
+	struct mt_store *store;
+	struct mt_store_port *port;	/* NULL: blocking appends */
+	uint64_t id;
+	atomic_uint refs;
+	mt_store_body_cb_t *cb;
+	void *context;
+	/* Owner's thread only. */
+	char *buf;			/* the chunk being filled */
+	size_t len;
+	uint64_t size;			/* appended */
+	bool stopped;			/* a write failed: appends write nothing */
+	uint32_t chunks;		/* full chunks handed to the store */
+	unsigned int writes;		/* of those, callbacks not yet seen */
+	bool finished;			/* delivered or aborted: no callbacks */
+	/* Under lock: written by the executors. */
+	pthread_mutex_t lock;
+	unsigned int executing;		/* chunk writes not yet run */
+	struct mt_store_req *parked;	/* deliver/abort waiting for them */
+	enum mt_store_status status;	/* the first failed chunk write's */
+	char error[STORE_ERROR_MAX];
 };
 
 struct mt_store_req {
@@ -91,6 +141,10 @@ struct mt_store_req {
 	char error[STORE_ERROR_MAX];
 	bool needs_flush;		/* committed something not yet durable */
 
+	/* STORE_REQ_DELIVER, _CHUNK, _ABORT: the body, and for DELIVER its
+	 * last partial chunk in body/body_size (for CHUNK the chunk). */
+	struct mt_store_body *sbody;
+	uint32_t chunk;			/* CHUNK: its index */
 	/* STORE_REQ_DELIVER */
 	struct mt_store_rcpt *rcpts;
 	unsigned int rcpt_count;
@@ -125,6 +179,13 @@ struct mt_store_port {
 
 struct store_open_entry;
 
+/* An abort the purger retries (store-purge.c). */
+struct store_drop {
+	struct store_drop *next;
+	uint64_t body_id;
+	uint32_t chunks;
+};
+
 struct mt_store_mailbox {
 	struct mt_store *store;
 	atomic_uint refs;
@@ -132,6 +193,7 @@ struct mt_store_mailbox {
 	bool exists;
 	uint64_t id;
 	struct mt_store_msg *msgs;
+	struct store_msg_loc *locs;	/* one per message */
 	unsigned int count;
 	uint64_t bytes;
 	struct store_open_entry *entry;	/* the in-use lock */
@@ -156,6 +218,10 @@ struct mt_store {
 	DB *meta, *mailboxes, *messages, *bodies;
 	DB *purge;			/* NULL: a version 1 store (ADMIN mode) */
 	DB *delivered;			/* NULL: a version 1 or 2 store (ADMIN mode) */
+	DB *refs, *partial;		/* NULL: before version 4 (ADMIN mode) */
+	/* The next shared body id (store-chunks.c); every id below it that
+	 * has a partial.db record at open was a crash's. */
+	atomic_uint_fast64_t next_body_id;
 	uint32_t chunk_size;
 	uint32_t format_version;	/* as found (1 before the upgrade) */
 	atomic_bool failed;
@@ -180,6 +246,7 @@ struct mt_store {
 	pthread_mutex_t purge_lock;
 	pthread_cond_t purge_cond;
 	bool purge_stop, purge_kicked;	/* under purge_lock */
+	struct store_drop *drops;	/* under purge_lock: aborts to retry */
 
 	pthread_t checkpointer;
 	bool checkpointer_started;
@@ -210,7 +277,8 @@ struct mt_store {
 
 	atomic_uint_fast64_t n_deliveries, n_delivery_requests, n_expunges,
 		n_expunged, n_flushes, n_flushed_requests, n_max_batch,
-		n_retries, n_reads, n_checkpoints, n_purged, n_purge_txns;
+		n_retries, n_reads, n_checkpoints, n_purged, n_purge_txns,
+		n_chunk_writes, n_aborted, n_swept;
 };
 
 /* store-env.c */
@@ -256,6 +324,10 @@ void store_space_probe(struct mt_store *store);
 bool store_space_writable(struct mt_store *store);
 
 /* store-records.c */
+/* Queue the chunks of (key: id u64 + uid u32) for the purger, size bytes
+ * of them. */
+int store_records_purge_queue(struct mt_store *store, DB_TXN *txn,
+			      const unsigned char *key, uint64_t size);
 /* Run body(txn, context) in a transaction, retrying deadlocks; commit with
  * commit_flags (DB_TXN_NOSYNC on the group-commit path). 0, a DB/errno
  * value or STORE_ERR_QUOTA. */
@@ -266,20 +338,25 @@ int store_txn_run(struct mt_store *store,
 void store_records_deliver(struct mt_store *store, struct mt_store_req *req);
 /* Expunge req->uids from req->mbox in one NOSYNC transaction. */
 void store_records_expunge(struct mt_store *store, struct mt_store_req *req);
-/* Delete up to max queued bodies (at most max_bytes, at least one) and
- * their purge.db records in one transaction; *purged_r, *bytes_r what it
- * deleted (0: the queue is empty). 0 or a DB/errno value. */
+/* Delete up to max queued entries (at most max_bytes, at least one
+ * chunk) and their purge.db records in one transaction; *done_r the
+ * entries deleted or shortened (0: the queue is empty), *messages_r the
+ * messages among those deleted, *bytes_r the bytes. 0 or a DB/errno value. */
 int store_records_purge(struct mt_store *store, unsigned int max,
 			uint64_t max_bytes, uint32_t commit_flags,
-			unsigned int *purged_r, uint64_t *bytes_r);
-/* Count purge.db: the backlog (0 without purge.db). */
+			unsigned int *done_r, unsigned int *messages_r,
+			uint64_t *bytes_r);
+/* Count purge.db: the backlog of messages (bodies queued count only in
+ * bytes; 0 without purge.db). */
 int store_records_purge_totals(struct mt_store *store, uint64_t *messages_r,
 			       uint64_t *bytes_r);
 /* Fill mbox (name set) from the mailbox record and its message records. */
 int store_records_load(struct mt_store *store, struct mt_store_mailbox *mbox);
-/* Read [offset, offset + max) of msg into buf; *size_r the bytes read. */
+/* Read [offset, offset + max) of msg (its bytes at loc) into buf;
+ * *size_r the bytes read. */
 int store_records_read(struct mt_store *store, uint64_t mailbox_id,
-		       const struct mt_store_msg *msg, uint64_t offset,
+		       const struct mt_store_msg *msg,
+		       const struct store_msg_loc *loc, uint64_t offset,
 		       void *buf, size_t max, size_t *size_r);
 /* New store: write the format records. Existing: check them. */
 int store_records_format_init(struct mt_store *store, DB_TXN *txn);
@@ -307,6 +384,48 @@ int store_dedupe_record(struct mt_store *store, DB_TXN *txn,
  * EXPIRE_EVERY_SECS remove the ids older than the window. */
 void store_dedupe_expire(struct mt_store *store, unsigned int *secs);
 
+/* store-chunks.c */
+/* Put one chunk of the object (id, uid): a message's own chunks, or a
+ * shared body's (body id, 0). */
+int store_chunk_put(struct mt_store *store, DB_TXN *txn, uint64_t id,
+		    uint32_t uid, uint32_t chunk, const void *data, size_t len);
+/* A streamed body's full chunk and its partial.db record, in one NOSYNC
+ * transaction. 0 or a DB/errno value. */
+int store_chunks_write(struct mt_store *store, uint64_t body_id,
+		       uint32_t chunk, const void *data, size_t len);
+/* In a delivery's transaction, one more message references the body. The
+ * first (first true) also writes the last partial chunk (tail, after
+ * chunks full ones; none if empty), removes the partial.db record and
+ * creates the reference; size is the body's. */
+int store_chunks_ref(struct mt_store *store, DB_TXN *txn, uint64_t body_id,
+		     bool first, uint32_t chunks, const void *tail,
+		     size_t tail_len, uint64_t size);
+/* In an expunge's transaction: one reference less; the last queues the
+ * body for the purger. */
+int store_chunks_unref(struct mt_store *store, DB_TXN *txn, uint64_t body_id);
+/* A body that no message references: its partial.db record removed and
+ * its chunks full chunks queued for the purger, one NOSYNC transaction. */
+int store_chunks_abort(struct mt_store *store, uint64_t body_id,
+		       uint32_t chunks);
+/* SERVE mode, at open before any delivery: set next_body_id past every
+ * body id in use, and queue every body still in partial.db (its writer
+ * died) for the purger. */
+enum mt_store_status store_chunks_open(struct mt_store *store,
+				       const char **error_r);
+/* Bodies in partial.db and the bytes of their chunks (0 before version 4). */
+int store_chunks_partial_totals(struct mt_store *store, uint64_t *bodies_r,
+				uint64_t *bytes_r);
+
+/* store-body.c */
+/* Commit thread: run a CHUNK or ABORT request and complete it (no log
+ * flush: see store-body.c). */
+void store_body_run(struct mt_store *store, struct mt_store_req *req);
+/* Commit thread: no message holds body (aborted, or no recipient took
+ * it): queue what was written for the purger. */
+void store_body_drop(struct mt_store *store, struct mt_store_body *body);
+/* A request that held a reference to its body is freed. */
+void store_body_unref(struct mt_store_body *body);
+
 /* store-commit.c */
 bool store_commit_start(struct mt_store *store, const char **error_r);
 void store_commit_stop(struct mt_store *store);
@@ -320,6 +439,10 @@ bool store_purge_start(struct mt_store *store, const char **error_r);
 void store_purge_stop(struct mt_store *store);
 /* Expunges were made durable: purge their bodies soon. */
 void store_purge_kick(struct mt_store *store);
+/* A body's abort could not run now (a full disk, a failure): the purger
+ * retries it before its next round. */
+void store_purge_drop_retry(struct mt_store *store, uint64_t body_id,
+			    uint32_t chunks);
 
 /* store-async.c */
 void store_queue_init(struct store_queue *q);
@@ -335,8 +458,27 @@ struct mt_store_req *store_queue_pop_all_until(struct store_queue *q,
 					       const struct timespec *deadline,
 					       unsigned int *count_r);
 void store_queue_stop(struct store_queue *q);
-/* Hand a finished request back to its port or waiter (any thread). */
+struct mt_store_req *store_req_new(struct mt_store *store,
+				   enum store_req_kind kind,
+				   struct mt_store_port *port, mt_store_cb_t *cb,
+				   void *context);
+void store_req_free(struct mt_store_req *req);
+/* Hand a finished request back to its port or waiter, or free it if it
+ * has neither (any thread). */
 void store_req_complete(struct mt_store_req *req);
+/* Queue req on queue (writes: the commit queue), or complete it at once
+ * when refused, or when the store cannot take it (ADMIN mode, failed). */
+struct mt_store_req *store_req_submit(struct mt_store_req *req,
+				      struct store_queue *queue);
+/* Submit from a blocking caller and wait for the completion. */
+void store_req_wait(struct mt_store_req *req, struct store_queue *queue);
+/* A DELIVER request for rcpts (copied and checked; refused if none is
+ * valid), its body still to be set. */
+struct mt_store_req *store_deliver_new(struct mt_store *store,
+				       struct mt_store_port *port,
+				       const struct mt_store_rcpt *rcpts,
+				       unsigned int count, mt_store_cb_t *cb,
+				       void *context);
 void store_req_set_error(struct mt_store_req *req, enum mt_store_status status,
 			 const char *error);
 /* Start a store thread with every signal blocked (the loops handle them). */
@@ -353,6 +495,27 @@ enum mt_store_status store_mailbox_open(struct mt_store *store, const char *name
 					const char **error_r);
 struct mt_store_mailbox *store_mailbox_ref(struct mt_store_mailbox *mbox);
 void store_mailbox_unref(struct mt_store_mailbox **mbox_p);
+
+/* DBTs: input bytes, or a caller's buffer to be filled. */
+static inline void store_dbt_in(DBT *dbt, const void *data, size_t size)
+{
+	memset(dbt, 0, sizeof(*dbt));
+	dbt->data = (void *)data;
+	dbt->size = (u_int32_t)size;
+}
+
+static inline void store_dbt_out(DBT *dbt, void *buf, size_t cap)
+{
+	memset(dbt, 0, sizeof(*dbt));
+	dbt->data = buf;
+	dbt->ulen = (u_int32_t)cap;
+	dbt->flags = DB_DBT_USERMEM;
+}
+
+static inline bool store_retryable(int ret)
+{
+	return ret == DB_LOCK_DEADLOCK || ret == DB_LOCK_NOTGRANTED;
+}
 
 /* Big-endian encoding of keys and records. */
 static inline void store_put_be32(unsigned char *p, uint32_t v)
@@ -376,6 +539,24 @@ static inline uint32_t store_get_be32(const unsigned char *p)
 static inline uint64_t store_get_be64(const unsigned char *p)
 {
 	return (uint64_t)store_get_be32(p) << 32 | store_get_be32(p + 4);
+}
+
+#define STORE_MESSAGE_KEY_SIZE 12
+#define STORE_BODY_KEY_SIZE 16
+
+/* message.db and purge.db: id u64 + uid u32. */
+static inline void store_message_key(unsigned char *key, uint64_t id, uint32_t uid)
+{
+	store_put_be64(key, id);
+	store_put_be32(key + 8, uid);
+}
+
+/* body.db: id u64 + uid u32 + chunk u32. */
+static inline void store_body_key(unsigned char *key, uint64_t id, uint32_t uid,
+				  uint32_t chunk)
+{
+	store_message_key(key, id, uid);
+	store_put_be32(key + 12, chunk);
 }
 
 static inline void store_counter_add(atomic_uint_fast64_t *c, uint64_t n)

@@ -1,10 +1,17 @@
 /* store-purge.c — the purger: deletes the bodies of expunged messages in
  * the background, so that the expunge a POP3 QUIT waits for logs only
- * small records (the lazy expunge of store-records.c).
+ * small records (the lazy expunge of store-records.c); and so the shared
+ * bodies their last message left, the bodies aborted mid-delivery and
+ * those a crash left half-written (queued by store-body.c and
+ * store-chunks.c). An abort that cannot run when the body is dropped (a
+ * full disk: no write then) waits in a list that each round takes first;
+ * one still waiting at close leaves its partial.db record for the next
+ * open's sweep.
  *
  *   flusher ──kick──► purger thread: wait purge_delay_msecs for more
- *                     expunges, then batches of PURGE_BATCH bodies (at most
- *                     PURGE_BATCH_BYTES), each one NOSYNC transaction that
+ *                     expunges, then batches of PURGE_BATCH entries (at most
+ *                     PURGE_BATCH_BYTES: a larger body is deleted from its
+ *                     end in several), each one NOSYNC transaction that
  *                     deletes the body chunks and their purge.db records,
  *                     until purge.db is empty
  *
@@ -28,17 +35,21 @@
  * read even before their bodies go; each queued body is deleted exactly
  * once in effect, eventually, also across crashes and full disks. */
 #include "store-private.h"
+#include "alloc.h"
 #include "log.h"
 
 #include <errno.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <time.h>
 
 #define DEFAULT_PURGE_DELAY_MSECS 50u
-/* Messages and body bytes per purge transaction. Small: a transaction
- * holds its body.db page locks (leaf pages that RETRs of other messages
- * read, the free list deliveries allocate from) until it commits. */
-#define PURGE_BATCH 4u
+/* Queue entries and body bytes per purge transaction. Small: a
+ * transaction holds its body.db page locks (leaf pages that RETRs of other
+ * messages read, the free list deliveries allocate from) until it commits.
+ * An expunged message is two entries (its own chunks, its body), so 8 are
+ * about 4 messages. */
+#define PURGE_BATCH 8u
 #define PURGE_BATCH_BYTES (256u << 10)
 #define PURGE_RETRY_MSECS 1000u
 
@@ -52,6 +63,12 @@ void store_purge_init(struct mt_store *store)
 
 void store_purge_deinit(struct mt_store *store)
 {
+	/* Aborts not retried: their partial.db records stay for the sweep. */
+	while (store->drops != NULL) {
+		struct store_drop *d = store->drops;
+		store->drops = d->next;
+		free(d);
+	}
 	pthread_mutex_destroy(&store->purge_lock);
 	pthread_cond_destroy(&store->purge_cond);
 }
@@ -75,16 +92,18 @@ static bool purge_stopping(struct mt_store *store)
 	return stop;
 }
 
-/* One batch; 0 with *purged_r 0 once purge.db is empty. */
-static int purge_batch(struct mt_store *store, unsigned int *purged_r)
+/* One batch; 0 with *done_r 0 once purge.db is empty; *messages_r the
+ * expunged messages it finished. */
+static int purge_batch(struct mt_store *store, unsigned int *done_r,
+		       unsigned int *messages_r)
 {
 	uint64_t bytes;
 	pthread_rwlock_rdlock(&store->io_lock);
 	int ret = store_records_purge(store, PURGE_BATCH, PURGE_BATCH_BYTES,
-				      DB_TXN_NOSYNC, purged_r, &bytes);
+				      DB_TXN_NOSYNC, done_r, messages_r, &bytes);
 	pthread_rwlock_unlock(&store->io_lock);
-	if (ret == 0 && *purged_r > 0) {
-		store_counter_add(&store->n_purged, *purged_r);
+	if (ret == 0 && *done_r > 0) {
+		store_counter_add(&store->n_purged, *messages_r);
 		store_counter_add(&store->n_purge_txns, 1);
 	}
 	if (ret != 0 && !store_space_failed(store, ret, "purge")) {
@@ -96,8 +115,57 @@ static int purge_batch(struct mt_store *store, unsigned int *purged_r)
 	return ret;
 }
 
+void store_purge_drop_retry(struct mt_store *store, uint64_t body_id,
+			    uint32_t chunks)
+{
+	struct store_drop *d = mt_xcalloc(1, sizeof(*d));
+	d->body_id = body_id;
+	d->chunks = chunks;
+	pthread_mutex_lock(&store->purge_lock);
+	d->next = store->drops;
+	store->drops = d;
+	pthread_mutex_unlock(&store->purge_lock);
+	store_purge_kick(store);
+}
+
+/* The aborts that could not run before: queue their bodies now (0), or
+ * keep them for the next round (the error). */
+static int purge_drops(struct mt_store *store)
+{
+	pthread_mutex_lock(&store->purge_lock);
+	struct store_drop *list = store->drops;
+	store->drops = NULL;
+	pthread_mutex_unlock(&store->purge_lock);
+	int ret = 0;
+	while (list != NULL) {
+		struct store_drop *d = list;
+		if (ret == 0) {
+			pthread_rwlock_rdlock(&store->io_lock);
+			ret = store_chunks_abort(store, d->body_id, d->chunks);
+			pthread_rwlock_unlock(&store->io_lock);
+			(void)store_space_failed(store, ret, "abort");
+		}
+		if (ret != 0)
+			break;
+		store_counter_add(&store->n_aborted, 1);
+		list = d->next;
+		free(d);
+	}
+	if (list != NULL) {
+		struct store_drop **tail = &list;
+		pthread_mutex_lock(&store->purge_lock);
+		while (*tail != NULL)
+			tail = &(*tail)->next;
+		*tail = store->drops;
+		store->drops = list;
+		pthread_mutex_unlock(&store->purge_lock);
+	}
+	return ret;
+}
+
 /* Batches until purge.db is empty (0), or the store stops (0) or a batch
- * fails (its error: the round is retried later). */
+ * fails (its error: the round is retried later). Aborts that waited go
+ * first. */
 static int purge_round(struct mt_store *store, uint64_t *purged_r)
 {
 	for (;;) {
@@ -107,11 +175,14 @@ static int purge_round(struct mt_store *store, uint64_t *purged_r)
 			return DB_RUNRECOVERY;
 		if (!store_space_writable(store))
 			return ENOSPC;
-		unsigned int n;
-		int ret = purge_batch(store, &n);
-		if (ret != 0 || n == 0)
+		int ret = purge_drops(store);
+		if (ret != 0)
 			return ret;
-		*purged_r += n;
+		unsigned int done, messages;
+		ret = purge_batch(store, &done, &messages);
+		if (ret != 0 || done == 0)
+			return ret;
+		*purged_r += messages;
 		sched_yield();	/* between transactions: let writers in */
 	}
 }
@@ -221,10 +292,11 @@ enum mt_store_status mt_store_purge_sync(struct mt_store *store,
 		*error_r = store_error("disk full: no writes until space returns");
 		return MT_STORE_NO_SPACE;
 	}
-	int ret;
-	unsigned int n;
-	while ((ret = purge_batch(store, &n)) == 0 && n > 0)
-		*purged_r += n;
+	int ret = purge_drops(store);
+	unsigned int done, messages;
+	while (ret == 0 && (ret = purge_batch(store, &done, &messages)) == 0 &&
+	       done > 0)
+		*purged_r += messages;
 	if (ret == 0)
 		ret = store->env->log_flush(store->env, NULL);
 	if (ret == 0)

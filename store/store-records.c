@@ -1,28 +1,44 @@
-/* store-records.c — the store's on-disk records (format version 3) and the
- * transactions over them: deliver, expunge, purge expunged bodies, load a
- * mailbox's snapshot, read a body range, and the format records.
+/* store-records.c — the store's on-disk records (format version 4) and the
+ * transactions over them: deliver, expunge, purge queued chunks, load a
+ * mailbox's snapshot, read a message range, and the format records. The
+ * records of shared bodies themselves are in store-chunks.c.
  *
  * Layout (all integers big-endian, so the default byte-wise Btree order is
  * numeric order and one mailbox's records sit together):
- *   meta.db     "format-version" → u32 2; "chunk-size" → u32;
+ *   meta.db     "format-version" → u32 4; "chunk-size" → u32;
  *               "next-mailbox-id" → u64; "created" → u64 Unix time
  *   mailbox.db  mailbox name → id u64, next_uid u32, count u32, bytes u64,
  *               uidl_validity u32, flags u32 (0), created u64     (40 bytes)
- *   message.db  id u64 + uid u32 → size u64, arrival u64, flags u32 (0),
- *               uidl_len u8, uidl                   (the STAT/LIST/UIDL data)
- *   body.db     id u64 + uid u32 + chunk u32 → chunk_size bytes of the
- *               message (the last chunk shorter; none for an empty one)
- *   purge.db    id u64 + uid u32 → size u64, flags u32 (0): the bodies of
- *               expunged messages not yet deleted (version 2; an older
- *               store is upgraded at open by creating it, store-env.c)
+ *   message.db  id u64 + uid u32 → size u64, arrival u64, flags u32,
+ *               uidl_len u8, uidl, and with flag STORE_MSG_SHARED (every
+ *               message delivered by version 4) body id u64, prefix_len
+ *               u32                          (the STAT/LIST/UIDL data)
+ *   body.db     id u64 + uid u32 + chunk u32 → chunk_size bytes (the last
+ *               chunk shorter; none for an empty one) of the message's
+ *               own bytes: its prefix (Return-Path:/Received:) if shared,
+ *               else all of it (a message stored before version 4); and
+ *               the shared bodies' chunks (store-chunks.c)
+ *   purge.db    id u64 + uid u32 → size u64, flags u32 (0): the chunks of
+ *               expunged messages (and of shared bodies, uid 0) not yet
+ *               deleted (version 2; an older store is upgraded at open by
+ *               creating it, store-env.c)
  *   delivered.db  delivery id + NUL + mailbox name → time u64, uid u32:
  *               the ids of recent deliveries (version 3, store-dedupe.c)
+ *   refs.db, partial.db  the shared bodies' references and the bodies
+ *               being written (version 4, store-chunks.c)
+ *
+ * A delivery is one body shared by its recipients: each recipient's
+ * transaction writes its message record, its prefix and one reference to
+ * the body; the first also writes the body's last partial chunk (the full
+ * ones were written as the message arrived, store-body.c).
  *
  * Lazy expunge. Deleting a body makes Berkeley DB log every deleted page
  * for undo (~24 KB of log for a 24 KB message), and the POP3 QUIT that
  * waited for that log to be durable was most of a session's time. So the
  * expunge transaction (QUIT's, durable before +OK) only deletes the message
- * records, updates the mailbox record and queues each body in purge.db —
+ * records, updates the mailbox record, queues each message's own chunks in
+ * purge.db and releases its body's reference (the last one queues the
+ * body too) —
  * small log records; from its commit on, the message is in no listing and
  * reads of it answer NOT_FOUND. The purger (store-purge.c, a store thread)
  * later deletes bodies and their purge.db records together in batched
@@ -39,7 +55,8 @@
  *
  * Guarantees: each delivery (one recipient) and each expunge is one
  * transaction, retried when it loses a deadlock, so a mailbox's counters
- * always match its messages. Quota is checked inside the transaction. */
+ * always match its messages and a body's reference count its messages.
+ * Quota is checked inside the transaction. */
 #include "store-private.h"
 #include "alloc.h"
 #include "log.h"
@@ -53,47 +70,14 @@
 
 #define MAILBOX_REC_SIZE 40
 #define MESSAGE_REC_FIXED 21
-#define MESSAGE_KEY_SIZE 12
-#define BODY_KEY_SIZE 16
+/* After the UIDL, with STORE_MSG_SHARED: body id u64, prefix length u32. */
+#define MESSAGE_REC_SHARED 12
 #define PURGE_REC_SIZE 12
 
 static const char META_FORMAT[] = "format-version";
 static const char META_CHUNK[] = "chunk-size";
 static const char META_NEXT_ID[] = "next-mailbox-id";
 static const char META_CREATED[] = "created";
-
-/* DBTs: input bytes, or a caller's buffer to be filled. */
-static void dbt_in(DBT *dbt, const void *data, size_t size)
-{
-	memset(dbt, 0, sizeof(*dbt));
-	dbt->data = (void *)data;
-	dbt->size = (u_int32_t)size;
-}
-
-static void dbt_out(DBT *dbt, void *buf, size_t cap)
-{
-	memset(dbt, 0, sizeof(*dbt));
-	dbt->data = buf;
-	dbt->ulen = (u_int32_t)cap;
-	dbt->flags = DB_DBT_USERMEM;
-}
-
-static bool retryable(int ret)
-{
-	return ret == DB_LOCK_DEADLOCK || ret == DB_LOCK_NOTGRANTED;
-}
-
-static void message_key(unsigned char *key, uint64_t id, uint32_t uid)
-{
-	store_put_be64(key, id);
-	store_put_be32(key + 8, uid);
-}
-
-static void body_key(unsigned char *key, uint64_t id, uint32_t uid, uint32_t chunk)
-{
-	message_key(key, id, uid);
-	store_put_be32(key + 12, chunk);
-}
 
 static void mailbox_rec_encode(const struct store_mailbox_rec *rec,
 			       unsigned char *p)
@@ -121,27 +105,42 @@ static int mailbox_rec_decode(const DBT *data, struct store_mailbox_rec *rec)
 	return 0;
 }
 
-static size_t message_rec_encode(const struct mt_store_msg *msg, unsigned char *p)
+static size_t message_rec_encode(const struct mt_store_msg *msg,
+				 const struct store_msg_loc *loc, unsigned char *p)
 {
 	size_t uidl_len = strlen(msg->uidl);
 	store_put_be64(p, msg->size);
 	store_put_be64(p + 8, (uint64_t)msg->arrival);
-	store_put_be32(p + 16, 0);
+	store_put_be32(p + 16, STORE_MSG_SHARED);
 	p[20] = (unsigned char)uidl_len;
 	memcpy(p + MESSAGE_REC_FIXED, msg->uidl, uidl_len);
-	return MESSAGE_REC_FIXED + uidl_len;
+	store_put_be64(p + MESSAGE_REC_FIXED + uidl_len, loc->body_id);
+	store_put_be32(p + MESSAGE_REC_FIXED + uidl_len + 8, loc->prefix_len);
+	return MESSAGE_REC_FIXED + uidl_len + MESSAGE_REC_SHARED;
 }
 
-static int message_rec_decode(const DBT *data, struct mt_store_msg *msg)
+static int message_rec_decode(const DBT *data, struct mt_store_msg *msg,
+			      struct store_msg_loc *loc)
 {
 	const unsigned char *p = data->data;
 	if (data->size < MESSAGE_REC_FIXED || p[20] == 0 ||
 	    p[20] > MT_STORE_UIDL_MAX || data->size < MESSAGE_REC_FIXED + (u_int32_t)p[20])
 		return STORE_ERR_DAMAGED;
+	const size_t end = MESSAGE_REC_FIXED + p[20];
 	msg->size = store_get_be64(p);
 	msg->arrival = (int64_t)store_get_be64(p + 8);
 	memcpy(msg->uidl, p + MESSAGE_REC_FIXED, p[20]);
 	msg->uidl[p[20]] = '\0';
+	*loc = (struct store_msg_loc){ 0, 0 };
+	if ((store_get_be32(p + 16) & STORE_MSG_SHARED) != 0) {
+		if (data->size < end + MESSAGE_REC_SHARED)
+			return STORE_ERR_DAMAGED;
+		loc->body_id = store_get_be64(p + end);
+		loc->prefix_len = store_get_be32(p + end + 8);
+		if ((loc->body_id & STORE_BODY_ID_BIT) == 0 ||
+		    loc->prefix_len > msg->size)
+			return STORE_ERR_DAMAGED;
+	}
 	return 0;
 }
 
@@ -158,7 +157,7 @@ int store_txn_run(struct mt_store *store,
 		if (ret == 0)
 			return txn->commit(txn, commit_flags);
 		(void)txn->abort(txn);
-		if (!retryable(ret) || attempt >= STORE_TXN_ATTEMPTS)
+		if (!store_retryable(ret) || attempt >= STORE_TXN_ATTEMPTS)
 			return ret;
 		store_counter_add(&store->n_retries, 1);
 		sched_yield();
@@ -170,8 +169,8 @@ static int mailbox_get(struct mt_store *store, DB_TXN *txn, const char *name,
 {
 	unsigned char buf[MAILBOX_REC_SIZE + 64];
 	DBT key, data;
-	dbt_in(&key, name, strlen(name));
-	dbt_out(&data, buf, sizeof(buf));
+	store_dbt_in(&key, name, strlen(name));
+	store_dbt_out(&data, buf, sizeof(buf));
 	int ret = store->mailboxes->get(store->mailboxes, txn, &key, &data, flags);
 	return ret != 0 ? ret : mailbox_rec_decode(&data, rec);
 }
@@ -182,8 +181,8 @@ static int mailbox_put(struct mt_store *store, DB_TXN *txn, const char *name,
 	unsigned char buf[MAILBOX_REC_SIZE];
 	DBT key, data;
 	mailbox_rec_encode(rec, buf);
-	dbt_in(&key, name, strlen(name));
-	dbt_in(&data, buf, sizeof(buf));
+	store_dbt_in(&key, name, strlen(name));
+	store_dbt_in(&data, buf, sizeof(buf));
 	return store->mailboxes->put(store->mailboxes, txn, &key, &data, 0);
 }
 
@@ -193,8 +192,8 @@ static int mailbox_new(struct mt_store *store, DB_TXN *txn, uint64_t now,
 {
 	unsigned char buf[8];
 	DBT key, data;
-	dbt_in(&key, META_NEXT_ID, sizeof(META_NEXT_ID) - 1);
-	dbt_out(&data, buf, sizeof(buf));
+	store_dbt_in(&key, META_NEXT_ID, sizeof(META_NEXT_ID) - 1);
+	store_dbt_out(&data, buf, sizeof(buf));
 	int ret = store->meta->get(store->meta, txn, &key, &data, DB_RMW);
 	if (ret != 0)
 		return ret;
@@ -202,7 +201,7 @@ static int mailbox_new(struct mt_store *store, DB_TXN *txn, uint64_t now,
 		return STORE_ERR_DAMAGED;
 	uint64_t id = store_get_be64(buf);
 	store_put_be64(buf, id + 1);
-	dbt_in(&data, buf, sizeof(buf));
+	store_dbt_in(&data, buf, sizeof(buf));
 	if ((ret = store->meta->put(store->meta, txn, &key, &data, 0)) != 0)
 		return ret;
 	*rec = (struct store_mailbox_rec){
@@ -212,32 +211,14 @@ static int mailbox_new(struct mt_store *store, DB_TXN *txn, uint64_t now,
 	return 0;
 }
 
-/* Write a message of prefix + body as its chunks. */
-static int body_put(struct mt_store *store, DB_TXN *txn, uint64_t id,
-		    uint32_t uid, const char *prefix, size_t prefix_len,
-		    const char *body, size_t body_len, char *scratch)
+/* Write len bytes as the chunks of the object (id, uid), from chunk 0. */
+static int object_put(struct mt_store *store, DB_TXN *txn, uint64_t id,
+		      uint32_t uid, const char *data, size_t len)
 {
-	const size_t chunk = store->chunk_size, total = prefix_len + body_len;
-	unsigned char kbuf[BODY_KEY_SIZE];
-	DBT key, data;
-	for (size_t off = 0, i = 0; off < total; off += chunk, i++) {
-		size_t len = total - off < chunk ? total - off : chunk;
-		const char *p;
-		if (off >= prefix_len)
-			p = body + (off - prefix_len);
-		else if (off + len <= prefix_len)
-			p = prefix + off;
-		else {
-			/* The chunk that joins the prefix to the body. */
-			size_t head = prefix_len - off;
-			memcpy(scratch, prefix + off, head);
-			memcpy(scratch + head, body, len - head);
-			p = scratch;
-		}
-		body_key(kbuf, id, uid, (uint32_t)i);
-		dbt_in(&key, kbuf, sizeof(kbuf));
-		dbt_in(&data, p, len);
-		int ret = store->bodies->put(store->bodies, txn, &key, &data, 0);
+	const size_t chunk = store->chunk_size;
+	for (size_t off = 0, i = 0; off < len; off += chunk, i++) {
+		int ret = store_chunk_put(store, txn, id, uid, (uint32_t)i, data + off,
+					  len - off < chunk ? len - off : chunk);
 		if (ret != 0)
 			return ret;
 	}
@@ -246,14 +227,18 @@ static int body_put(struct mt_store *store, DB_TXN *txn, uint64_t id,
 
 struct deliver_ctx {
 	const struct mt_store_rcpt *rcpt;
-	const char *body;
-	size_t body_size;
+	const struct mt_store_body *body;
+	const char *tail;	/* the body's last partial chunk */
+	size_t tail_size;
+	uint64_t body_size;
 	uint64_t now;
-	char *scratch;
+	bool referenced;	/* a committed copy holds the body */
 	uint32_t uid;
 	bool duplicate;		/* the delivery id was remembered: nothing stored */
 };
 
+/* One recipient: its message record (naming the shared body), its prefix
+ * as the message's own chunks, the body's reference, the mailbox record. */
 static int deliver_txn(struct mt_store *store, DB_TXN *txn, void *context)
 {
 	struct deliver_ctx *ctx = context;
@@ -277,25 +262,31 @@ static int deliver_txn(struct mt_store *store, DB_TXN *txn, void *context)
 		return ret;
 	if (rcpt->quota != 0 && (size > rcpt->quota || rec.bytes > rcpt->quota - size))
 		return STORE_ERR_QUOTA;
-	if (rec.next_uid == UINT32_MAX)
+	if (rec.next_uid == UINT32_MAX || rcpt->prefix_len > UINT32_MAX)
 		return EOVERFLOW;
 
 	struct mt_store_msg msg = {
 		.uid = rec.next_uid, .size = size, .arrival = (int64_t)ctx->now,
 	};
+	const struct store_msg_loc loc = {
+		.body_id = ctx->body->id, .prefix_len = (uint32_t)rcpt->prefix_len,
+	};
 	snprintf(msg.uidl, sizeof(msg.uidl), "%08x%08x", rec.uidl_validity,
 		 msg.uid);
-	unsigned char kbuf[MESSAGE_KEY_SIZE], vbuf[MESSAGE_REC_FIXED + MT_STORE_UIDL_MAX];
+	unsigned char kbuf[STORE_MESSAGE_KEY_SIZE];
+	unsigned char vbuf[MESSAGE_REC_FIXED + MT_STORE_UIDL_MAX + MESSAGE_REC_SHARED];
 	DBT key, data;
-	message_key(kbuf, rec.id, msg.uid);
-	dbt_in(&key, kbuf, sizeof(kbuf));
-	dbt_in(&data, vbuf, message_rec_encode(&msg, vbuf));
+	store_message_key(kbuf, rec.id, msg.uid);
+	store_dbt_in(&key, kbuf, sizeof(kbuf));
+	store_dbt_in(&data, vbuf, message_rec_encode(&msg, &loc, vbuf));
 	if ((ret = store->messages->put(store->messages, txn, &key, &data,
 					DB_NOOVERWRITE)) != 0)
 		return ret == DB_KEYEXIST ? STORE_ERR_DAMAGED : ret;
-	if ((ret = body_put(store, txn, rec.id, msg.uid, rcpt->prefix,
-			    rcpt->prefix_len, ctx->body, ctx->body_size,
-			    ctx->scratch)) != 0)
+	if ((ret = object_put(store, txn, rec.id, msg.uid, rcpt->prefix,
+			      rcpt->prefix_len)) != 0 ||
+	    (ret = store_chunks_ref(store, txn, ctx->body->id, !ctx->referenced,
+				    ctx->body->chunks, ctx->tail, ctx->tail_size,
+				    ctx->body_size)) != 0)
 		return ret;
 	rec.next_uid++;
 	rec.count++;
@@ -308,21 +299,42 @@ static int deliver_txn(struct mt_store *store, DB_TXN *txn, void *context)
 	return 0;
 }
 
+/* A streamed body that failed, or that no recipient took: every
+ * recipient still pending gets the failure, and the body goes. (Its chunk
+ * writes have all run — the request waited for them — so its status is
+ * settled.) */
+static void deliver_settle_body(struct mt_store *store, struct mt_store_req *req,
+				const struct deliver_ctx *ctx)
+{
+	struct mt_store_body *body = req->sbody;
+	if (body->status != MT_STORE_OK) {
+		for (unsigned int i = 0; i < req->rcpt_count; i++)
+			if (req->rcpts[i].status == MT_STORE_OK)
+				req->rcpts[i].status = body->status;
+		if (req->status == MT_STORE_OK)
+			store_req_set_error(req, body->status, body->error);
+	}
+	if (!ctx->referenced)
+		store_body_drop(store, body);
+}
+
 void store_records_deliver(struct mt_store *store, struct mt_store_req *req)
 {
+	const struct mt_store_body *body = req->sbody;
 	struct deliver_ctx ctx = {
-		.body = req->body, .body_size = req->body_size,
+		.body = body, .tail = req->body, .tail_size = req->body_size,
+		.body_size = (uint64_t)body->chunks * store->chunk_size + req->body_size,
 		.now = (uint64_t)time(NULL),
-		.scratch = mt_xmalloc(store->chunk_size),
 	};
+	const bool body_ok = body->status == MT_STORE_OK;
 	/* Room in body.db's allocated blocks first (store-space.c); without
 	 * it the store is in no-space mode and nothing below commits. */
-	uint64_t bytes = 0;
+	uint64_t bytes = req->body_size;
 	for (unsigned int i = 0; i < req->rcpt_count; i++)
-		bytes += req->rcpts[i].prefix_len + req->body_size;
-	if (store_space_writable(store) && !atomic_load(&store->failed))
+		bytes += req->rcpts[i].prefix_len;
+	if (body_ok && store_space_writable(store) && !atomic_load(&store->failed))
 		(void)store_space_ensure(store, bytes);
-	for (unsigned int i = 0; i < req->rcpt_count; i++) {
+	for (unsigned int i = 0; body_ok && i < req->rcpt_count; i++) {
 		struct mt_store_rcpt *rcpt = &req->rcpts[i];
 		if (rcpt->status != MT_STORE_OK)
 			continue;	/* refused at submission */
@@ -349,6 +361,7 @@ void store_records_deliver(struct mt_store *store, struct mt_store_req *req)
 		if (ret == 0) {
 			rcpt->uid = ctx.uid;
 			rcpt->duplicate = ctx.duplicate;
+			ctx.referenced |= !ctx.duplicate;
 			/* A duplicate's first copy may not be durable yet either. */
 			req->needs_flush = true;
 			continue;
@@ -360,7 +373,7 @@ void store_records_deliver(struct mt_store *store, struct mt_store_req *req)
 		if (req->status == MT_STORE_OK)
 			store_req_set_error(req, rcpt->status, error);
 	}
-	free(ctx.scratch);
+	deliver_settle_body(store, req, &ctx);
 }
 
 struct expunge_ctx {
@@ -371,28 +384,42 @@ struct expunge_ctx {
 	uint64_t bytes;
 };
 
-/* Remove uid's message record and queue its body for the purger. */
+int store_records_purge_queue(struct mt_store *store, DB_TXN *txn,
+			      const unsigned char *key, uint64_t size)
+{
+	unsigned char pbuf[PURGE_REC_SIZE];
+	DBT k, data;
+	store_put_be64(pbuf, size);
+	store_put_be32(pbuf + 8, 0);
+	store_dbt_in(&k, key, STORE_MESSAGE_KEY_SIZE);
+	store_dbt_in(&data, pbuf, sizeof(pbuf));
+	return store->purge->put(store->purge, txn, &k, &data, 0);
+}
+
+/* Remove uid's message record and queue its own chunks for the purger;
+ * its shared body loses a reference (the last one queues it too). */
 static int expunge_one(struct mt_store *store, DB_TXN *txn, uint64_t id,
 		       uint32_t uid, uint64_t *size_r)
 {
-	unsigned char kbuf[MESSAGE_KEY_SIZE], vbuf[MESSAGE_REC_FIXED + MT_STORE_UIDL_MAX + 64];
-	unsigned char pbuf[PURGE_REC_SIZE];
+	unsigned char kbuf[STORE_MESSAGE_KEY_SIZE];
+	unsigned char vbuf[MESSAGE_REC_FIXED + MT_STORE_UIDL_MAX + MESSAGE_REC_SHARED + 64];
 	DBT key, data;
 	struct mt_store_msg msg;
-	message_key(kbuf, id, uid);
-	dbt_in(&key, kbuf, MESSAGE_KEY_SIZE);
-	dbt_out(&data, vbuf, sizeof(vbuf));
+	struct store_msg_loc loc;
+	store_message_key(kbuf, id, uid);
+	store_dbt_in(&key, kbuf, STORE_MESSAGE_KEY_SIZE);
+	store_dbt_out(&data, vbuf, sizeof(vbuf));
 	int ret = store->messages->get(store->messages, txn, &key, &data, DB_RMW);
 	if (ret == 0)
-		ret = message_rec_decode(&data, &msg);
+		ret = message_rec_decode(&data, &msg, &loc);
 	if (ret == 0)
 		ret = store->messages->del(store->messages, txn, &key, 0);
+	if (ret == 0)
+		ret = store_records_purge_queue(store, txn, kbuf, loc.body_id != 0 ?
+						loc.prefix_len : msg.size);
+	if (ret == 0 && loc.body_id != 0)
+		ret = store_chunks_unref(store, txn, loc.body_id);
 	if (ret != 0)
-		return ret;
-	store_put_be64(pbuf, msg.size);
-	store_put_be32(pbuf + 8, 0);
-	dbt_in(&data, pbuf, sizeof(pbuf));
-	if ((ret = store->purge->put(store->purge, txn, &key, &data, 0)) != 0)
 		return ret;
 	*size_r = msg.size;
 	return 0;
@@ -455,51 +482,75 @@ void store_records_expunge(struct mt_store *store, struct mt_store_req *req)
 
 /* One entry of the purge queue. */
 struct purge_entry {
-	unsigned char key[MESSAGE_KEY_SIZE];
+	unsigned char key[STORE_MESSAGE_KEY_SIZE];
 	uint64_t size;
 };
 
 struct purge_ctx {
 	const struct purge_entry *entries;
 	unsigned int count;
-	unsigned int purged;
+	uint32_t max_chunks;	/* chunks one transaction deletes */
+	unsigned int done;	/* entries deleted or shortened */
+	unsigned int messages;	/* of those deleted, messages (not bodies) */
 	uint64_t bytes;
 };
 
-/* Delete the queued bodies, then their purge.db records: the purge.db
+/* Delete the queued chunks, then their purge.db records: the purge.db
  * page locks (which expunges wait for) are held only for the end of the
  * transaction. An entry already gone (another purge took it) is skipped;
- * so are missing chunks. */
+ * so are missing chunks. An entry of more than max_chunks (a large body)
+ * loses its last max_chunks and is shortened, so no transaction logs more
+ * than that many chunks' pages. */
 static int purge_txn(struct mt_store *store, DB_TXN *txn, void *context)
 {
 	struct purge_ctx *ctx = context;
-	ctx->purged = 0;
+	ctx->done = ctx->messages = 0;
 	ctx->bytes = 0;
+	uint32_t budget = ctx->max_chunks;
+	unsigned int whole = 0;		/* entries deleted whole */
+	uint64_t rest = 0;		/* bytes the next entry keeps, if shortened */
 	DBT key;
-	for (unsigned int i = 0; i < ctx->count; i++) {
-		const struct purge_entry *e = &ctx->entries[i];
+	for (; whole < ctx->count; whole++) {
+		const struct purge_entry *e = &ctx->entries[whole];
 		uint64_t id = store_get_be64(e->key);
 		uint32_t uid = store_get_be32(e->key + 8);
 		uint64_t chunks = (e->size + store->chunk_size - 1) / store->chunk_size;
-		for (uint64_t c = 0; c < chunks; c++) {
-			unsigned char kbuf[BODY_KEY_SIZE];
-			body_key(kbuf, id, uid, (uint32_t)c);
-			dbt_in(&key, kbuf, BODY_KEY_SIZE);
+		uint64_t keep = chunks > budget ? chunks - budget : 0;
+		for (uint64_t c = keep; c < chunks; c++) {
+			unsigned char kbuf[STORE_BODY_KEY_SIZE];
+			store_body_key(kbuf, id, uid, (uint32_t)c);
+			store_dbt_in(&key, kbuf, STORE_BODY_KEY_SIZE);
 			int ret = store->bodies->del(store->bodies, txn, &key, 0);
 			if (ret != 0 && ret != DB_NOTFOUND)
 				return ret;
 		}
+		if (keep > 0) {
+			rest = keep * store->chunk_size;
+			break;
+		}
+		budget -= (uint32_t)chunks;
 	}
-	for (unsigned int i = 0; i < ctx->count; i++) {
+	for (unsigned int i = 0; i < whole; i++) {
 		const struct purge_entry *e = &ctx->entries[i];
-		dbt_in(&key, e->key, MESSAGE_KEY_SIZE);
+		store_dbt_in(&key, e->key, STORE_MESSAGE_KEY_SIZE);
 		int ret = store->purge->del(store->purge, txn, &key, 0);
 		if (ret == DB_NOTFOUND)
 			continue;
 		if (ret != 0)
 			return ret;
-		ctx->purged++;
+		ctx->done++;
+		/* A message's own chunks; a shared body is uid 0. */
+		ctx->messages += store_get_be32(e->key + 8) != 0;
 		ctx->bytes += e->size;
+	}
+	if (whole < ctx->count) {
+		/* Shortened: the rest is for the next transaction. */
+		const struct purge_entry *e = &ctx->entries[whole];
+		int ret = store_records_purge_queue(store, txn, e->key, rest);
+		if (ret != 0)
+			return ret;
+		ctx->done++;
+		ctx->bytes += e->size - rest;
 	}
 	return 0;
 }
@@ -515,19 +566,19 @@ static int purge_collect(struct mt_store *store, struct purge_entry *entries,
 	int ret = store->purge->cursor(store->purge, NULL, &cursor, 0);
 	if (ret != 0)
 		return ret;
-	unsigned char kbuf[MESSAGE_KEY_SIZE + 16], vbuf[PURGE_REC_SIZE + 16];
+	unsigned char kbuf[STORE_MESSAGE_KEY_SIZE + 16], vbuf[PURGE_REC_SIZE + 16];
 	DBT key, data;
-	dbt_out(&key, kbuf, sizeof(kbuf));
-	dbt_out(&data, vbuf, sizeof(vbuf));
+	store_dbt_out(&key, kbuf, sizeof(kbuf));
+	store_dbt_out(&data, vbuf, sizeof(vbuf));
 	uint64_t bytes = 0;
 	while (*count_r < max && bytes < max_bytes &&
 	       (ret = cursor->get(cursor, &key, &data, DB_NEXT)) == 0) {
-		if (key.size != MESSAGE_KEY_SIZE || data.size < PURGE_REC_SIZE) {
+		if (key.size != STORE_MESSAGE_KEY_SIZE || data.size < PURGE_REC_SIZE) {
 			ret = STORE_ERR_DAMAGED;
 			break;
 		}
 		struct purge_entry *e = &entries[(*count_r)++];
-		memcpy(e->key, kbuf, MESSAGE_KEY_SIZE);
+		memcpy(e->key, kbuf, STORE_MESSAGE_KEY_SIZE);
 		e->size = store_get_be64(vbuf);
 		bytes += e->size;
 	}
@@ -539,25 +590,31 @@ static int purge_collect(struct mt_store *store, struct purge_entry *entries,
 
 int store_records_purge(struct mt_store *store, unsigned int max,
 			uint64_t max_bytes, uint32_t commit_flags,
-			unsigned int *purged_r, uint64_t *bytes_r)
+			unsigned int *done_r, unsigned int *messages_r,
+			uint64_t *bytes_r)
 {
-	*purged_r = 0;
+	*done_r = *messages_r = 0;
 	*bytes_r = 0;
 	struct purge_entry *entries = mt_xcalloc(max, sizeof(*entries));
 	unsigned int count = 0;
 	int ret;
 	for (unsigned int attempt = 1;; attempt++) {
 		ret = purge_collect(store, entries, max, max_bytes, &count);
-		if (!retryable(ret) || attempt >= STORE_TXN_ATTEMPTS)
+		if (!store_retryable(ret) || attempt >= STORE_TXN_ATTEMPTS)
 			break;
 		store_counter_add(&store->n_retries, 1);
 		sched_yield();
 	}
 	if (ret == 0 && count > 0) {
-		struct purge_ctx ctx = { .entries = entries, .count = count };
+		uint64_t per_txn = max_bytes / store->chunk_size;
+		struct purge_ctx ctx = {
+			.entries = entries, .count = count,
+			.max_chunks = per_txn == 0 ? 1 : (uint32_t)per_txn,
+		};
 		ret = store_txn_run(store, purge_txn, &ctx, commit_flags);
 		if (ret == 0) {
-			*purged_r = ctx.purged;
+			*done_r = ctx.done;
+			*messages_r = ctx.messages;
 			*bytes_r = ctx.bytes;
 		}
 	}
@@ -575,16 +632,16 @@ int store_records_purge_totals(struct mt_store *store, uint64_t *messages_r,
 	int ret = store->purge->cursor(store->purge, NULL, &cursor, 0);
 	if (ret != 0)
 		return ret;
-	unsigned char kbuf[MESSAGE_KEY_SIZE + 16], vbuf[PURGE_REC_SIZE + 16];
+	unsigned char kbuf[STORE_MESSAGE_KEY_SIZE + 16], vbuf[PURGE_REC_SIZE + 16];
 	DBT key, data;
-	dbt_out(&key, kbuf, sizeof(kbuf));
-	dbt_out(&data, vbuf, sizeof(vbuf));
+	store_dbt_out(&key, kbuf, sizeof(kbuf));
+	store_dbt_out(&data, vbuf, sizeof(vbuf));
 	while ((ret = cursor->get(cursor, &key, &data, DB_NEXT)) == 0) {
-		if (data.size < PURGE_REC_SIZE) {
+		if (key.size != STORE_MESSAGE_KEY_SIZE || data.size < PURGE_REC_SIZE) {
 			ret = STORE_ERR_DAMAGED;
 			break;
 		}
-		(*messages_r)++;
+		*messages_r += store_get_be32(kbuf + 8) != 0;
 		*bytes_r += store_get_be64(vbuf);
 	}
 	int t_ret = cursor->close(cursor);
@@ -608,23 +665,24 @@ static int load_once(struct mt_store *store, struct mt_store_mailbox *mbox)
 	DBC *cursor;
 	if ((ret = store->messages->cursor(store->messages, NULL, &cursor, 0)) != 0)
 		return ret;
-	unsigned char kbuf[MESSAGE_KEY_SIZE + 16], vbuf[MESSAGE_REC_FIXED + MT_STORE_UIDL_MAX + 64];
+	unsigned char kbuf[STORE_MESSAGE_KEY_SIZE + 16], vbuf[MESSAGE_REC_FIXED + MT_STORE_UIDL_MAX + 64];
 	DBT key, data;
-	message_key(kbuf, rec.id, 0);
-	dbt_out(&key, kbuf, sizeof(kbuf));
-	key.size = MESSAGE_KEY_SIZE;
-	dbt_out(&data, vbuf, sizeof(vbuf));
+	store_message_key(kbuf, rec.id, 0);
+	store_dbt_out(&key, kbuf, sizeof(kbuf));
+	key.size = STORE_MESSAGE_KEY_SIZE;
+	store_dbt_out(&data, vbuf, sizeof(vbuf));
 	unsigned int cap = 0;
 	for (ret = cursor->get(cursor, &key, &data, DB_SET_RANGE); ret == 0;
 	     ret = cursor->get(cursor, &key, &data, DB_NEXT)) {
-		if (key.size != MESSAGE_KEY_SIZE || store_get_be64(kbuf) != rec.id)
+		if (key.size != STORE_MESSAGE_KEY_SIZE || store_get_be64(kbuf) != rec.id)
 			break;
 		if (mbox->count == cap) {
 			cap = cap == 0 ? 16 : cap * 2;
 			mbox->msgs = mt_xrealloc(mbox->msgs, cap * sizeof(*mbox->msgs));
+			mbox->locs = mt_xrealloc(mbox->locs, cap * sizeof(*mbox->locs));
 		}
 		struct mt_store_msg *msg = &mbox->msgs[mbox->count];
-		if ((ret = message_rec_decode(&data, msg)) != 0)
+		if ((ret = message_rec_decode(&data, msg, &mbox->locs[mbox->count])) != 0)
 			break;
 		msg->uid = store_get_be32(kbuf + 8);
 		mbox->bytes += msg->size;
@@ -640,56 +698,39 @@ int store_records_load(struct mt_store *store, struct mt_store_mailbox *mbox)
 {
 	for (unsigned int attempt = 1;; attempt++) {
 		int ret = load_once(store, mbox);
-		if (ret == 0 || !retryable(ret) || attempt >= STORE_TXN_ATTEMPTS)
+		if (ret == 0 || !store_retryable(ret) || attempt >= STORE_TXN_ATTEMPTS)
 			return ret;
 		store_counter_add(&store->n_retries, 1);
 		MT_FREE(&mbox->msgs);
+		MT_FREE(&mbox->locs);
 		mbox->count = 0;
 		mbox->bytes = 0;
 		mbox->exists = false;
 	}
 }
 
-int store_records_read(struct mt_store *store, uint64_t mailbox_id,
-		       const struct mt_store_msg *msg, uint64_t offset,
-		       void *buf, size_t max, size_t *size_r)
+/* Read [offset, offset + want) of the chunks of the object (id, uid). */
+static int object_read(struct mt_store *store, uint64_t id, uint32_t uid,
+		       uint64_t offset, void *buf, size_t want, size_t *size_r)
 {
-	*size_r = 0;
-	/* An expunged message's body may wait for the purger: its message
-	 * record, gone at the expunge, says whether it may still be read. */
-	unsigned char mkey[MESSAGE_KEY_SIZE], mval[8];
-	DBT key, data;
-	message_key(mkey, mailbox_id, msg->uid);
-	dbt_in(&key, mkey, sizeof(mkey));
-	dbt_out(&data, mval, sizeof(mval));
-	data.flags |= DB_DBT_PARTIAL;	/* existence only: dlen 0 */
-	for (unsigned int attempt = 1;; attempt++) {
-		int ret = store->messages->get(store->messages, NULL, &key, &data, 0);
-		if (ret == 0)
-			break;
-		if (!retryable(ret) || attempt >= STORE_TXN_ATTEMPTS)
-			return ret;
-		store_counter_add(&store->n_retries, 1);
-	}
-	if (offset >= msg->size)
-		return 0;
 	const size_t chunk = store->chunk_size;
-	size_t want = msg->size - offset < max ? (size_t)(msg->size - offset) : max;
 	size_t done = 0;
 	unsigned int attempt = 1;
+	*size_r = 0;
 	while (done < want) {
 		uint64_t pos = offset + done;
 		size_t in_chunk = (size_t)(pos % chunk);
 		size_t n = want - done < chunk - in_chunk ? want - done : chunk - in_chunk;
-		unsigned char kbuf[BODY_KEY_SIZE];
-		body_key(kbuf, mailbox_id, msg->uid, (uint32_t)(pos / chunk));
-		dbt_in(&key, kbuf, sizeof(kbuf));
-		dbt_out(&data, (char *)buf + done, n);
+		unsigned char kbuf[STORE_BODY_KEY_SIZE];
+		DBT key, data;
+		store_body_key(kbuf, id, uid, (uint32_t)(pos / chunk));
+		store_dbt_in(&key, kbuf, sizeof(kbuf));
+		store_dbt_out(&data, (char *)buf + done, n);
 		data.flags |= DB_DBT_PARTIAL;
 		data.doff = (u_int32_t)in_chunk;
 		data.dlen = (u_int32_t)n;
 		int ret = store->bodies->get(store->bodies, NULL, &key, &data, 0);
-		if (retryable(ret) && attempt++ < STORE_TXN_ATTEMPTS) {
+		if (store_retryable(ret) && attempt++ < STORE_TXN_ATTEMPTS) {
 			store_counter_add(&store->n_retries, 1);
 			continue;
 		}
@@ -703,12 +744,60 @@ int store_records_read(struct mt_store *store, uint64_t mailbox_id,
 	return 0;
 }
 
+int store_records_read(struct mt_store *store, uint64_t mailbox_id,
+		       const struct mt_store_msg *msg,
+		       const struct store_msg_loc *loc, uint64_t offset,
+		       void *buf, size_t max, size_t *size_r)
+{
+	*size_r = 0;
+	/* An expunged message's body may wait for the purger: its message
+	 * record, gone at the expunge, says whether it may still be read. */
+	unsigned char mkey[STORE_MESSAGE_KEY_SIZE], mval[8];
+	DBT key, data;
+	store_message_key(mkey, mailbox_id, msg->uid);
+	store_dbt_in(&key, mkey, sizeof(mkey));
+	store_dbt_out(&data, mval, sizeof(mval));
+	data.flags |= DB_DBT_PARTIAL;	/* existence only: dlen 0 */
+	for (unsigned int attempt = 1;; attempt++) {
+		int ret = store->messages->get(store->messages, NULL, &key, &data, 0);
+		if (ret == 0)
+			break;
+		if (!store_retryable(ret) || attempt >= STORE_TXN_ATTEMPTS)
+			return ret;
+		store_counter_add(&store->n_retries, 1);
+	}
+	if (offset >= msg->size)
+		return 0;
+	size_t want = msg->size - offset < max ? (size_t)(msg->size - offset) : max;
+	if (loc->body_id == 0)	/* all in its own chunks (before version 4) */
+		return object_read(store, mailbox_id, msg->uid, offset, buf, want,
+				   size_r);
+	/* Its prefix, then the shared body. */
+	size_t got = 0;
+	int ret = 0;
+	if (offset < loc->prefix_len) {
+		size_t n = loc->prefix_len - offset < want ?
+			(size_t)(loc->prefix_len - offset) : want;
+		ret = object_read(store, mailbox_id, msg->uid, offset, buf, n, &got);
+	}
+	if (ret == 0 && got < want) {
+		size_t more;
+		ret = object_read(store, loc->body_id, 0,
+				  offset + got - loc->prefix_len, (char *)buf + got,
+				  want - got, &more);
+		got += more;
+	}
+	if (ret == 0)
+		*size_r = got;
+	return ret;
+}
+
 static int meta_put(struct mt_store *store, DB_TXN *txn, const char *name,
 		    const unsigned char *value, size_t size)
 {
 	DBT key, data;
-	dbt_in(&key, name, strlen(name));
-	dbt_in(&data, value, size);
+	store_dbt_in(&key, name, strlen(name));
+	store_dbt_in(&data, value, size);
 	return store->meta->put(store->meta, txn, &key, &data, 0);
 }
 
@@ -746,8 +835,8 @@ static int meta_get_u32(struct mt_store *store, const char *name, uint32_t *valu
 {
 	unsigned char buf[16];
 	DBT key, data;
-	dbt_in(&key, name, strlen(name));
-	dbt_out(&data, buf, sizeof(buf));
+	store_dbt_in(&key, name, strlen(name));
+	store_dbt_out(&data, buf, sizeof(buf));
 	int ret = store->meta->get(store->meta, NULL, &key, &data, 0);
 	if (ret == DB_BUFFER_SMALL || (ret == 0 && data.size != 4))
 		return EINVAL;
@@ -773,13 +862,14 @@ enum mt_store_status store_records_format_check(struct mt_store *store,
 		return store_status_from_db(store, ret);
 	}
 	/* Version 1 is version 2 without purge.db, version 2 is version 3
-	 * without delivered.db: store-env.c upgrades them (SERVE mode) by
-	 * creating what they lack, in the transaction that rewrites the
-	 * version record. */
+	 * without delivered.db, version 3 is version 4 without refs.db and
+	 * partial.db (and without shared bodies: its messages are read as
+	 * they are): store-env.c upgrades them (SERVE mode) by creating what
+	 * they lack, in the transaction that rewrites the version record. */
 	if (version < 1 || version > MT_STORE_FORMAT_VERSION) {
 		*error_r = store_error("store %s has format version %u; this "
 				       "mailtier-popstore reads version %u (and "
-				       "upgrades versions 1 and 2) only: refusing "
+				       "upgrades versions 1 to 3) only: refusing "
 				       "to open it", store->home, version,
 				       MT_STORE_FORMAT_VERSION);
 		return MT_STORE_BAD_FORMAT;
@@ -806,8 +896,8 @@ int store_records_totals(struct mt_store *store, uint64_t *mailboxes_r,
 		return ret;
 	unsigned char kbuf[MT_STORE_MAILBOX_MAX + 1], vbuf[MAILBOX_REC_SIZE + 64];
 	DBT key, data;
-	dbt_out(&key, kbuf, sizeof(kbuf));
-	dbt_out(&data, vbuf, sizeof(vbuf));
+	store_dbt_out(&key, kbuf, sizeof(kbuf));
+	store_dbt_out(&data, vbuf, sizeof(vbuf));
 	while ((ret = cursor->get(cursor, &key, &data, DB_NEXT)) == 0) {
 		struct store_mailbox_rec rec;
 		if ((ret = mailbox_rec_decode(&data, &rec)) != 0)

@@ -93,7 +93,7 @@ int store_space_prealloc_regions(struct mt_store *store, const char **error_r)
 
 static const char *const db_files[] = {
 	STORE_META_DB, STORE_MAILBOX_DB, STORE_MESSAGE_DB, STORE_BODY_DB,
-	STORE_PURGE_DB, STORE_DELIVERED_DB,
+	STORE_PURGE_DB, STORE_DELIVERED_DB, STORE_REFS_DB, STORE_PARTIAL_DB,
 };
 
 /* Blocks of fd allocated at least need bytes beyond its end: if *end_r

@@ -20,6 +20,19 @@
  *  - Message metadata (uid, size, UIDL, arrival) lives apart from bodies, so
  *    a mailbox listing (STAT/LIST/UIDL) never reads a body; bodies are stored
  *    in chunks and read by range, so RETR of a 2.6 MB message can stream.
+ *  - A body is written as it arrives (mt_store_body_*): each full chunk in
+ *    a transaction of its own that commits without a log flush, so memory
+ *    per delivery is a few chunks whatever the message's size. Such a
+ *    body is made durable by its delivery: the recipients' transactions
+ *    (the last partial chunk with the first) commit after every chunk, and
+ *    the group-commit flush that completes the delivery writes the log up
+ *    to its end, which covers every earlier commit (the log is
+ *    sequential). One body is shared by all the recipients of a delivery,
+ *    each with its own prefix, and purged with the last of their messages.
+ *  - A body never delivered does not keep its disk space: an abort queues
+ *    its chunks for the purger, and what a crash left half-written (a
+ *    body with no delivery, recorded in partial.db from its first chunk)
+ *    is queued at the next open (SERVE mode, after recovery).
  *  - An expunge is lazy: its durable transaction removes the messages from
  *    every listing and read (and their bytes from the mailbox's total and
  *    quota) and queues their bodies, which a store thread purges later in
@@ -48,6 +61,7 @@
 struct event_base;
 struct mt_buf;
 struct mt_store;
+struct mt_store_body;
 struct mt_store_port;
 struct mt_store_req;
 struct mt_store_mailbox;
@@ -100,10 +114,12 @@ struct mt_store_settings {
 
 /* Open (and, in SERVE mode, recover) the store. A store whose format version
  * is not MT_STORE_FORMAT_VERSION is refused with MT_STORE_BAD_FORMAT and a
- * message naming both versions, except versions 1 and 2, which SERVE mode
+ * message naming both versions, except versions 1 to 3, which SERVE mode
  * upgrades in place (one transaction: the databases they lack created —
- * purge.db for 1, delivered.db for 1 and 2 — and the version record set to
- * 3; older code then refuses the store) and ADMIN mode reads as they are.
+ * purge.db for 1, delivered.db for 1 and 2, refs.db and partial.db for 1
+ * to 3 — and the version record set to 4; older code then refuses the
+ * store; their messages stay as they were written and read as before) and
+ * ADMIN mode reads as they are.
  * *error_r is valid until the thread's next store call. */
 enum mt_store_status mt_store_open(const struct mt_store_settings *set,
 				   struct mt_store **store_r,
@@ -118,7 +134,7 @@ void mt_store_close(struct mt_store **store_p);
  * recovery (systemd Restart=on-failure). */
 bool mt_store_failed(struct mt_store *store);
 
-#define MT_STORE_FORMAT_VERSION 3
+#define MT_STORE_FORMAT_VERSION 4
 #define MT_STORE_MAILBOX_MAX 255
 #define MT_STORE_UIDL_MAX 70		/* RFC 1939: 1 to 70 characters */
 #define MT_STORE_READ_MAX (1024 * 1024)	/* largest range one read returns */
@@ -163,10 +179,49 @@ struct mt_store_rcpt {
 	bool duplicate;
 };
 
+/* Streamed delivery: a body written as it arrives, then delivered (or
+ * aborted). From the port's thread:
+ *
+ *	body = mt_store_body_begin(port, written_cb, session);
+ *	mt_store_body_append(body, data, len);	   as data arrives; while
+ *	    mt_store_body_writes(body) >= 2, stop reading (written_cb says when
+ *	    a write is done)
+ *	req = mt_store_body_deliver(&body, rcpts, n, delivered_cb, session);
+ *	    or mt_store_body_abort(&body);
+ *
+ * Appends copy into the body's chunk buffer; each full chunk is written in
+ * its own transaction on the commit thread, committed without a log flush.
+ * A failed write fails the delivery (every recipient gets its status); the
+ * appends after it write nothing. */
+typedef void mt_store_body_cb_t(struct mt_store_body *body, void *context);
+/* A new body with a fresh body id; cb (or NULL) is called on the port's
+ * thread after each chunk write, until the body is delivered or aborted. */
+struct mt_store_body *mt_store_body_begin(struct mt_store_port *port,
+					  mt_store_body_cb_t *cb, void *context);
+void mt_store_body_append(struct mt_store_body *body, const void *data,
+			  size_t size);
+/* Chunk writes handed to the store whose callbacks have not run yet: the
+ * caller's back-pressure (each holds one chunk of memory). */
+unsigned int mt_store_body_writes(const struct mt_store_body *body);
+/* Bytes appended so far. */
+uint64_t mt_store_body_size(const struct mt_store_body *body);
+/* Deliver the body (prefixed per recipient) to each recipient's mailbox,
+ * each in its own transaction, once its chunk writes are done, then make
+ * them durable; as mt_store_deliver below. Takes the body (*body_p NULL);
+ * with no recipient stored, the body is aborted. */
+struct mt_store_req *mt_store_body_deliver(struct mt_store_body **body_p,
+					   const struct mt_store_rcpt *rcpts,
+					   unsigned int count, mt_store_cb_t *cb,
+					   void *context);
+/* Drop the body (*body_p NULL): what was written is queued for the purger
+ * once its writes are done; no callback of it runs any more. */
+void mt_store_body_abort(struct mt_store_body **body_p);
+
 /* Deliver body (prefixed per recipient) to each recipient's mailbox, each in
  * its own transaction, then make them durable. Takes the contents of body
  * (left empty) and copies rcpts. Completes when all are durable or failed;
- * the request status is the first failing recipient's. */
+ * the request status is the first failing recipient's. A streamed body
+ * written in one go (mt_store_body_*). */
 struct mt_store_req *mt_store_deliver(struct mt_store_port *port,
 				      const struct mt_store_rcpt *rcpts,
 				      unsigned int count, struct mt_buf *body,
@@ -175,7 +230,7 @@ struct mt_store_req *mt_store_deliver(struct mt_store_port *port,
 const struct mt_store_rcpt *mt_store_req_rcpts(const struct mt_store_req *req,
 					       unsigned int *count_r);
 /* The same, blocking until durable, results written into rcpts; data is
- * used in place. Goes through the group-commit thread (SERVE mode). */
+ * copied chunk by chunk. Goes through the group-commit thread (SERVE mode). */
 enum mt_store_status mt_store_deliver_wait(struct mt_store *store,
 					   struct mt_store_rcpt *rcpts,
 					   unsigned int count, const void *data,
@@ -255,8 +310,11 @@ struct mt_store_counters {
 	uint64_t retries;		/* transactions retried after a deadlock */
 	uint64_t reads;			/* mailbox opens and body reads */
 	uint64_t checkpoints;
-	uint64_t purged;		/* expunged bodies deleted by the purger */
+	uint64_t purged;		/* expunged messages' bytes deleted by the purger */
 	uint64_t purge_txns;		/* the purge transactions that did it */
+	uint64_t chunk_writes;		/* streamed bodies' chunk transactions */
+	uint64_t aborted;		/* bodies aborted (chunks queued for the purger) */
+	uint64_t swept;			/* half-written bodies queued at open */
 };
 void mt_store_counters_get(struct mt_store *store,
 			   struct mt_store_counters *counters_r);
@@ -265,9 +323,13 @@ void mt_store_counters_get(struct mt_store *store,
 struct mt_store_stat {
 	uint32_t format_version;
 	uint64_t mailboxes, messages, bytes;
-	/* Expunged messages whose bodies still wait for the purger, and
-	 * their bytes (not in bytes above; still on disk). */
+	/* Expunged messages whose bytes still wait for the purger, and the
+	 * bytes queued (theirs, and aborted or swept bodies'; not in bytes
+	 * above; still on disk). */
 	uint64_t purge_messages, purge_bytes;
+	/* Bodies being written (a streamed delivery in progress), or left by
+	 * a crash for the next open to purge, and the bytes of their chunks. */
+	uint64_t partial_bodies, partial_bytes;
 	uint32_t log_first_file;	/* oldest log file kept */
 	uint32_t log_file, log_offset;	/* end of the log */
 	unsigned int log_files;

@@ -2,7 +2,8 @@
 only): a real slapd with users (through mtharness and mailtierctl), a
 mailtier.conf with [popstore.SHARD] sections on free ports, optional TLS
 with a self-signed certificate made by openssl, starting the daemon through
-the real sd-notify protocol, and small LMTP/POP3 client helpers.
+the real sd-notify protocol, small LMTP/POP3 client helpers, and the
+daemon's memory as /proc shows it.
 
     import mtharness, popstorelib
     def test(h):
@@ -211,6 +212,27 @@ class Env:
             sock.bind((source, 0))
         sock.connect(("127.0.0.1", self.ports[shard][proto]))
         return sock
+
+
+def proc_status_kb(pid, field):
+    """A /proc/PID/status size field (VmRSS, VmHWM, ...) in KB."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def rss_kb(pid):
+    return proc_status_kb(pid, "VmRSS")
+
+
+def instrumented(pid):
+    """Under ASan (quarantine) or valgrind, RSS says nothing about us."""
+    if os.environ.get("MT_DAEMON_WRAPPER"):
+        return True
+    with open(f"/proc/{pid}/maps") as f:
+        return "libasan" in f.read()
 
 
 def insecure_context():

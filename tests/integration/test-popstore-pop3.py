@@ -35,7 +35,7 @@ import time
 
 import mtharness
 import popstorelib
-from popstorelib import Lines, message, strip_trace
+from popstorelib import Lines, instrumented, message, rss_kb, strip_trace
 
 D = popstorelib.DOMAIN
 ALICE, BOB, CAROL, FRANK = (f"{u}@{D}" for u in ("alice", "bob", "carol", "frank"))
@@ -43,22 +43,6 @@ ALICE, BOB, CAROL, FRANK = (f"{u}@{D}" for u in ("alice", "bob", "carol", "frank
 
 def joined(lines):
     return b"\r\n".join(lines) + b"\r\n"
-
-
-def rss_kb(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
-
-
-def instrumented(pid):
-    """Under ASan (quarantine) or valgrind, RSS says nothing about us."""
-    if os.environ.get("MT_DAEMON_WRAPPER"):
-        return True
-    with open(f"/proc/{pid}/maps") as f:
-        return "libasan" in f.read()
 
 
 def plain(authzid, authcid, password):

@@ -29,7 +29,10 @@
  * Unacknowledged deliveries may or may not be there. Then the store is
  * reopened with its purger running, which must empty the purge queue by
  * itself; after that every body in body.db belongs to a listed message (no
- * orphan) and every listed message has its body.
+ * orphan) and every listed message has its body. Messages of several
+ * chunks are streamed bodies (store-body.c), so a kill also lands between
+ * a body's chunk writes and its delivery: the reopen's sweep must queue
+ * such half-written bodies (half_written=N) and the purger delete them.
  *
  * Trust boundary: test code; ACKS is ours. */
 #include "store.h"
@@ -41,6 +44,7 @@
 #include <event2/event.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -451,8 +455,35 @@ static bool message_exists(struct mt_store *store, const unsigned char *key12)
 	return store->messages->get(store->messages, NULL, &key, &data, 0) == 0;
 }
 
+/* refs.db holds the shared body whose chunk key is at key. */
+static bool body_referenced(struct mt_store *store, const unsigned char *key)
+{
+	unsigned char id[8], buf[16];
+	memcpy(id, key, 8);
+	DBT k = { .data = id, .size = 8 };
+	DBT data = { .data = buf, .ulen = sizeof(buf), .flags = DB_DBT_USERMEM };
+	return store->refs->get(store->refs, NULL, &k, &data, 0) == 0;
+}
+
+/* Records in db. */
+static unsigned int db_count(DB *db)
+{
+	DBC *c;
+	unsigned char buf[64];
+	DBT key = { .data = buf, .ulen = sizeof(buf), .flags = DB_DBT_USERMEM };
+	DBT data = { .flags = DB_DBT_PARTIAL | DB_DBT_USERMEM, .data = buf, .ulen = 0 };
+	unsigned int n = 0;
+	if (db->cursor(db, NULL, &c, 0) != 0)
+		return UINT_MAX;
+	while (c->get(c, &key, &data, DB_NEXT) == 0)
+		n++;
+	(void)c->close(c);
+	return n;
+}
+
 /* Reopen with the purger running: it must empty purge.db by itself; then
- * no body without its message, no message without its body. */
+ * no body without its message, no message without its body, and nothing
+ * a kill mid-delivery left half-written (the open's sweep queued it). */
 static int verify_purge(const char *home, struct mt_store_stat *st)
 {
 	struct mt_store *store = open_store(home, MT_STORE_MODE_SERVE, 0);
@@ -464,16 +495,19 @@ static int verify_purge(const char *home, struct mt_store_stat *st)
 			ret = -1;
 			break;
 		}
-		if (st->purge_messages == 0)
+		if (st->purge_messages == 0 && st->purge_bytes == 0)
 			break;
 		usleep(50000);
 	}
-	if (ret == 0 && st->purge_messages != 0) {
-		fprintf(stderr, "the purger left %" PRIu64 " queued bodies after %u s\n",
-			st->purge_messages, PURGE_WAIT_SECS);
+	if (ret == 0 && (st->purge_messages != 0 || st->purge_bytes != 0)) {
+		fprintf(stderr, "the purger left %" PRIu64 " queued messages (%"
+			PRIu64 " bytes) after %u s\n", st->purge_messages,
+			st->purge_bytes, PURGE_WAIT_SECS);
 		ret = -1;
 	}
-	/* The bodies: each chunk 0 of a listed message, nothing else. */
+	/* The bodies: each chunk either a listed message's own (none here: no
+	 * prefix) or a shared body's that refs.db holds; one body per message
+	 * (one recipient each); nothing left half-written (partial.db). */
 	DBC *c;
 	unsigned char kbuf[32];
 	DBT key = { .data = kbuf, .ulen = sizeof(kbuf), .flags = DB_DBT_USERMEM };
@@ -482,14 +516,16 @@ static int verify_purge(const char *home, struct mt_store_stat *st)
 	if (ret == 0 && store->bodies->cursor(store->bodies, NULL, &c, 0) == 0) {
 		int r;
 		while ((r = c->get(c, &key, &data, DB_NEXT)) == 0) {
-			if (key.size != 16 || !message_exists(store, kbuf)) {
-				fprintf(stderr, "orphaned body: mailbox id %" PRIu64
+			bool shared = (store_get_be64(kbuf) & STORE_BODY_ID_BIT) != 0;
+			if (key.size != 16 || (shared ? !body_referenced(store, kbuf) :
+					       !message_exists(store, kbuf))) {
+				fprintf(stderr, "orphaned chunk: id %" PRIx64
 					" uid %u chunk %u\n", store_get_be64(kbuf),
 					store_get_be32(kbuf + 8), store_get_be32(kbuf + 12));
 				ret = -1;
 				break;
 			}
-			firsts += store_get_be32(kbuf + 12) == 0;
+			firsts += shared && store_get_be32(kbuf + 12) == 0;
 		}
 		(void)c->close(c);
 		if (ret == 0 && r != DB_NOTFOUND) {
@@ -498,9 +534,14 @@ static int verify_purge(const char *home, struct mt_store_stat *st)
 		}
 	}
 	/* Empty messages have no chunk; the test's are never empty. */
-	if (ret == 0 && firsts != st->messages) {
-		fprintf(stderr, "%" PRIu64 " messages but %" PRIu64 " bodies\n",
-			st->messages, firsts);
+	if (ret == 0 && (firsts != st->messages || db_count(store->refs) != firsts)) {
+		fprintf(stderr, "%" PRIu64 " messages but %" PRIu64 " bodies and %u "
+			"references\n", st->messages, firsts, db_count(store->refs));
+		ret = -1;
+	}
+	if (ret == 0 && (st->partial_bodies != 0 || db_count(store->partial) != 0)) {
+		fprintf(stderr, "%" PRIu64 " bodies left half-written\n",
+			st->partial_bodies);
 		ret = -1;
 	}
 	mt_store_close(&store);
@@ -547,6 +588,9 @@ static int cmd_verify(const char *home, const char *acks_path)
 			st.messages, st.bytes, messages, bytes);
 		ret = -1;
 	}
+	/* Bodies whose chunks the kill caught before their delivery. */
+	struct mt_store_counters counters;
+	mt_store_counters_get(store, &counters);
 	mt_store_close(&store);
 	if (ret != 0)
 		return 1;
@@ -554,8 +598,8 @@ static int cmd_verify(const char *home, const char *acks_path)
 	if (verify_purge(home, &st) != 0)
 		return 1;
 	printf("acked=%u present=%u expunged=%u unacked_present=%u log_files=%u "
-	       "purge_backlog=%" PRIu64 "\n", ack_count, live, expunged, unacked,
-	       st.log_files, backlog);
+	       "half_written=%" PRIu64 " purge_backlog=%" PRIu64 "\n", ack_count,
+	       live, expunged, unacked, st.log_files, counters.swept, backlog);
 	return 0;
 }
 

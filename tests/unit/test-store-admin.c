@@ -20,18 +20,6 @@
 
 static const char *self_path;	/* argv[0]: re-executed as the ctl side */
 
-static int setup(void **state)
-{
-	test_dir_make();
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	test_dir_remove();
-	return 0;
-}
-
 static unsigned int count_files(const char *dir, const char *prefix)
 {
 	DIR *d = opendir(dir);
@@ -259,9 +247,9 @@ int main(int argc, char **argv)
 	if (argc == 4 && strcmp(argv[1], "--admin-child") == 0)
 		return admin_child(argv[2], argv[3]);
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_stat_and_log_removal, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_backup_restores, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_admin_joins_live_store, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stat_and_log_removal, test_dir_setup, test_dir_teardown),
+		cmocka_unit_test_setup_teardown(test_backup_restores, test_dir_setup, test_dir_teardown),
+		cmocka_unit_test_setup_teardown(test_admin_joins_live_store, test_dir_setup, test_dir_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,20 +18,6 @@
 
 #include <unistd.h>
 
-static int setup(void **state)
-{
-	(void)state;
-	test_dir_make();
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	test_dir_remove();
-	return 0;
-}
-
 static struct mt_store *open_window(unsigned int window_secs)
 {
 	struct mt_store_settings set = {
@@ -211,9 +197,9 @@ int main(void)
 {
 	mt_log_init("test-store-dedupe", MT_LOG_TARGET_STDERR);
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_same_id_once, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_mixed_request, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_window, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_same_id_once, test_dir_setup, test_dir_teardown),
+		cmocka_unit_test_setup_teardown(test_mixed_request, test_dir_setup, test_dir_teardown),
+		cmocka_unit_test_setup_teardown(test_window, test_dir_setup, test_dir_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

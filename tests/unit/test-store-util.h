@@ -1,8 +1,8 @@
 /* test-store-util.h — helpers shared by the store's unit tests: a scratch
  * directory removed afterwards, opening a store on it, deterministic
- * message bytes, and counting Berkeley DB's fsync calls (through its
- * documented db_env_set_func_* hooks) to prove completions follow a flush.
- * Include after cmocka.h. */
+ * message bytes, counting a database's records (white-box), and counting
+ * Berkeley DB's fsync calls (through its documented db_env_set_func_*
+ * hooks) to prove completions follow a flush. Include after cmocka.h. */
 #ifndef TEST_STORE_UTIL_H
 #define TEST_STORE_UTIL_H
 
@@ -37,6 +37,21 @@ static inline void test_dir_remove(void)
 	if (test_dir[0] != '\0')
 		(void)nftw(test_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 	test_dir[0] = '\0';
+}
+
+/* cmocka fixtures: each test in a scratch directory of its own. */
+static inline int test_dir_setup(void **state)
+{
+	(void)state;
+	test_dir_make();
+	return 0;
+}
+
+static inline int test_dir_teardown(void **state)
+{
+	(void)state;
+	test_dir_remove();
+	return 0;
 }
 
 static inline char *test_path(const char *name)
@@ -131,6 +146,21 @@ static inline char *test_read_all(struct mt_store_mailbox *mbox,
 	assert_int_equal(off, msg->size);
 	buf[off] = '\0';
 	return buf;
+}
+
+/* Records of a Berkeley DB database (white-box). */
+static inline unsigned int test_db_records(DB *db)
+{
+	DBC *c;
+	DBT key, data;
+	memset(&key, 0, sizeof(key));
+	memset(&data, 0, sizeof(data));
+	assert_int_equal(db->cursor(db, NULL, &c, 0), 0);
+	unsigned int n = 0;
+	while (c->get(c, &key, &data, DB_NEXT) == 0)
+		n++;
+	assert_int_equal(c->close(c), 0);
+	return n;
 }
 
 /* Counting fsync: Berkeley DB calls it for every log flush (and at

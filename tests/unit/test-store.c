@@ -2,7 +2,7 @@
  * real Berkeley DB environment in a scratch directory: deliver, list, read
  * by ranges (chunk boundaries, a 2.6 MB body), expunge, quota, the in-use
  * lock, UIDL stability across close/reopen, the format-version refusal and
- * the version 1 and 2 upgrades, the lazy expunge (purge queue, purger, backlog
+ * the version 1 and 2 upgrades (version 3: test-store-stream.c), the lazy expunge (purge queue, purger, backlog
  * across a close, purging on a full disk),
  * the async API on an event_base (streaming read, cancel, freeing a port
  * with requests in flight), a full disk (ENOSPC injected through Berkeley
@@ -23,18 +23,6 @@
 #include <event2/event.h>
 #include <fcntl.h>
 #include <sys/wait.h>
-
-static int setup(void **state)
-{
-	test_dir_make();
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	test_dir_remove();
-	return 0;
-}
 
 static void test_deliver_list_read(void **state)
 {
@@ -322,8 +310,8 @@ static void set_format_version(const char *home, uint32_t version)
 	assert_int_equal(env->close(env, 0), 0);
 }
 
-/* What an older store looked like: version 2 had no delivered.db,
- * version 1 no purge.db either. */
+/* What an older store looked like: version 3 had no refs.db and
+ * partial.db, version 2 no delivered.db either, version 1 no purge.db. */
 static void make_version(const char *home, uint32_t version)
 {
 	set_format_version(home, version);
@@ -332,8 +320,13 @@ static void make_version(const char *home, uint32_t version)
 	assert_int_equal(env->open(env, home, DB_CREATE | DB_INIT_TXN | DB_INIT_LOG |
 				   DB_INIT_LOCK | DB_INIT_MPOOL | DB_RECOVER |
 				   DB_REGISTER, 0600), 0);
-	assert_int_equal(env->dbremove(env, NULL, "delivered.db", NULL,
+	assert_int_equal(env->dbremove(env, NULL, "refs.db", NULL,
 				       DB_AUTO_COMMIT), 0);
+	assert_int_equal(env->dbremove(env, NULL, "partial.db", NULL,
+				       DB_AUTO_COMMIT), 0);
+	if (version < 3)
+		assert_int_equal(env->dbremove(env, NULL, "delivered.db", NULL,
+					       DB_AUTO_COMMIT), 0);
 	if (version < 2)
 		assert_int_equal(env->dbremove(env, NULL, "purge.db", NULL,
 					       DB_AUTO_COMMIT), 0);
@@ -359,7 +352,7 @@ static void test_format_version(void **state)
 	assert_int_equal(mt_store_open(&set, &store, &error), MT_STORE_BAD_FORMAT);
 	assert_null(store);
 	assert_non_null(strstr(error, "format version 99"));
-	assert_non_null(strstr(error, "reads version 3"));
+	assert_non_null(strstr(error, "reads version 4"));
 	set.mode = MT_STORE_MODE_ADMIN;
 	assert_int_equal(mt_store_open(&set, &store, &error), MT_STORE_BAD_FORMAT);
 
@@ -627,8 +620,18 @@ static void test_disk_full(void **state)
 	assert_int_equal(mt_store_mailbox_count(mbox), 1);	/* nothing half-written */
 	mt_store_mailbox_close(&mbox);
 
-	/* Space is back: normal service. */
-	assert_int_equal(test_deliver(store, "judy", 3, big), 2);
+	/* Space is back: normal service once a probe (every 250 ms at most)
+	 * has seen it. */
+	char *next = test_message(3, big);
+	r = (struct mt_store_rcpt){ .mailbox = "judy" };
+	status = MT_STORE_NO_SPACE;
+	for (unsigned int i = 0; i < 300 && status == MT_STORE_NO_SPACE; i++) {
+		usleep(10000);
+		status = mt_store_deliver_wait(store, &r, 1, next, big, &error);
+	}
+	assert_int_equal(status, MT_STORE_OK);
+	assert_int_equal(r.uid, 2);
+	free(next);
 	mt_store_close(&store);
 	db_env_set_func_write(NULL);
 	db_env_set_func_pwrite(NULL);
@@ -645,21 +648,6 @@ static void test_disk_full(void **state)
 	mt_store_mailbox_close(&mbox);
 	mt_store_close(&store);
 	free(data);
-}
-
-/* Records of a Berkeley DB database (white-box). */
-static unsigned int db_records(DB *db)
-{
-	DBC *c;
-	DBT key, data;
-	memset(&key, 0, sizeof(key));
-	memset(&data, 0, sizeof(data));
-	assert_int_equal(db->cursor(db, NULL, &c, 0), 0);
-	unsigned int n = 0;
-	while (c->get(c, &key, &data, DB_NEXT) == 0)
-		n++;
-	assert_int_equal(c->close(c), 0);
-	return n;
 }
 
 static struct mt_store *store_open_delay(unsigned int purge_delay_msecs)
@@ -705,7 +693,7 @@ static void test_lazy_expunge(void **state)
 	for (unsigned int i = 0; i < 4; i++)
 		test_deliver(store, "lazy", 10 + i, sizes[i]);
 	const unsigned int chunks = 1 + 4 + 1 + 1;	/* 200000: 4 chunks */
-	assert_int_equal(db_records(store->bodies), chunks);
+	assert_int_equal(test_db_records(store->bodies), chunks);
 
 	struct mt_store_mailbox *snap;
 	const char *error;
@@ -721,7 +709,7 @@ static void test_lazy_expunge(void **state)
 	assert_int_equal(mt_store_read_sync(snap, 2, 0, buf, sizeof(buf), &got, &error),
 			 MT_STORE_OK);
 	mt_store_mailbox_close(&snap);
-	assert_int_equal(db_records(store->bodies), chunks);
+	assert_int_equal(test_db_records(store->bodies), chunks);
 	struct mt_store_stat st = stat_of(store);
 	assert_int_equal(st.messages, 2);
 	assert_int_equal(st.bytes, 3000 + 4000);
@@ -745,14 +733,14 @@ static void test_lazy_expunge(void **state)
 	 * open's purger deletes them by itself. */
 	mt_store_close(&store);
 	store = store_open_delay(0);
-	for (unsigned int i = 0; i < 500 && stat_of(store).purge_messages > 0; i++)
+	for (unsigned int i = 0; i < 500 && stat_of(store).purge_bytes > 0; i++)
 		usleep(10000);
 	st = stat_of(store);
 	assert_int_equal(st.purge_messages, 0);
 	assert_int_equal(st.purge_bytes, 0);
 	assert_int_equal(st.messages, 3);
-	assert_int_equal(db_records(store->bodies), 3);
-	assert_int_equal(db_records(store->purge), 0);
+	assert_int_equal(test_db_records(store->bodies), 3);
+	assert_int_equal(test_db_records(store->purge), 0);
 	struct mt_store_counters c;
 	mt_store_counters_get(store, &c);
 	assert_int_equal(c.purged, 2);
@@ -772,15 +760,16 @@ static void test_lazy_expunge(void **state)
 	/* The running purger: kicked by the expunge's flush. */
 	const uint32_t more[] = { 3 };
 	expunge_uids(store, "lazy", more, 1);
-	for (unsigned int i = 0; i < 500 && stat_of(store).purge_messages > 0; i++)
+	for (unsigned int i = 0; i < 500 && stat_of(store).purge_bytes > 0; i++)
 		usleep(10000);
 	assert_int_equal(stat_of(store).purge_messages, 0);
-	assert_int_equal(db_records(store->bodies), 2);
+	assert_int_equal(test_db_records(store->bodies), 2);
 	mt_store_close(&store);
 }
 
 /* A full disk: no purge is tried (or one fails and is kept) until space
- * returns; then the same bodies are purged. */
+ * returns; then the same bodies are purged, and the chunks of a delivery
+ * the full disk refused too. */
 static void test_purge_disk_full(void **state)
 {
 	db_env_set_func_write(full_write);
@@ -815,7 +804,10 @@ static void test_purge_disk_full(void **state)
 	assert_int_equal(status, MT_STORE_OK);
 	assert_int_equal(purged, 2);
 	assert_int_equal(stat_of(store).purge_messages, 0);
-	assert_int_equal(db_records(store->bodies), 0);
+	/* So are the chunks the refused delivery had written (its abort
+	 * waited for the space). */
+	assert_int_equal(test_db_records(store->bodies), 0);
+	assert_int_equal(test_db_records(store->partial), 0);
 	assert_int_equal(test_deliver(store, "pat", 4, 100), 3);
 	mt_store_close(&store);
 	db_env_set_func_write(NULL);
@@ -904,18 +896,18 @@ int main(void)
 {
 	mt_log_init("test-store", MT_LOG_TARGET_STDERR);
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_deliver_list_read, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_multi_rcpt_prefix, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_expunge, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_quota, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_in_use, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_uidl_stable, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_format_version, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_async, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_disk_full, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_lazy_expunge, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_purge_disk_full, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_panic, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_deliver_list_read, test_dir_setup, test_dir_teardown),
+		cmocka_unit_test_setup_teardown(test_multi_rcpt_prefix, test_dir_setup, test_dir_teardown),
+		cmocka_unit_test_setup_teardown(test_expunge, test_dir_setup, test_dir_teardown),
+		cmocka_unit_test_setup_teardown(test_quota, test_dir_setup, test_dir_teardown),
+		cmocka_unit_test_setup_teardown(test_in_use, test_dir_setup, test_dir_teardown),
+		cmocka_unit_test_setup_teardown(test_uidl_stable, test_dir_setup, test_dir_teardown),
+		cmocka_unit_test_setup_teardown(test_format_version, test_dir_setup, test_dir_teardown),
+		cmocka_unit_test_setup_teardown(test_async, test_dir_setup, test_dir_teardown),
+		cmocka_unit_test_setup_teardown(test_disk_full, test_dir_setup, test_dir_teardown),
+		cmocka_unit_test_setup_teardown(test_lazy_expunge, test_dir_setup, test_dir_teardown),
+		cmocka_unit_test_setup_teardown(test_purge_disk_full, test_dir_setup, test_dir_teardown),
+		cmocka_unit_test_setup_teardown(test_panic, test_dir_setup, test_dir_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
