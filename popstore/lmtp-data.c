@@ -24,9 +24,8 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
-/* Decode at most this much input at a time, and hand the decoded octets to
- * the store once this many are buffered (a store chunk is ~64 KiB). */
-#define LMTP_DATA_STEP (16u * 1024)
+/* Hand the decoded octets to the store once this many are buffered (a
+ * store chunk is ~64 KiB); the decoder stops there (lib/dotcodec). */
 #define LMTP_DATA_BUFFER (64u * 1024)
 /* Chunk writes in flight at which the session stops reading. */
 #define LMTP_DATA_WRITES 2u
@@ -71,13 +70,10 @@ bool lmtp_data_read(struct lmtp_session *s)
 			bufferevent_disable(s->bev, EV_READ);
 			return false;
 		}
-		struct evbuffer_iovec vec;
-		if (evbuffer_peek(in, -1, NULL, &vec, 1) < 1 || vec.iov_len == 0)
+		if (evbuffer_get_length(in) == 0)
 			return false;
-		size_t n = vec.iov_len < LMTP_DATA_STEP ? vec.iov_len : LMTP_DATA_STEP;
-		size_t used = mt_dot_decode(&tx->dec, vec.iov_base, n, &tx->body);
-		if (evbuffer_drain(in, used) < 0)
-			mt_panic("evbuffer_drain(%zu) failed", used);
+		(void)mt_dot_decode_evbuffer_max(&tx->dec, in, &tx->body,
+						 LMTP_DATA_BUFFER);
 		if (tx->body.len >= LMTP_DATA_BUFFER || tx->dec.end)
 			data_flush(tx);
 	}
