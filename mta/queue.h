@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "smtp-params.h"
+
 struct mt_buf;
 struct mt_loop;
 struct queue;
@@ -38,14 +40,19 @@ enum queue_rcpt_state {
 				 * for NOTIFY=NEVER) */
 };
 
-/* DSN NOTIFY (RFC 3461 4.1); 0 means not given (failure and delay). */
-#define QUEUE_NOTIFY_NEVER 0x1u
-#define QUEUE_NOTIFY_SUCCESS 0x2u
-#define QUEUE_NOTIFY_FAILURE 0x4u
-#define QUEUE_NOTIFY_DELAY 0x8u
+/* DSN NOTIFY (RFC 3461 4.1) as lib-mail parses it; 0 means not given
+ * (failure and delay). Stored: the values never change. */
+#define QUEUE_NOTIFY_NEVER MT_SMTP_NOTIFY_NEVER
+#define QUEUE_NOTIFY_SUCCESS MT_SMTP_NOTIFY_SUCCESS
+#define QUEUE_NOTIFY_FAILURE MT_SMTP_NOTIFY_FAILURE
+#define QUEUE_NOTIFY_DELAY MT_SMTP_NOTIFY_DELAY
 
-/* DSN RET (RFC 3461 4.3). */
-enum queue_ret { QUEUE_RET_DEFAULT, QUEUE_RET_FULL, QUEUE_RET_HDRS };
+/* DSN RET (RFC 3461 4.3), lib-mail's values (stored). */
+enum queue_ret {
+	QUEUE_RET_DEFAULT = MT_SMTP_RET_DEFAULT,
+	QUEUE_RET_FULL = MT_SMTP_RET_FULL,
+	QUEUE_RET_HDRS = MT_SMTP_RET_HDRS,
+};
 
 /* Message flags, stored. */
 #define QUEUE_MSG_HELD 0x1u	/* admin hold: not delivered until released */

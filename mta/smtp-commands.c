@@ -174,17 +174,18 @@ void smtp_cmd_starttls(struct smtp_session *s, const char *args)
 	smtp_enter_state(s, SMTP_STATE_STARTTLS);
 }
 
-/* MAIL and RCPT: smtp-parse.c parses, the handlers decide. */
+/* MAIL and RCPT: lib-mail/smtp-params.c parses, the handlers decide. */
 
-static void reply_parse_error(struct smtp_session *s, const struct smtp_parse_error *e)
+static void reply_parse_error(struct smtp_session *s,
+			      const struct mt_smtp_param_error *e)
 {
 	smtp_reply(s, e->code, "%s%s", e->text, e->detail);
 }
 
 void smtp_cmd_mail(struct smtp_session *s, const char *args)
 {
-	struct smtp_mail_args mail;
-	struct smtp_parse_error error;
+	struct mt_smtp_mail_args mail;
+	struct mt_smtp_param_error error;
 
 	if (s->helo == NULL) {
 		smtp_reply(s, 503, "5.5.1 Error: send HELO/EHLO first");
@@ -194,8 +195,9 @@ void smtp_cmd_mail(struct smtp_session *s, const char *args)
 		smtp_reply(s, 503, "5.5.1 Error: nested MAIL command");
 		return;
 	}
-	if (!smtp_parse_mail(args, s->esmtp, s->mta->set->max_message_size,
-			     &mail, &error)) {
+	if (!mt_smtp_parse_mail(args, s->esmtp ? SMTP_OFFERED : 0,
+				SMTP_MAIL_ADDR_FLAGS, s->mta->set->max_message_size,
+				&mail, &error)) {
 		smtp_tx_reset(s);
 		reply_parse_error(s, &error);
 		return;
@@ -205,7 +207,7 @@ void smtp_cmd_mail(struct smtp_session *s, const char *args)
 	tx->declared_size = mail.size;
 	tx->body_8bit = mail.body_8bit;
 	tx->smtputf8 = mail.smtputf8;
-	tx->ret = mail.ret;
+	tx->ret = (enum queue_ret)mail.ret;
 	tx->envid = mail.envid != NULL ? mt_xstrdup(mail.envid) : NULL;
 	/* After AUTH the sender must be the login's (smtp-auth.c). */
 	smtp_auth_check_sender(s);
@@ -323,8 +325,8 @@ static bool local_part_routes(const char *local)
 
 void smtp_cmd_rcpt(struct smtp_session *s, const char *args)
 {
-	struct smtp_rcpt_args rcpt;
-	struct smtp_parse_error error;
+	struct mt_smtp_rcpt_args rcpt;
+	struct mt_smtp_param_error error;
 	struct smtp_pending_rcpt pending = { NULL, NULL, 0 };
 
 	if (!s->tx.active) {
@@ -337,7 +339,8 @@ void smtp_cmd_rcpt(struct smtp_session *s, const char *args)
 		smtp_reply(s, 452, "4.5.3 Error: too many recipients");
 		return;
 	}
-	if (!smtp_parse_rcpt(args, s->esmtp, s->tx.smtputf8, &rcpt, &error)) {
+	if (!mt_smtp_parse_rcpt(args, s->esmtp ? SMTP_OFFERED : 0,
+				SMTP_RCPT_ADDR_FLAGS, s->tx.smtputf8, &rcpt, &error)) {
 		reply_parse_error(s, &error);
 		return;
 	}

@@ -101,7 +101,7 @@ void lmtp_command_counts(const struct lmtp_session *s, struct mt_buf *out)
 
 /* A refusal from lmtp-parse.c: a client error (counts towards
  * max_errors), or a rejection of a well-formed command. */
-static void reply_parse_error(struct lmtp_session *s, const struct lmtp_parse_error *e)
+static void reply_parse_error(struct lmtp_session *s, const struct mt_smtp_param_error *e)
 {
 	if (e->rejected) {
 		s->rejected++;
@@ -136,8 +136,8 @@ static void cmd_helo(struct lmtp_session *s, const char *arg)
 
 static void cmd_mail(struct lmtp_session *s, const char *arg)
 {
-	struct lmtp_mail_args mail;
-	struct lmtp_parse_error error;
+	struct mt_smtp_mail_args mail;
+	struct mt_smtp_param_error error;
 
 	if (s->tx.active) {
 		lmtp_error(s, 503, "5.5.1 Nested MAIL command");
@@ -168,8 +168,8 @@ static void rcpt_done(const struct mt_dirsvc_recipient *r, void *context);
 
 static void cmd_rcpt(struct lmtp_session *s, const char *arg)
 {
-	struct lmtp_rcpt_args rcpt;
-	struct lmtp_parse_error error;
+	struct mt_smtp_rcpt_args rcpt;
+	struct mt_smtp_param_error error;
 
 	if (!s->tx.active) {
 		lmtp_error(s, 503, "5.5.1 Send MAIL first");

@@ -118,7 +118,7 @@ static bool clean_path(const char *s, bool utf8)
 	return true;
 }
 
-static void check_refusal(const struct lmtp_parse_error *e, bool mail)
+static void check_refusal(const struct mt_smtp_param_error *e, bool mail)
 {
 	FUZZ_CHECK(e->code == 501 || e->code == 555 || e->code == 553 ||
 		   (mail && e->code == 552), "code %d", e->code);
@@ -137,8 +137,8 @@ static void check_refusal(const struct lmtp_parse_error *e, bool mail)
 
 static void check_mail(const char *arg, uint64_t max_size)
 {
-	static struct lmtp_mail_args m, again;
-	struct lmtp_parse_error e;
+	static struct mt_smtp_mail_args m, again;
+	struct mt_smtp_param_error e;
 
 	if (!lmtp_parse_mail(arg, max_size, &m, &e)) {
 		check_refusal(&e, true);
@@ -168,7 +168,7 @@ static void check_mail(const char *arg, uint64_t max_size)
 	}
 	FUZZ_CHECK(have_size || m.size == 0, "SIZE without the parameter");
 	FUZZ_CHECK(m.queue_id == xqueueid, "queue id is not the XQUEUEID value");
-	FUZZ_CHECK(m.queue_id == NULL || strlen(m.queue_id) <= LMTP_QUEUE_ID_MAX,
+	FUZZ_CHECK(m.queue_id == NULL || strlen(m.queue_id) <= MT_SMTP_QUEUE_ID_MAX,
 		   "queue id does not fit");
 	FUZZ_CHECK(clean_path(m.addr.addr, m.smtputf8),
 		   "control or 8-bit octet in the sender");
@@ -195,9 +195,9 @@ static void check_mail(const char *arg, uint64_t max_size)
 
 static void check_rcpt(const char *arg, bool smtputf8)
 {
-	static struct lmtp_rcpt_args r;
-	static struct lmtp_mail_args m;
-	struct lmtp_parse_error e;
+	static struct mt_smtp_rcpt_args r;
+	static struct mt_smtp_mail_args m;
+	struct mt_smtp_param_error e;
 
 	if (!lmtp_parse_rcpt(arg, smtputf8, &r, &e)) {
 		check_refusal(&e, false);
@@ -240,7 +240,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		lmtp_parse_command(line, &verb, &arg);
 		FUZZ_CHECK(lmtp_parse_lhlo(arg) == ref_token(arg, 255, ".-_:[]"), "LHLO '%s'",
 			   arg);
-		FUZZ_CHECK(lmtp_queue_id_ok(arg) == ref_token(arg, 31, ".-_"), "XQUEUEID '%s'",
+		FUZZ_CHECK(mt_smtp_queue_id_ok(arg) == ref_token(arg, 31, ".-_"), "XQUEUEID '%s'",
 			   arg);
 		check_mail(arg, max_size);
 		check_rcpt(arg, smtputf8);

@@ -1,14 +1,15 @@
 /* fuzz-smtp-cmd.c — libFuzzer target for the MTA's command argument
- * parsers (mta/smtp-parse.c): EHLO/HELO, MAIL FROM and RCPT TO with their
- * ESMTP parameters (SIZE, BODY, SMTPUTF8, RET, ENVID, AUTH=, NOTIFY,
- * ORCPT), BDAT.
+ * parsers: EHLO/HELO and BDAT (mta/smtp-parse.c), MAIL FROM and RCPT TO
+ * with the ESMTP parameters the MTA offers (SIZE, BODY, SMTPUTF8, RET,
+ * ENVID, AUTH=, NOTIFY, ORCPT: lib-mail/smtp-params.c).
  *
  * Properties, beyond "no crash, no over-read":
  *  - a refusal is a 5xx code whose enhanced status has the same class,
  *    and the reply line (text + detail) holds no control octet, so a
  *    client cannot inject reply lines;
  *  - an accepted MAIL has no parameters without EHLO, SIZE within the
- *    limit and equal to a reference decimal parser, ENVID valid xtext
+ *    limit and equal to a reference decimal parser (one beyond 64 bits
+ *    saturates: accepted only under a 2^64-1 limit), ENVID valid xtext
  *    (reference checker: upper-case hex only, RFC 3461 4); "501 5.5.4
  *    Malformed ENVID" only for an ENVID the reference refuses; a non-ASCII path only with SMTPUTF8; raising the
  *    size limit or saying EHLO never refuses what was accepted, nor changes
@@ -33,7 +34,7 @@
 
 #include "mta/smtp-parse.h"
 
-static void check_reply(const struct smtp_parse_error *e)
+static void check_reply(const struct mt_smtp_param_error *e)
 {
 	FUZZ_CHECK(e->code >= 500 && e->code <= 599, "code %d", e->code);
 	FUZZ_CHECK(e->text[0] == '5' && e->text[1] == '.', "status '%s'", e->text);
@@ -98,16 +99,17 @@ static bool has_ctl(const char *s)
 
 static void check_mail(const char *args, bool esmtp, uint64_t max_size)
 {
-	static struct smtp_mail_args m, again;
-	struct smtp_parse_error e;
+	static struct mt_smtp_mail_args m, again;
+	struct mt_smtp_param_error e;
 
-	if (!smtp_parse_mail(args, esmtp, max_size, &m, &e)) {
+	if (!mt_smtp_parse_mail(args, esmtp ? SMTP_OFFERED : 0, SMTP_MAIL_ADDR_FLAGS,
+				max_size, &m, &e)) {
 		check_reply(&e);
 		if (e.code == 501 && strstr(e.text, "Malformed ENVID") != NULL) {
 			const struct mt_esmtp_param *envid =
 				mt_esmtp_param_find(&m.params, "ENVID");
 			FUZZ_CHECK(envid != NULL && (envid->value == NULL ||
-				   !ref_xtext(envid->value, SMTP_ENVID_MAX)),
+				   !ref_xtext(envid->value, MT_SMTP_ENVID_MAX)),
 				   "a valid ENVID refused as malformed");
 		}
 		return;
@@ -118,14 +120,16 @@ static void check_mail(const char *args, bool esmtp, uint64_t max_size)
 	const struct mt_esmtp_param *size = mt_esmtp_param_find(&m.params, "SIZE");
 	uint64_t n;
 	FUZZ_CHECK(size == NULL ? m.size == 0 :
-		   size->value != NULL && ref_u64(size->value, strlen(size->value), &n) &&
-		   n == m.size, "SIZE differs from the reference");
-	FUZZ_CHECK(m.envid == NULL || ref_xtext(m.envid, SMTP_ENVID_MAX), "ENVID not xtext");
+		   size->value != NULL &&
+		   (ref_u64(size->value, strlen(size->value), &n) ? n == m.size :
+		    m.size == UINT64_MAX), "SIZE differs from the reference");
+	FUZZ_CHECK(m.envid == NULL || ref_xtext(m.envid, MT_SMTP_ENVID_MAX), "ENVID not xtext");
 	for (const char *p = m.addr.addr; *p != '\0'; p++)
 		FUZZ_CHECK((unsigned char)*p < 0x80 || m.smtputf8, "8-bit path without SMTPUTF8");
 	char path[sizeof(m.addr.addr)];
 	memcpy(path, m.addr.addr, sizeof(path));
-	FUZZ_CHECK(smtp_parse_mail(args, true, UINT64_MAX, &again, &e),
+	FUZZ_CHECK(mt_smtp_parse_mail(args, SMTP_OFFERED, SMTP_MAIL_ADDR_FLAGS,
+				      UINT64_MAX, &again, &e),
 		   "EHLO or a larger limit refused it: %d %s%s", e.code, e.text, e.detail);
 	FUZZ_CHECK(strcmp(again.addr.addr, path) == 0, "path changed");
 }
@@ -135,7 +139,7 @@ static bool ref_notify(const char *v, unsigned int *notify_r)
 {
 	unsigned int notify = 0;
 	if (strcasecmp(v, "NEVER") == 0) {
-		*notify_r = QUEUE_NOTIFY_NEVER;
+		*notify_r = MT_SMTP_NOTIFY_NEVER;
 		return true;
 	}
 	const char *p = v;
@@ -143,11 +147,11 @@ static bool ref_notify(const char *v, unsigned int *notify_r)
 		const char *comma = strchr(p, ',');
 		size_t len = comma != NULL ? (size_t)(comma - p) : strlen(p);
 		if (len == 7 && strncasecmp(p, "success", 7) == 0)
-			notify |= QUEUE_NOTIFY_SUCCESS;
+			notify |= MT_SMTP_NOTIFY_SUCCESS;
 		else if (len == 7 && strncasecmp(p, "failure", 7) == 0)
-			notify |= QUEUE_NOTIFY_FAILURE;
+			notify |= MT_SMTP_NOTIFY_FAILURE;
 		else if (len == 5 && strncasecmp(p, "delay", 5) == 0)
-			notify |= QUEUE_NOTIFY_DELAY;
+			notify |= MT_SMTP_NOTIFY_DELAY;
 		else
 			return false;
 		if (comma == NULL)
@@ -160,10 +164,11 @@ static bool ref_notify(const char *v, unsigned int *notify_r)
 
 static void check_rcpt(const char *args, bool esmtp, bool smtputf8)
 {
-	static struct smtp_rcpt_args r, again;
-	struct smtp_parse_error e;
+	static struct mt_smtp_rcpt_args r, again;
+	struct mt_smtp_param_error e;
 
-	if (!smtp_parse_rcpt(args, esmtp, smtputf8, &r, &e)) {
+	if (!mt_smtp_parse_rcpt(args, esmtp ? SMTP_OFFERED : 0, SMTP_RCPT_ADDR_FLAGS,
+				smtputf8, &r, &e)) {
 		check_reply(&e);
 		return;
 	}
@@ -176,12 +181,13 @@ static void check_rcpt(const char *args, bool esmtp, bool smtputf8)
 		   want == r.notify, "NOTIFY %u, reference %u", r.notify, want);
 	if (r.orcpt != NULL) {
 		const char *semi = strchr(r.orcpt, ';');
-		FUZZ_CHECK(semi != NULL && ref_xtext(semi + 1, SMTP_ORCPT_MAX),
+		FUZZ_CHECK(semi != NULL && ref_xtext(semi + 1, MT_SMTP_ORCPT_MAX),
 			   "ORCPT not type;xtext");
 	}
 	char path[sizeof(r.addr.addr)];
 	memcpy(path, r.addr.addr, sizeof(path));
-	FUZZ_CHECK(smtp_parse_rcpt(args, esmtp, true, &again, &e),
+	FUZZ_CHECK(mt_smtp_parse_rcpt(args, esmtp ? SMTP_OFFERED : 0, SMTP_RCPT_ADDR_FLAGS,
+				      true, &again, &e),
 		   "SMTPUTF8 refused it: %d %s%s", e.code, e.text, e.detail);
 	FUZZ_CHECK(strcmp(again.addr.addr, path) == 0, "path changed");
 }
