@@ -32,12 +32,14 @@ EXTRA_DIST += mta/README.md bench/mta.py bench/mta-load.py bench/mta-ab.sh
 mta_unit_tests = \
 	tests/unit/test-mta-records \
 	tests/unit/test-mta-policy \
-	tests/unit/test-mta-queue
+	tests/unit/test-mta-queue \
+	tests/unit/test-bdb-commit
 check_PROGRAMS += $(mta_unit_tests)
 TESTS += $(mta_unit_tests)
 tests_unit_test_mta_records_LDADD = $(MTA_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_mta_policy_LDADD = $(MTA_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_mta_queue_LDADD = $(MTA_LIBS) $(CMOCKA_LIBS)
+tests_unit_test_bdb_commit_LDADD = $(MTA_LIBS) $(CMOCKA_LIBS)
 
 # Integration tests: real slapd, real clients (swaks, curl, smtplib), LMTP
 # and SMTP stand-ins (tests/integration/lmtpd.py), a DNS stub.
