@@ -3,9 +3,9 @@
  * worker loops, sd-notify), the accept hand-off with the connection
  * limits, stats, SIGHUP (TLS reload) and the SIGTERM drain.
  *
- *	mailtier-mmp [-c FILE] [-f]
+ *	mailtier-mmp [-c FILE] [-f|-F]   (settings/daemon-args.c, as every daemon)
  *	  -c FILE   config file (default MT_DEFAULT_CONFIG_FILE)
- *	  -f        log to stderr with timestamps (foreground runs, tests)
+ *	  -f, -F    log to stderr with timestamps (foreground runs, tests)
  *
  * The main loop accepts on pop3_listen and pop3s_listen and checks the
  * limits there (conn_limit, conn_limit_per_client, a blocked address):
@@ -23,6 +23,7 @@
 #include "mmp.h"
 #include "clock.h"
 #include "alloc.h"
+#include "daemon-args.h"
 #include "dirsvc.h"
 #include "mailtier-settings.h"
 #include "privdrop.h"
@@ -31,7 +32,6 @@
 #include "secret.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,12 +55,6 @@
 	"address, try again later."
 
 static struct mmp_server server;
-
-static void usage(void)
-{
-	fprintf(stderr, "usage: mailtier-mmp [-c config_file] [-f]\n");
-	exit(2);
-}
 
 /* Each connection needs a descriptor, two once logged in. */
 static void raise_fd_limit(void)
@@ -390,19 +384,12 @@ static void start(const char *config_file)
 
 int main(int argc, char **argv)
 {
-	const char *config_file = MT_DEFAULT_CONFIG_FILE;
-	bool foreground = false;
-	int c;
-
-	while ((c = getopt(argc, argv, "c:fh")) != -1) {
-		switch (c) {
-		case 'c': config_file = optarg; break;
-		case 'f': foreground = true; break;
-		default: usage();
-		}
-	}
-	if (optind != argc)
-		usage();
+	struct mt_daemon_args args;
+	int status = mt_daemon_args_parse(argc, argv, "mailtier-mmp", false, &args);
+	if (status >= 0)
+		return status;
+	const char *config_file = args.config_path;
+	bool foreground = args.foreground;
 	mt_log_init("mailtier-mmp", foreground ? MT_LOG_TARGET_STDERR :
 		    MT_LOG_TARGET_AUTO);
 	start(config_file);

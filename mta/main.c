@@ -5,16 +5,18 @@
  * SIGTERM drain: sessions finish their transaction, deliveries in flight
  * finish, the queue is checkpointed and closed.
  *
- *	mailtier-mta [-c FILE] [-f]
+ *	mailtier-mta [-c FILE] [-f|-F]
  *
- * -f logs to stderr with timestamps (foreground, tests); otherwise to the
- * journal under systemd, else syslog.
+ * (settings/daemon-args.c, as every daemon) -f logs to stderr with
+ * timestamps (foreground, tests); otherwise to the journal under systemd,
+ * else syslog.
  *
  * Trust boundary: the config file is the administrator's; everything the
  * network sends is handled by the session and delivery code.
  * RFCs: 5321 (the daemon's protocol), 6409 (submission on 587), 8314
  * (implicit TLS on 465). */
 #include "mta.h"
+#include "daemon-args.h"
 #include "clock.h"
 #include "admin.h"
 #include "alloc.h"
@@ -29,7 +31,6 @@
 #include "smtp-session.h"
 #include "tls.h"
 
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,13 +45,6 @@ struct listener_ctx {
 };
 
 static struct listener_ctx listener_ctxs[SMTP_SERVICE_COUNT];
-
-static void usage(FILE *out)
-{
-	fprintf(out, "usage: mailtier-mta [-c FILE] [-f]\n"
-		"  -c FILE  config file (default %s)\n"
-		"  -f       log to stderr (foreground)\n", MT_DEFAULT_CONFIG_FILE);
-}
 
 /* Config */
 
@@ -271,35 +265,12 @@ static void stop(struct mta *mta)
 int main(int argc, char **argv)
 {
 	struct mta mta = { .config_path = MT_DEFAULT_CONFIG_FILE };
-	enum mt_log_target target = MT_LOG_TARGET_AUTO;
-	static const struct option options[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "foreground", no_argument, NULL, 'f' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int opt;
-	while ((opt = getopt_long(argc, argv, "c:fh", options, NULL)) != -1) {
-		switch (opt) {
-		case 'c':
-			mta.config_path = optarg;
-			break;
-		case 'f':
-			target = MT_LOG_TARGET_STDERR;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (optind != argc) {
-		usage(stderr);
-		return 2;
-	}
-	mt_log_init(MTA_NAME, target);
+	struct mt_daemon_args args;
+	int status = mt_daemon_args_parse(argc, argv, MTA_NAME, false, &args);
+	if (status >= 0)
+		return status;
+	mta.config_path = args.config_path;
+	mt_log_init(MTA_NAME, args.foreground ? MT_LOG_TARGET_STDERR : MT_LOG_TARGET_AUTO);
 	struct mt_config *config = load_config(mta.config_path);
 	if (config == NULL)
 		mt_fatal("%s: not started (config errors above)", mta.config_path);

@@ -3,10 +3,11 @@
  * client, TLS), sd-notify readiness and watchdog, SIGHUP reload, SIGTERM
  * drain, periodic counters, and the exit on a Berkeley DB panic.
  *
- *	mailtier-popstore [-c FILE] [-s SHARD] [-F]
+ *	mailtier-popstore [-c FILE] [-s SHARD] [-f|-F]
  *
- * -s names the shard ([popstore.SHARD], the users' mailHost); without it
- * [popstore] shard= does. -F logs to stderr (foreground, tests).
+ * (settings/daemon-args.c, as every daemon) -s names the shard
+ * ([popstore.SHARD], the users' mailHost); without it [popstore] shard=
+ * does. -f or -F logs to stderr (foreground, tests).
  * SIGHUP reloads the certificate and the proxy password and logs the
  * counters (deliveries, log flushes) as a "stats when=reload" line.
  *
@@ -16,6 +17,7 @@
  * No protocol RFC; sd_notify(3) for systemd (Type=notify, WatchdogSec). */
 #include "popstore.h"
 #include "alloc.h"
+#include "daemon-args.h"
 #include "dirsvc.h"
 #include "log.h"
 #include "loop.h"
@@ -26,7 +28,6 @@
 #include "secret.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -183,17 +184,6 @@ static void pop3s_accept_cb(int fd, const struct sockaddr *peer, socklen_t len,
 
 /* Start-up */
 
-static _Noreturn void usage(int status)
-{
-	fprintf(status == 0 ? stdout : stderr,
-		"usage: %s [-c FILE] [-s SHARD] [-f|-F]\n"
-		"  -c FILE   config file (default %s)\n"
-		"  -s SHARD  the shard to serve: [popstore.SHARD] (default: [popstore] shard=)\n"
-		"  -f, -F    log to stderr (foreground; -f as the other daemons)\n",
-		POPSTORE_NAME, MT_DEFAULT_CONFIG_FILE);
-	exit(status);
-}
-
 /* This shard's settings: [popstore.NAME], or [popstore] itself if it
  * names the shard and no instance exists. */
 static bool select_shard(struct popstore *ps, const char *path, const char *name)
@@ -294,29 +284,13 @@ static void open_store(struct popstore *ps)
 int main(int argc, char **argv)
 {
 	struct popstore *ps = &popstore;
-	const char *config_path = MT_DEFAULT_CONFIG_FILE, *shard = NULL, *error;
-	bool foreground = false;
-	int opt;
-
-	static const struct option options[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "shard", required_argument, NULL, 's' },
-		{ "foreground", no_argument, NULL, 'F' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	while ((opt = getopt_long(argc, argv, "c:s:fFh", options, NULL)) != -1) {
-		switch (opt) {
-		case 'c': config_path = optarg; break;
-		case 's': shard = optarg; break;
-		case 'f':
-		case 'F': foreground = true; break;
-		case 'h': usage(0);
-		default: usage(2);
-		}
-	}
-	if (optind != argc)
-		usage(2);
+	const char *error;
+	struct mt_daemon_args args;
+	int status = mt_daemon_args_parse(argc, argv, POPSTORE_NAME, true, &args);
+	if (status >= 0)
+		return status;
+	const char *config_path = args.config_path, *shard = args.shard;
+	bool foreground = args.foreground;
 
 	mt_log_init(POPSTORE_NAME, foreground ? MT_LOG_TARGET_STDERR : MT_LOG_TARGET_AUTO);
 	char *errors = NULL;
