@@ -270,15 +270,27 @@ static int last_body_id(DB *db, uint64_t *max)
 }
 
 /* Call fn for up to max partial.db bodies, with their chunk counts. */
+/* Both cursors in one read-committed transaction: one locker, so a
+ * writer that waits for our partial.db page while we wait for its body.db
+ * page is a cycle the deadlock detector sees (two cursors without a
+ * transaction are two lockers, and that wait hung test-store-admin: the
+ * mailtierctl side and the daemon both blocked for good). The loser gets
+ * DB_LOCK_DEADLOCK and is tried again by its caller. */
 static int partial_each(struct mt_store *store, unsigned int max,
 			void (*fn)(void *, uint64_t, uint32_t), void *context)
 {
+	DB_TXN *txn;
 	DBC *cursor, *bodies;
-	int ret = store->partial->cursor(store->partial, NULL, &cursor, 0);
+	int ret = store->env->txn_begin(store->env, NULL, &txn, DB_READ_COMMITTED);
 	if (ret != 0)
 		return ret;
-	if ((ret = store->bodies->cursor(store->bodies, NULL, &bodies, 0)) != 0) {
+	if ((ret = store->partial->cursor(store->partial, txn, &cursor, 0)) != 0) {
+		(void)txn->abort(txn);
+		return ret;
+	}
+	if ((ret = store->bodies->cursor(store->bodies, txn, &bodies, 0)) != 0) {
 		(void)cursor->close(cursor);
+		(void)txn->abort(txn);
 		return ret;
 	}
 	unsigned char kbuf[16], vbuf[PARTIAL_REC_SIZE + 8];
@@ -301,7 +313,9 @@ static int partial_each(struct mt_store *store, unsigned int max,
 	int c_ret = cursor->close(cursor);
 	if (ret == DB_NOTFOUND)
 		ret = 0;
-	return ret != 0 ? ret : t_ret != 0 ? t_ret : c_ret;
+	ret = ret != 0 ? ret : t_ret != 0 ? t_ret : c_ret;
+	int x_ret = ret == 0 ? txn->commit(txn, 0) : txn->abort(txn);
+	return ret != 0 ? ret : x_ret;
 }
 
 struct sweep_batch {
