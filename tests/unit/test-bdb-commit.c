@@ -59,7 +59,10 @@ static void open_env(struct fixture *f)
 static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
-	snprintf(f->dir, sizeof(f->dir), "/tmp/test-bdb-commit.XXXXXX");
+	static const char prefix[] = "/tmp/test-bdb-commit.";
+	memcpy(f->dir, prefix, sizeof(prefix) - 1);
+	memset(f->dir + sizeof(prefix) - 1, 'X', 6);	/* mkdtemp's template */
+	f->dir[sizeof(prefix) - 1 + 6] = '\0';
 	assert_non_null(mkdtemp(f->dir));
 	open_env(f);
 	const char *error;

@@ -323,17 +323,24 @@ static void test_spooled_body(void **state)
 	free(dir);
 }
 
+/* The queue's body.db, opened directly (the queue closed), recovered. */
+static void open_body_db(const char *dir, DB_ENV **env_r, DB **db_r)
+{
+	assert_int_equal(db_env_create(env_r, 0), 0);
+	assert_int_equal((*env_r)->open(*env_r, dir, DB_CREATE | DB_INIT_TXN |
+					DB_INIT_LOG | DB_INIT_LOCK | DB_INIT_MPOOL |
+					DB_RECOVER, 0600), 0);
+	assert_int_equal(db_create(db_r, *env_r, 0), 0);
+	assert_int_equal((*db_r)->open(*db_r, NULL, "body.db", NULL, DB_BTREE,
+				       DB_AUTO_COMMIT, 0), 0);
+}
+
 /* Pieces in body.db (any message's). */
 static unsigned int count_body_records(const char *dir)
 {
 	DB_ENV *env;
 	DB *db;
-	assert_int_equal(db_env_create(&env, 0), 0);
-	assert_int_equal(env->open(env, dir, DB_CREATE | DB_INIT_TXN | DB_INIT_LOG |
-				   DB_INIT_LOCK | DB_INIT_MPOOL | DB_RECOVER, 0600), 0);
-	assert_int_equal(db_create(&db, env, 0), 0);
-	assert_int_equal(db->open(db, NULL, "body.db", NULL, DB_BTREE,
-				  DB_AUTO_COMMIT, 0), 0);
+	open_body_db(dir, &env, &db);
 	DBC *cursor;
 	assert_int_equal(db->cursor(db, NULL, &cursor, 0), 0);
 	DBT key, data;
@@ -416,12 +423,7 @@ static void test_old_whole_body(void **state)
 	/* Rewrite its body in the old layout. */
 	DB_ENV *env;
 	DB *db;
-	assert_int_equal(db_env_create(&env, 0), 0);
-	assert_int_equal(env->open(env, dir, DB_CREATE | DB_INIT_TXN | DB_INIT_LOG |
-				   DB_INIT_LOCK | DB_INIT_MPOOL | DB_RECOVER, 0600), 0);
-	assert_int_equal(db_create(&db, env, 0), 0);
-	assert_int_equal(db->open(db, NULL, "body.db", NULL, DB_BTREE,
-				  DB_AUTO_COMMIT, 0), 0);
+	open_body_db(dir, &env, &db);
 	assert_int_equal(db->truncate(db, NULL, &(u_int32_t){ 0 }, DB_AUTO_COMMIT), 0);
 	static const char old[] = "Subject: old\r\n\r\nwritten whole\r\n";
 	DBT key, data;
