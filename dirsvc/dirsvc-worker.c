@@ -23,6 +23,7 @@
  * RFCs: 4511 (LDAP), 4513 (simple bind). */
 #include "dirsvc-private.h"
 #include "clock.h"
+#include "thread.h"
 
 #include "alloc.h"
 
@@ -302,26 +303,19 @@ void mt_dirsvc_workers_submit(struct mt_dirsvc *d, struct mt_dirsvc_request *req
 
 bool mt_dirsvc_workers_start(struct mt_dirsvc *d, const char **error_r)
 {
-	sigset_t all, old;
-
 	d->workers = mt_xcalloc(d->n_workers, sizeof(*d->workers));
-	/* Workers take no signals (the daemon's main loop does), and a write
-	 * to a socket slapd closed gives EPIPE instead of killing us. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
+	/* Workers take no signals (thread.h): the daemon's main loop does. */
 	for (size_t i = 0; i < d->n_workers; i++) {
 		struct dirsvc_worker *w = &d->workers[i];
 		w->dirsvc = d;
 		w->index = (unsigned int)i;
-		if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
-			pthread_sigmask(SIG_SETMASK, &old, NULL);
+		if (mt_thread_start(&w->thread, worker_main, w) != 0) {
 			*error_r = "directory: cannot start the worker threads";
 			mt_dirsvc_workers_stop(d);
 			return false;
 		}
 		w->started = true;
 	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return true;
 }
 

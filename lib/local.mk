@@ -17,7 +17,7 @@ lib_libmailtier_a_SOURCES = \
 	lib/sdnotify.c lib/sdnotify.h \
 	lib/privdrop.c lib/privdrop.h \
 	lib/cidr.c lib/cidr.h \
-	lib/bdb-regions.c lib/bdb-regions.h \
+	lib/thread.c lib/thread.h \
 	lib/authfail.c lib/authfail.h \
 	lib/sasl.c lib/sasl.h \
 	lib/secret.c lib/secret.h

@@ -12,6 +12,7 @@
  * wakes the loop; accepted fds, drain requests and stop requests all travel
  * through it. */
 #include "loop.h"
+#include "thread.h"
 #include "alloc.h"
 #include "log.h"
 
@@ -663,18 +664,15 @@ struct mt_workers *mt_workers_start(struct mt_loop *main_loop,
 	pthread_mutex_init(&ws->lock, NULL);
 	pthread_cond_init(&ws->cond, NULL);
 
-	/* Threads inherit the mask: the workers never take a signal, so
-	 * libevent's handler always runs where it expects, on the main loop. */
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
+	/* The workers never take a signal (thread.h): libevent's handler
+	 * always runs where it expects, on the main loop. */
 	const char *error = NULL;
 	for (unsigned int i = 0; i < set->count && error == NULL; i++) {
 		struct worker *w = &ws->list[i];
 		w->workers = ws;
 		w->index = i;
 		ws->init_done = false;
-		int err = pthread_create(&w->thread, NULL, worker_main, w);
+		int err = mt_thread_start(&w->thread, worker_main, w);
 		if (err != 0) {
 			error = loop_error(main_loop, "pthread_create: %s",
 					   strerror(err));
@@ -689,7 +687,6 @@ struct mt_workers *mt_workers_start(struct mt_loop *main_loop,
 			error = loop_error(main_loop, "worker %u: %s", i,
 					   ws->init_error);
 	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (error != NULL) {
 		mt_workers_stop(&ws);
 		*error_r = error;

@@ -12,8 +12,6 @@ mta_libmta_a_SOURCES = \
 	mta/smtp-parse.c mta/smtp-parse.h mta/smtp-content.c mta/smtp-content.h \
 	mta/queue.c mta/queue.h mta/queue-records.c mta/queue-records.h \
 	mta/queue-store.c mta/queue-store.h mta/queue-private.h mta/queue-spool.c \
-	lib/bdb-commit.c lib/bdb-commit.h \
-	lib/bdb-checkpoint.c lib/bdb-checkpoint.h \
 	mta/delivery.c mta/delivery.h mta/delivery-private.h \
 	mta/delivery-dest.c mta/outbound.c mta/outbound.h mta/outbound-tx.c \
 	mta/bounce.c mta/bounce-text.c mta/bounce-text.h \
@@ -21,7 +19,7 @@ mta_libmta_a_SOURCES = \
 	mta/admin.c mta/admin.h
 # What a program linking libmta needs after it.
 MTA_LIBS = mta/libmta.a dirsvc/libdirsvc.a settings/libmtsettings.a $(DIRSVC_LIBS) \
-	$(BDB_LIBS) $(CARES_LIBS) $(MTMAIL_LIBS)
+	$(MTBDB_LIBS) $(CARES_LIBS) $(MTMAIL_LIBS)
 
 mta_mailtier_mta_SOURCES = mta/main.c
 mta_mailtier_mta_LDADD = $(MTA_LIBS)
@@ -32,14 +30,12 @@ EXTRA_DIST += mta/README.md bench/mta.py bench/mta-load.py bench/mta-ab.sh
 mta_unit_tests = \
 	tests/unit/test-mta-records \
 	tests/unit/test-mta-policy \
-	tests/unit/test-mta-queue \
-	tests/unit/test-bdb-commit
+	tests/unit/test-mta-queue
 check_PROGRAMS += $(mta_unit_tests)
 TESTS += $(mta_unit_tests)
 tests_unit_test_mta_records_LDADD = $(MTA_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_mta_policy_LDADD = $(MTA_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_mta_queue_LDADD = $(MTA_LIBS) $(CMOCKA_LIBS)
-tests_unit_test_bdb_commit_LDADD = $(MTA_LIBS) $(CMOCKA_LIBS)
 
 # Integration tests: real slapd, real clients (swaks, curl, smtplib), LMTP
 # and SMTP stand-ins (tests/integration/lmtpd.py), a DNS stub.

@@ -1,21 +1,22 @@
 /* queue-store.c — the MTA queue's Berkeley DB environment (see
  * queue-store.h): open with recovery under a lock file, the envelope and
  * body databases, writes as group-committed transactions, body reads, and
- * the checkpoint thread (lib/bdb-checkpoint.h: it trickles the cache every
+ * the checkpoint thread (lib-bdb/bdb-checkpoint.h: it trickles the cache every
  * second so a checkpoint does not stall commits).
  *
  * Trust boundary: queue_dir is the administrator's; nothing from the
  * network is interpreted here (records and bodies are opaque bytes).
  * Durability: environment flags DB_INIT_TXN | DB_INIT_LOG | DB_RECOVER, every
  * write a transaction committed with DB_TXN_NOSYNC and made durable by the
- * flusher's log_flush() before its completion runs (lib/bdb-commit.c).
+ * flusher's log_flush() before its completion runs (lib-bdb/bdb-commit.c).
  * Full disk: every page of the region files is backed by allocated blocks
- * from the open on (DB_REGION_INIT and lib/bdb-regions.c), so it cannot
+ * from the open on (DB_REGION_INIT and lib-bdb/bdb-regions.c), so it cannot
  * fault the process (it died of SIGBUS in tests/faults disk-full-mta); a
  * write that finds no space fails, and the message gets 451. */
 #include "queue-store.h"
 #include "alloc.h"
 #include "bdb-checkpoint.h"
+#include "bdb-lock.h"
 #include "bdb-regions.h"
 #include "log.h"
 #include "loop.h"
@@ -28,7 +29,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -106,20 +106,13 @@ static void bdb_event(DB_ENV *env, u_int32_t event, void *info)
 
 static bool take_lock(struct queue_store *store, const char **error_r)
 {
-	char path[4096];
-	snprintf(path, sizeof(path), "%s/%s", store->dir, LOCK_FILE);
-	store->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (store->lock_fd < 0) {
-		*error_r = store_fail(store, "lock file", errno);
-		return false;
-	}
-	if (flock(store->lock_fd, LOCK_EX | LOCK_NB) < 0) {
-		*error_r = errno == EWOULDBLOCK ?
-			store_fail(store, "in use by another mailtier-mta", EBUSY) :
-			store_fail(store, "lock file", errno);
-		return false;
-	}
-	return true;
+	int err = mt_bdb_lock_take(store->dir, LOCK_FILE, &store->lock_fd);
+	if (err == 0)
+		return true;
+	*error_r = err == EWOULDBLOCK ?
+		store_fail(store, "in use by another mailtier-mta", EBUSY) :
+		store_fail(store, "lock file", err);
+	return false;
 }
 
 static int db_open_one(struct queue_store *store, DB **db_r, const char *file,
@@ -218,16 +211,20 @@ struct queue_store *queue_store_open(const char *dir, struct mt_loop *loop,
 	store->loop = loop;
 	store->lock_fd = -1;
 
+	static const struct mt_bdb_commit_settings commit_set = { .name = "queue" };
+	static const struct mt_bdb_checkpoint_settings ckp_set = {
+		.name = "queue", .interval_secs = CHECKPOINT_SECS,
+	};
 	const char *fail = NULL;
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		fail = store_fail(store, "mkdir", errno);
 	if (fail == NULL && !take_lock(store, &fail)) {
 	} else if (fail == NULL && !env_open(store, &fail)) {
 	} else if (fail == NULL &&
-		   (store->commit = mt_bdb_commit_start(store->env, &fail)) == NULL) {
+		   (store->commit = mt_bdb_commit_start(store->env, &commit_set,
+							&fail)) == NULL) {
 	} else if (fail == NULL &&
-		   (store->checkpointer = mt_bdb_checkpointer_start(store->env, "queue",
-								     CHECKPOINT_SECS,
+		   (store->checkpointer = mt_bdb_checkpointer_start(store->env, &ckp_set,
 								     &fail)) == NULL) {
 	}
 	if (fail != NULL) {

@@ -11,7 +11,7 @@
  * Trust boundary: queue_dir comes from the config; its files are opened only
  * by this process (a lock file guards against a second mailtier-mta).
  * Threading: the write/read calls from the loop thread given at open; the
- * work runs on lib/bdb-commit's threads. */
+ * work runs on lib-bdb/bdb-commit's threads. */
 #ifndef MT_MTA_QUEUE_STORE_H
 #define MT_MTA_QUEUE_STORE_H
 
@@ -54,7 +54,7 @@ void queue_store_write_piece(struct queue_store_write *w, const char *id,
 /* Delete id's envelope and every piece of its body. */
 void queue_store_write_delete(struct queue_store_write *w, const char *id);
 typedef void queue_store_done_cb_t(int status, void *context);
-/* How soon a write must be durable (lib/bdb-commit.h's job flags). */
+/* How soon a write must be durable (lib-bdb/bdb-commit.h's job flags). */
 enum queue_store_urgency {
 	QUEUE_STORE_WAITED,	/* someone waits: flush now */
 	QUEUE_STORE_COMPANY,	/* others are about to write: may wait for them */

@@ -5,7 +5,7 @@
  * it over the admin socket).
  *
  * Durability: queue_submit() completes only when the message and its
- * envelope are on stable storage (a body that arrived in pieces too) (group commit, lib/bdb-commit.h), so the
+ * envelope are on stable storage (a body that arrived in pieces too) (group commit, lib-bdb/bdb-commit.h), so the
  * SMTP 250 may be sent from its callback. State changes (delivered, deferred,
  * bounced) are written the same way; a change lost in a crash only means a
  * recipient is tried again (at least once, never lost).

@@ -22,7 +22,7 @@ popstore_mailtier_popstore_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) \
 	$(LIBEVENT_OPENSSL_CFLAGS) $(OPENSSL_CFLAGS) $(LDAP_CFLAGS) \
 	-I$(top_srcdir)/popstore
 popstore_mailtier_popstore_LDADD = store/libmtstore.a dirsvc/libdirsvc.a \
-	settings/libmtsettings.a $(BDB_LIBS) $(DIRSVC_LIBS) $(MTMAIL_LIBS)
+	settings/libmtsettings.a $(MTBDB_LIBS) $(DIRSVC_LIBS) $(MTMAIL_LIBS)
 
 EXTRA_DIST += popstore/README.md
 

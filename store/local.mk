@@ -20,7 +20,7 @@ store_libmtstore_a_SOURCES = \
 store_libmtstore_a_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS)
 
 # What a program using the store links (after its own objects).
-STORE_LIBS = store/libmtstore.a $(BDB_LIBS) $(MAILTIER_LIBS)
+STORE_LIBS = store/libmtstore.a $(MTBDB_LIBS) $(MAILTIER_LIBS)
 STORE_TEST_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(LIBEVENT_CFLAGS) \
 	-I$(top_srcdir)/store
 

@@ -1,5 +1,5 @@
-/* store-async.c — the store's async interface: requests, the queues between
- * threads, completion ports on the callers' event loops, the reader pool,
+/* store-async.c — the store's async interface: requests, completion ports
+ * on the callers' event loops, the reader pool (on lib-bdb's pipeline),
  * and the blocking *_wait variants built on the same requests (deliveries:
  * store-body.c).
  *
@@ -18,6 +18,7 @@
 #include "store-private.h"
 #include "alloc.h"
 #include "log.h"
+#include "thread.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -27,102 +28,6 @@
 #include <unistd.h>
 
 #include <event2/event.h>
-
-/* Queues */
-
-void store_queue_init(struct store_queue *q)
-{
-	pthread_mutex_init(&q->lock, NULL);
-	pthread_cond_init(&q->cond, NULL);
-	q->head = NULL;
-	q->tail = &q->head;
-	q->length = 0;
-	q->stopping = false;
-}
-
-void store_queue_destroy(struct store_queue *q)
-{
-	pthread_mutex_destroy(&q->lock);
-	pthread_cond_destroy(&q->cond);
-}
-
-void store_queue_push(struct store_queue *q, struct mt_store_req *req)
-{
-	req->next = NULL;
-	pthread_mutex_lock(&q->lock);
-	*q->tail = req;
-	q->tail = &req->next;
-	q->length++;
-	pthread_cond_signal(&q->cond);
-	pthread_mutex_unlock(&q->lock);
-}
-
-struct mt_store_req *store_queue_pop(struct store_queue *q)
-{
-	pthread_mutex_lock(&q->lock);
-	while (q->head == NULL && !q->stopping)
-		pthread_cond_wait(&q->cond, &q->lock);
-	struct mt_store_req *req = q->head;
-	if (req != NULL) {
-		q->head = req->next;
-		if (q->head == NULL)
-			q->tail = &q->head;
-		q->length--;
-		req->next = NULL;
-	}
-	pthread_mutex_unlock(&q->lock);
-	return req;
-}
-
-struct mt_store_req *store_queue_pop_all(struct store_queue *q,
-					 unsigned int *count_r)
-{
-	pthread_mutex_lock(&q->lock);
-	while (q->head == NULL && !q->stopping)
-		pthread_cond_wait(&q->cond, &q->lock);
-	struct mt_store_req *list = q->head;
-	*count_r = q->length;
-	q->head = NULL;
-	q->tail = &q->head;
-	q->length = 0;
-	pthread_mutex_unlock(&q->lock);
-	return list;
-}
-
-struct mt_store_req *store_queue_pop_all_until(struct store_queue *q,
-					       const struct timespec *deadline,
-					       unsigned int *count_r)
-{
-	pthread_mutex_lock(&q->lock);
-	int rc = 0;
-	while (q->head == NULL && !q->stopping && rc != ETIMEDOUT)
-		rc = pthread_cond_timedwait(&q->cond, &q->lock, deadline);
-	struct mt_store_req *list = q->head;
-	*count_r = q->length;
-	q->head = NULL;
-	q->tail = &q->head;
-	q->length = 0;
-	pthread_mutex_unlock(&q->lock);
-	return list;
-}
-
-void store_queue_stop(struct store_queue *q)
-{
-	pthread_mutex_lock(&q->lock);
-	q->stopping = true;
-	pthread_cond_broadcast(&q->cond);
-	pthread_mutex_unlock(&q->lock);
-}
-
-bool store_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg)
-{
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int rc = pthread_create(thread, NULL, fn, arg);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return rc == 0;
-}
 
 /* Requests */
 
@@ -346,40 +251,43 @@ static void reader_run(struct mt_store *store, struct mt_store_req *req)
 		store_req_set_error(req, status, error);
 }
 
-static void *reader_main(void *arg)
+/* On a reader thread: the read, then its completion (port or waiter). */
+static int reader_job(DB_ENV *env, DB_TXN *txn, void *context)
 {
-	struct mt_store *store = arg;
-	struct mt_store_req *req;
-	while ((req = store_queue_pop(&store->read_q)) != NULL) {
-		pthread_rwlock_rdlock(&store->io_lock);
-		reader_run(store, req);
-		pthread_rwlock_unlock(&store->io_lock);
-		store_req_complete(req);
-	}
-	return NULL;
+	(void)env;
+	(void)txn;
+	struct mt_store_req *req = context;
+	pthread_rwlock_rdlock(&req->store->io_lock);
+	reader_run(req->store, req);
+	pthread_rwlock_unlock(&req->store->io_lock);
+	return 0;
 }
 
+static void reader_done(int status, void *context)
+{
+	(void)status;
+	store_req_complete(context);
+}
+
+/* The reader pool is lib-bdb's pipeline with read jobs only: reader_threads
+ * executors, no transaction of their own, completed without a flush. */
 bool store_readers_start(struct mt_store *store, const char **error_r)
 {
-	store->readers = mt_xcalloc(store->set.reader_threads,
-				    sizeof(*store->readers));
-	for (unsigned int i = 0; i < store->set.reader_threads; i++) {
-		if (!store_thread_start(&store->readers[i], reader_main, store)) {
-			*error_r = store_error("store %s: cannot start a reader thread",
-					       store->home);
-			return false;
-		}
-		store->reader_count++;
+	const struct mt_bdb_commit_settings set = {
+		.name = "store readers", .executors = store->set.reader_threads,
+	};
+	const char *error;
+	store->readers = mt_bdb_commit_start(store->env, &set, &error);
+	if (store->readers == NULL) {
+		*error_r = store_error("store %s: %s", store->home, error);
+		return false;
 	}
 	return true;
 }
 
 void store_readers_stop(struct mt_store *store)
 {
-	store_queue_stop(&store->read_q);
-	for (unsigned int i = 0; i < store->reader_count; i++)
-		pthread_join(store->readers[i], NULL);
-	store->reader_count = 0;
+	mt_bdb_commit_stop(&store->readers);
 }
 
 /* Submission */
@@ -394,8 +302,7 @@ static void req_refuse(struct mt_store_req *req, enum mt_store_status status,
 			req->rcpts[i].status = status;
 }
 
-struct mt_store_req *store_req_submit(struct mt_store_req *req,
-				      struct store_queue *queue)
+struct mt_store_req *store_req_submit(struct mt_store_req *req, enum store_path path)
 {
 	struct mt_store *store = req->store;
 	if (!req->refused && store->set.mode != MT_STORE_MODE_SERVE)
@@ -404,20 +311,21 @@ struct mt_store_req *store_req_submit(struct mt_store_req *req,
 		req_refuse(req, MT_STORE_FATAL, "store failed: restart needed for recovery");
 	if (req->refused)
 		store_req_complete(req);
-	else if (queue == &store->commit_q)
+	else if (path == STORE_PATH_COMMIT)
 		store_commit_submit(store, req);
 	else
-		store_queue_push(queue, req);
+		mt_bdb_commit_submit(store->readers, NULL, MT_BDB_JOB_READ, reader_job,
+				     reader_done, req);
 	return req;
 }
 
-void store_req_wait(struct mt_store_req *req, struct store_queue *queue)
+void store_req_wait(struct mt_store_req *req, enum store_path path)
 {
 	struct store_waiter w = { .done = false };
 	pthread_mutex_init(&w.lock, NULL);
 	pthread_cond_init(&w.cond, NULL);
 	req->waiter = &w;
-	(void)store_req_submit(req, queue);
+	(void)store_req_submit(req, path);
 	pthread_mutex_lock(&w.lock);
 	while (!w.done)
 		pthread_cond_wait(&w.cond, &w.lock);
@@ -482,7 +390,7 @@ struct mt_store_req *mt_store_mailbox_open(struct mt_store_port *port,
 	req->name = mt_xstrdup(name != NULL ? name : "");
 	if (!name_ok(name))
 		req_refuse(req, MT_STORE_INVALID, "bad mailbox name");
-	return store_req_submit(req, &store->read_q);
+	return store_req_submit(req, STORE_PATH_READ);
 }
 
 struct mt_store_req *mt_store_read(struct mt_store_port *port,
@@ -498,7 +406,7 @@ struct mt_store_req *mt_store_read(struct mt_store_port *port,
 	req->max = max > MT_STORE_READ_MAX ? MT_STORE_READ_MAX : max;
 	if (index >= mbox->count)
 		req_refuse(req, MT_STORE_NOT_FOUND, "no such message");
-	return store_req_submit(req, &store->read_q);
+	return store_req_submit(req, STORE_PATH_READ);
 }
 
 static struct mt_store_req *expunge_new(struct mt_store_port *port,
@@ -522,7 +430,7 @@ struct mt_store_req *mt_store_expunge(struct mt_store_port *port,
 				      mt_store_cb_t *cb, void *context)
 {
 	struct mt_store_req *req = expunge_new(port, mbox, uids, count, cb, context);
-	return store_req_submit(req, &mbox->store->commit_q);
+	return store_req_submit(req, STORE_PATH_COMMIT);
 }
 
 enum mt_store_status mt_store_expunge_wait(struct mt_store_mailbox *mbox,
@@ -531,7 +439,7 @@ enum mt_store_status mt_store_expunge_wait(struct mt_store_mailbox *mbox,
 					   const char **error_r)
 {
 	struct mt_store_req *req = expunge_new(NULL, mbox, uids, count, NULL, NULL);
-	store_req_wait(req, &mbox->store->commit_q);
+	store_req_wait(req, STORE_PATH_COMMIT);
 	enum mt_store_status status = req->status;
 	*error_r = store_error("%s", req->error);
 	store_req_free(req);

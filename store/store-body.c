@@ -3,9 +3,9 @@
  * the delivery or abort that ends it, and mt_store_deliver and
  * mt_store_deliver_wait, which are a body written in one go.
  *
- *   owner (port thread): append ─► full chunk ─► CHUNK request ─commit_q─►
+ *   owner (port thread): append ─► full chunk ─► CHUNK request ─commit─►
  *     executor: chunk transaction, committed DB_TXN_NOSYNC, completed at
- *     once (no flush_q) ─► the owner's callback: one write fewer in flight
+ *     once (no log flush) ─► the owner's callback: one write fewer in flight
  *   owner: deliver/abort ─► a DELIVER/ABORT request, parked on the body
  *     until every chunk write has run, then queued by the executor that ran
  *     the last one
@@ -111,7 +111,7 @@ static void chunk_submit(struct mt_store_body *body)
 	body->executing++;
 	pthread_mutex_unlock(&body->lock);
 	if (body->port == NULL) {
-		store_req_wait(req, &store->commit_q);
+		store_req_wait(req, STORE_PATH_COMMIT);
 		store_req_free(req);
 		return;
 	}
@@ -163,7 +163,7 @@ static void final_submit(struct mt_store_body *body, struct mt_store_req *req)
 		body->parked = req;
 	pthread_mutex_unlock(&body->lock);
 	if (!park)
-		store_req_submit(req, &body->store->commit_q);
+		store_req_submit(req, STORE_PATH_COMMIT);
 }
 
 /* Nothing more will be written into body: the appends' buffer is freed. */
@@ -225,7 +225,7 @@ struct mt_store_req *mt_store_body_deliver(struct mt_store_body **body_p,
 	if (req->sbody != NULL)
 		final_submit(body, req);
 	else
-		store_req_submit(req, &req->store->commit_q);	/* refused */
+		store_req_submit(req, STORE_PATH_COMMIT);	/* refused */
 	return req;
 }
 
@@ -255,7 +255,6 @@ void store_body_run(struct mt_store *store, struct mt_store_req *req)
 	struct mt_store_body *body = req->sbody;
 	if (req->kind == STORE_REQ_ABORT) {
 		store_body_drop(store, body);
-		store_req_complete(req);
 		return;
 	}
 	int ret;
@@ -292,7 +291,6 @@ void store_body_run(struct mt_store *store, struct mt_store_req *req)
 	pthread_mutex_unlock(&body->lock);
 	if (parked != NULL)
 		store_commit_submit(store, parked);
-	store_req_complete(req);
 }
 
 struct mt_store_req *mt_store_deliver(struct mt_store_port *port,
@@ -316,7 +314,7 @@ enum mt_store_status mt_store_deliver_wait(struct mt_store *store,
 	struct mt_store_body *body = body_new(store, NULL, NULL, NULL);
 	mt_store_body_append(body, data, size);
 	struct mt_store_req *req = deliver_new(body, rcpts, count, NULL, NULL);
-	store_req_wait(req, &store->commit_q);
+	store_req_wait(req, STORE_PATH_COMMIT);
 	for (unsigned int i = 0; i < count; i++) {
 		rcpts[i].status = req->rcpts[i].status;
 		rcpts[i].uid = req->rcpts[i].uid;

@@ -1,94 +1,65 @@
-/* store-commit.c — group commit: the pipeline every write (delivery,
- * expunge) goes through; a streamed body's chunk writes and aborts run on
- * the same executors but skip the flusher (store-body.c says why).
+/* store-commit.c — the store's writes on lib-bdb's group commit
+ * (lib-bdb/bdb-commit.h): every delivery and expunge runs on its executor
+ * threads (store_commit_threads of them) and completes after the one log
+ * flush that made it durable; a streamed body's chunk writes and aborts run
+ * on the same executors but complete without a flush (store-body.c says
+ * why). What is the store's own here: the request kinds, the counters, the
+ * wake-up of the purger after flushed expunges, and what a flush that finds
+ * the disk full does.
  *
- *   callers ──commit_q──► executor thread(s) ──flush_q──► flusher thread
- *                         run the transaction,            one log_flush()
- *                         commit DB_TXN_NOSYNC            for all it took,
- *                                                         then complete them
+ *   callers ──submit──► executor thread(s): run the request's       ──►
+ *                       transactions, commit DB_TXN_NOSYNC
+ *   flusher: one log_flush() for all it took (waiting up to 5 ms while
+ *            more are still executing) ──► store_req_complete(): the port
+ *            or the waiter
  *
- * An executor commits without waiting for the disk, so it goes straight on
- * to the next request while the flusher syncs the log. The flusher takes
- * every request that has committed since its last flush — and, while more
- * are still queued or executing, waits up to 5 ms for them to commit too —
- * and makes them all durable with one DB_ENV->log_flush(env, NULL). The
- * more sessions deliver at once, the more transactions share a flush; a
- * lone delivery is flushed at once.
+ * The completions run on the pipeline's thread (the requests have their own
+ * completion ports, store-async.c), so no event loop is named here.
  *
  * Trust boundary: none of its own (requests were checked at submission).
  *
  * Guarantees: a request is completed only after a log flush that began
- * after its transaction committed (a request reaches flush_q only once its
- * commit has returned, and the flusher takes flush_q before it flushes).
- * A transaction that committed cannot be taken back, so a flush that fails
- * for lack of space must still succeed: the store enters no-space mode
- * (writes refused at submission and before their transaction, so nothing
- * more commits), gives back its space reserve and flushes again
- * (store-space.c), and the requests complete as durable. Only if that
- * still fails for FLUSH_NOSPACE_RETRIES × FLUSH_RETRY_MSECS do they
- * complete with MT_STORE_NO_SPACE — then a retried message could be stored
- * twice, but an acknowledged one is never lost.
+ * after its transactions committed (lib-bdb's guarantee). A transaction
+ * that committed cannot be taken back, so a flush that fails for lack of
+ * space must still succeed: the store enters no-space mode (writes refused
+ * at submission and before their transaction, so nothing more commits),
+ * gives back its space reserve and flushes again (store-space.c), and the
+ * requests complete as durable. Only if that still fails for
+ * FLUSH_NOSPACE_RETRIES × MT_BDB_FLUSH_RETRY_MSECS do they complete with
+ * MT_STORE_NO_SPACE — then a retried message could be stored twice, but an
+ * acknowledged one is never lost.
  *
  * An expunge's transaction only queues its bodies (store-records.c); once
- * a flush has made expunges durable, the flusher wakes the purger
- * (store-purge.c), whose transactions ride on later flushes. */
+ * a flush has made expunges durable, the purger is woken (store-purge.c),
+ * and its transactions ride on later flushes. */
 #include "store-private.h"
-#include "alloc.h"
 #include "log.h"
 
 #include <errno.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
 
 /* After the reserve, a full disk may still clear (an admin): retry the
- * flush for up to FLUSH_NOSPACE_RETRIES × FLUSH_RETRY_MSECS. */
+ * flush for up to FLUSH_NOSPACE_RETRIES × MT_BDB_FLUSH_RETRY_MSECS. */
 #define FLUSH_NOSPACE_RETRIES 50
-#define FLUSH_RETRY_MSECS 200
-/* How long a flush may wait for transactions still executing to join it,
- * and the most requests one flush completes. */
+/* How long a flush may wait for transactions still executing to join it. */
 #define FLUSH_GATHER_USECS 5000
-#define FLUSH_GATHER_MAX 1024
 
-static void *executor_main(void *arg)
+/* On an executor: the request's transactions. Their outcome is the
+ * request's (per recipient, in req); the job itself never fails, so that
+ * it is flushed whatever happened: a failure or a quota answer may rest on
+ * a transaction not yet durable. */
+static int request_run(DB_ENV *env, DB_TXN *txn, void *context)
 {
-	struct mt_store *store = arg;
-	struct mt_store_req *req;
-	while ((req = store_queue_pop(&store->commit_q)) != NULL) {
-		if (req->kind == STORE_REQ_CHUNK || req->kind == STORE_REQ_ABORT) {
-			/* Completed without a flush (store-body.c). */
-			store_body_run(store, req);
-			continue;
-		}
-		if (req->kind == STORE_REQ_DELIVER)
-			store_records_deliver(store, req);
-		else
-			store_records_expunge(store, req);
-		/* Not pending any more before it is in flush_q: a flusher that
-		 * sees none pending must not wait for this one in vain. */
-		atomic_fetch_sub(&store->commit_pending, 1);
-		store_queue_push(&store->flush_q, req);
-	}
-	return NULL;
-}
-
-static int flush_log(struct mt_store *store)
-{
-	for (unsigned int attempt = 1;; attempt++) {
-		int ret = store->env->log_flush(store->env, NULL);
-		if (ret == 0 || atomic_load(&store->failed))
-			return ret;
-		if (!store_space_failed(store, ret, "log flush") ||
-		    attempt >= FLUSH_NOSPACE_RETRIES) {
-			mt_error("store: home=%s log flush failed: %s", store->home,
-				 db_strerror(ret));
-			return ret;
-		}
-		if (store_space_flush_reserved(store, &ret) && ret == 0)
-			return 0;
-		struct timespec ts = { 0, FLUSH_RETRY_MSECS * 1000000L };
-		nanosleep(&ts, NULL);
-	}
+	(void)env;
+	(void)txn;
+	struct mt_store_req *req = context;
+	struct mt_store *store = req->store;
+	if (req->kind == STORE_REQ_CHUNK || req->kind == STORE_REQ_ABORT)
+		store_body_run(store, req);
+	else if (req->kind == STORE_REQ_DELIVER)
+		store_records_deliver(store, req);
+	else
+		store_records_expunge(store, req);
+	return 0;
 }
 
 /* Counters, or the failed flush's status for what it did not make durable. */
@@ -120,115 +91,92 @@ static void request_settle(struct mt_store *store, struct mt_store_req *req,
 	}
 }
 
-static void note_batch(struct mt_store *store, unsigned int count)
+/* On the flusher (deliveries, expunges) or the executor (chunks, aborts). */
+static void request_done(int status, void *context)
 {
-	store_counter_add(&store->n_flushes, 1);
-	store_counter_add(&store->n_flushed_requests, count);
-	uint_fast64_t max = atomic_load(&store->n_max_batch);
-	while (count > max &&
-	       !atomic_compare_exchange_weak(&store->n_max_batch, &max, count))
-		;
+	struct mt_store_req *req = context;
+	struct mt_store *store = req->store;
+	if (req->kind == STORE_REQ_CHUNK || req->kind == STORE_REQ_ABORT) {
+		store_req_complete(req);
+		return;
+	}
+	if (status != 0)
+		(void)store_status_from_db(store, status);
+	request_settle(store, req, status);
+	bool expunged = req->kind == STORE_REQ_EXPUNGE && req->removed > 0 &&
+		status == 0;
+	store_req_complete(req);
+	if (expunged)
+		store_purge_kick(store);
 }
 
-/* While more transactions are on their way (queued or executing), wait a
- * little for them to commit so that one flush covers them too: under load
- * a batch grows to what the sessions have in flight, and with a single
- * request pending nothing waits. */
-static struct mt_store_req *gather(struct mt_store *store,
-				   struct mt_store_req *list, unsigned int *count)
+/* The flusher's log_flush() failed: on a full disk, no-space mode and the
+ * reserve (store-space.c); after a panic, nothing to retry. */
+static int flush_failed(void *context, int ret, unsigned int attempt)
 {
-	struct timespec deadline;
-	clock_gettime(CLOCK_REALTIME, &deadline);
-	deadline.tv_nsec += FLUSH_GATHER_USECS * 1000L;
-	if (deadline.tv_nsec >= 1000000000L) {
-		deadline.tv_sec++;
-		deadline.tv_nsec -= 1000000000L;
+	struct mt_store *store = context;
+	if (atomic_load(&store->failed))
+		return ret;
+	if (!store_space_failed(store, ret, "log flush") ||
+	    attempt >= FLUSH_NOSPACE_RETRIES) {
+		mt_error("store: home=%s log flush failed: %s", store->home,
+			 db_strerror(ret));
+		return ret;
 	}
-	struct mt_store_req **tail = &list;
-	while (*tail != NULL)
-		tail = &(*tail)->next;
-	while (atomic_load(&store->commit_pending) > 0 && *count < FLUSH_GATHER_MAX) {
-		unsigned int n;
-		struct mt_store_req *more =
-			store_queue_pop_all_until(&store->flush_q, &deadline, &n);
-		if (more == NULL)
-			break;
-		*tail = more;
-		while (*tail != NULL)
-			tail = &(*tail)->next;
-		*count += n;
-	}
-	return list;
-}
-
-static void *flusher_main(void *arg)
-{
-	struct mt_store *store = arg;
-	struct mt_store_req *list;
-	unsigned int count;
-	while ((list = store_queue_pop_all(&store->flush_q, &count)) != NULL) {
-		list = gather(store, list, &count);
-		/* Flush even for a batch that wrote nothing: a failure or a
-		 * quota answer may rest on a transaction not yet durable. */
-		int ret = atomic_load(&store->failed) ? DB_RUNRECOVERY :
-			flush_log(store);
-		if (ret == 0)
-			note_batch(store, count);
-		else
-			(void)store_status_from_db(store, ret);
-		bool expunged = false;
-		for (struct mt_store_req *req = list, *next; req != NULL; req = next) {
-			next = req->next;
-			req->next = NULL;
-			request_settle(store, req, ret);
-			expunged |= req->kind == STORE_REQ_EXPUNGE && req->removed > 0;
-			store_req_complete(req);
-		}
-		if (expunged)
-			store_purge_kick(store);
-	}
-	return NULL;
+	if (store_space_flush_reserved(store, &ret) && ret == 0)
+		return 0;
+	return EAGAIN;
 }
 
 bool store_commit_start(struct mt_store *store, const char **error_r)
 {
-	store->executors = mt_xcalloc(store->set.commit_threads,
-				      sizeof(*store->executors));
-	for (unsigned int i = 0; i < store->set.commit_threads; i++) {
-		if (!store_thread_start(&store->executors[i], executor_main, store)) {
-			*error_r = store_error("store %s: cannot start a commit thread",
-					       store->home);
-			return false;
-		}
-		store->executor_count++;
-	}
-	if (!store_thread_start(&store->flusher, flusher_main, store)) {
-		*error_r = store_error("store %s: cannot start the flush thread",
-				       store->home);
+	const struct mt_bdb_commit_settings set = {
+		.name = "store",
+		.executors = store->set.commit_threads,
+		.gather_usecs = FLUSH_GATHER_USECS,
+		.flush_failed = flush_failed,
+		.context = store,
+	};
+	const char *error;
+	store->commit = mt_bdb_commit_start(store->env, &set, &error);
+	if (store->commit == NULL) {
+		*error_r = store_error("store %s: %s", store->home, error);
 		return false;
 	}
-	store->flusher_started = true;
 	return true;
 }
 
 void store_commit_stop(struct mt_store *store)
 {
-	/* Executors finish what is queued, then the flusher what they did. */
-	store_queue_stop(&store->commit_q);
-	for (unsigned int i = 0; i < store->executor_count; i++)
-		pthread_join(store->executors[i], NULL);
-	store->executor_count = 0;
-	store_queue_stop(&store->flush_q);
-	if (store->flusher_started) {
-		pthread_join(store->flusher, NULL);
-		store->flusher_started = false;
-	}
+	/* Executors finish what is queued, then the flusher what they did;
+	 * the counters stay for mt_store_counters_get() after the close. */
+	if (store->commit == NULL)
+		return;
+	mt_bdb_commit_finish(store->commit);
+	mt_bdb_commit_get_stats(store->commit, &store->commit_final);
+	mt_bdb_commit_stop(&store->commit);
 }
 
 void store_commit_submit(struct mt_store *store, struct mt_store_req *req)
 {
-	/* What the flusher waits for: not a body's chunk writes or abort. */
-	if (req->kind == STORE_REQ_DELIVER || req->kind == STORE_REQ_EXPUNGE)
-		atomic_fetch_add(&store->commit_pending, 1);
-	store_queue_push(&store->commit_q, req);
+	/* A body's chunk writes and abort are not flushed (store-body.c). */
+	unsigned int flags = MT_BDB_JOB_OWN_TXN;
+	if (req->kind == STORE_REQ_CHUNK || req->kind == STORE_REQ_ABORT)
+		flags |= MT_BDB_JOB_UNFLUSHED;
+	mt_bdb_commit_submit(store->commit, NULL, flags, request_run, request_done, req);
+}
+
+unsigned int store_commit_executing(struct mt_store *store)
+{
+	return store->commit != NULL ? mt_bdb_commit_executing(store->commit) : 0;
+}
+
+void store_commit_counters(struct mt_store *store, struct mt_store_counters *c)
+{
+	struct mt_bdb_commit_stats st = store->commit_final;
+	if (store->commit != NULL)
+		mt_bdb_commit_get_stats(store->commit, &st);
+	c->flushes = st.flushes;
+	c->flushed_requests = st.jobs;
+	c->max_batch = st.max_batch;
 }

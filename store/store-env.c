@@ -1,7 +1,7 @@
 /* store-env.c — the store's Berkeley DB environment: open with recovery,
  * the eight databases, their format check and the upgrades to version 4,
- * the checkpoint thread, close, and the mapping of Berkeley DB results to
- * store statuses.
+ * the checkpointer's tick (lib-bdb/bdb-checkpoint.h), close, and the
+ * mapping of Berkeley DB results to store statuses.
  *
  * Trust boundary: the home directory comes from the administrator's config;
  * its files are ours only if meta.db carries a format version we read.
@@ -32,6 +32,7 @@
 #include "store-private.h"
 #include "alloc.h"
 #include "log.h"
+#include "bdb-lock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -39,7 +40,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -158,29 +158,13 @@ static void store_event(DB_ENV *dbenv, u_int32_t event, void *info)
 }
 
 /* The last checkpoint's LSN, to tell whether a conditional one happened. */
-static DB_LSN last_checkpoint(struct mt_store *store)
-{
-	DB_TXN_STAT *ts;
-	DB_LSN lsn = { 0, 0 };
-	if (store->env->txn_stat(store->env, &ts, 0) == 0) {
-		lsn = ts->st_last_ckp;
-		free(ts);
-	}
-	return lsn;
-}
-
 int store_checkpoint(struct mt_store *store, unsigned int log_kbytes)
 {
-	DB_LSN before = { 0, 0 };
-	if (log_kbytes > 0)
-		before = last_checkpoint(store);
-	int ret = store->env->txn_checkpoint(store->env, log_kbytes, 0, 0);
-	if (ret == 0) {
-		DB_LSN after = log_kbytes > 0 ? last_checkpoint(store) : before;
-		if (log_kbytes == 0 || after.file != before.file ||
-		    after.offset != before.offset)
-			store_counter_add(&store->n_checkpoints, 1);
-	} else if (!store_space_failed(store, ret, "checkpoint")) {
+	bool written;
+	int ret = mt_bdb_checkpoint(store->env, log_kbytes, &written);
+	if (written)
+		store_counter_add(&store->n_checkpoints, 1);
+	else if (ret != 0 && !store_space_failed(store, ret, "checkpoint")) {
 		(void)store_status_from_db(store, ret);
 		mt_error("store: home=%s checkpoint failed: %s", store->home,
 			 db_strerror(ret));
@@ -188,42 +172,34 @@ int store_checkpoint(struct mt_store *store, unsigned int log_kbytes)
 	return ret;
 }
 
-/* Every second: a checkpoint if CHECKPOINT_LOG_KBYTES of log were written
- * since the last one (bounding log disk use and recovery time under load);
- * and one every checkpoint_secs regardless. On a full disk, the probe for
- * space instead (store-space.c). */
-static void *checkpoint_main(void *arg)
+/* The checkpointer's second, before its trickle and checkpoint: the
+ * reserve's headroom, dedupe expiry; on a full disk the probe for space
+ * instead of a checkpoint (store-space.c); after a panic nothing. */
+static bool checkpoint_tick(void *context)
 {
-	struct mt_store *store = arg;
-	unsigned int secs = 0, expire_secs = 0;
-	pthread_mutex_lock(&store->ckp_lock);
-	while (!store->ckp_stop) {
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += 1;
-		int rc = 0;
-		while (!store->ckp_stop && rc != ETIMEDOUT)
-			rc = pthread_cond_timedwait(&store->ckp_cond,
-						    &store->ckp_lock, &ts);
-		if (store->ckp_stop || atomic_load(&store->failed))
-			continue;
-		pthread_mutex_unlock(&store->ckp_lock);
-		if (!store_space_full(store))
-			(void)store_space_headroom(store, false);
-		if (store_space_full(store))
-			store_space_probe(store);
-		else {
-			store_dedupe_expire(store, &expire_secs);
-			if (++secs >= store->set.checkpoint_secs) {
-				secs = 0;
-				(void)store_checkpoint(store, 0);
-			} else
-				(void)store_checkpoint(store, CHECKPOINT_LOG_KBYTES);
-		}
-		pthread_mutex_lock(&store->ckp_lock);
+	struct mt_store *store = context;
+	if (atomic_load(&store->failed))
+		return false;
+	if (!store_space_full(store))
+		(void)store_space_headroom(store, false);
+	if (store_space_full(store)) {
+		store_space_probe(store);
+		return false;
 	}
-	pthread_mutex_unlock(&store->ckp_lock);
-	return NULL;
+	store_dedupe_expire(store, &store->expire_secs);
+	return true;
+}
+
+static bool checkpointed(void *context, int ret, bool written)
+{
+	struct mt_store *store = context;
+	if (written)
+		store_counter_add(&store->n_checkpoints, 1);
+	if (ret == 0 || store_space_failed(store, ret, "checkpoint"))
+		return true;
+	(void)store_status_from_db(store, ret);
+	mt_error("store: home=%s checkpoint failed: %s", store->home, db_strerror(ret));
+	return true;
 }
 
 static bool file_exists(const char *home, const char *name)
@@ -238,19 +214,17 @@ static bool file_exists(const char *home, const char *name)
  * (ADMIN mode) does not take the lock. */
 static enum mt_store_status store_lock(struct mt_store *store, const char **error_r)
 {
-	char path[4096];
-	snprintf(path, sizeof(path), "%s/%s", store->home, STORE_LOCK_FILE);
-	store->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (store->lock_fd < 0) {
-		*error_r = store_error("store %s: %s: %s", store->home, path,
-				       strerror(errno));
-		return errno == ENOSPC ? MT_STORE_NO_SPACE : MT_STORE_INVALID;
-	}
-	if (flock(store->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+	int err = mt_bdb_lock_take(store->home, STORE_LOCK_FILE, &store->lock_fd);
+	if (err == EWOULDBLOCK) {
 		*error_r = store_error("store %s is in use by another "
-				       "mailtier-popstore (%s is locked)",
-				       store->home, path);
+				       "mailtier-popstore (%s/%s is locked)",
+				       store->home, store->home, STORE_LOCK_FILE);
 		return MT_STORE_IN_USE;
+	}
+	if (err != 0) {
+		*error_r = store_error("store %s: %s/%s: %s", store->home, store->home,
+				       STORE_LOCK_FILE, strerror(err));
+		return err == ENOSPC ? MT_STORE_NO_SPACE : MT_STORE_INVALID;
 	}
 	return MT_STORE_OK;
 }
@@ -607,11 +581,6 @@ static void store_free(struct mt_store *store)
 		if (ret == 0 && !atomic_load(&store->failed))
 			env_remove_regions(store->home);
 	}
-	store_queue_destroy(&store->commit_q);
-	store_queue_destroy(&store->flush_q);
-	store_queue_destroy(&store->read_q);
-	pthread_mutex_destroy(&store->ckp_lock);
-	pthread_cond_destroy(&store->ckp_cond);
 	store_purge_deinit(store);
 	pthread_mutex_destroy(&store->space_lock);
 	pthread_rwlock_destroy(&store->io_lock);
@@ -620,8 +589,6 @@ static void store_free(struct mt_store *store)
 		close(store->lock_fd);	/* releases the flock */
 	if (store->body_fd >= 0)
 		close(store->body_fd);
-	free(store->executors);
-	free(store->readers);
 	free(store->home);
 	free(store);
 }
@@ -631,12 +598,17 @@ static bool threads_start(struct mt_store *store, const char **error_r)
 	if (!store_commit_start(store, error_r) || !store_readers_start(store, error_r) ||
 	    !store_purge_start(store, error_r))
 		return false;
-	if (pthread_create(&store->checkpointer, NULL, checkpoint_main, store) != 0) {
-		*error_r = store_error("store %s: cannot start the checkpoint thread",
-				       store->home);
+	const struct mt_bdb_checkpoint_settings ckp = {
+		.name = "store", .interval_secs = store->set.checkpoint_secs,
+		.log_kbytes = CHECKPOINT_LOG_KBYTES,
+		.tick = checkpoint_tick, .checkpointed = checkpointed, .context = store,
+	};
+	const char *error;
+	store->checkpointer = mt_bdb_checkpointer_start(store->env, &ckp, &error);
+	if (store->checkpointer == NULL) {
+		*error_r = store_error("store %s: %s", store->home, error);
 		return false;
 	}
-	store->checkpointer_started = true;
 	return true;
 }
 
@@ -648,14 +620,7 @@ static void threads_stop(struct mt_store *store)
 	store_purge_stop(store);
 	store_commit_stop(store);
 	store_readers_stop(store);
-	if (store->checkpointer_started) {
-		pthread_mutex_lock(&store->ckp_lock);
-		store->ckp_stop = true;
-		pthread_cond_signal(&store->ckp_cond);
-		pthread_mutex_unlock(&store->ckp_lock);
-		pthread_join(store->checkpointer, NULL);
-		store->checkpointer_started = false;
-	}
+	mt_bdb_checkpointer_stop(&store->checkpointer);
 }
 
 enum mt_store_status mt_store_open(const struct mt_store_settings *set,
@@ -691,11 +656,6 @@ enum mt_store_status mt_store_open(const struct mt_store_settings *set,
 		free(store);
 		return MT_STORE_INVALID;
 	}
-	store_queue_init(&store->commit_q);
-	store_queue_init(&store->flush_q);
-	store_queue_init(&store->read_q);
-	pthread_mutex_init(&store->ckp_lock, NULL);
-	pthread_cond_init(&store->ckp_cond, NULL);
 	store_purge_init(store);
 	pthread_mutex_init(&store->space_lock, NULL);
 	pthread_rwlock_init(&store->io_lock, NULL);
@@ -743,9 +703,7 @@ void mt_store_counters_get(struct mt_store *store,
 	c->delivery_requests = atomic_load(&store->n_delivery_requests);
 	c->expunges = atomic_load(&store->n_expunges);
 	c->expunged = atomic_load(&store->n_expunged);
-	c->flushes = atomic_load(&store->n_flushes);
-	c->flushed_requests = atomic_load(&store->n_flushed_requests);
-	c->max_batch = atomic_load(&store->n_max_batch);
+	store_commit_counters(store, c);
 	c->retries = atomic_load(&store->n_retries);
 	c->reads = atomic_load(&store->n_reads);
 	c->checkpoints = atomic_load(&store->n_checkpoints);

@@ -18,6 +18,8 @@
 #define MT_POPSTORE_STORE_PRIVATE_H
 
 #include "store.h"
+#include "bdb-checkpoint.h"
+#include "bdb-commit.h"
 
 #include <db.h>
 #include <pthread.h>
@@ -81,15 +83,6 @@ struct store_waiter {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	bool done;
-};
-
-/* A FIFO of requests between threads. */
-struct store_queue {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	struct mt_store_req *head, **tail;
-	unsigned int length;
-	bool stopping;
 };
 
 enum store_req_kind {
@@ -228,17 +221,12 @@ struct mt_store {
 	bool opening;			/* in DB_ENV->open (recovery) */
 	int lock_fd;			/* STORE_LOCK_FILE, SERVE mode */
 
-	/* Group commit: commit_q → executors → flush_q → flusher. */
-	struct store_queue commit_q, flush_q;
-	atomic_uint commit_pending;	/* submitted, not yet in flush_q */
-	pthread_t *executors;
-	unsigned int executor_count;
-	pthread_t flusher;
-	bool flusher_started;
+	/* Group commit (store-commit.c on lib-bdb/bdb-commit.h). */
+	struct mt_bdb_commit *commit;
+	struct mt_bdb_commit_stats commit_final;	/* after the close */
 
-	struct store_queue read_q;
-	pthread_t *readers;
-	unsigned int reader_count;
+	/* The reader pool: lib-bdb's pipeline with read jobs only. */
+	struct mt_bdb_commit *readers;
 
 	/* The purger (store-purge.c): woken after flushed expunges. */
 	pthread_t purger;
@@ -248,11 +236,9 @@ struct mt_store {
 	bool purge_stop, purge_kicked;	/* under purge_lock */
 	struct store_drop *drops;	/* under purge_lock: aborts to retry */
 
-	pthread_t checkpointer;
-	bool checkpointer_started;
-	pthread_mutex_t ckp_lock;
-	pthread_cond_t ckp_cond;
-	bool ckp_stop;
+	/* lib-bdb's checkpointer, with the store's tick (store-env.c). */
+	struct mt_bdb_checkpointer *checkpointer;
+	unsigned int expire_secs;	/* the checkpointer's, dedupe expiry */
 
 	pthread_mutex_t open_lock;
 	struct store_open_entry *open_table[STORE_OPEN_BUCKETS];
@@ -276,8 +262,7 @@ struct mt_store {
 	bool unwritten;
 
 	atomic_uint_fast64_t n_deliveries, n_delivery_requests, n_expunges,
-		n_expunged, n_flushes, n_flushed_requests, n_max_batch,
-		n_retries, n_reads, n_checkpoints, n_purged, n_purge_txns,
+		n_expunged, n_retries, n_reads, n_checkpoints, n_purged, n_purge_txns,
 		n_chunk_writes, n_aborted, n_swept;
 };
 
@@ -417,7 +402,7 @@ int store_chunks_partial_totals(struct mt_store *store, uint64_t *bodies_r,
 				uint64_t *bytes_r);
 
 /* store-body.c */
-/* Commit thread: run a CHUNK or ABORT request and complete it (no log
+/* Commit thread: run a CHUNK or ABORT request (completed without a log
  * flush: see store-body.c). */
 void store_body_run(struct mt_store *store, struct mt_store_req *req);
 /* Commit thread: no message holds body (aborted, or no recipient took
@@ -429,7 +414,12 @@ void store_body_unref(struct mt_store_body *body);
 /* store-commit.c */
 bool store_commit_start(struct mt_store *store, const char **error_r);
 void store_commit_stop(struct mt_store *store);
+/* Any thread: queue a DELIVER, EXPUNGE, CHUNK or ABORT request. */
 void store_commit_submit(struct mt_store *store, struct mt_store_req *req);
+/* Deliveries and expunges submitted and not yet committed. */
+unsigned int store_commit_executing(struct mt_store *store);
+/* The group commit's counters (flushes, requests per flush). */
+void store_commit_counters(struct mt_store *store, struct mt_store_counters *c);
 
 /* store-purge.c */
 void store_purge_init(struct mt_store *store);
@@ -445,19 +435,6 @@ void store_purge_drop_retry(struct mt_store *store, uint64_t body_id,
 			    uint32_t chunks);
 
 /* store-async.c */
-void store_queue_init(struct store_queue *q);
-void store_queue_destroy(struct store_queue *q);
-void store_queue_push(struct store_queue *q, struct mt_store_req *req);
-/* Block for the next request; NULL once stopping and empty. */
-struct mt_store_req *store_queue_pop(struct store_queue *q);
-/* Block for all queued requests as a list; NULL once stopping and empty. */
-struct mt_store_req *store_queue_pop_all(struct store_queue *q,
-					 unsigned int *count_r);
-/* The same, but NULL if nothing came by deadline (CLOCK_REALTIME). */
-struct mt_store_req *store_queue_pop_all_until(struct store_queue *q,
-					       const struct timespec *deadline,
-					       unsigned int *count_r);
-void store_queue_stop(struct store_queue *q);
 struct mt_store_req *store_req_new(struct mt_store *store,
 				   enum store_req_kind kind,
 				   struct mt_store_port *port, mt_store_cb_t *cb,
@@ -466,12 +443,13 @@ void store_req_free(struct mt_store_req *req);
 /* Hand a finished request back to its port or waiter, or free it if it
  * has neither (any thread). */
 void store_req_complete(struct mt_store_req *req);
-/* Queue req on queue (writes: the commit queue), or complete it at once
- * when refused, or when the store cannot take it (ADMIN mode, failed). */
-struct mt_store_req *store_req_submit(struct mt_store_req *req,
-				      struct store_queue *queue);
+/* Where a request goes: the group commit (writes) or the reader pool. */
+enum store_path { STORE_PATH_COMMIT, STORE_PATH_READ };
+/* Queue req on its path, or complete it at once when refused, or when the
+ * store cannot take it (ADMIN mode, failed). */
+struct mt_store_req *store_req_submit(struct mt_store_req *req, enum store_path path);
 /* Submit from a blocking caller and wait for the completion. */
-void store_req_wait(struct mt_store_req *req, struct store_queue *queue);
+void store_req_wait(struct mt_store_req *req, enum store_path path);
 /* A DELIVER request for rcpts (copied and checked; refused if none is
  * valid), its body still to be set. */
 struct mt_store_req *store_deliver_new(struct mt_store *store,
@@ -481,8 +459,6 @@ struct mt_store_req *store_deliver_new(struct mt_store *store,
 				       void *context);
 void store_req_set_error(struct mt_store_req *req, enum mt_store_status status,
 			 const char *error);
-/* Start a store thread with every signal blocked (the loops handle them). */
-bool store_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg);
 bool store_readers_start(struct mt_store *store, const char **error_r);
 void store_readers_stop(struct mt_store *store);
 

@@ -37,6 +37,7 @@
 #include "store-private.h"
 #include "alloc.h"
 #include "log.h"
+#include "thread.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -244,7 +245,7 @@ static void *purger_main(void *arg)
 
 bool store_purge_start(struct mt_store *store, const char **error_r)
 {
-	if (!store_thread_start(&store->purger, purger_main, store)) {
+	if (mt_thread_start(&store->purger, purger_main, store) != 0) {
 		*error_r = store_error("store %s: cannot start the purge thread",
 				       store->home);
 		return false;

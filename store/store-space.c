@@ -244,7 +244,7 @@ int store_space_ensure(struct mt_store *store, uint64_t bytes)
 bool store_space_flush_reserved(struct mt_store *store, int *ret_r)
 {
 	for (unsigned int i = 0; i < QUIESCE_MSECS &&
-	     atomic_load(&store->commit_pending) > 0; i++) {
+	     store_commit_executing(store) > 0; i++) {
 		struct timespec ts = { 0, 1000000L };
 		nanosleep(&ts, NULL);
 	}

@@ -1,5 +1,5 @@
 /* test-mta-queue.c — unit tests for the MTA's durable queue (mta/queue*.c
- * over lib/bdb-commit.c) with a real Berkeley DB environment in a temporary
+ * over lib-bdb/bdb-commit.c) with a real Berkeley DB environment in a temporary
  * directory: messages submitted together are made durable by fewer log
  * flushes than messages (group commit) and come back after a close and
  * reopen with every field and their bodies; state saves and removals

@@ -1,6 +1,6 @@
 /* bdb-commit.c — group commit for a Berkeley DB environment (see
- * bdb-commit.h): one executor thread runs each job's transaction and commits
- * it with DB_TXN_NOSYNC; one flusher thread takes everything committed since
+ * bdb-commit.h): executor threads run each job's transaction and commit it
+ * with DB_TXN_NOSYNC; one flusher thread takes everything committed since
  * its last flush, makes it durable with a single log_flush() and posts the
  * completions to the submitting loops, one post per loop per batch.
  *
@@ -14,6 +14,7 @@
 #include "alloc.h"
 #include "log.h"
 #include "loop.h"
+#include "thread.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -21,14 +22,9 @@
 #include <stdlib.h>
 #include <time.h>
 
-/* A full disk may clear (log removal at the next checkpoint, an operator):
- * retry the flush FLUSH_RETRIES times, FLUSH_RETRY_MSECS apart. */
-#define FLUSH_RETRIES 10
-#define FLUSH_RETRY_MSECS 200
 /* Attempts of a transaction that keeps losing deadlocks. */
 #define TXN_ATTEMPTS 100
-/* Loops a batch may complete jobs on before a second post is needed. */
-#define BATCH_LOOPS 8
+#define DEFAULT_GATHER_MAX 1024u
 
 struct bdb_job {
 	struct bdb_job *next;
@@ -50,11 +46,14 @@ struct job_queue {
 
 struct mt_bdb_commit {
 	DB_ENV *env;
+	struct mt_bdb_commit_settings set;
 	struct job_queue commit_q, flush_q;
-	pthread_t executor, flusher;
-	bool executor_started, flusher_started;
+	pthread_t *executors, flusher;
+	unsigned int executors_started;
+	bool flusher_started;
 	bool stopped;
 	atomic_uint pending;
+	atomic_uint executing;	/* write jobs not yet committed */
 	atomic_uint_fast64_t jobs, unflushed, reads, flushes, lazy_flushes, max_batch, retries,
 		failures, exec_usecs, flush_usecs, company_waits;
 	atomic_uint delay_usecs;
@@ -87,24 +86,27 @@ static void queue_push(struct job_queue *q, struct bdb_job *job)
 	pthread_mutex_unlock(&q->lock);
 }
 
-/* Wait for jobs; take all of them (count in *count_r). NULL once stopping
- * and empty. */
-static struct bdb_job *queue_take_all(struct job_queue *q, unsigned int *count_r)
+/* Wait for a job and take it. NULL once stopping and empty. */
+static struct bdb_job *queue_take_one(struct job_queue *q)
 {
 	pthread_mutex_lock(&q->lock);
 	while (q->head == NULL && !q->stopping)
 		pthread_cond_wait(&q->cond, &q->lock);
-	struct bdb_job *list = q->head;
-	*count_r = q->length;
-	q->head = NULL;
-	q->tail = &q->head;
-	q->length = 0;
+	struct bdb_job *job = q->head;
+	if (job != NULL) {
+		q->head = job->next;
+		if (q->head == NULL)
+			q->tail = &q->head;
+		q->length--;
+		job->next = NULL;
+	}
 	pthread_mutex_unlock(&q->lock);
-	return list;
+	return job;
 }
 
-/* As queue_take_all(), but when `waiting` is set give up at deadline
- * (CLOCK_REALTIME) and return NULL with *count_r 0 (or at stop). */
+/* Wait for jobs and take all of them (count in *count_r); when `waiting`
+ * is set, give up at deadline (CLOCK_REALTIME) and return NULL with
+ * *count_r 0 (or at stop). */
 static struct bdb_job *queue_take_until(struct job_queue *q, bool waiting,
 					const struct timespec *deadline,
 					unsigned int *count_r, bool *stopping_r)
@@ -153,7 +155,8 @@ static void run_completions(void *context)
 	}
 }
 
-/* Post a list's jobs grouped by loop: one wake-up per loop. */
+/* Post a list's jobs grouped by loop: one wake-up per loop. Jobs without
+ * a loop complete here, on this thread. */
 static void post_completions(struct mt_bdb_commit *c, struct bdb_job *list)
 {
 	while (list != NULL) {
@@ -174,13 +177,18 @@ static void post_completions(struct mt_bdb_commit *c, struct bdb_job *list)
 			}
 		}
 		atomic_fetch_sub(&c->pending, n);
-		mt_loop_post(loop, run_completions, mine);
+		if (loop == NULL)
+			run_completions(mine);
+		else
+			mt_loop_post(loop, run_completions, mine);
 		list = rest;
 	}
 }
 
 static int run_transaction(struct mt_bdb_commit *c, struct bdb_job *job)
 {
+	if ((job->flags & MT_BDB_JOB_OWN_TXN) != 0)
+		return job->fn(c->env, NULL, job->context);
 	int ret = 0;
 	for (unsigned int attempt = 1; attempt <= TXN_ATTEMPTS; attempt++) {
 		DB_TXN *txn;
@@ -198,35 +206,45 @@ static int run_transaction(struct mt_bdb_commit *c, struct bdb_job *job)
 	return ret;
 }
 
+/* A write job that a flush may wait for (see gather()). */
+static bool awaits_flush(unsigned int flags)
+{
+	return (flags & (MT_BDB_JOB_READ | MT_BDB_JOB_UNFLUSHED)) == 0;
+}
+
 static void *executor_main(void *arg)
 {
 	struct mt_bdb_commit *c = arg;
-	struct bdb_job *list;
-	unsigned int count;
-	while ((list = queue_take_all(&c->commit_q, &count)) != NULL) {
+	struct bdb_job *job;
+	while ((job = queue_take_one(&c->commit_q)) != NULL) {
 		uint64_t start = mt_clock_us();
-		for (struct bdb_job *job = list, *next; job != NULL; job = next) {
-			next = job->next;
-			if ((job->flags & MT_BDB_JOB_READ) != 0) {
-				job->status = job->fn(c->env, NULL, job->context);
-				atomic_fetch_add(&c->reads, 1);
-				job->next = NULL;
-				post_completions(c, job);
-				continue;
-			}
+		if ((job->flags & MT_BDB_JOB_READ) != 0) {
+			job->status = job->fn(c->env, NULL, job->context);
+			atomic_fetch_add(&c->reads, 1);
+			post_completions(c, job);
+		} else if ((job->flags & MT_BDB_JOB_UNFLUSHED) != 0) {
 			job->status = run_transaction(c, job);
-			if ((job->flags & MT_BDB_JOB_UNFLUSHED) != 0) {
-				atomic_fetch_add(job->status == 0 ? &c->unflushed :
-						 &c->failures, 1);
-				job->next = NULL;
-				post_completions(c, job);
-				continue;
-			}
+			atomic_fetch_add(job->status == 0 ? &c->unflushed :
+					 &c->failures, 1);
+			post_completions(c, job);
+		} else {
+			job->status = run_transaction(c, job);
+			/* Committed before it is in the flush queue: a flusher
+			 * that sees none executing must not wait for it. */
+			atomic_fetch_sub(&c->executing, 1);
 			queue_push(&c->flush_q, job);
 		}
 		atomic_fetch_add(&c->exec_usecs, mt_clock_us() - start);
 	}
 	return NULL;
+}
+
+static int default_flush_failed(void *context, int ret, unsigned int attempt)
+{
+	(void)context;
+	if ((ret == ENOSPC || ret == EDQUOT) && attempt < MT_BDB_FLUSH_RETRIES)
+		return EAGAIN;	/* a full disk may clear (log removal, an operator) */
+	return ret;
 }
 
 static int flush_log(struct mt_bdb_commit *c)
@@ -235,11 +253,14 @@ static int flush_log(struct mt_bdb_commit *c)
 		int ret = c->env->log_flush(c->env, NULL);
 		if (ret == 0)
 			return 0;
-		if ((ret != ENOSPC && ret != EDQUOT) || attempt >= FLUSH_RETRIES) {
-			mt_error("bdb-commit: log flush failed: %s", db_strerror(ret));
+		ret = c->set.flush_failed(c->set.context, ret, attempt);
+		if (ret == 0)
+			return 0;
+		if (ret != EAGAIN) {
+			mt_error("%s: log flush failed: %s", c->set.name, db_strerror(ret));
 			return ret;
 		}
-		struct timespec ts = { 0, FLUSH_RETRY_MSECS * 1000000L };
+		struct timespec ts = { 0, MT_BDB_FLUSH_RETRY_MSECS * 1000000L };
 		nanosleep(&ts, NULL);
 	}
 }
@@ -295,6 +316,26 @@ static bool hold(struct bdb_job ***tail_p, struct bdb_job *list, bool *alone_r)
 	return urgent;
 }
 
+/* While write jobs are still executing, wait up to gather_usecs for them
+ * to commit and join the held list. */
+static void gather(struct mt_bdb_commit *c, struct bdb_job ***tail_p,
+		   unsigned int *count_p, bool *alone_r)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	timespec_add_usecs(&until, c->set.gather_usecs);
+	while (atomic_load(&c->executing) > 0 && *count_p < c->set.gather_max) {
+		unsigned int count;
+		bool stopping;
+		struct bdb_job *more = queue_take_until(&c->flush_q, true, &until,
+							&count, &stopping);
+		if (more == NULL)
+			break;
+		(void)hold(tail_p, more, alone_r);
+		*count_p += count;
+	}
+}
+
 static void *flusher_main(void *arg)
 {
 	struct mt_bdb_commit *c = arg;
@@ -321,6 +362,8 @@ static void *flusher_main(void *arg)
 		/* Lazy jobs only: keep collecting until the lazy deadline. */
 		if (!urgent && list != NULL && !stopping)
 			continue;
+		if (urgent && c->set.gather_usecs > 0 && !stopping)
+			gather(c, &held_tail, &held_count, &alone);
 		/* Someone waits: flush now, or first give the sessions that are
 		 * about to commit a moment to join this flush. */
 		unsigned int delay = atomic_load(&c->delay_usecs);
@@ -347,19 +390,34 @@ static void *flusher_main(void *arg)
 	return NULL;
 }
 
-struct mt_bdb_commit *mt_bdb_commit_start(DB_ENV *env, const char **error_r)
+struct mt_bdb_commit *mt_bdb_commit_start(DB_ENV *env,
+					  const struct mt_bdb_commit_settings *set,
+					  const char **error_r)
 {
 	struct mt_bdb_commit *c = mt_xcalloc(1, sizeof(*c));
 	c->env = env;
+	if (set != NULL)
+		c->set = *set;
+	if (c->set.name == NULL)
+		c->set.name = "bdb-commit";
+	if (c->set.executors == 0)
+		c->set.executors = 1;
+	if (c->set.gather_max == 0)
+		c->set.gather_max = DEFAULT_GATHER_MAX;
+	if (c->set.flush_failed == NULL)
+		c->set.flush_failed = default_flush_failed;
 	queue_init(&c->commit_q);
 	queue_init(&c->flush_q);
-	if (pthread_create(&c->executor, NULL, executor_main, c) != 0) {
-		*error_r = "cannot start the commit thread";
-		mt_bdb_commit_stop(&c);
-		return NULL;
+	c->executors = mt_xcalloc(c->set.executors, sizeof(*c->executors));
+	for (unsigned int i = 0; i < c->set.executors; i++) {
+		if (mt_thread_start(&c->executors[i], executor_main, c) != 0) {
+			*error_r = "cannot start the commit threads";
+			mt_bdb_commit_stop(&c);
+			return NULL;
+		}
+		c->executors_started++;
 	}
-	c->executor_started = true;
-	if (pthread_create(&c->flusher, NULL, flusher_main, c) != 0) {
+	if (mt_thread_start(&c->flusher, flusher_main, c) != 0) {
 		*error_r = "cannot start the log flush thread";
 		mt_bdb_commit_stop(&c);
 		return NULL;
@@ -381,6 +439,8 @@ void mt_bdb_commit_submit(struct mt_bdb_commit *c, struct mt_loop *loop,
 	job->done = done;
 	job->context = context;
 	atomic_fetch_add(&c->pending, 1);
+	if (awaits_flush(flags))
+		atomic_fetch_add(&c->executing, 1);
 	queue_push(&c->commit_q, job);
 }
 
@@ -392,6 +452,11 @@ void mt_bdb_commit_set_delay(struct mt_bdb_commit *c, unsigned int usecs)
 unsigned int mt_bdb_commit_pending(struct mt_bdb_commit *c)
 {
 	return atomic_load(&c->pending);
+}
+
+unsigned int mt_bdb_commit_executing(struct mt_bdb_commit *c)
+{
+	return atomic_load(&c->executing);
 }
 
 void mt_bdb_commit_get_stats(struct mt_bdb_commit *c,
@@ -410,21 +475,29 @@ void mt_bdb_commit_get_stats(struct mt_bdb_commit *c,
 	s->failures = atomic_load(&c->failures);
 }
 
+void mt_bdb_commit_finish(struct mt_bdb_commit *c)
+{
+	if (c->stopped)
+		return;
+	c->stopped = true;
+	/* The executors finish what is queued, then the flusher its part. */
+	queue_stop(&c->commit_q);
+	for (unsigned int i = 0; i < c->executors_started; i++)
+		pthread_join(c->executors[i], NULL);
+	queue_stop(&c->flush_q);
+	if (c->flusher_started)
+		pthread_join(c->flusher, NULL);
+}
+
 void mt_bdb_commit_stop(struct mt_bdb_commit **commit_p)
 {
 	struct mt_bdb_commit *c = *commit_p;
 	if (c == NULL)
 		return;
 	*commit_p = NULL;
-	c->stopped = true;
-	/* The executor finishes what is queued, then the flusher its part. */
-	queue_stop(&c->commit_q);
-	if (c->executor_started)
-		pthread_join(c->executor, NULL);
-	queue_stop(&c->flush_q);
-	if (c->flusher_started)
-		pthread_join(c->flusher, NULL);
+	mt_bdb_commit_finish(c);
 	queue_destroy(&c->commit_q);
 	queue_destroy(&c->flush_q);
+	free(c->executors);
 	free(c);
 }

@@ -1,20 +1,29 @@
-/* bdb-commit.h — group commit for a transactional Berkeley DB environment:
- * jobs run as transactions on an executor thread and commit without a sync
+/* bdb-commit.h — group commit for a transactional Berkeley DB environment,
+ * the one durability pipeline under the MTA's queue and the message store:
+ * jobs run as transactions on executor threads and commit without a sync
  * (DB_TXN_NOSYNC); a flusher thread makes every job committed since its last
  * flush durable with one DB_ENV->log_flush(), then hands each job's
- * completion back to the event loop that submitted it.
+ * completion back to the event loop that submitted it (mt_loop_post).
  *
- *   loop ──submit──► executor: txn_begin, fn(), commit NOSYNC ──► flusher:
+ *   loop ──submit──► executor(s): txn_begin, fn(), commit NOSYNC ──► flusher:
  *                    one log_flush() for the whole batch ──► post done() to
  *                    each job's loop (one wake-up per loop per batch)
  *
  * The more callers write at once, the more transactions share one flush: that
  * is where throughput comes from, never from completing a job before its
- * transaction is on stable storage (README.md, "Architecture": an acknowledgement means durable).
+ * transaction is on stable storage (README.md, "Architecture": an
+ * acknowledgement means durable).
  *
- * Generic: it knows nothing of mail. Written for the MTA's queue; the
- * popstore's store-commit.c does the same for the store and could move onto
- * it. Trust boundary: none (jobs come from the daemon's own code).
+ * Batching policies, each a caller's choice: lazy jobs wait briefly for a
+ * flush someone else asks for (MT_BDB_JOB_LAZY); a caller that knows others
+ * are about to commit lets the flush wait for them (MT_BDB_JOB_COMPANY and
+ * the commit delay); a flush may wait while jobs are still executing
+ * (gather_usecs); several executors run transactions at once. A flush that
+ * fails for lack of space is retried, or handed to the caller's hook (the
+ * store gives back its space reserve).
+ *
+ * Generic: it knows nothing of mail. Trust boundary: none (jobs come from
+ * the daemon's own code).
  *
  * Guarantees: done() for a write job runs only after a log flush that began
  * after the job's commit returned. A job whose fn fails is aborted (nothing
@@ -23,8 +32,11 @@
  * re-runnable. Read jobs (MT_BDB_JOB_READ) run without a transaction of their
  * own and complete without waiting for a flush.
  *
- * Threading: submit from the thread that runs the job's loop; fn runs on the
- * executor thread; done runs on the loop's thread. */
+ * Threading: submit from any thread; fn runs on an executor thread; done
+ * runs on the loop's thread, or, for a job submitted without a loop, on the
+ * pipeline's own thread (it must then be quick and thread-safe: a blocking
+ * wait's wake-up, a library's own completion queue). The threads take no
+ * signal (lib/thread.h). */
 #ifndef MT_BDB_COMMIT_H
 #define MT_BDB_COMMIT_H
 
@@ -67,6 +79,33 @@ typedef void mt_bdb_done_fn(int status, void *context);
  * means this one is durable too. Never for a write someone is answered on
  * by itself. */
 #define MT_BDB_JOB_UNFLUSHED 0x8u
+/* fn runs transactions of its own (txn is NULL), each committed with
+ * DB_TXN_NOSYNC, and reports their outcome in its context (e.g. one
+ * transaction per recipient of a delivery); the job is then flushed like
+ * any write, and done() gets the flush's status. Retrying deadlocks is fn's
+ * business. May be combined with MT_BDB_JOB_UNFLUSHED. */
+#define MT_BDB_JOB_OWN_TXN 0x10u
+
+/* What a pipeline is started with; zeroed fields take the defaults. */
+struct mt_bdb_commit_settings {
+	const char *name;	/* log prefix ("queue", "store"); "bdb-commit" */
+	unsigned int executors;	/* threads running transactions; 1 */
+	/* While write jobs are still queued or executing, a flush waits up
+	 * to this long for them to commit too, so that under load a batch
+	 * grows to what the callers have in flight; 0 never waits. */
+	unsigned int gather_usecs;
+	unsigned int gather_max;	/* jobs a flush waits for at most; 1024 */
+	/* A log flush returned ret (attempt counts from 1). Return 0 if the
+	 * hook has made the log durable itself (given back a space reserve
+	 * and flushed), EAGAIN to flush again after MT_BDB_FLUSH_RETRY_MSECS,
+	 * or an error to complete the batch's jobs with. NULL: ENOSPC and
+	 * EDQUOT are retried MT_BDB_FLUSH_RETRIES times, anything else is
+	 * final. Runs on the flusher thread. */
+	int (*flush_failed)(void *context, int ret, unsigned int attempt);
+	void *context;
+};
+#define MT_BDB_FLUSH_RETRIES 10
+#define MT_BDB_FLUSH_RETRY_MSECS 200
 
 struct mt_bdb_commit_stats {
 	uint64_t jobs;		/* write jobs completed (flushed) */
@@ -83,22 +122,31 @@ struct mt_bdb_commit_stats {
 };
 
 /* Start the executor and flusher threads on an open environment (opened
- * with DB_THREAD and DB_INIT_TXN). NULL and a static error on failure. */
-struct mt_bdb_commit *mt_bdb_commit_start(DB_ENV *env, const char **error_r);
+ * with DB_THREAD and DB_INIT_TXN); set may be NULL (every default). NULL
+ * and a static error on failure. */
+struct mt_bdb_commit *mt_bdb_commit_start(DB_ENV *env,
+					  const struct mt_bdb_commit_settings *set,
+					  const char **error_r);
 /* How long a flush may wait for company (see MT_BDB_JOB_COMPANY); 0 (the
  * default) never waits. Any thread. */
 void mt_bdb_commit_set_delay(struct mt_bdb_commit *commit, unsigned int usecs);
-/* Queue a job. Never fails; after mt_bdb_commit_stop() it panics. */
+/* Queue a job; loop NULL: done runs on the pipeline's thread (see
+ * Threading). Never fails; after mt_bdb_commit_stop() it panics. */
 void mt_bdb_commit_submit(struct mt_bdb_commit *commit, struct mt_loop *loop,
 			  unsigned int flags, mt_bdb_job_fn *fn,
 			  mt_bdb_done_fn *done, void *context);
 /* Jobs queued or in flight now (for the drain). Any thread. */
 unsigned int mt_bdb_commit_pending(struct mt_bdb_commit *commit);
+/* Write jobs queued or executing, not yet committed (those a flush could
+ * still wait for). Any thread. */
+unsigned int mt_bdb_commit_executing(struct mt_bdb_commit *commit);
 void mt_bdb_commit_get_stats(struct mt_bdb_commit *commit,
 			     struct mt_bdb_commit_stats *stats_r);
 /* Finish every queued job (their completions are posted to their loops:
- * run those loops once more, see mt_loop_run(), to deliver them), stop the
- * threads and free. The environment stays open. */
+ * run those loops once more, see mt_loop_run(), to deliver them) and stop
+ * the threads; the stats stay readable. Idempotent. */
+void mt_bdb_commit_finish(struct mt_bdb_commit *commit);
+/* Finish (as above) and free. The environment stays open. */
 void mt_bdb_commit_stop(struct mt_bdb_commit **commit_p);
 
 #endif
