@@ -16,6 +16,7 @@
 #include "store.h"
 #include "buf.h"
 #include "log.h"
+#include "loop.h"
 
 #include <event2/event.h>
 #include <ftw.h>
@@ -46,6 +47,7 @@ struct producer {
 
 struct bench {
 	const struct options *opt;
+	struct mt_loop *loop;
 	struct event_base *base;
 	struct mt_store_port *port;
 	const char *body;
@@ -162,8 +164,10 @@ static struct result run_once(const struct options *opt, const char *body,
 	b->opt = opt;
 	b->body = body;
 	b->rng = (uint32_t)getpid();
-	b->base = event_base_new();
-	b->port = mt_store_port_new(store, b->base, &error);
+	if ((b->loop = mt_loop_new(&error)) == NULL)
+		mt_fatal("%s", error);
+	b->base = mt_loop_base(b->loop);
+	b->port = mt_store_port_new(store, b->loop, &error);
 	struct event *stop = evtimer_new(b->base, stop_cb, b);
 	struct timeval tv = { opt->secs, 0 };
 	evtimer_add(stop, &tv);
@@ -190,7 +194,7 @@ static struct result run_once(const struct options *opt, const char *body,
 		fprintf(stderr, "warning: %" PRIu64 " deliveries failed\n", b->failed);
 	event_free(stop);
 	mt_store_port_free(&b->port);
-	event_base_free(b->base);
+	mt_loop_free(&b->loop);
 	free(b->latencies);
 	free(b);
 	if (store_r != NULL)
@@ -201,6 +205,7 @@ static struct result run_once(const struct options *opt, const char *body,
 }
 
 struct read_state {
+	struct mt_loop *loop;
 	struct event_base *base;
 	struct mt_store_port *port;
 	struct mt_store_mailbox *mbox;
@@ -279,9 +284,12 @@ static void read_side(struct mt_store *store, unsigned int mailboxes)
 	(void)t0;
 
 	/* Async: open + RETR every message in 64 KB pieces, one session. */
-	struct read_state rs = { .base = event_base_new() };
+	struct read_state rs = { .loop = NULL };
 	const char *error;
-	rs.port = mt_store_port_new(store, rs.base, &error);
+	if ((rs.loop = mt_loop_new(&error)) == NULL)
+		mt_fatal("%s", error);
+	rs.base = mt_loop_base(rs.loop);
+	rs.port = mt_store_port_new(store, rs.loop, &error);
 	double t = now();
 	unsigned int sessions = 0;
 	for (unsigned int m = 0; m < mailboxes && m < 300; m++) {
@@ -306,7 +314,7 @@ static void read_side(struct mt_store *store, unsigned int mailboxes)
 	       "%.0f open+RETR-all sessions/s, %.0f MB/s\n",
 	       (double)sessions / elapsed, (double)rs.bytes / elapsed / 1e6);
 	mt_store_port_free(&rs.port);
-	event_base_free(rs.base);
+	mt_loop_free(&rs.loop);
 }
 
 static void parse_producers(struct options *opt, const char *list)

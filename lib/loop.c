@@ -128,6 +128,12 @@ void mt_loop_post(struct mt_loop *loop, mt_loop_cb_t *fn, void *context)
 	loop_post_full(loop, fn, NULL, context);
 }
 
+void mt_loop_post_discardable(struct mt_loop *loop, mt_loop_cb_t *fn,
+			      mt_loop_cb_t *discard, void *context)
+{
+	loop_post_full(loop, fn, discard, context);
+}
+
 static struct loop_post *mailbox_take(struct mt_loop *loop)
 {
 	pthread_mutex_lock(&loop->mailbox_lock);

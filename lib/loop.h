@@ -65,8 +65,14 @@ struct event_base *mt_loop_base(struct mt_loop *loop);
 int mt_loop_run(struct mt_loop *loop);
 /* Leave mt_loop_run() after the current callbacks (no drain). */
 void mt_loop_exit(struct mt_loop *loop);
-/* Run fn(context) on the loop's own thread soon. Safe from any thread. */
+/* Run fn(context) on the loop's own thread soon. Safe from any thread.
+ * This is the one way a thread hands a result back to an event loop
+ * (lib-bdb's completions, the store's ports, worker hand-offs). */
 void mt_loop_post(struct mt_loop *loop, mt_loop_cb_t *fn, void *context);
+/* The same, but if the loop is freed before fn ran, discard(context) runs
+ * instead (on the freeing thread) to release what the post carries. */
+void mt_loop_post_discardable(struct mt_loop *loop, mt_loop_cb_t *fn,
+			      mt_loop_cb_t *discard, void *context);
 
 /* Graceful drain */
 

@@ -276,7 +276,7 @@ static void open_store(struct popstore *ps)
 	if (status != MT_STORE_OK)
 		mt_fatal("store %s: %s: %s", ps->set->db_home,
 			 mt_store_status_name(status), error);
-	ps->port = mt_store_port_new(ps->store, mt_loop_base(ps->loop), &error);
+	ps->port = mt_store_port_new(ps->store, ps->loop, &error);
 	if (ps->port == NULL)
 		mt_fatal("%s", error);
 }

@@ -3,11 +3,12 @@
  * and the blocking *_wait variants built on the same requests (deliveries:
  * store-body.c).
  *
- * A completion port is an eventfd watched by the caller's event_base plus a
- * mutex-protected list: a store thread appends the finished request and
- * writes the eventfd (when the list was empty); the loop thread takes the
- * list and runs the callbacks. libevent itself is only touched from the
- * loop's thread, so it needs no locking (evthread) of its own.
+ * A completion port is a mutex-protected list of finished requests on the
+ * caller's loop: a store thread appends one and, when the list was empty,
+ * posts the port to the loop (mt_loop_post, the one thread-to-loop
+ * hand-off); the loop thread takes the list and runs the callbacks. So one
+ * wake-up serves every request finished meanwhile, and libevent is only
+ * touched from the loop's thread.
  *
  * Trust boundary: arguments from the LMTP/POP3 code are checked here (name
  * lengths, message indexes, read sizes) before any work is queued.
@@ -18,16 +19,15 @@
 #include "store-private.h"
 #include "alloc.h"
 #include "log.h"
+#include "loop.h"
 #include "thread.h"
 
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
-#include <event2/event.h>
 
 /* Requests */
 
@@ -37,6 +37,32 @@ static void port_unref(struct mt_store_port *port)
 		pthread_mutex_destroy(&port->lock);
 		free(port);
 	}
+}
+
+/* On the port's loop: run the callbacks of everything finished so far. */
+static void port_run(void *context)
+{
+	struct mt_store_port *port = context;
+	pthread_mutex_lock(&port->lock);
+	struct mt_store_req *list = port->head;
+	port->head = NULL;
+	port->tail = &port->head;
+	pthread_mutex_unlock(&port->lock);
+	/* The post's reference keeps the port while a callback frees it. */
+	for (struct mt_store_req *req = list, *next; req != NULL; req = next) {
+		next = req->next;
+		if (!req->cancelled && !port->closed && req->cb != NULL)
+			req->cb(req, req->context);
+		store_req_free(req);
+	}
+	port_unref(port);
+}
+
+/* The loop was freed before the post ran (the port was freed first, so
+ * its list is empty): the post's reference goes. */
+static void port_discard(void *context)
+{
+	port_unref(context);
 }
 
 struct mt_store_req *store_req_new(struct mt_store *store,
@@ -111,10 +137,9 @@ void store_req_complete(struct mt_store_req *req)
 	*port->tail = req;
 	port->tail = &req->next;
 	if (wake) {
-		/* Under the lock: mt_store_port_free() closes the fd under it. */
-		uint64_t one = 1;
-		while (write(port->fd, &one, sizeof(one)) < 0 && errno == EINTR)
-			;
+		/* The post holds a reference: the port outlives it. */
+		atomic_fetch_add(&port->refs, 1);
+		mt_loop_post_discardable(port->loop, port_run, port_discard, port);
 	}
 	pthread_mutex_unlock(&port->lock);
 }
@@ -154,56 +179,17 @@ const void *mt_store_req_data(const struct mt_store_req *req, size_t *size_r)
 
 /* Ports */
 
-static void port_event_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct mt_store_port *port = arg;
-	uint64_t n;
-	if (read(fd, &n, sizeof(n)) < 0) {
-		/* EAGAIN: the counter was read already; the list decides. */
-	}
-	pthread_mutex_lock(&port->lock);
-	struct mt_store_req *list = port->head;
-	port->head = NULL;
-	port->tail = &port->head;
-	pthread_mutex_unlock(&port->lock);
-
-	/* A callback may free the port: keep it until the list is done. */
-	atomic_fetch_add(&port->refs, 1);
-	for (struct mt_store_req *req = list, *next; req != NULL; req = next) {
-		next = req->next;
-		if (!req->cancelled && !port->closed && req->cb != NULL)
-			req->cb(req, req->context);
-		store_req_free(req);
-	}
-	port_unref(port);
-}
-
 struct mt_store_port *mt_store_port_new(struct mt_store *store,
-					struct event_base *base,
+					struct mt_loop *loop,
 					const char **error_r)
 {
-	int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (fd < 0) {
-		*error_r = store_error("store: eventfd: %s", strerror(errno));
-		return NULL;
-	}
+	(void)error_r;
 	struct mt_store_port *port = mt_xcalloc(1, sizeof(*port));
 	port->store = store;
-	port->base = base;
-	port->fd = fd;
+	port->loop = loop;
 	port->tail = &port->head;
 	pthread_mutex_init(&port->lock, NULL);
 	atomic_init(&port->refs, 1);
-	port->ev = event_new(base, fd, EV_READ | EV_PERSIST, port_event_cb, port);
-	if (port->ev == NULL || event_add(port->ev, NULL) < 0) {
-		if (port->ev != NULL)
-			event_free(port->ev);
-		close(fd);
-		pthread_mutex_destroy(&port->lock);
-		free(port);
-		*error_r = store_error("store: cannot add the completion event");
-		return NULL;
-	}
 	return port;
 }
 
@@ -213,15 +199,11 @@ void mt_store_port_free(struct mt_store_port **port_p)
 	if (port == NULL)
 		return;
 	*port_p = NULL;
-	event_free(port->ev);
-	port->ev = NULL;
 	pthread_mutex_lock(&port->lock);
 	port->closed = true;
 	struct mt_store_req *list = port->head;
 	port->head = NULL;
 	port->tail = &port->head;
-	close(port->fd);
-	port->fd = -1;
 	pthread_mutex_unlock(&port->lock);
 	for (struct mt_store_req *req = list, *next; req != NULL; req = next) {
 		next = req->next;

@@ -161,12 +161,10 @@ struct mt_store_req {
 
 struct mt_store_port {
 	struct mt_store *store;
-	struct event_base *base;
-	struct event *ev;
-	int fd;				/* eventfd that wakes the loop */
+	struct mt_loop *loop;
 	pthread_mutex_t lock;
-	struct mt_store_req *head, **tail;
-	atomic_uint refs;		/* owner + requests in flight */
+	struct mt_store_req *head, **tail;	/* finished, under lock */
+	atomic_uint refs;		/* owner + requests in flight + a post */
 	bool closed;			/* under lock */
 };
 

@@ -44,7 +44,7 @@
  *  - A mailbox is open at most once in the process (MT_STORE_IN_USE).
  *
  * Threading: the async calls are made from the thread that runs the
- * event_base of the port they use, and their callbacks run on that thread,
+ * event loop of the port they use, and their callbacks run on that thread,
  * never from inside the call. The work itself runs on the store's threads
  * (one group-commit pipeline for writes, a small reader pool for reads), so
  * an event loop never waits on the disk. The _sync and _wait calls block
@@ -58,7 +58,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct event_base;
+struct mt_loop;
 struct mt_buf;
 struct mt_store;
 struct mt_store_body;
@@ -139,11 +139,12 @@ bool mt_store_failed(struct mt_store *store);
 #define MT_STORE_UIDL_MAX 70		/* RFC 1939: 1 to 70 characters */
 #define MT_STORE_READ_MAX (1024 * 1024)	/* largest range one read returns */
 
-/* Completion ports: one per event_base (event loop thread) that makes async
- * calls. A port may be freed with requests in flight: they still run, their
- * callbacks are not called. */
+/* Completion ports: one per event loop (thread) that makes async calls;
+ * completions reach the loop through mt_loop_post(). A port may be freed
+ * with requests in flight: they still run, their callbacks are not
+ * called. Never fails today; error_r is kept for the callers' shape. */
 struct mt_store_port *mt_store_port_new(struct mt_store *store,
-					struct event_base *base,
+					struct mt_loop *loop,
 					const char **error_r);
 void mt_store_port_free(struct mt_store_port **port_p);
 

@@ -39,6 +39,7 @@
 #include "store-private.h"	/* verify: body.db and purge.db themselves */
 #include "buf.h"
 #include "log.h"
+#include "loop.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -109,6 +110,7 @@ struct client {
 };
 
 struct driver {
+	struct mt_loop *loop;
 	struct event_base *base;
 	struct mt_store_port *port;
 	int acks_fd;
@@ -259,8 +261,11 @@ static int cmd_run(const char *home, const char *acks, unsigned int round)
 	struct mt_store *store = open_store(home, MT_STORE_MODE_SERVE,
 					    round % 2 == 0 ? PURGE_HELD_MSECS : 0);
 	const char *error;
-	d.base = event_base_new();
-	d.port = mt_store_port_new(store, d.base, &error);
+	d.loop = mt_loop_new(&error);
+	if (d.loop == NULL)
+		mt_fatal("%s", error);
+	d.base = mt_loop_base(d.loop);
+	d.port = mt_store_port_new(store, d.loop, &error);
 	if (d.port == NULL) {
 		fprintf(stderr, "%s\n", error);
 		return 2;

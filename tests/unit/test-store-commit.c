@@ -1,5 +1,5 @@
 /* test-store-commit.c — group commit under concurrency: several loop
- * threads, each with its own event_base and completion port, keep many
+ * threads, each with its own event loop and completion port, keep many
  * deliveries in flight into shared and private mailboxes. Every completion
  * must come after an fsync that began after its submission (fsyncs counted
  * through Berkeley DB's hook), far fewer flushes than deliveries must be
@@ -40,6 +40,7 @@ struct session {
 
 struct loop {
 	struct mt_store *store;
+	struct mt_loop *mtloop;
 	struct event_base *base;
 	struct mt_store_port *port;
 	struct session sessions[SESSIONS];
@@ -182,8 +183,9 @@ static void run_loops(unsigned int commit_threads)
 	for (unsigned int l = 0; l < LOOPS; l++) {
 		const char *error;
 		loops[l].store = store;
-		loops[l].base = event_base_new();
-		loops[l].port = mt_store_port_new(store, loops[l].base, &error);
+		loops[l].mtloop = test_loop_new();
+		loops[l].base = mt_loop_base(loops[l].mtloop);
+		loops[l].port = mt_store_port_new(store, loops[l].mtloop, &error);
 		assert_non_null(loops[l].port);
 		for (unsigned int i = 0; i < SESSIONS; i++) {
 			loops[l].sessions[i].loop = &loops[l];
@@ -199,7 +201,7 @@ static void run_loops(unsigned int commit_threads)
 		assert_int_equal(loops[l].early, 0);
 		assert_int_equal(loops[l].failed, 0);
 		mt_store_port_free(&loops[l].port);
-		event_base_free(loops[l].base);
+		mt_loop_free(&loops[l].mtloop);
 	}
 	assert_int_equal(delivered_count, TOTAL);
 

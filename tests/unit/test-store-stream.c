@@ -27,6 +27,7 @@
 /* A session-like writer: appends while fewer than two writes are in
  * flight, and runs the loop until a write is done otherwise. */
 struct writer {
+	struct mt_loop *loop;
 	struct event_base *base;
 	struct mt_store_port *port;
 	struct mt_store_body *body;
@@ -68,15 +69,16 @@ static void writer_init(struct writer *w, struct mt_store *store)
 {
 	const char *error;
 	memset(w, 0, sizeof(*w));
-	w->base = event_base_new();
-	w->port = mt_store_port_new(store, w->base, &error);
+	w->loop = test_loop_new();
+	w->base = mt_loop_base(w->loop);
+	w->port = mt_store_port_new(store, w->loop, &error);
 	assert_non_null(w->port);
 }
 
 static void writer_free(struct writer *w)
 {
 	mt_store_port_free(&w->port);
-	event_base_free(w->base);
+	mt_loop_free(&w->loop);
 }
 
 /* Append data in pieces of step bytes, with back-pressure at two writes. */

@@ -7,6 +7,7 @@
 #define TEST_STORE_UTIL_H
 
 #include "store.h"
+#include "loop.h"
 
 #include <db.h>
 #include <ftw.h>
@@ -17,6 +18,15 @@
 #include <unistd.h>
 
 static char test_dir[256];
+
+/* An event loop for a completion port (its base for timers). */
+static inline struct mt_loop *test_loop_new(void)
+{
+	const char *error;
+	struct mt_loop *loop = mt_loop_new(&error);
+	assert_non_null(loop);
+	return loop;
+}
 
 static int rm_entry(const char *path, const struct stat *sb, int flag,
 		    struct FTW *ftw)

@@ -426,6 +426,7 @@ static void test_format_version(void **state)
 
 /* Async: one loop, a session-like context driving the requests. */
 struct async_state {
+	struct mt_loop *loop;
 	struct event_base *base;
 	struct mt_store_port *port;
 	struct mt_store_mailbox *mbox;
@@ -499,9 +500,10 @@ static void run_once(struct async_state *st)
 static void test_async(void **state)
 {
 	struct mt_store *store = test_store_open();
-	struct async_state st = { .base = event_base_new() };
+	struct async_state st = { .loop = test_loop_new() };
+	st.base = mt_loop_base(st.loop);
 	const char *error;
-	st.port = mt_store_port_new(store, st.base, &error);
+	st.port = mt_store_port_new(store, st.loop, &error);
 	assert_non_null(st.port);
 
 	const size_t big = 2600000;
@@ -570,7 +572,7 @@ static void test_async(void **state)
 	mt_store_close(&store);
 	mt_buf_free(&st.streamed);
 	free(want);
-	event_base_free(st.base);
+	mt_loop_free(&st.loop);
 }
 
 /* A full disk, injected through Berkeley DB's write hooks. */
@@ -832,8 +834,9 @@ static int panic_in_process(void)
 	struct mt_store_mailbox *mbox;
 	if (mt_store_mailbox_open_sync(store, "kim", &mbox, &error) != MT_STORE_FATAL)
 		return 3;
-	struct async_state st = { .base = event_base_new() };
-	st.port = mt_store_port_new(store, st.base, &error);
+	struct async_state st = { .loop = test_loop_new() };
+	st.base = mt_loop_base(st.loop);
+	st.port = mt_store_port_new(store, st.loop, &error);
 	struct mt_buf body = MT_BUF_INIT;
 	mt_buf_append_str(&body, "y");
 	(void)mt_store_deliver(st.port, &r, 1, &body, async_deliver_cb, &st);
@@ -845,7 +848,7 @@ static int panic_in_process(void)
 	if (st.last != MT_STORE_FATAL || st.mbox != NULL)
 		return 5;
 	mt_store_port_free(&st.port);
-	event_base_free(st.base);
+	mt_loop_free(&st.loop);
 	mt_store_close(&store);
 	return 0;
 }
