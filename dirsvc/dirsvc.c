@@ -1,13 +1,14 @@
 /* dirsvc.c — libdirsvc's front half (see dirsvc.h): the service object,
- * per-loop clients that carry results back to their event_base, requests,
- * the cache fast path and the counters. The LDAP half is dirsvc-worker.c
- * and dirsvc-query.c.
+ * per-loop clients that carry results back to their loop, requests, the
+ * cache fast path and the counters. The LDAP half is dirsvc-worker.c and
+ * dirsvc-query.c.
  *
- * Completion: each client owns an eventfd watched by its base. A worker
- * appends a finished request to the client's list under the client's mutex
- * and writes the eventfd only when the list was empty; a cache hit appends
- * from the client's own thread and activates the event directly. Either way
- * the callback runs from the loop, never inside the call that asked.
+ * Completion: a worker appends a finished request to the client's list
+ * under the client's mutex and, only when the list was empty, posts the
+ * client to its loop (mt_loop_post, the one thread-to-loop hand-off); a
+ * cache hit appends from the client's own thread and activates a local
+ * event directly (no syscall). Either way the callback runs from the loop,
+ * never inside the call that asked.
  * Lifetime: a client is reference-counted by its outstanding requests, so a
  * worker finishing a request for a client that is gone frees the request
  * (and the client's last remains) instead of touching its loop.
@@ -19,6 +20,7 @@
 
 #include "alloc.h"
 #include "secret.h"
+#include "loop.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -26,7 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,12 +35,11 @@
 
 struct mt_dirsvc_client {
 	struct mt_dirsvc *dirsvc;
-	struct event_base *base;
-	int efd;
-	struct event *ev;
+	struct mt_loop *loop;
+	struct event *local_ev;		/* cache hits: run the list */
 	pthread_mutex_t lock;
 	struct mt_dirsvc_request *done, **done_tail;
-	unsigned int refs;	/* the owner + one per outstanding request */
+	unsigned int refs;	/* the owner, each outstanding request, a post */
 	_Atomic bool closed;
 };
 
@@ -176,6 +176,25 @@ static void client_unref_unlock(struct mt_dirsvc_client *client)
 	}
 }
 
+static void client_dispatch(struct mt_dirsvc_client *client);
+
+/* A worker's post reached the loop: run the list, drop the post's ref. */
+static void client_post_run(void *context)
+{
+	struct mt_dirsvc_client *client = context;
+	client_dispatch(client);
+	pthread_mutex_lock(&client->lock);
+	client_unref_unlock(client);
+}
+
+/* The loop was freed before the post ran. */
+static void client_post_discard(void *context)
+{
+	struct mt_dirsvc_client *client = context;
+	pthread_mutex_lock(&client->lock);
+	client_unref_unlock(client);
+}
+
 const struct mt_logctx *mt_dirsvc_req_log(const struct mt_dirsvc_request *req)
 {
 	return req->have_log ? &req->log : NULL;
@@ -195,12 +214,12 @@ void mt_dirsvc_req_complete(struct mt_dirsvc_request *req)
 	req->next = NULL;
 	*client->done_tail = req;
 	client->done_tail = &req->next;
-	/* Under the lock: once the client is closed its eventfd may be
-	 * closed and the number reused. */
+	/* Under the lock: a closed client is never posted. The post holds a
+	 * reference of its own. */
 	if (was_empty) {
-		uint64_t one = 1;
-		while (write(client->efd, &one, sizeof(one)) < 0 && errno == EINTR)
-			;
+		client->refs++;
+		mt_loop_post_discardable(client->loop, client_post_run,
+					 client_post_discard, client);
 	}
 	pthread_mutex_unlock(&client->lock);
 }
@@ -224,7 +243,7 @@ complete_local(struct mt_dirsvc_request *req)
 	client->done_tail = &req->next;
 	pthread_mutex_unlock(&client->lock);
 	if (was_empty)
-		event_active(client->ev, EV_READ, 1);
+		event_active(client->local_ev, EV_READ, 1);
 	return req;
 }
 
@@ -236,16 +255,9 @@ static void run_callback(struct mt_dirsvc_request *req)
 		req->callback.auth(&req->result.auth, req->context);
 }
 
-/* The client's event: run the callbacks of every finished request. */
-static void client_dispatch(evutil_socket_t fd, short what, void *arg)
+/* On the client's loop: run the callbacks of every finished request. */
+static void client_dispatch(struct mt_dirsvc_client *client)
 {
-	struct mt_dirsvc_client *client = arg;
-	uint64_t count;
-
-	(void)what;
-	if (read(fd, &count, sizeof(count)) < 0 && errno != EAGAIN &&
-	    errno != EINTR)
-		mt_error("dirsvc: client eventfd read: %s", strerror(errno));
 	pthread_mutex_lock(&client->lock);
 	struct mt_dirsvc_request *req = client->done, *next;
 	client->done = NULL;
@@ -261,20 +273,23 @@ static void client_dispatch(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+static void client_local_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	client_dispatch(arg);
+}
+
 struct mt_dirsvc_client *mt_dirsvc_client_new(struct mt_dirsvc *dirsvc,
-					      struct event_base *base)
+					      struct mt_loop *loop)
 {
 	struct mt_dirsvc_client *client = mt_xcalloc(1, sizeof(*client));
 
 	client->dirsvc = dirsvc;
-	client->base = base;
-	client->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (client->efd < 0)
-		mt_panic("dirsvc: eventfd: %s", strerror(errno));
-	client->ev = event_new(base, client->efd, EV_READ | EV_PERSIST,
-			       client_dispatch, client);
-	if (client->ev == NULL || event_add(client->ev, NULL) < 0)
-		mt_panic("dirsvc: cannot add the client event");
+	client->loop = loop;
+	client->local_ev = event_new(mt_loop_base(loop), -1, 0, client_local_cb, client);
+	if (client->local_ev == NULL)
+		mt_panic("dirsvc: cannot make the client event");
 	pthread_mutex_init(&client->lock, NULL);
 	client->done_tail = &client->done;
 	client->refs = 1;
@@ -294,9 +309,9 @@ void mt_dirsvc_client_free(struct mt_dirsvc_client **client_p)
 	client->done = NULL;
 	client->done_tail = &client->done;
 	pthread_mutex_unlock(&client->lock);
-	/* No worker touches the eventfd once closed is set. */
-	event_free(client->ev);
-	close(client->efd);
+	/* No worker posts the client once closed is set; a post already
+	 * made holds its own reference and finds the list empty. */
+	event_free(client->local_ev);
 	pthread_mutex_lock(&client->lock);
 	for (; req != NULL; req = next) {
 		next = req->next;

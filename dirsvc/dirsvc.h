@@ -18,7 +18,7 @@
  * auth_method = bind a second one for user binds), runs the blocking
  * libldap calls with network and operation timeouts, and the password hash
  * checks of auth_method = hash; results come
- * back to the caller's event_base through the client's eventfd. A cache hit
+ * back to the caller's loop through mt_loop_post(). A cache hit
  * is answered from the calling thread without a thread switch, but still
  * through the loop: a callback is never called before the call that asked
  * for it has returned.
@@ -32,7 +32,7 @@
  * invisibly to callers).
  *
  * Threads: mt_dirsvc_new/free from one thread; a client belongs to the
- * thread that runs its event_base, and its requests, cancels and callbacks
+ * thread that runs its loop, and its requests, cancels and callbacks
  * all happen in that thread. Several clients (worker loops) share one
  * struct mt_dirsvc, its pool and its cache. libevent needs no locking
  * (evthread) for this.
@@ -57,7 +57,7 @@
 #include "dirsvc-settings.h"
 #include "log.h"
 
-struct event_base;
+struct mt_loop;
 struct mt_dirsvc;
 struct mt_dirsvc_client;
 struct mt_dirsvc_request;
@@ -125,11 +125,11 @@ struct mt_dirsvc *mt_dirsvc_new(const struct mt_directory_settings *set,
 void mt_dirsvc_free(struct mt_dirsvc **dirsvc_p);
 
 /* A per-loop handle: completions for requests made through it are run on
- * base, by the thread that runs base. */
+ * loop, by the thread that runs it. */
 struct mt_dirsvc_client *mt_dirsvc_client_new(struct mt_dirsvc *dirsvc,
-					      struct event_base *base);
+					      struct mt_loop *loop);
 /* Cancel the client's outstanding requests (their callbacks never run) and
- * free it. From the base's thread, not from inside one of its callbacks. */
+ * free it. From the loop's thread, not from inside one of its callbacks. */
 void mt_dirsvc_client_free(struct mt_dirsvc_client **client_p);
 
 /* Find the account that receives mail for address (its mail or one of its

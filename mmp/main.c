@@ -194,7 +194,7 @@ static bool worker_init(struct mt_loop *loop, unsigned int index,
 	w->index = index;
 	w->loop = loop;
 	w->base = mt_loop_base(loop);
-	w->dirsvc = mt_dirsvc_client_new(server.dirsvc, w->base);
+	w->dirsvc = mt_dirsvc_client_new(server.dirsvc, w->loop);
 	w->reaper = mmp_reaper_new(w);
 	w->scratch = evbuffer_new();
 	if (w->scratch == NULL)

@@ -233,7 +233,7 @@ static void start(struct mta *mta)
 		mt_config_get(mta->config, "directory", NULL);
 	if ((mta->dirsvc = mt_dirsvc_new(dir, mta->config, &error)) == NULL)
 		mt_fatal("%s", error);
-	mta->dir = mt_dirsvc_client_new(mta->dirsvc, mt_loop_base(mta->loop));
+	mta->dir = mt_dirsvc_client_new(mta->dirsvc, mta->loop);
 	mta->server = smtp_server_new(mta);
 	if ((mta->delivery = delivery_new(mta, &error)) == NULL)
 		mt_fatal("delivery: %s", error);

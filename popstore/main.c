@@ -343,7 +343,7 @@ int main(int argc, char **argv)
 	ps->dirsvc = mt_dirsvc_new(dirset, ps->config, &error);
 	if (ps->dirsvc == NULL)
 		mt_fatal("directory: %s", error);
-	ps->dir = mt_dirsvc_client_new(ps->dirsvc, mt_loop_base(ps->loop));
+	ps->dir = mt_dirsvc_client_new(ps->dirsvc, ps->loop);
 
 	mt_loop_set_drain(ps->loop, (unsigned int)ps->global->drain_timeout, drain_cb, ps);
 	if (!mt_loop_handle_signals(ps->loop, reload_cb, ps, &error))

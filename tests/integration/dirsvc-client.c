@@ -11,7 +11,7 @@
  *   bench lookup|auth N CONC USERS DOMAIN
  *                            N requests, CONC at a time, for userK@DOMAIN
  *                            (password secretK), K = 1 + i % USERS
- *   threads T N USERS DOMAIN T threads, each with its own event_base and
+ *   threads T N USERS DOMAIN T threads, each with its own event loop and
  *                            client, ask N lookups at once, cancel every
  *                            third, and free their client when half the rest
  *                            have answered (the others still outstanding)
@@ -25,6 +25,7 @@
 #include "config.h"
 #include "dirsvc.h"
 #include "log.h"
+#include "loop.h"
 #include "mailtier-settings.h"
 
 #include <errno.h>
@@ -41,6 +42,7 @@
 #define TICK_MS 2
 
 struct driver {
+	struct mt_loop *loop;
 	struct event_base *base;
 	struct mt_dirsvc *dirsvc;
 	struct mt_dirsvc_client *client;
@@ -205,6 +207,7 @@ struct loop_thread {
 	pthread_t thread;
 	unsigned long n, users;
 	const char *domain;
+	struct mt_loop *loop;
 	struct event_base *base;
 	unsigned long want, answered, found;
 	char cancel_tag;	/* the context of cancelled requests */
@@ -233,8 +236,11 @@ static void *thread_main(void *arg)
 	struct loop_thread *t = arg;
 	char addr[256];
 
-	t->base = event_base_new();
-	struct mt_dirsvc_client *client = mt_dirsvc_client_new(drv.dirsvc, t->base);
+	const char *error;
+	if ((t->loop = mt_loop_new(&error)) == NULL)
+		mt_fatal("%s", error);
+	t->base = mt_loop_base(t->loop);
+	struct mt_dirsvc_client *client = mt_dirsvc_client_new(drv.dirsvc, t->loop);
 	unsigned long kept = 0;
 	for (unsigned long i = 0; i < t->n; i++) {
 		snprintf(addr, sizeof(addr), "user%lu@%s", 1 + i % t->users,
@@ -252,7 +258,7 @@ static void *thread_main(void *arg)
 	if (t->want > 0)
 		event_base_dispatch(t->base);
 	mt_dirsvc_client_free(&client);	/* the rest still outstanding */
-	event_base_free(t->base);
+	mt_loop_free(&t->loop);
 	return NULL;
 }
 
@@ -396,8 +402,10 @@ int main(int argc, char **argv)
 		mt_fatal("%s", error);
 	mt_config_free(&config);	/* dirsvc keeps what it needs */
 
-	drv.base = event_base_new();
-	drv.client = mt_dirsvc_client_new(drv.dirsvc, drv.base);
+	if ((drv.loop = mt_loop_new(&error)) == NULL)
+		mt_fatal("%s", error);
+	drv.base = mt_loop_base(drv.loop);
+	drv.client = mt_dirsvc_client_new(drv.dirsvc, drv.loop);
 	mt_buf_init(&drv.input);
 	drv.stdin_ev = event_new(drv.base, STDIN_FILENO, EV_READ | EV_PERSIST,
 				 stdin_cb, NULL);
@@ -413,7 +421,7 @@ int main(int argc, char **argv)
 	mt_dirsvc_free(&drv.dirsvc);
 	event_free(drv.stdin_ev);
 	event_free(drv.tick_ev);
-	event_base_free(drv.base);
+	mt_loop_free(&drv.loop);
 	mt_buf_free(&drv.input);
 	return 0;
 }
