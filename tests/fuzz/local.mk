@@ -20,7 +20,8 @@ fuzz_regression_tests = \
 	tests/fuzz/fuzz-bounce \
 	tests/fuzz/fuzz-pop3-cmd \
 	tests/fuzz/fuzz-lmtp-cmd \
-	tests/fuzz/fuzz-mmp-cmd
+	tests/fuzz/fuzz-mmp-cmd \
+	tests/fuzz/fuzz-mmp-session
 
 check_PROGRAMS += $(fuzz_regression_tests)
 TESTS += $(fuzz_regression_tests)
@@ -53,6 +54,8 @@ tests_fuzz_fuzz_pop3_cmd_LDADD = lib-mail/libmtmail.a $(UNIT_LIBS)
 tests_fuzz_fuzz_lmtp_cmd_LDADD = lib-mail/libmtmail.a $(UNIT_LIBS)
 tests_fuzz_fuzz_mmp_cmd_SOURCES = tests/fuzz/fuzz-mmp-cmd.c $(fuzz_common)
 tests_fuzz_fuzz_mmp_cmd_LDADD = mmp/libmmp.a lib-mail/libmtmail.a $(UNIT_LIBS)
+tests_fuzz_fuzz_mmp_session_SOURCES = tests/fuzz/fuzz-mmp-session.c $(fuzz_common)
+tests_fuzz_fuzz_mmp_session_LDADD = $(MMP_LIBS) $(UNIT_LIBS)
 
 EXTRA_DIST += tests/fuzz/README.md tests/fuzz/corpus scripts/fuzz \
 	tests/fuzz/lineio.dict tests/fuzz/dotcodec.dict \
@@ -62,7 +65,7 @@ EXTRA_DIST += tests/fuzz/README.md tests/fuzz/corpus scripts/fuzz \
 	tests/fuzz/smtp-cmd.dict tests/fuzz/smtp-data.dict \
 	tests/fuzz/bounce.dict \
 	tests/fuzz/pop3-cmd.dict tests/fuzz/lmtp-cmd.dict \
-	tests/fuzz/mmp-cmd.dict
+	tests/fuzz/mmp-cmd.dict tests/fuzz/mmp-session.dict
 
 # ---- `make fuzz`: the libFuzzer binaries (clang; configure finds FUZZ_CC) ----
 fuzz_binaries = \
@@ -79,7 +82,8 @@ fuzz_binaries = \
 	tests/fuzz/bin/fuzz-bounce \
 	tests/fuzz/bin/fuzz-pop3-cmd \
 	tests/fuzz/bin/fuzz-lmtp-cmd \
-	tests/fuzz/bin/fuzz-mmp-cmd
+	tests/fuzz/bin/fuzz-mmp-cmd \
+	tests/fuzz/bin/fuzz-mmp-session
 
 FUZZ_SANITIZE = -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 	-fno-omit-frame-pointer
@@ -92,6 +96,9 @@ FUZZ_EXTLIBS = $(LIBEVENT_OPENSSL_LIBS) $(LIBEVENT_LIBS) $(OPENSSL_LIBS) \
 	$(INIH_LIBS) $(SYSTEMD_LIBS) $(LDAP_LIBS) $(CRYPT_LIBS) $(PTHREAD_LIBS)
 FUZZ_LIBMAILTIER = tests/fuzz/clang/libmailtier.a
 FUZZ_LIBMTSETTINGS = tests/fuzz/clang/libmtsettings.a
+FUZZ_LIBMTMAIL = tests/fuzz/clang/libmtmail.a
+FUZZ_LIBDIRSVC = tests/fuzz/clang/libdirsvc.a
+FUZZ_LIBMMP = tests/fuzz/clang/libmmp.a
 fuzz_headers = $(srcdir)/tests/fuzz/fuzz.h
 
 # Compile the .c files in $$srcs with coverage into the archive $@.
@@ -107,6 +114,12 @@ $(FUZZ_LIBMAILTIER): $(lib_libmailtier_a_SOURCES)
 	@srcs='$(lib_libmailtier_a_SOURCES)'; $(fuzz_archive)
 $(FUZZ_LIBMTSETTINGS): $(settings_libmtsettings_a_SOURCES)
 	@srcs='$(settings_libmtsettings_a_SOURCES)'; $(fuzz_archive)
+$(FUZZ_LIBMTMAIL): $(lib_mail_libmtmail_a_SOURCES)
+	@srcs='$(lib_mail_libmtmail_a_SOURCES)'; $(fuzz_archive)
+$(FUZZ_LIBDIRSVC): $(dirsvc_libdirsvc_a_SOURCES)
+	@srcs='$(dirsvc_libdirsvc_a_SOURCES)'; $(fuzz_archive)
+$(FUZZ_LIBMMP): $(mmp_libmmp_a_SOURCES)
+	@srcs='$(mmp_libmmp_a_SOURCES)'; $(fuzz_archive)
 
 # fuzz_link TARGET-SOURCES...: one libFuzzer binary from the target and the
 # parser sources it needs, over the archives.
@@ -140,6 +153,12 @@ tests/fuzz/bin/fuzz-lmtp-cmd: tests/fuzz/fuzz-lmtp-cmd.c popstore/lmtp-parse.c p
 	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-lmtp-cmd.c $(srcdir)/popstore/lmtp-parse.c $(srcdir)/lib-mail/command-find.c $(srcdir)/lib-mail/smtp-params.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
 tests/fuzz/bin/fuzz-mmp-cmd: tests/fuzz/fuzz-mmp-cmd.c mmp/mmp-parse.c mmp/mmp-parse.h mmp/mmp-sasl.c mmp/mmp.h $(fuzz_headers) $(FUZZ_LIBMAILTIER)
 	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-mmp-cmd.c $(srcdir)/mmp/mmp-parse.c $(srcdir)/mmp/mmp-sasl.c $(srcdir)/lib-mail/command-find.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
+
+# Session-level targets: the real session code over the tier's library.
+FUZZ_MMP_ARCHIVES = $(FUZZ_LIBMMP) $(FUZZ_LIBDIRSVC) $(FUZZ_LIBMTSETTINGS) \
+	$(FUZZ_LIBMTMAIL) $(FUZZ_LIBMAILTIER)
+tests/fuzz/bin/fuzz-mmp-session: tests/fuzz/fuzz-mmp-session.c $(fuzz_headers) $(FUZZ_MMP_ARCHIVES)
+	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-mmp-session.c $(FUZZ_MMP_ARCHIVES) $(FUZZ_EXTLIBS)
 
 if HAVE_FUZZER
 fuzz: $(fuzz_binaries)

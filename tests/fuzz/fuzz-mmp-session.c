@@ -1,0 +1,181 @@
+/* fuzz-mmp-session.c — session-level libFuzzer target for the MMP's POP3
+ * front before login: the real session code (mmp/mmp-session.c,
+ * mmp-commands.c, mmp-login.c) on an event loop, a socketpair as the
+ * client, and a real libdirsvc whose only directory refuses connections
+ * (ldap://127.0.0.1:1), so a login that gets that far ends in the
+ * directory-unavailable answer or is abandoned when the client goes.
+ *
+ * Input: the first byte chooses the policy (bit 0: allow_plaintext_auth)
+ * and the delivery (bit 1: a byte per write, else one write); the rest is
+ * what the client sends.
+ *
+ * Properties, beyond "no crash, no leak, no over-read" (ASan):
+ *  - what the client reads starts with the greeting and is CRLF lines only
+ *    (no bare LF), none longer than 512 octets (RFC 1939 3);
+ *  - once the client has closed, the worker has no session left and the
+ *    connection and per-address slots are all given back (failure records
+ *    expire with auth_fail_window).
+ * Trust boundary: POP3 client bytes before login (RFC 1939, 2449, 2595,
+ * 5034, 4616). */
+#include "fuzz.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+
+#include "buf.h"
+#include "clock.h"
+#include "dirsvc.h"
+#include "dirsvc-settings.h"
+#include "log.h"
+#include "loop.h"
+#include "mmp/mmp.h"
+
+#define GREETING "+OK mailtier POP3 proxy ready.\r\n"
+#define REPLY_MAX 512
+
+struct fixture {
+	struct mt_mmp_settings set;
+	struct mmp_server server;
+	struct mmp_worker worker;
+	struct mt_loop *loop;
+};
+
+static struct fixture *fixture_get(void)
+{
+	static struct fixture *f;
+	if (f != NULL)
+		return f;
+	mt_log_set_min_level(MT_LOG_ERROR);
+	/* As the daemon does (mt_loop_handle_signals): a write to a socket
+	 * the other side closed is EPIPE, not the end of the process. */
+	signal(SIGPIPE, SIG_IGN);
+	f = calloc(1, sizeof(*f));
+	const char *error = NULL;
+	struct mmp_clients_settings cset = {
+		.conn_limit_per_client = 100, .auth_fail_delay = 0,
+		.auth_fail_limit = 1000, .auth_fail_window = 1000,
+	};
+	f->set.max_errors = 5;
+	f->set.login_timeout = 60000;
+	f->set.idle_timeout = 60000;
+	f->set.backend_connect_timeout = 200;
+	f->loop = mt_loop_new(&error);
+	FUZZ_CHECK(f->loop != NULL, "loop: %s", error);
+	static char uri[] = "ldap://127.0.0.1:1";
+	static char *uris[] = { uri };
+	static struct mt_directory_settings dset = {
+		.uris = { uris, 1 }, .base_dn = "dc=example,dc=test",
+		.timeout = 300, .pool_size = 1, .cache_ttl = 1000,
+		.negative_cache_ttl = 1000, .cache_entries = 16,
+	};
+	f->server.dirsvc = mt_dirsvc_new(&dset, NULL, &error);
+	FUZZ_CHECK(f->server.dirsvc != NULL, "dirsvc: %s", error);
+	f->server.set = &f->set;
+	f->server.clients = mmp_clients_new(&cset);
+	f->worker.server = &f->server;
+	f->worker.loop = f->loop;
+	f->worker.base = mt_loop_base(f->loop);
+	f->worker.dirsvc = mt_dirsvc_client_new(f->server.dirsvc, f->loop);
+	f->worker.reaper = mmp_reaper_new(&f->worker);
+	f->worker.scratch = evbuffer_new();
+	return f;
+}
+
+static void spin(struct fixture *f)
+{
+	for (int i = 0; i < 8; i++)
+		event_base_loop(f->worker.base, EVLOOP_NONBLOCK);
+}
+
+/* What the client can read now; true at EOF. */
+static bool drain(int fd, struct mt_buf *got)
+{
+	char buf[4096];
+	for (;;) {
+		ssize_t n = read(fd, buf, sizeof(buf));
+		if (n > 0) {
+			mt_buf_append(got, buf, (size_t)n);
+			continue;
+		}
+		return n == 0;
+	}
+}
+
+static void check_output(const struct mt_buf *got)
+{
+	const char *p = got->data, *end = got->data + got->len;
+	size_t glen = strlen(GREETING);
+	FUZZ_CHECK(got->len >= glen && memcmp(p, GREETING, glen) == 0, "no greeting");
+	while (p < end) {
+		const char *lf = memchr(p, '\n', (size_t)(end - p));
+		if (lf == NULL)
+			break;	/* the rest may still be on its way */
+		FUZZ_CHECK(lf > p && lf[-1] == '\r', "bare LF in a reply");
+		FUZZ_CHECK((size_t)(lf - p) + 1 <= REPLY_MAX, "reply of %zu octets",
+			   (size_t)(lf - p) + 1);
+		p = lf + 1;
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size < 1)
+		return 0;
+	struct fixture *f = fixture_get();
+	f->set.allow_plaintext_auth = (data[0] & 1) != 0;
+	bool bytewise = (data[0] & 2) != 0;
+	data++;
+	size--;
+
+	int sv[2];
+	FUZZ_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "socketpair");
+	fcntl(sv[0], F_SETFL, O_NONBLOCK);
+	fcntl(sv[1], F_SETFL, O_NONBLOCK);
+	struct sockaddr_in peer = { .sin_family = AF_INET, .sin_port = htons(1234),
+				    .sin_addr.s_addr = htonl(0xc0000201) };
+	atomic_fetch_add(&f->server.conns, 1);
+	FUZZ_CHECK(mmp_clients_admit(f->server.clients, (struct sockaddr *)&peer, 0) ==
+		   MMP_ADMIT_OK, "admit");
+	mmp_session_new(&f->worker, sv[0], (struct sockaddr *)&peer, sizeof(peer),
+			MMP_LISTENER_POP3, NULL);
+	spin(f);
+	struct mt_buf got = MT_BUF_INIT;
+	bool eof = false;
+	size_t step = bytewise ? 1 : (size > 0 ? size : 1);
+	for (size_t i = 0; i < size && !eof; i += step) {
+		size_t n = size - i < step ? size - i : step;
+		ssize_t w = write(sv[1], data + i, n);
+		(void)w;	/* EAGAIN/EPIPE: the session stopped reading or left */
+		spin(f);
+		eof = drain(sv[1], &got);
+	}
+	spin(f);
+	if (!eof)
+		(void)drain(sv[1], &got);
+	check_output(&got);
+	close(sv[1]);
+	/* The session sees EOF and goes; a directory request still out is
+	 * abandoned, its answer (a refused connection) comes meanwhile. */
+	for (int i = 0; i < 50 && f->worker.n_sessions > 0; i++) {
+		spin(f);
+		if (f->worker.n_sessions > 0)
+			usleep(1000);
+	}
+	FUZZ_CHECK(f->worker.n_sessions == 0 && f->worker.sessions == NULL,
+		   "%u sessions left", f->worker.n_sessions);
+	FUZZ_CHECK(atomic_load(&f->server.conns) == 0, "connection slots left");
+	/* A failed login's record stays for auth_fail_window; once that has
+	 * passed, only an address with a connection still counted (a leaked
+	 * slot) would keep its entry. */
+	mmp_clients_sweep(f->server.clients, mt_clock_ms() + 3600 * 1000);
+	FUZZ_CHECK(mmp_clients_count(f->server.clients) == 0, "per-address slots left");
+	mt_buf_free(&got);
+	return 0;
+}
