@@ -312,7 +312,7 @@ static bool add_postmaster(const struct cluster *c)
 
 /* userK@D / secretK over the shards, once (DIR/users.provisioned),
  * offline with slapadd (slapd stopped meanwhile): 10,000 accounts load in
- * about a second that way against half a minute through ldapadd; then
+ * about a second that way against half a minute of online LDAP adds; then
  * the postmaster. */
 static bool provision_users(const struct cluster *c)
 {

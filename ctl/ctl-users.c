@@ -3,23 +3,23 @@
  * uris, base_dn (= ou=people,SUFFIX), admin_dn + admin_password_file, and
  * local_slapd_dir for offline bulk loads.
  *
- * Entries are written by dirsvc/provision.c's LDIF writer, the one place
- * that knows the entry layout, and loaded with ldapadd (online) or
- * slapadd -q (bulk, when the local slapd is stopped); deletes, password
- * changes and searches go through libldap. The shard of a new user is the
+ * Online, every change and search goes through libdirsvc's admin API
+ * (dirsvc/dirsvc-admin.h: adds, deletes, password changes, finds; it
+ * escapes DN values (RFC 4514) and filter values (RFC 4515)); this file
+ * talks no LDAP itself. Offline (users bulk while the local slapd is
+ * stopped), dirsvc/provision.c's LDIF writer feeds slapadd -q. Both build
+ * the entry from provision.c's one layout. The shard of a new user is the
  * rendezvous hash of its address over [shards] unless --shard names one.
- * Trust boundary: operator's command line; filter values are escaped
- * (RFC 4515) and DN values escaped (RFC 4514). Passwords are read from a
- * file or stdin, never from the command line, and never printed. */
+ * Trust boundary: operator's command line. Passwords are read from a file
+ * or stdin, never from the command line, and never printed. */
 #include "ctl.h"
 #include "clock.h"
 #include "ctl-util.h"
 #include "address.h"
 #include "alloc.h"
 #include "buf.h"
+#include "dirsvc-admin.h"
 #include "dirsvc-settings.h"
-#include "ldap-escape.h"
-#include "ldif.h"
 #include "mailtier-settings.h"
 #include "mta/mta-settings.h"
 #include "provision.h"
@@ -27,7 +27,6 @@
 #include "secret.h"
 
 #include <getopt.h>
-#include <ldap.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,39 +78,16 @@ static void users_ctx_free(struct users_ctx *u)
 	mt_config_free(&u->config);
 }
 
-/* Bind to the first URI that answers, as admin. */
-static LDAP *admin_connect(const struct users_ctx *u)
+/* A connection bound as admin; NULL (reason printed) if none. */
+static struct mt_dirsvc_admin *admin_connect(const struct users_ctx *u)
 {
+	struct mt_dirsvc_admin *admin = mt_dirsvc_admin_new(u->dir);
 	const char *error;
-	char *password = mt_secret_read(u->dir->admin_password_file, &error);
-	if (password == NULL) {
+	if (!mt_dirsvc_admin_connect(admin, &error)) {
 		fprintf(stderr, "%s\n", error);
-		return NULL;
+		mt_dirsvc_admin_free(&admin);
 	}
-	LDAP *ld = NULL;
-	int rc = LDAP_SERVER_DOWN;
-	for (size_t i = 0; i < u->dir->uris.count; i++) {
-		if (ldap_initialize(&ld, u->dir->uris.items[i]) != LDAP_SUCCESS)
-			continue;
-		int version = LDAP_VERSION3;
-		struct timeval tv = { (time_t)(u->dir->timeout / 1000),
-				      (suseconds_t)(u->dir->timeout % 1000) * 1000 };
-		ldap_set_option(ld, LDAP_OPT_PROTOCOL_VERSION, &version);
-		ldap_set_option(ld, LDAP_OPT_NETWORK_TIMEOUT, &tv);
-		ldap_set_option(ld, LDAP_OPT_TIMEOUT, &tv);
-		struct berval cred = { strlen(password), password };
-		rc = ldap_sasl_bind_s(ld, u->dir->admin_dn, LDAP_SASL_SIMPLE, &cred,
-				      NULL, NULL, NULL);
-		if (rc == LDAP_SUCCESS)
-			break;
-		ldap_unbind_ext_s(ld, NULL, NULL);
-		ld = NULL;
-	}
-	mt_secret_free(&password);
-	if (ld == NULL)
-		fprintf(stderr, "cannot bind to the directory as %s: %s\n",
-			u->dir->admin_dn, ldap_err2string(rc));
-	return ld;
+	return admin;
 }
 
 /* Normalise an address argument (local@domain, domain lower-cased). */
@@ -126,15 +102,6 @@ static bool parse_address(const char *arg, struct mt_address *addr)
 		return false;
 	}
 	return true;
-}
-
-static char *user_dn(const struct users_ctx *u, const char *address)
-{
-	struct mt_buf dn = MT_BUF_INIT;
-	mt_buf_append_str(&dn, "uid=");
-	mt_dn_append_value(&dn, address);
-	mt_buf_appendf(&dn, ",%s", u->dir->base_dn);
-	return mt_buf_steal(&dn);
 }
 
 /* The new password: from --password-file, or the first line of stdin. */
@@ -157,22 +124,6 @@ static char *read_new_password(const char *file)
 	}
 	line[strcspn(line, "\r\n")] = '\0';
 	return line;
-}
-
-/* Feed LDIF to ldapadd as admin; its exit status. */
-static int ldapadd_ldif(const struct users_ctx *u, const char *ldif, size_t len)
-{
-	char *const argv[] = { "ldapadd", "-x", "-H", u->dir->uris.items[0],
-			       "-D", u->dir->admin_dn, "-y",
-			       u->dir->admin_password_file, NULL };
-	FILE *to = NULL;
-	pid_t pid = ctl_pipe_start(argv, &to);
-	if (pid < 0) {
-		fprintf(stderr, "cannot run ldapadd (Debian package ldap-utils)\n");
-		return -1;
-	}
-	fwrite(ldif, 1, len, to);
-	return ctl_pipe_finish(pid, &to);
 }
 
 static int users_add(struct ctl_context *ctx, int argc, char **argv)
@@ -242,7 +193,8 @@ static int users_add(struct ctl_context *ctx, int argc, char **argv)
 	int status = CTL_EXIT_FAIL;
 	char *password = NULL;
 	const char *alias_strs[32];
-	struct mt_buf hash = MT_BUF_INIT, ldif = MT_BUF_INIT;
+	struct mt_buf hash = MT_BUF_INIT;
+	struct mt_dirsvc_admin *admin = NULL;
 	if (!users_ctx_init(ctx, &u))
 		goto out;
 	if (!parse_address(argv[optind], &addr))
@@ -277,12 +229,11 @@ static int users_add(struct ctl_context *ctx, int argc, char **argv)
 	acct.aliases = alias_strs;
 	acct.n_aliases = n_aliases;
 	acct.forward = forward;
-	if (!mt_ldif_append_account(&ldif, u.suffix, &acct, &error)) {
-		fprintf(stderr, "%s: %s\n", addr.addr, error);
+	admin = admin_connect(&u);
+	if (admin == NULL)
 		goto out;
-	}
-	if (ldapadd_ldif(&u, ldif.data, ldif.len) != 0) {
-		fprintf(stderr, "users add %s: ldapadd failed\n", addr.addr);
+	if (!mt_dirsvc_admin_add_user(admin, &acct, &error)) {
+		fprintf(stderr, "users add %s: %s\n", addr.addr, error);
 		goto out;
 	}
 	printf("added %s on shard %s\n", addr.addr, shard);
@@ -292,14 +243,14 @@ out:
 		mt_secret_free(&password);
 	}
 	mt_buf_free(&hash);
-	mt_buf_free(&ldif);
+	mt_dirsvc_admin_free(&admin);
 	users_ctx_free(&u);
 	return status;
 }
 
 /* Commands taking exactly one ADDRESS and an admin connection. */
 static int with_user(struct ctl_context *ctx, int argc, char **argv, const char *verb,
-		     int (*fn)(struct users_ctx *u, LDAP *ld, const struct mt_address *addr,
+		     int (*fn)(struct mt_dirsvc_admin *admin, const struct mt_address *addr,
 			       const char *password_file),
 		     bool takes_password_file)
 {
@@ -325,99 +276,118 @@ static int with_user(struct ctl_context *ctx, int argc, char **argv, const char 
 	struct mt_address addr;
 	int status = CTL_EXIT_FAIL;
 	if (users_ctx_init(ctx, &u) && parse_address(argv[optind], &addr)) {
-		LDAP *ld = admin_connect(&u);
-		if (ld != NULL) {
-			status = fn(&u, ld, &addr, password_file);
-			ldap_unbind_ext_s(ld, NULL, NULL);
+		struct mt_dirsvc_admin *admin = admin_connect(&u);
+		if (admin != NULL) {
+			status = fn(admin, &addr, password_file);
+			mt_dirsvc_admin_free(&admin);
 		}
 	}
 	users_ctx_free(&u);
 	return status;
 }
 
-static int do_del(struct users_ctx *u, LDAP *ld, const struct mt_address *addr,
+static int do_del(struct mt_dirsvc_admin *admin, const struct mt_address *addr,
 		  const char *unused)
 {
-	char *dn = user_dn(u, addr->addr);
-	int rc = ldap_delete_ext_s(ld, dn, NULL, NULL);
-	free(dn);
-	if (rc != LDAP_SUCCESS) {
-		fprintf(stderr, "users del %s: %s\n", addr->addr, ldap_err2string(rc));
+	const char *error;
+	(void)unused;
+	if (!mt_dirsvc_admin_delete_user(admin, addr->addr, &error)) {
+		fprintf(stderr, "users del %s: %s\n", addr->addr, error);
 		return CTL_EXIT_FAIL;
 	}
 	printf("deleted %s\n", addr->addr);
 	return CTL_EXIT_OK;
 }
 
-static int do_passwd(struct users_ctx *u, LDAP *ld, const struct mt_address *addr,
+static int do_passwd(struct mt_dirsvc_admin *admin, const struct mt_address *addr,
 		     const char *password_file)
 {
 	char *password = read_new_password(password_file);
 	if (password == NULL)
 		return CTL_EXIT_FAIL;
-	struct mt_buf hash = MT_BUF_INIT;
 	const char *error;
-	bool hashed = mt_pw_hash(MT_PW_SHA512_CRYPT, 0, password, &hash, &error);
+	bool changed = mt_dirsvc_admin_set_password(admin, addr->addr, password,
+						    MT_PW_SHA512_CRYPT, &error);
 	mt_secret_free(&password);
-	if (!hashed) {
-		fprintf(stderr, "password hash: %s\n", error);
-		mt_buf_free(&hash);
-		return CTL_EXIT_FAIL;
-	}
-	char *values[] = { hash.data, NULL };
-	LDAPMod mod = { .mod_op = LDAP_MOD_REPLACE, .mod_type = "userPassword",
-			.mod_values = values };
-	LDAPMod *mods[] = { &mod, NULL };
-	char *dn = user_dn(u, addr->addr);
-	int rc = ldap_modify_ext_s(ld, dn, mods, NULL, NULL);
-	free(dn);
-	mt_buf_free(&hash);
-	if (rc != LDAP_SUCCESS) {
-		fprintf(stderr, "users passwd %s: %s\n", addr->addr, ldap_err2string(rc));
+	if (!changed) {
+		fprintf(stderr, "users passwd %s: %s\n", addr->addr, error);
 		return CTL_EXIT_FAIL;
 	}
 	printf("password changed for %s\n", addr->addr);
 	return CTL_EXIT_OK;
 }
 
-static int do_show(struct users_ctx *u, LDAP *ld, const struct mt_address *addr,
+static int do_show(struct mt_dirsvc_admin *admin, const struct mt_address *addr,
 		   const char *unused)
 {
-	struct mt_buf filter = MT_BUF_INIT;
-	mt_buf_append_str(&filter, "(|(uid=");
-	mt_ldap_filter_escape(&filter, addr->addr);
-	mt_buf_append_str(&filter, ")(mail=");
-	mt_ldap_filter_escape(&filter, addr->addr);
-	mt_buf_append_str(&filter, ")(mailLocalAddress=");
-	mt_ldap_filter_escape(&filter, addr->addr);
-	mt_buf_append_str(&filter, "))");
-	char *attrs[] = { "uid", "mail", "mailLocalAddress", "mailHost",
-			  "mailRoutingAddress", "mailtierQuota", "mailtierStatus", NULL };
-	LDAPMessage *res = NULL;
-	int rc = ldap_search_ext_s(ld, u->dir->base_dn, LDAP_SCOPE_ONELEVEL,
-				   mt_buf_cstr(&filter), attrs, 0, NULL, NULL, NULL,
-				   2, &res);
-	mt_buf_free(&filter);
-	int status = CTL_EXIT_FAIL;
-	LDAPMessage *entry = rc == LDAP_SUCCESS ? ldap_first_entry(ld, res) : NULL;
-	if (rc != LDAP_SUCCESS)
-		fprintf(stderr, "users show %s: %s\n", addr->addr, ldap_err2string(rc));
-	else if (entry == NULL)
-		fprintf(stderr, "users show %s: no such user\n", addr->addr);
-	for (; entry != NULL; entry = ldap_next_entry(ld, entry)) {
-		char *dn = ldap_get_dn(ld, entry);
-		printf("dn: %s\n", dn);
-		ldap_memfree(dn);
-		for (char **a = attrs; *a != NULL; a++) {
-			struct berval **vals = ldap_get_values_len(ld, entry, *a);
-			for (int i = 0; vals != NULL && vals[i] != NULL; i++)
-				printf("%s: %.*s\n", *a, (int)vals[i]->bv_len, vals[i]->bv_val);
-			ldap_value_free_len(vals);
-		}
-		status = CTL_EXIT_OK;
+	const struct mt_dirsvc_admin_entry *entries;
+	const char *error;
+	(void)unused;
+	int n = mt_dirsvc_admin_find_user(admin, addr->addr, &entries, &error);
+	if (n < 0) {
+		fprintf(stderr, "users show %s: %s\n", addr->addr, error);
+		return CTL_EXIT_FAIL;
 	}
-	ldap_msgfree(res);
-	return status;
+	if (n == 0) {
+		fprintf(stderr, "users show %s: no such user\n", addr->addr);
+		return CTL_EXIT_FAIL;
+	}
+	for (int i = 0; i < n; i++) {
+		printf("dn: %s\n", entries[i].dn);
+		for (size_t j = 0; j < entries[i].n_values; j++)
+			printf("%s: %.*s\n", entries[i].values[j].attr,
+			       (int)entries[i].values[j].len, entries[i].values[j].value);
+	}
+	return CTL_EXIT_OK;
+}
+
+/* Load the bulk accounts of p with slapadd -q (the local slapd stopped). */
+static bool bulk_load_offline(const struct users_ctx *u, const struct mt_provision_params *p)
+{
+	char *conffile = mt_xasprintf("%s/slapd.conf", u->dir->local_slapd_dir);
+	char *const slapadd[] = { "slapadd", "-q", "-f", conffile, NULL };
+	FILE *to = NULL;
+	pid_t pid = ctl_pipe_start(slapadd, &to);
+	free(conffile);
+	if (pid < 0) {
+		fprintf(stderr, "cannot run slapadd (Debian package slapd)\n");
+		return false;
+	}
+	const char *error = NULL;
+	bool generated = mt_provision_bulk(to, p, &error);
+	int rc = ctl_pipe_finish(pid, &to);
+	if (!generated || rc != 0) {
+		fprintf(stderr, "users bulk: %s\n", !generated ? error : "the load failed");
+		return false;
+	}
+	return true;
+}
+
+/* mt_provision_bulk_each() callback of an online bulk load: one LDAP add. */
+static bool bulk_add_online(const struct mt_account *acct, void *context,
+			    const char **error_r)
+{
+	const char *error;
+	if (!mt_dirsvc_admin_add_user(context, acct, &error)) {
+		fprintf(stderr, "users bulk: %s: %s\n", acct->address, error);
+		*error_r = "the load failed";
+		return false;
+	}
+	return true;
+}
+
+/* Add the bulk accounts of p one by one through the admin API. */
+static bool bulk_load_online(const struct users_ctx *u, const struct mt_provision_params *p)
+{
+	struct mt_dirsvc_admin *admin = admin_connect(u);
+	if (admin == NULL)
+		return false;
+	const char *error = NULL;
+	bool loaded = mt_provision_bulk_each(p, bulk_add_online, admin, &error);
+	mt_dirsvc_admin_free(&admin);
+	if (!loaded)
+		fprintf(stderr, "users bulk: %s\n", error);
+	return loaded;
 }
 
 static int users_bulk(struct ctl_context *ctx, int argc, char **argv)
@@ -507,38 +477,15 @@ static int users_bulk(struct ctl_context *ctx, int argc, char **argv)
 	p.suffix = u.suffix;
 
 	/* Offline when the local slapd is stopped: slapadd -q is far faster. */
-	const char *mode = "online, ldapadd";
-	char *conffile = NULL, *pidfile = NULL;
-	pid_t pid;
-	FILE *to = NULL;
-	if (u.dir->local_slapd_dir[0] != '\0') {
+	char *pidfile = NULL;
+	if (u.dir->local_slapd_dir[0] != '\0')
 		pidfile = mt_xasprintf("%s/slapd.pid", u.dir->local_slapd_dir);
-		conffile = mt_xasprintf("%s/slapd.conf", u.dir->local_slapd_dir);
-	}
-	double start = ((double)mt_clock_us() / 1e6);
-	if (pidfile != NULL && ctl_pidfile_alive(pidfile) == 0) {
-		mode = "offline, slapadd -q";
-		char *const slapadd[] = { "slapadd", "-q", "-f", conffile, NULL };
-		pid = ctl_pipe_start(slapadd, &to);
-	} else {
-		char *const ldapadd[] = { "ldapadd", "-x", "-H", u.dir->uris.items[0],
-					  "-D", u.dir->admin_dn, "-y",
-					  u.dir->admin_password_file, NULL };
-		pid = ctl_pipe_start(ldapadd, &to);
-	}
+	bool offline = pidfile != NULL && ctl_pidfile_alive(pidfile) == 0;
 	free(pidfile);
-	free(conffile);
-	if (pid < 0) {
-		fprintf(stderr, "cannot run slapadd/ldapadd (Debian packages slapd, ldap-utils)\n");
+	double start = ((double)mt_clock_us() / 1e6);
+	const char *mode = offline ? "offline, slapadd -q" : "online, LDAP adds";
+	if (!(offline ? bulk_load_offline(&u, &p) : bulk_load_online(&u, &p)))
 		goto out;
-	}
-	const char *error = NULL;
-	bool generated = mt_provision_bulk(to, &p, &error);
-	int rc = ctl_pipe_finish(pid, &to);
-	if (!generated || rc != 0) {
-		fprintf(stderr, "users bulk: %s\n", !generated ? error : "the load failed");
-		goto out;
-	}
 	printf("provisioned %llu users (user%llu..user%llu@%s) over %zu shards in %.1f s (%s)\n",
 	       (unsigned long long)p.count, (unsigned long long)p.first,
 	       (unsigned long long)(p.first + p.count - 1), p.domain, p.n_shards,

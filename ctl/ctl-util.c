@@ -59,7 +59,7 @@ pid_t ctl_pipe_start(char *const argv[], FILE **to_child_r)
 	posix_spawn_file_actions_t actions;
 	posix_spawn_file_actions_init(&actions);
 	posix_spawn_file_actions_adddup2(&actions, fds[0], STDIN_FILENO);
-	/* ldapadd/slapadd narrate every entry on stdout; errors go to stderr. */
+	/* slapadd narrates every entry on stdout; errors go to stderr. */
 	posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null",
 					 O_WRONLY, 0);
 	pid_t pid;

@@ -6,6 +6,7 @@
  *   dirsvc-worker.c  the worker threads, their LDAP connections, failover,
  *                    deadlines
  *   dirsvc-query.c   the two queries: filters, entry checks, passwords
+ *   dirsvc-admin.c   (dirsvc-admin.h) shares the LDAP options only
  * Trust boundary: as dirsvc.h. */
 #ifndef MT_DIRSVC_PRIVATE_H
 #define MT_DIRSVC_PRIVATE_H
@@ -128,6 +129,11 @@ bool mt_dirsvc_workers_start(struct mt_dirsvc *d, const char **error_r);
 void mt_dirsvc_workers_stop(struct mt_dirsvc *d);
 /* Queue req for a worker (any thread). */
 void mt_dirsvc_workers_submit(struct mt_dirsvc *d, struct mt_dirsvc_request *req);
+
+/* Options of every libdirsvc connection: LDAPv3, no referrals, restart on
+ * EINTR, budget_ms for connect/TLS and synchronous calls, timeout_ms as the
+ * TCP user timeout. */
+void mt_dirsvc_ldap_set_options(LDAP *ld, uint64_t budget_ms, uint64_t timeout_ms);
 
 /* The connection a query runs on, and a call to run on it. */
 enum dirsvc_conn_kind { DIRSVC_CONN_SERVICE, DIRSVC_CONN_AUTH };

@@ -94,7 +94,7 @@ static void mark_down(struct mt_dirsvc *d, size_t uri)
 		     mt_clock_ms() + MT_DIRSVC_URI_RETRY_MSECS);
 }
 
-static void set_options(LDAP *ld, uint64_t budget_ms, uint64_t timeout_ms)
+void mt_dirsvc_ldap_set_options(LDAP *ld, uint64_t budget_ms, uint64_t timeout_ms)
 {
 	int version = LDAP_VERSION3;
 	struct timeval tv = ms_to_tv(budget_ms);
@@ -135,7 +135,7 @@ static bool conn_open(struct dirsvc_worker *w, enum dirsvc_conn_kind kind,
 		failed_uri = d->uris[i].uri;
 		rc = ldap_initialize(&ld, d->uris[i].uri);
 		if (rc == LDAP_SUCCESS) {
-			set_options(ld, budget, d->timeout);
+			mt_dirsvc_ldap_set_options(ld, budget, d->timeout);
 			if (kind == DIRSVC_CONN_SERVICE && d->bind_dn != NULL)
 				rc = ldap_sasl_bind_s(ld, d->bind_dn, LDAP_SASL_SIMPLE,
 						      &d->bind_pw, NULL, NULL, NULL);

@@ -1,10 +1,12 @@
-# dirsvc/local.mk — the directory tier: libdirsvc (lookups, password
-# hashing, provisioning, the local slapd's configuration) and its data files.
+# dirsvc/local.mk — the directory tier: libdirsvc (lookups, the admin
+# changes mailtierctl makes, password hashing, provisioning, the local
+# slapd's configuration) and its data files.
 noinst_LIBRARIES += dirsvc/libdirsvc.a
 
 dirsvc_libdirsvc_a_SOURCES = \
 	dirsvc/dirsvc.c dirsvc/dirsvc.h dirsvc/dirsvc-private.h \
 	dirsvc/dirsvc-results.c dirsvc/dirsvc-worker.c dirsvc/dirsvc-query.c \
+	dirsvc/dirsvc-admin.c dirsvc/dirsvc-admin.h \
 	dirsvc/dircache.c dirsvc/dircache.h \
 	dirsvc/ldap-escape.c dirsvc/ldap-escape.h \
 	dirsvc/ldif.c dirsvc/ldif.h \
@@ -40,6 +42,13 @@ tests_integration_dirsvc_client_LDADD = dirsvc/libdirsvc.a settings/libmtsetting
 	$(DIRSVC_LIBS) $(MAILTIER_LIBS)
 TESTS += tests/integration/test-dirsvc.py
 EXTRA_DIST += tests/integration/test-dirsvc.py
+
+# Integration: the admin API (add, find, passwd, del, escaping) — real slapd.
+check_PROGRAMS += tests/integration/dirsvc-admin-client
+tests_integration_dirsvc_admin_client_LDADD = dirsvc/libdirsvc.a \
+	settings/libmtsettings.a $(DIRSVC_LIBS) $(MAILTIER_LIBS)
+TESTS += tests/integration/test-dirsvc-admin.py
+EXTRA_DIST += tests/integration/test-dirsvc-admin.py
 
 # Benchmarks (not installed): bench/dirsvc runs them.
 EXTRA_PROGRAMS += bench/dirsvc-cache

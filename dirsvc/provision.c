@@ -116,11 +116,12 @@ static void append_dn_line(struct mt_buf *out, const char *addr,
 	mt_buf_free(&dn);
 }
 
-bool mt_ldif_append_account(struct mt_buf *out, const char *suffix,
-			    const struct mt_account *acct,
-			    const char **error_r)
+bool mt_account_visit(const struct mt_account *acct,
+		      const struct mt_account_visitor *v, void *context,
+		      const char **error_r)
 {
 	char addr[ADDRESS_MAX + 1], local[ADDRESS_MAX + 1];
+	char quota[24];
 	size_t len = strlen(acct->address);
 	const char *at = strrchr(acct->address, '@');
 
@@ -144,37 +145,73 @@ bool mt_ldif_append_account(struct mt_buf *out, const char *suffix,
 	memcpy(local, acct->address, (size_t)(at - acct->address));
 	local[at - acct->address] = '\0';
 
-	append_dn_line(out, addr, len, suffix);
-	mt_buf_append_str(out, "objectClass: inetOrgPerson\n"
-			  "objectClass: inetLocalMailRecipient\n"
-			  "objectClass: mailtierAccount\n");
-	mt_ldif_append_attr(out, "uid", addr);
-	mt_ldif_append_attr(out, "cn", acct->cn != NULL ? acct->cn : local);
-	mt_ldif_append_attr(out, "sn", acct->cn != NULL ? acct->cn : local);
+	v->dn(context, addr, len);
+	v->value(context, "objectClass", "inetOrgPerson");
+	v->value(context, "objectClass", "inetLocalMailRecipient");
+	v->value(context, "objectClass", "mailtierAccount");
+	v->value(context, "uid", addr);
+	v->value(context, "cn", acct->cn != NULL ? acct->cn : local);
+	v->value(context, "sn", acct->cn != NULL ? acct->cn : local);
 	/* mail and mailLocalAddress are IA5String: an address with UTF-8
 	 * (RFC 6531) is only the uid, which libdirsvc searches for it. */
-	if (!mt_has_8bit(addr, strlen(addr)))
-		mt_ldif_append_attr(out, "mail", addr);
+	if (!mt_has_8bit(addr, len))
+		v->value(context, "mail", addr);
 	for (size_t i = 0; i < acct->n_aliases; i++)
-		mt_ldif_append_attr(out, "mailLocalAddress", acct->aliases[i]);
+		v->value(context, "mailLocalAddress", acct->aliases[i]);
 	if (acct->mail_host != NULL)
-		mt_ldif_append_attr(out, "mailHost", acct->mail_host);
+		v->value(context, "mailHost", acct->mail_host);
 	if (acct->forward != NULL)
-		mt_ldif_append_attr(out, "mailRoutingAddress", acct->forward);
-	mt_ldif_append_attr(out, "mailtierStatus",
-			    mt_account_status_name(acct->status));
-	if (acct->quota != 0)
-		mt_buf_appendf(out, "mailtierQuota: %" PRIu64 "\n", acct->quota);
+		v->value(context, "mailRoutingAddress", acct->forward);
+	v->value(context, "mailtierStatus", mt_account_status_name(acct->status));
+	if (acct->quota != 0) {
+		snprintf(quota, sizeof(quota), "%" PRIu64, acct->quota);
+		v->value(context, "mailtierQuota", quota);
+	}
 	if (acct->password_hash != NULL)
-		mt_ldif_append_attr(out, "userPassword", acct->password_hash);
+		v->value(context, "userPassword", acct->password_hash);
+	return true;
+}
+
+struct ldif_record {
+	struct mt_buf *out;
+	const char *suffix;
+};
+
+static void ldif_record_dn(void *context, const char *address, size_t len)
+{
+	struct ldif_record *r = context;
+
+	append_dn_line(r->out, address, len, r->suffix);
+}
+
+static void ldif_record_value(void *context, const char *attr, const char *value)
+{
+	struct ldif_record *r = context;
+
+	mt_ldif_append_attr(r->out, attr, value);
+}
+
+bool mt_ldif_append_account(struct mt_buf *out, const char *suffix,
+			    const struct mt_account *acct,
+			    const char **error_r)
+{
+	static const struct mt_account_visitor ldif_writer = {
+		.dn = ldif_record_dn,
+		.value = ldif_record_value,
+	};
+	struct ldif_record r = { .out = out, .suffix = suffix };
+
+	if (!mt_account_visit(acct, &ldif_writer, &r, error_r))
+		return false;
 	mt_buf_append_char(out, '\n');
 	return true;
 }
 
-bool mt_provision_bulk(FILE *out, const struct mt_provision_params *p,
-		       const char **error_r)
+bool mt_provision_bulk_each(const struct mt_provision_params *p,
+			    mt_provision_account_cb *callback, void *context,
+			    const char **error_r)
 {
-	struct mt_buf rec = MT_BUF_INIT, pwhash = MT_BUF_INIT, suffix = MT_BUF_INIT;
+	struct mt_buf pwhash = MT_BUF_INIT;
 	char addr[ADDRESS_MAX + 1], password[32];
 	uint64_t first = p->first != 0 ? p->first : 1;
 	bool ok = false;
@@ -187,11 +224,6 @@ bool mt_provision_bulk(FILE *out, const struct mt_provision_params *p,
 		*error_r = "mail domain too long";
 		return false;
 	}
-	if (p->suffix != NULL)
-		mt_buf_append_str(&suffix, p->suffix);
-	else if (!mt_dn_from_domain(&suffix, p->domain, error_r))
-		goto out;
-
 	struct mt_account acct = {
 		.address = addr,
 		.quota = p->quota,
@@ -207,19 +239,52 @@ bool mt_provision_bulk(FILE *out, const struct mt_provision_params *p,
 		acct.password_hash = pwhash.data;
 		acct.mail_host = mt_shard_for_address(addr, p->shards,
 						      p->n_shards);
-		mt_buf_reset(&rec);
-		if (!mt_ldif_append_account(&rec, suffix.data, &acct, error_r))
+		if (!callback(&acct, context, error_r))
 			goto out;
-		if (fwrite(rec.data, 1, rec.len, out) != rec.len) {
-			*error_r = "writing the LDIF output failed";
-			goto out;
-		}
 	}
 	ok = true;
 out:
 	explicit_bzero(password, sizeof(password));
-	mt_buf_free(&rec);
 	mt_buf_free(&pwhash);
+	return ok;
+}
+
+struct bulk_ldif {
+	FILE *out;
+	const char *suffix;
+	struct mt_buf rec;
+};
+
+static bool bulk_ldif_write(const struct mt_account *acct, void *context,
+			    const char **error_r)
+{
+	struct bulk_ldif *b = context;
+
+	mt_buf_reset(&b->rec);
+	if (!mt_ldif_append_account(&b->rec, b->suffix, acct, error_r))
+		return false;
+	if (fwrite(b->rec.data, 1, b->rec.len, b->out) != b->rec.len) {
+		*error_r = "writing the LDIF output failed";
+		return false;
+	}
+	return true;
+}
+
+bool mt_provision_bulk(FILE *out, const struct mt_provision_params *p,
+		       const char **error_r)
+{
+	struct mt_buf suffix = MT_BUF_INIT;
+	struct bulk_ldif b = { .out = out, .rec = MT_BUF_INIT };
+	bool ok = false;
+
+	if (p->suffix != NULL)
+		mt_buf_append_str(&suffix, p->suffix);
+	else if (!mt_dn_from_domain(&suffix, p->domain, error_r))
+		goto out;
+	b.suffix = suffix.data;
+	ok = mt_provision_bulk_each(p, bulk_ldif_write, &b, error_r);
+out:
+	mt_buf_free(&b.rec);
 	mt_buf_free(&suffix);
 	return ok;
 }

@@ -8,9 +8,10 @@
  *   objectClass: mailtierAccount
  *   uid, cn, sn, mail, [mailLocalAddress...], mailHost (shard name),
  *   [mailRoutingAddress], mailtierStatus, [mailtierQuota], [userPassword]
- * The same LDIF feeds slapadd (which adds structuralObjectClass, entryUUID,
- * entryCSN, creatorsName and the timestamps itself, also with -q) and
- * ldapadd.
+ * mt_account_visit() is the one place that knows this layout: the LDIF
+ * writer here (for slapadd, which adds structuralObjectClass, entryUUID,
+ * entryCSN, creatorsName and the timestamps itself, also with -q) and the
+ * LDAP add of dirsvc-admin.c are both built on it.
  *
  * Shards: rendezvous (highest-random-weight) hashing of the lower-cased
  * address over the shard names, so an address always maps to the same shard
@@ -75,10 +76,40 @@ uint64_t mt_shard_score(const char *addr, const char *shard);
 const char *mt_shard_for_address(const char *addr, const char *const *shards,
 				 size_t n);
 
+/* Receives an account's entry, part by part (mt_account_visit). */
+struct mt_account_visitor {
+	/* First and once: the ASCII-lower-cased address (len bytes), which is
+	 * the uid and the value of the entry's RDN uid=<address>. */
+	void (*dn)(void *context, const char *address, size_t len);
+	/* Then every attribute value in the layout's order (objectClass three
+	 * times, uid, cn, sn, mail, mailLocalAddress..., mailHost, ...). A
+	 * repeated attribute's values come one after the other. The strings
+	 * are valid during the call only. */
+	void (*value)(void *context, const char *attr, const char *value);
+};
+
+/* Check acct and hand its entry to v. False, with nothing handed over, if
+ * the address is not local-part@domain or too long, or an alias holds
+ * UTF-8. */
+bool mt_account_visit(const struct mt_account *acct,
+		      const struct mt_account_visitor *v, void *context,
+		      const char **error_r);
+
 /* Append the LDIF record (ending in an empty line) of acct under
  * ou=people,<suffix>. False if the address has no '@'. */
 bool mt_ldif_append_account(struct mt_buf *out, const char *suffix,
 			    const struct mt_account *acct,
+			    const char **error_r);
+
+/* Called with each bulk account (valid during the call only); false stops
+ * the generation, with *error_r set. */
+typedef bool mt_provision_account_cb(const struct mt_account *acct,
+				     void *context, const char **error_r);
+/* Generate the bulk accounts of p (p->suffix unused) and hand each to
+ * callback, in order. False with *error_r if p is unusable or callback
+ * returned false. */
+bool mt_provision_bulk_each(const struct mt_provision_params *p,
+			    mt_provision_account_cb *callback, void *context,
 			    const char **error_r);
 
 /* Write the bulk accounts of p as LDIF records to out (the caller opens it

@@ -3,8 +3,9 @@
 against a real slapd: the local slapd answers only on 127.0.0.1, hides
 passwords from anonymous clients, survives a second `up`; accounts are
 added (SHA-512 crypt), shown by address or alias, re-passworded, deleted;
-bulk accounts load offline (slapadd, slapd stopped) and online (ldapadd),
-land on the shard the rendezvous hash picks, and bind with secretK."""
+bulk accounts load offline (slapadd, slapd stopped) and online (LDAP adds
+through libdirsvc's admin API), land on the shard the rendezvous hash picks,
+and bind with secretK."""
 
 import os
 import socket
@@ -89,9 +90,9 @@ def test(h):
     p = h.ctl("users", "bulk", "--count", "500", config=conf)
     assert "offline, slapadd" in p.stdout, p.stdout
     h.ctl("directory", "up", "--dir", d, "--port", ds["port"])
-    # Bulk, online: ldapadd.
+    # Bulk, online: LDAP adds through libdirsvc's admin API.
     p = h.ctl("users", "bulk", "--count", "100", "--first", "501", config=conf)
-    assert "online, ldapadd" in p.stdout, p.stdout
+    assert "online, LDAP adds" in p.stdout, p.stdout
 
     seen = {}
     for k in (1, 250, 500, 501, 600):
