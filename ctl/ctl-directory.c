@@ -14,6 +14,7 @@
  *
  * Trust boundary: operator's command line. */
 #include "ctl.h"
+#include "dirsvc-admin.h"
 #include "ctl-util.h"
 #include "alloc.h"
 #include "buf.h"
@@ -23,7 +24,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
-#include <ldap.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,32 +121,6 @@ static char *load_or_create_secret(const char *dir, const char *name)
 	}
 	free(path);
 	return secret;
-}
-
-/* Bind as dn/password until it works or timeout_ms passes. */
-static bool wait_for_bind(const char *uri, const char *dn, const char *password,
-			  unsigned int timeout_ms, const char **error_r)
-{
-	struct timespec tick = { 0, 50 * 1000 * 1000 };
-	int rc = LDAP_SERVER_DOWN;
-	for (unsigned int waited = 0; waited <= timeout_ms; waited += 50) {
-		LDAP *ld = NULL;
-		if (ldap_initialize(&ld, uri) == LDAP_SUCCESS) {
-			int version = LDAP_VERSION3;
-			struct timeval tv = { 2, 0 };
-			ldap_set_option(ld, LDAP_OPT_PROTOCOL_VERSION, &version);
-			ldap_set_option(ld, LDAP_OPT_NETWORK_TIMEOUT, &tv);
-			struct berval cred = { strlen(password), (char *)password };
-			rc = ldap_sasl_bind_s(ld, dn, LDAP_SASL_SIMPLE, &cred,
-					      NULL, NULL, NULL);
-			ldap_unbind_ext_s(ld, NULL, NULL);
-			if (rc == LDAP_SUCCESS)
-				return true;
-		}
-		nanosleep(&tick, NULL);
-	}
-	*error_r = ldap_err2string(rc);
-	return false;
 }
 
 static bool db_is_empty(const char *dir)
@@ -250,7 +224,7 @@ static int directory_up(struct ctl_context *ctx, const struct directory_opts *o)
 			goto out;
 		}
 	}
-	bool ready = wait_for_bind(mt_buf_cstr(&uri), service_dn, service_pw,
+	bool ready = mt_dirsvc_admin_wait_bind(mt_buf_cstr(&uri), service_dn, service_pw,
 				   15000, &error);
 	if (!ready) {
 		fprintf(stderr, "slapd in %s does not answer a bind as %s: %s\n",

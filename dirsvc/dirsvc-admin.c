@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 /* Distinct attributes of an account entry (provision.h) with room to spare. */
 #define ENTRY_ATTRS_MAX 16
@@ -154,6 +155,29 @@ bool mt_dirsvc_admin_connect(struct mt_dirsvc_admin *a, const char **error_r)
 		return false;
 	}
 	return true;
+}
+
+bool mt_dirsvc_admin_wait_bind(const char *uri, const char *dn,
+			       const char *password, unsigned int timeout_ms,
+			       const char **error_r)
+{
+	struct timespec tick = { 0, 50 * 1000 * 1000 };
+	struct berval cred = { strlen(password), (char *)password };
+	int rc = LDAP_SERVER_DOWN;
+	for (unsigned int waited = 0; waited <= timeout_ms; waited += 50) {
+		LDAP *ld = NULL;
+		if (ldap_initialize(&ld, uri) == LDAP_SUCCESS) {
+			mt_dirsvc_ldap_set_options(ld, 2000, 2000);
+			rc = ldap_sasl_bind_s(ld, dn, LDAP_SASL_SIMPLE, &cred,
+					      NULL, NULL, NULL);
+			ldap_unbind_ext_s(ld, NULL, NULL);
+			if (rc == LDAP_SUCCESS)
+				return true;
+		}
+		nanosleep(&tick, NULL);
+	}
+	*error_r = ldap_err2string(rc);
+	return false;
 }
 
 void mt_dirsvc_admin_free(struct mt_dirsvc_admin **admin_p)

@@ -66,6 +66,13 @@ struct mt_dirsvc_admin *mt_dirsvc_admin_new(const struct mt_directory_settings *
  * accepts. False with "cannot bind to the directory as DN: reason" (or the
  * secret file's error) otherwise. */
 bool mt_dirsvc_admin_connect(struct mt_dirsvc_admin *admin, const char **error_r);
+/* A freshly started slapd's readiness: bind as dn with password on uri
+ * (a simple bind, then unbind) every 50 ms until one succeeds or
+ * timeout_ms has passed. False with libldap's static reason for the last
+ * attempt. */
+bool mt_dirsvc_admin_wait_bind(const char *uri, const char *dn,
+			       const char *password, unsigned int timeout_ms,
+			       const char **error_r);
 /* Close the connection (if any) and free the handle; sets *admin_p NULL. */
 void mt_dirsvc_admin_free(struct mt_dirsvc_admin **admin_p);
 
