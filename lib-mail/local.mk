@@ -7,15 +7,17 @@ lib_mail_libmtmail_a_SOURCES = \
 	lib-mail/command-find.c lib-mail/command-find.h \
 	lib-mail/smtp-reply.c lib-mail/smtp-reply.h \
 	lib-mail/smtp-params.c lib-mail/smtp-params.h \
-	lib-mail/pop3-status.c lib-mail/pop3-status.h
+	lib-mail/pop3-status.c lib-mail/pop3-status.h \
+	lib-mail/pop3-login.c lib-mail/pop3-login.h
 
 # What a program linking lib-mail needs (before MAILTIER_LIBS).
 MTMAIL_LIBS = lib-mail/libmtmail.a $(MAILTIER_LIBS)
 
 lib_mail_unit_tests = tests/unit/test-smtp-reply tests/unit/test-command-find \
-	tests/unit/test-smtp-params
+	tests/unit/test-smtp-params tests/unit/test-pop3-login
 check_PROGRAMS += $(lib_mail_unit_tests)
 TESTS += $(lib_mail_unit_tests)
 tests_unit_test_smtp_reply_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_command_find_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_smtp_params_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
+tests_unit_test_pop3_login_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)

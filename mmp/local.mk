@@ -14,8 +14,7 @@ mmp_libmmp_a_SOURCES = \
 	mmp/mmp-backend.c \
 	mmp/mmp-shards.c \
 	mmp/mmp-relay.c \
-	mmp/mmp-clients.c \
-	mmp/mmp-sasl.c
+	mmp/mmp-clients.c
 
 MMP_LIBS = mmp/libmmp.a dirsvc/libdirsvc.a settings/libmtsettings.a \
 	$(DIRSVC_LIBS) $(MTMAIL_LIBS)
@@ -25,18 +24,15 @@ mmp_mailtier_mmp_LDADD = $(MMP_LIBS)
 
 EXTRA_DIST += mmp/README.md
 
-# Unit tests (cmocka): the SASL/base64 codec and response shapes, the
-# per-address limits and penalty, and scenarios of client input against a
-# live session before login (whole and a byte at a time).
+# Unit tests (cmocka): the per-address limits and penalty, and scenarios
+# of client input against a live session before login (whole and a byte
+# at a time). The login phase's own test is lib-mail's test-pop3-login.
 mmp_unit_tests = \
-	tests/unit/test-mmp-sasl \
 	tests/unit/test-mmp-clients \
 	tests/unit/test-mmp-session
 check_PROGRAMS += $(mmp_unit_tests)
 TESTS += $(mmp_unit_tests)
 MMP_UNIT_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/mmp
-tests_unit_test_mmp_sasl_CPPFLAGS = $(MMP_UNIT_CPPFLAGS)
-tests_unit_test_mmp_sasl_LDADD = $(MMP_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_mmp_clients_CPPFLAGS = $(MMP_UNIT_CPPFLAGS)
 tests_unit_test_mmp_clients_LDADD = $(MMP_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_mmp_session_CPPFLAGS = $(MMP_UNIT_CPPFLAGS)

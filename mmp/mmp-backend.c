@@ -14,6 +14,7 @@
  * sent after the server's "+ " instead), RFC 4616 (PLAIN with authzid),
  * RFC 3206 and RFC 2449 section 8 (response codes, passed through). */
 #include "mmp.h"
+#include "sasl.h"
 #include "alloc.h"
 #include "buf.h"
 #include "pop3-status.h"
@@ -93,7 +94,7 @@ static void send_line(struct mmp_backend *b, const char *prefix,
 static void build_response(struct mmp_backend *b, struct mt_buf *out)
 {
 	const struct mmp_server *server = b->sess->worker->server;
-	mmp_sasl_plain_encode(out, b->address, server->proxy_user,
+	mt_sasl_plain_encode(out, b->address, server->proxy_user,
 			      server->proxy_password);
 }
 

@@ -488,6 +488,7 @@ void mmp_session_new(struct mmp_worker *worker, int fd,
 	sess->start_ms = mt_clock_coarse_ms();
 	sess->login_deadline_ms = sess->start_ms + server->set->login_timeout;
 	sess->state = MMP_STATE_NEW;
+	mmp_commands_init(sess);
 	/* POP3 is request/response in small lines: never wait for Nagle. */
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 

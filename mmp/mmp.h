@@ -38,6 +38,7 @@
 #include "log.h"
 #include "loop.h"
 #include "mmp-settings.h"
+#include "pop3-login.h"
 
 struct bufferevent;
 struct event;
@@ -180,6 +181,7 @@ struct mmp_session {
 	uint64_t bytes_in, bytes_out;	/* from / to the client */
 	uint32_t errors;
 	uint16_t commands[MMP_CMD_COUNT];
+	struct mt_pop3_login login;	/* the login phase (mmp-commands.c) */
 };
 
 
@@ -233,6 +235,8 @@ struct event *mmp_reaper_new(struct mmp_worker *worker);
 
 /* mmp-commands.c */
 
+/* Set up the session's login phase (lib-mail/pop3-login.h). */
+void mmp_commands_init(struct mmp_session *sess);
 /* One command line in AUTHORIZATION. */
 void mmp_command_run(struct mmp_session *sess, const char *line);
 /* One SASL response line (state SASL). */
@@ -338,30 +342,5 @@ uint64_t mmp_clients_auth_failed(struct mmp_clients *clients,
 void mmp_clients_sweep(struct mmp_clients *clients, uint64_t now_ms);
 /* Addresses tracked (tests, stats). */
 size_t mmp_clients_count(struct mmp_clients *clients);
-
-/* mmp-sasl.c */
-
-struct mt_buf;
-
-/* RFC 4648 section 4 base64, strict: no whitespace, proper padding. */
-bool mmp_base64_decode(const char *in, struct mt_buf *out, const char **error_r);
-void mmp_base64_encode(const void *data, size_t len, struct mt_buf *out);
-
-/* An RFC 4616 PLAIN message: authzid NUL authcid NUL passwd. */
-struct mmp_plain {
-	const char *authzid;	/* "" when absent */
-	const char *authcid;
-	const char *password;
-};
-
-/* Split a decoded PLAIN message held in buf (which the fields then point
- * into). false and a static error unless it has exactly two NULs, a
- * non-empty authcid and password, and no field over the limits. */
-bool mmp_sasl_plain_parse(struct mt_buf *buf, struct mmp_plain *plain_r,
-			  const char **error_r);
-/* Append base64(authzid NUL authcid NUL password) to out. */
-void mmp_sasl_plain_encode(struct mt_buf *out, const char *authzid,
-			   const char *authcid, const char *password);
-
 
 #endif

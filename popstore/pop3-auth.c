@@ -36,8 +36,12 @@
  * belongs to the session and is freed when it closes, so a client that
  * goes away during the delay leaves nothing to fire.
  *
- * RFC 1939 7 (USER, PASS), RFC 5034 4 (AUTH, "+ " continuation, "*"
- * cancels, "=" empty initial response), RFC 4616 (PLAIN and its
+ * The commands themselves (USER, PASS, AUTH PLAIN, the continuation, the
+ * plaintext refusal and every answer to a malformed attempt) are the one
+ * POP3 login phase shared with the MMP (lib-mail/pop3-login.h); here are
+ * the store's ops for it and what a login means on this shard.
+ *
+ * RFC 1939 7 (USER, PASS), RFC 5034 4 (AUTH), RFC 4616 (PLAIN and its
  * authorization identity), RFC 2449 8 and RFC 3206 (IN-USE, AUTH,
  * SYS/TEMP, SYS/PERM response codes). */
 #include "pop3-session.h"
@@ -45,18 +49,17 @@
 #include "alloc.h"
 #include "authfail.h"
 #include "dirsvc.h"
-#include "sasl.h"
+#include "pop3-login.h"
 #include "store/store.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include <event2/buffer.h>
 #include <event2/event.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-
-#define PLAINTEXT_REFUSED "[AUTH] Plaintext authentication disallowed on non-secure (SSL/TLS) connections"
 
 /* The delay (ms after the command) of this failed login's answer; see
  * the header for who is exempt and why. */
@@ -226,8 +229,10 @@ static void auth_done(const struct mt_dirsvc_auth *r, void *context)
 static void password_login(struct pop3_session *s, const char *user,
 			   const char *password, const char *method)
 {
-	free(s->user);
-	s->user = mt_xstrdup(user);
+	if (user != s->user) {	/* USER/PASS: it is s->user already */
+		free(s->user);
+		s->user = mt_xstrdup(user);
+	}
 	s->login_method = method;
 	pop3_enter_state(s, POP3_STATE_LOGIN);
 	s->dir_req = mt_dirsvc_authenticate(s->ps->dir, &s->log, user, password,
@@ -276,7 +281,7 @@ static bool secret_equal(const char *a, const char *b)
 	return CRYPTO_memcmp(da, db, la) == 0;
 }
 
-static void proxy_login(struct pop3_session *s, const struct mt_sasl_plain *p)
+static void proxy_login(struct pop3_session *s, const struct mt_pop3_credentials *p)
 {
 	const struct popstore *ps = s->ps;
 	s->login_method = "proxy";
@@ -289,7 +294,7 @@ static void proxy_login(struct pop3_session *s, const struct mt_sasl_plain *p)
 		why = "proxy-logins-disabled";
 	else if (strcmp(p->authcid, ps->set->proxy_user) != 0)
 		why = "not-the-proxy-user";
-	if (!secret_equal(p->passwd, ps->proxy_password != NULL ? ps->proxy_password : "") &&
+	if (!secret_equal(p->password, ps->proxy_password != NULL ? ps->proxy_password : "") &&
 	    why == NULL)
 		why = "bad-proxy-password";
 	if (why != NULL) {
@@ -303,107 +308,101 @@ static void proxy_login(struct pop3_session *s, const struct mt_sasl_plain *p)
 						proxy_lookup_done, s);
 }
 
-/* A complete PLAIN response (base64 text), decoded by lib/sasl. */
-static void plain_login(struct pop3_session *s, const char *b64)
-{
-	struct mt_sasl_plain p;
-	const char *error;
+/* The login phase's ops (lib-mail/pop3-login.h) on a store session. */
 
-	s->login_method = "plain";
+static void login_reply(void *context, const char *line)
+{
+	mt_line_write(pop3_output(context), "%s", line);
+}
+
+static void login_reply_raw(void *context, const char *data, size_t len)
+{
+	evbuffer_add(pop3_output(context), data, len);
+}
+
+static void login_error(void *context, const char *line)
+{
+	pop3_error_line(context, line);
+}
+
+static bool login_plaintext_ok(void *context)
+{
+	return pop3_plaintext_ok(context);
+}
+
+static bool login_tls_active(void *context)
+{
+	const struct pop3_session *s = context;
+	return s->tls;
+}
+
+static bool login_tls_available(void *context)
+{
+	const struct pop3_session *s = context;
+	return s->ps->tls != NULL;
+}
+
+/* RFC 5034 4 puts no 255-octet limit on a response line. */
+static void login_sasl_wait(void *context, bool waiting)
+{
+	struct pop3_session *s = context;
+	mt_line_reader_init(&s->reader, waiting ? POP3_SASL_LINE_MAX : POP3_LINE_MAX,
+			    MT_LINE_ACCEPT_LF);
+	pop3_enter_state(s, waiting ? POP3_STATE_SASL : POP3_STATE_AUTHORIZATION);
+}
+
+static void login_starttls(void *context)
+{
+	pop3_starttls_pending(context);
+}
+
+/* A user's own password, or (an authorization identity) the MMP's proxy
+ * credential acting for that user. */
+static void login_start(void *context, const struct mt_pop3_credentials *cred)
+{
+	struct pop3_session *s = context;
+	s->login_method = cred->method;
 	s->login_started_ms = mt_clock_ms();
-	enum mt_sasl_status status = mt_sasl_plain_decode(b64, &p, &error);
-	if (status != MT_SASL_OK) {
-		mt_slog(MT_LOG_INFO, &s->log, "pop3 auth plain rejected: %s", error);
-		pop3_enter_state(s, POP3_STATE_AUTHORIZATION);
-		if (status == MT_SASL_BAD_BASE64)
-			pop3_error(s, "Invalid base64 data");
-		else
-			login_failed(s, NULL, "malformed-plain");
-		return;
-	}
-	/* RFC 4616 2: an authzid equal to the authcid asks for nothing more. */
-	if (p.authzid[0] != '\0' && strcmp(p.authzid, p.authcid) != 0)
-		proxy_login(s, &p);
+	if (cred->authzid[0] != '\0')
+		proxy_login(s, cred);
 	else
-		password_login(s, p.authcid, p.passwd, "plain");
-	mt_sasl_plain_wipe(&p);
+		password_login(s, cred->authcid, cred->password, cred->method);
+}
+
+static const struct mt_pop3_login_ops login_ops = {
+	.reply = login_reply, .reply_raw = login_reply_raw, .error = login_error,
+	.plaintext_ok = login_plaintext_ok, .tls_active = login_tls_active,
+	.tls_available = login_tls_available, .sasl_wait = login_sasl_wait,
+	.starttls = login_starttls, .login = login_start,
+};
+
+void pop3_login_init(struct pop3_session *s)
+{
+	/* An authorization identity is the MMP's proxy login (proxy_login
+	 * checks where it comes from and its credential). */
+	s->login_phase = (struct mt_pop3_login){
+		.ops = &login_ops, .context = s, .user = &s->user,
+		.authzid_allowed = true,
+		.capa_extra = "IMPLEMENTATION " POPSTORE_NAME "\r\n",
+	};
 }
 
 void pop3_cmd_user(struct pop3_session *s, const char *arg)
 {
-	if (!pop3_plaintext_ok(s)) {
-		pop3_error(s, PLAINTEXT_REFUSED);
-		return;
-	}
-	size_t len = strlen(arg);
-	if (len == 0 || len > POP3_USER_MAX) {
-		pop3_error(s, "Syntax: USER name");
-		return;
-	}
-	free(s->user);
-	s->user = mt_xstrdup(arg);
-	pop3_ok(s, "Send PASS");
+	mt_pop3_login_user(&s->login_phase, arg);
 }
 
 void pop3_cmd_pass(struct pop3_session *s, const char *arg)
 {
-	s->login_method = "user";
-	if (!pop3_plaintext_ok(s)) {
-		pop3_error(s, PLAINTEXT_REFUSED);
-		return;
-	}
-	if (s->user == NULL) {
-		pop3_error(s, "Send USER first");
-		return;
-	}
-	s->login_started_ms = mt_clock_ms();
-	if (arg[0] == '\0') {
-		login_failed(s, s->user, "empty-password");
-		return;
-	}
-	char *user = mt_xstrdup(s->user);
-	password_login(s, user, arg, "user");
-	free(user);
+	mt_pop3_login_pass(&s->login_phase, arg);
 }
 
 void pop3_cmd_auth(struct pop3_session *s, const char *arg)
 {
-	if (arg[0] == '\0') {
-		/* The RFC 1734 listing form some clients probe with. */
-		struct evbuffer *out = pop3_output(s);
-		pop3_ok(s, "Mechanisms follow");
-		mt_line_write(out, "PLAIN");
-		mt_line_write(out, ".");
-		return;
-	}
-	size_t mech_len = strcspn(arg, " ");
-	if (mech_len != 5 || strncasecmp(arg, "PLAIN", 5) != 0) {
-		pop3_error(s, "Unsupported authentication mechanism");
-		return;
-	}
-	if (!pop3_plaintext_ok(s)) {
-		pop3_error(s, PLAINTEXT_REFUSED);
-		return;
-	}
-	const char *ir = arg[mech_len] == ' ' ? arg + mech_len + 1 : NULL;
-	if (ir == NULL) {
-		/* RFC 5034 4: an empty challenge, then the response line. */
-		mt_line_write(pop3_output(s), "+ ");
-		mt_line_reader_init(&s->reader, POP3_SASL_LINE_MAX, MT_LINE_ACCEPT_LF);
-		pop3_enter_state(s, POP3_STATE_SASL);
-		return;
-	}
-	/* "=" is an empty initial response: PLAIN cannot be empty. */
-	plain_login(s, strcmp(ir, "=") == 0 ? "" : ir);
+	mt_pop3_login_auth(&s->login_phase, arg);
 }
 
 void pop3_sasl_response(struct pop3_session *s, char *line)
 {
-	mt_line_reader_init(&s->reader, POP3_LINE_MAX, MT_LINE_ACCEPT_LF);
-	pop3_enter_state(s, POP3_STATE_AUTHORIZATION);
-	if (strcmp(line, "*") == 0) {
-		pop3_error(s, "Authentication aborted");
-		return;
-	}
-	plain_login(s, line);
+	mt_pop3_login_sasl_response(&s->login_phase, line);
 }

@@ -8,6 +8,9 @@
  * deleted; anything else is an -ERR that counts towards max_errors, and
  * the session goes on.
  *
+ * CAPA and STLS answer as the login phase shared with the MMP does
+ * (lib-mail/pop3-login.h).
+ *
  * RFC 1939 5 (STAT, LIST, RETR, DELE, NOOP, RSET), 6 (QUIT and the UPDATE
  * state: "the POP3 server removes all messages marked as deleted from the
  * maildrop and replies as to the status of this operation"; "If a session
@@ -131,39 +134,13 @@ static bool parse_msg(struct pop3_session *s, const char *arg, size_t len,
 
 static void cmd_capa(struct pop3_session *s, const char *arg)
 {
-	struct evbuffer *out = pop3_output(s);
-	pop3_ok(s, "Capability list follows");
-	mt_line_write(out, "TOP");
-	mt_line_write(out, "UIDL");
-	mt_line_write(out, "RESP-CODES");
-	mt_line_write(out, "AUTH-RESP-CODE");
-	mt_line_write(out, "PIPELINING");
-	if (s->state != POP3_STATE_TRANSACTION) {
-		/* RFC 2595 2.1: offer plaintext logins only where they are
-		 * allowed; STLS only before TLS. */
-		if (pop3_plaintext_ok(s)) {
-			mt_line_write(out, "USER");
-			mt_line_write(out, "SASL PLAIN");
-		}
-		if (s->ps->tls != NULL && !s->tls)
-			mt_line_write(out, "STLS");
-	}
-	mt_line_write(out, "IMPLEMENTATION %s", POPSTORE_NAME);
-	mt_line_write(out, ".");
+	(void)arg;
+	mt_pop3_login_capa(&s->login_phase, s->state == POP3_STATE_TRANSACTION);
 }
 
 static void cmd_stls(struct pop3_session *s, const char *arg)
 {
-	if (s->ps->tls == NULL) {
-		pop3_error(s, "STLS not available");
-		return;
-	}
-	if (s->tls) {
-		pop3_error(s, "TLS is already active");
-		return;
-	}
-	pop3_ok(s, "Begin TLS negotiation");
-	pop3_starttls_pending(s);
+	mt_pop3_login_stls(&s->login_phase, arg);
 }
 
 static void cmd_stat(struct pop3_session *s, const char *arg)

@@ -99,18 +99,30 @@ void pop3_close_after(struct pop3_session *s, const char *reason)
 		pop3_close(s, reason);
 }
 
-void pop3_error(struct pop3_session *s, const char *fmt, ...)
+/* One error more: too many end the session. */
+static void count_error(struct pop3_session *s)
 {
-	va_list ap;
-	va_start(ap, fmt);
-	pop3_vreply(s, "-ERR", fmt, ap);
-	va_end(ap);
 	if (++s->errors >= s->ps->set->max_errors) {
 		mt_slog(MT_LOG_WARNING, &s->log, "pop3 too many errors=%u: disconnecting",
 			s->errors);
 		pop3_err(s, "Too many errors, closing connection");
 		pop3_close_after(s, "errors");
 	}
+}
+
+void pop3_error(struct pop3_session *s, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	pop3_vreply(s, "-ERR", fmt, ap);
+	va_end(ap);
+	count_error(s);
+}
+
+void pop3_error_line(struct pop3_session *s, const char *line)
+{
+	mt_line_write(pop3_output(s), "%s", line);
+	count_error(s);
 }
 
 bool pop3_plaintext_ok(const struct pop3_session *s)
@@ -402,6 +414,7 @@ void pop3_session_accept(struct popstore *ps, int fd, const struct sockaddr *pee
 	s->from_proxy = popstore_is_proxy(ps, peer);
 	s->tls = s->implicit_tls = implicit_tls;
 	s->state = POP3_STATE_AUTHORIZATION;
+	pop3_login_init(s);
 	mt_line_reader_init(&s->reader, POP3_LINE_MAX, MT_LINE_ACCEPT_LF);
 	pop3_setup_bev(s);
 	s->idle = mt_timer_add(ps->loop, (unsigned int)ps->set->idle_timeout,

@@ -20,6 +20,7 @@
 #include "lineio.h"
 #include "log.h"
 #include "loop.h"
+#include "pop3-login.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -108,6 +109,7 @@ struct pop3_session {
 	bool input_eof;			/* the client closed its side */
 	const char *close_reason;
 
+	struct mt_pop3_login login_phase;	/* pop3-auth.c's ops */
 	char *user;			/* from USER, until PASS */
 	char *login;			/* the authenticated mailbox owner */
 	const char *login_method;	/* "user", "plain", "proxy" */
@@ -132,6 +134,8 @@ void pop3_err(struct pop3_session *s, const char *fmt, ...)
 /* -ERR that counts towards max_errors (which ends the session). */
 void pop3_error(struct pop3_session *s, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* The same with the whole line given ("-ERR ..."). */
+void pop3_error_line(struct pop3_session *s, const char *line);
 void pop3_close_after(struct pop3_session *s, const char *reason);
 /* An async step finished: go on with pipelined input. */
 void pop3_resume(struct pop3_session *s);
@@ -147,6 +151,8 @@ void pop3_command_counts(const struct pop3_session *s, struct mt_buf *out);
 void pop3_maildrop_reset(struct pop3_maildrop *drop);
 
 /* pop3-auth.c */
+/* Set up the session's login phase (lib-mail/pop3-login.h). */
+void pop3_login_init(struct pop3_session *s);
 void pop3_cmd_user(struct pop3_session *s, const char *arg);
 void pop3_cmd_pass(struct pop3_session *s, const char *arg);
 void pop3_cmd_auth(struct pop3_session *s, const char *arg);

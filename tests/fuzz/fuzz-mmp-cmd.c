@@ -1,6 +1,7 @@
 /* fuzz-mmp-cmd.c — libFuzzer target for the MMP's pre-login POP3 command
- * parsers (mmp/mmp-parse.c, over mmp/mmp-sasl.c and lib/sasl): the
- * command and its argument, USER, AUTH and the AUTH PLAIN response.
+ * names (mmp/mmp-parse.c) and the login phase's parsers shared with the
+ * store (lib-mail/pop3-login.c over lib/sasl): USER, AUTH and the AUTH
+ * PLAIN response, as a user's and as the proxy's (authzid allowed).
  *
  * Properties, beyond "no crash, no over-read":
  *  - the command is found exactly when the text before the first space
@@ -11,12 +12,14 @@
  *    (empty; over 254 octets); AUTH lists, refuses or takes PLAIN as a
  *    reference splitter does, and the initial response is the line's tail
  *    after "PLAIN ";
- *  - an accepted PLAIN response is not "=", decodes to exactly
- *    authzid NUL authcid NUL password inside the buffer, with a non-empty
- *    authcid and password, names USER would take, an authzid that is
- *    empty or the authcid (ignoring case), and re-encodes to the very
- *    line (only canonical base64 passes); the same message with a
- *    different authzid is refused, so no user can act as another.
+ *  - an accepted PLAIN response is not "=", has a non-empty authcid and
+ *    password and names USER would take, and its base64 re-encodes to the
+ *    very line (only canonical base64 passes); an authzid is kept only
+ *    when it names someone other than the authcid (ignoring case), and a
+ *    user's parse takes exactly the responses without one, the proxy's
+ *    every response a user's takes, the same way; the same message with a
+ *    different authzid is refused for a user (no user can act as another)
+ *    and taken with that authzid for the proxy.
  *
  * Input: lines split at LF (a CR before it is dropped, as lib/lineio
  * does); each goes through every parser as a command line and as a SASL
@@ -28,6 +31,9 @@
 #include <string.h>
 
 #include "mmp/mmp-parse.h"
+#include "pop3-login.h"
+#include "sasl.h"
+#include "buf.h"
 
 /* Written out here, in the order of enum mmp_command_id. */
 static const char *const ref_names[] = { "CAPA", "USER", "PASS", "AUTH", "STLS", "QUIT" };
@@ -52,24 +58,24 @@ static const char *check_command(const char *line)
 static void check_user(const char *args)
 {
 	size_t len = strlen(args);
-	enum mmp_user_status want = len == 0 ? MMP_USER_MISSING :
-		len > 254 ? MMP_USER_TOO_LONG : MMP_USER_OK;
-	FUZZ_CHECK(mmp_parse_user(args) == want, "USER status");
+	enum mt_pop3_user_status want = len == 0 ? MT_POP3_USER_MISSING :
+		len > 254 ? MT_POP3_USER_TOO_LONG : MT_POP3_USER_OK;
+	FUZZ_CHECK(mt_pop3_parse_user(args) == want, "USER status");
 }
 
 /* AUTH's argument: the initial response if it is PLAIN with one. */
 static const char *check_auth(const char *args)
 {
 	const char *initial = args;
-	enum mmp_auth_kind kind = mmp_parse_auth(args, &initial);
+	enum mt_pop3_auth_kind kind = mt_pop3_parse_auth(args, &initial);
 	size_t mlen = strcspn(args, " ");
 	bool space = args[mlen] == ' ';
-	enum mmp_auth_kind want = args[0] == '\0' ? MMP_AUTH_LIST :
-		mlen == 5 && strncasecmp(args, "plain", 5) == 0 ? MMP_AUTH_PLAIN :
-		MMP_AUTH_UNSUPPORTED;
+	enum mt_pop3_auth_kind want = args[0] == '\0' ? MT_POP3_AUTH_LIST :
+		mlen == 5 && strncasecmp(args, "plain", 5) == 0 ? MT_POP3_AUTH_PLAIN :
+		MT_POP3_AUTH_UNSUPPORTED;
 
 	FUZZ_CHECK(kind == want, "AUTH kind %d, reference %d", kind, want);
-	if (kind == MMP_AUTH_PLAIN && space)
+	if (kind == MT_POP3_AUTH_PLAIN && space)
 		FUZZ_CHECK(initial == args + 6, "initial response misplaced");
 	else
 		FUZZ_CHECK(initial == NULL, "initial response without one");
@@ -78,41 +84,56 @@ static const char *check_auth(const char *args)
 
 static void check_plain(const char *b64)
 {
-	struct mt_buf msg = MT_BUF_INIT, again = MT_BUF_INIT, enc = MT_BUF_INIT;
-	struct mmp_plain p, q;
+	struct mt_sasl_plain p, q;
 	const char *error = NULL;
+	bool taken = mt_pop3_parse_plain(b64, false, &p, &error);
+	bool taken_proxy = mt_pop3_parse_plain(b64, true, &q, &error);
 
-	if (!mmp_parse_plain_response(b64, &msg, &p, &error)) {
+	/* What a user may send, a proxy may too, and the same way. */
+	FUZZ_CHECK(!taken || (taken_proxy && strcmp(p.authcid, q.authcid) == 0 &&
+			      strcmp(p.passwd, q.passwd) == 0 && q.authzid[0] == '\0'),
+		   "the proxy's parse differs");
+	if (!taken_proxy) {
 		FUZZ_CHECK(error != NULL && error[0] != '\0', "refused without a reason");
-		mt_buf_free(&msg);
+		FUZZ_CHECK(p.authcid[0] == '\0' && q.authcid[0] == '\0', "not zeroed");
 		return;
 	}
 	FUZZ_CHECK(strcmp(b64, "=") != 0, "\"=\" accepted");
-	/* authzid NUL authcid NUL password, all of msg. */
-	size_t zl = strlen(p.authzid), cl = strlen(p.authcid), pl = strlen(p.password);
-	FUZZ_CHECK(p.authzid == msg.data && p.authcid == p.authzid + zl + 1 &&
-		   p.password == p.authcid + cl + 1 && zl + cl + pl + 2 == msg.len,
-		   "fields are not the message");
+	size_t zl = strlen(q.authzid), cl = strlen(q.authcid), pl = strlen(q.passwd);
 	FUZZ_CHECK(cl > 0 && pl > 0, "empty authcid or password");
-	FUZZ_CHECK(mmp_parse_user(p.authcid) == MMP_USER_OK && zl <= 254, "name too long");
-	FUZZ_CHECK(zl == 0 || strcasecmp(p.authzid, p.authcid) == 0,
-		   "acting as someone else");
-	mmp_base64_encode(msg.data, msg.len, &enc);
+	FUZZ_CHECK(mt_pop3_parse_user(q.authcid) == MT_POP3_USER_OK && zl <= 254,
+		   "name too long");
+	/* An authzid is kept only when it names someone else, and a user's
+	 * parse takes exactly the responses without one. */
+	FUZZ_CHECK(zl == 0 || strcasecmp(q.authzid, q.authcid) != 0, "own authzid kept");
+	FUZZ_CHECK(taken == (zl == 0), "acting as someone else");
+	/* Only canonical base64 passes: the message re-encodes to the line. */
+	unsigned char msg[MT_SASL_MESSAGE_MAX];
+	size_t len;
+	FUZZ_CHECK(mt_base64_decode(b64, strlen(b64), msg, sizeof(msg), &len, &error),
+		   "accepted, but not base64");
+	struct mt_buf enc = MT_BUF_INIT;
+	mt_base64_encode(msg, len, &enc);
 	FUZZ_CHECK(strcmp(mt_buf_cstr(&enc), b64) == 0, "not the canonical base64");
 
-	/* The same login on behalf of another identity is refused. */
-	char *other = malloc(cl + 2);
-	FUZZ_CHECK(other != NULL, "malloc");
+	/* The same login on behalf of another identity: refused for a user,
+	 * taken with that identity for the proxy. */
+	char other[MT_SASL_ID_MAX + 2];
 	other[0] = '!';
-	memcpy(other + 1, p.authcid, cl + 1);
-	mt_buf_reset(&enc);
-	mmp_sasl_plain_encode(&enc, other, p.authcid, p.password);
-	bool taken = mmp_parse_plain_response(mt_buf_cstr(&enc), &again, &q, &error);
-	FUZZ_CHECK(!taken, "authzid '%s' for '%s' accepted", other, p.authcid);
-	free(other);
-	mt_buf_free(&again);
+	memcpy(other + 1, q.authcid, cl + 1);
+	if (cl + 1 <= 254) {
+		struct mt_sasl_plain r;
+		mt_buf_reset(&enc);
+		mt_sasl_plain_encode(&enc, other, q.authcid, q.passwd);
+		FUZZ_CHECK(!mt_pop3_parse_plain(mt_buf_cstr(&enc), false, &r, &error),
+			   "authzid '%s' for '%s' accepted", other, q.authcid);
+		FUZZ_CHECK(mt_pop3_parse_plain(mt_buf_cstr(&enc), true, &r, &error) &&
+			   strcmp(r.authzid, other) == 0, "the proxy's authzid lost");
+		mt_sasl_plain_wipe(&r);
+	}
 	mt_buf_free(&enc);
-	mt_buf_free(&msg);
+	mt_sasl_plain_wipe(&p);
+	mt_sasl_plain_wipe(&q);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -151,8 +151,8 @@ tests/fuzz/bin/fuzz-pop3-cmd: tests/fuzz/fuzz-pop3-cmd.c popstore/pop3-parse.c p
 	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-pop3-cmd.c $(srcdir)/popstore/pop3-parse.c $(srcdir)/lib-mail/command-find.c
 tests/fuzz/bin/fuzz-lmtp-cmd: tests/fuzz/fuzz-lmtp-cmd.c popstore/lmtp-parse.c popstore/lmtp-parse.h lib-mail/smtp-params.c lib-mail/smtp-params.h $(fuzz_headers) $(FUZZ_LIBMAILTIER)
 	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-lmtp-cmd.c $(srcdir)/popstore/lmtp-parse.c $(srcdir)/lib-mail/command-find.c $(srcdir)/lib-mail/smtp-params.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
-tests/fuzz/bin/fuzz-mmp-cmd: tests/fuzz/fuzz-mmp-cmd.c mmp/mmp-parse.c mmp/mmp-parse.h mmp/mmp-sasl.c mmp/mmp.h $(fuzz_headers) $(FUZZ_LIBMAILTIER)
-	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-mmp-cmd.c $(srcdir)/mmp/mmp-parse.c $(srcdir)/mmp/mmp-sasl.c $(srcdir)/lib-mail/command-find.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
+tests/fuzz/bin/fuzz-mmp-cmd: tests/fuzz/fuzz-mmp-cmd.c mmp/mmp-parse.c mmp/mmp-parse.h lib-mail/pop3-login.c lib-mail/pop3-login.h mmp/mmp.h $(fuzz_headers) $(FUZZ_LIBMAILTIER)
+	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-mmp-cmd.c $(srcdir)/mmp/mmp-parse.c $(srcdir)/lib-mail/pop3-login.c $(srcdir)/lib-mail/command-find.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
 
 # Session-level targets: the real session code over the tier's library.
 FUZZ_MMP_ARCHIVES = $(FUZZ_LIBMMP) $(FUZZ_LIBDIRSVC) $(FUZZ_LIBMTSETTINGS) \
