@@ -35,6 +35,7 @@ TESTS += $(mmp_unit_tests)
 MMP_UNIT_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/mmp
 tests_unit_test_mmp_clients_CPPFLAGS = $(MMP_UNIT_CPPFLAGS)
 tests_unit_test_mmp_clients_LDADD = $(MMP_LIBS) $(CMOCKA_LIBS)
+tests_unit_test_mmp_session_SOURCES = tests/unit/test-mmp-session.c tests/unit/test-peer.h
 tests_unit_test_mmp_session_CPPFLAGS = $(MMP_UNIT_CPPFLAGS)
 tests_unit_test_mmp_session_LDADD = $(MMP_LIBS) $(CMOCKA_LIBS)
 

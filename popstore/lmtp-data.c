@@ -62,12 +62,12 @@ static void data_flush(struct lmtp_tx *tx)
 bool lmtp_data_read(struct lmtp_session *s)
 {
 	struct lmtp_tx *tx = &s->tx;
-	struct evbuffer *in = bufferevent_get_input(s->bev);
+	struct evbuffer *in = mt_conn_input(&s->conn);
 	while (!tx->dec.end) {
 		if (mt_store_body_writes(tx->store_body) >= LMTP_DATA_WRITES) {
 			/* Back-pressure: data_written() reads on. */
 			tx->paused = true;
-			bufferevent_disable(s->bev, EV_READ);
+			bufferevent_disable(s->conn.bev, EV_READ);
 			return false;
 		}
 		if (evbuffer_get_length(in) == 0)
@@ -88,6 +88,6 @@ static void data_written(struct mt_store_body *body, void *context)
 	    mt_store_body_writes(body) >= LMTP_DATA_WRITES)
 		return;
 	s->tx.paused = false;
-	bufferevent_enable(s->bev, EV_READ);
+	bufferevent_enable(s->conn.bev, EV_READ);
 	lmtp_resume(s);
 }

@@ -12,6 +12,8 @@
  * into the store as it arrives (lmtp-data.c: the session holds a few
  * chunks of it, not the message), and pipelined input is read ahead only
  * up to POPSTORE_INPUT_HIGH octets.
+ * The socket, idle timer, close-after-flush and deferred free are the
+ * connection core's (lib-mail/conn.h); here are its ops for LMTP.
  * RFC 2033 (LMTP), RFC 5321 4.1.1.4 (DATA), 4.2 (replies), 3.8 (421 on
  * shutdown), RFC 2920 (PIPELINING: input is processed in order, a command
  * that waits on the directory or the store holds the rest back). */
@@ -58,7 +60,7 @@ static void lmtp_vreply(struct lmtp_session *s, int code, bool more,
 {
 	char text[LMTP_LINE_MAX];
 	vsnprintf(text, sizeof(text), fmt, ap);
-	mt_line_reply(bufferevent_get_output(s->bev), code, more, "%s", text);
+	mt_line_reply(mt_conn_output(&s->conn), code, more, "%s", text);
 	if (code >= 400)
 		mt_slog(MT_LOG_DEBUG, &s->log, "lmtp reply=\"%d %s\"", code, text);
 }
@@ -83,12 +85,9 @@ void lmtp_close_after(struct lmtp_session *s, const char *reason)
 {
 	if (s->state == LMTP_STATE_CLOSING)
 		return;
-	s->close_reason = reason;
 	lmtp_enter_state(s, LMTP_STATE_CLOSING);
-	bufferevent_disable(s->bev, EV_READ);
-	/* The write callback closes once the reply is out. */
-	if (evbuffer_get_length(bufferevent_get_output(s->bev)) == 0)
-		lmtp_close(s, reason);
+	/* The core closes once the reply is out. */
+	mt_conn_close_after(&s->conn, reason);
 }
 
 void lmtp_error(struct lmtp_session *s, int code, const char *fmt, ...)
@@ -133,8 +132,8 @@ void lmtp_resume(struct lmtp_session *s)
  * waits for the directory or the store. */
 static void lmtp_process(struct lmtp_session *s)
 {
-	struct evbuffer *in = bufferevent_get_input(s->bev);
-	struct evbuffer *out = bufferevent_get_output(s->bev);
+	struct evbuffer *in = mt_conn_input(&s->conn);
+	struct evbuffer *out = mt_conn_output(&s->conn);
 	const char *error;
 
 	for (;;) {
@@ -178,60 +177,47 @@ static void lmtp_process(struct lmtp_session *s)
 	}
 }
 
-/* Callbacks */
+/* The connection core's ops (lib-mail/conn.h) */
 
-static void lmtp_read_cb(struct bufferevent *bev, void *arg)
+static struct lmtp_session *conn_session(struct mt_conn *conn)
 {
-	struct lmtp_session *s = arg;
-	mt_timer_reset(s->idle);
-	lmtp_process(s);
+	return MT_CONN_OWNER(conn, struct lmtp_session, conn);
 }
 
-static void lmtp_write_cb(struct bufferevent *bev, void *arg)
+static void conn_input(struct mt_conn *conn)
 {
-	struct lmtp_session *s = arg;
-	if (s->state == LMTP_STATE_CLOSING) {
-		lmtp_close(s, s->close_reason);
-		return;
-	}
-	lmtp_process(s);	/* output was over the mark: go on */
+	lmtp_process(conn_session(conn));	/* input, or output was over the mark */
 }
 
-static void lmtp_event_cb(struct bufferevent *bev, short what, void *arg)
+static void conn_eof(struct mt_conn *conn, bool error)
 {
-	struct lmtp_session *s = arg;
-	if (s->state == LMTP_STATE_CLOSING) {
-		lmtp_close(s, s->close_reason);
-		return;
-	}
-	if ((what & BEV_EVENT_EOF) != 0 && s->state == LMTP_STATE_DATA)
+	struct lmtp_session *s = conn_session(conn);
+	if (!error && s->state == LMTP_STATE_DATA)
 		lmtp_close(s, "eof-in-data");
 	else
-		lmtp_close(s, (what & BEV_EVENT_EOF) != 0 ? "eof" : "error");
+		lmtp_close(s, error ? "error" : "eof");
 }
 
-static void lmtp_idle_cb(void *arg)
+static bool conn_busy(struct mt_conn *conn)
 {
-	struct lmtp_session *s = arg;
-	if (s->state == LMTP_STATE_RCPT_WAIT || s->state == LMTP_STATE_DELIVER ||
-	    (s->state == LMTP_STATE_DATA && s->tx.paused)) {
-		mt_timer_reset(s->idle);	/* waiting on us, not on the client */
-		return;
-	}
-	if (s->state == LMTP_STATE_CLOSING) {
-		lmtp_close(s, s->close_reason);
-		return;
-	}
+	struct lmtp_session *s = conn_session(conn);
+	return s->state == LMTP_STATE_RCPT_WAIT || s->state == LMTP_STATE_DELIVER ||
+		(s->state == LMTP_STATE_DATA && s->tx.paused);
+}
+
+static void conn_idle_timeout(struct mt_conn *conn)
+{
+	struct lmtp_session *s = conn_session(conn);
 	lmtp_reply(s, 421, "4.4.2 %s Idle timeout, closing connection",
 		   s->ps->hostname);
-	lmtp_close_after(s, "idle-timeout");
+	lmtp_enter_state(s, LMTP_STATE_CLOSING);	/* the core closes once written */
 }
 
 /* Life cycle */
 
-static void lmtp_session_free_cb(void *arg)
+static void conn_free(struct mt_conn *conn)
 {
-	struct lmtp_session *s = arg;
+	struct lmtp_session *s = conn_session(conn);
 	lmtp_tx_reset(s);
 	mt_buf_free(&s->line);
 	free(s->lhlo);
@@ -239,24 +225,11 @@ static void lmtp_session_free_cb(void *arg)
 	free(s);
 }
 
-static void lmtp_unlink(struct lmtp_session *s)
+/* Summary line, cancel what is in flight (the core frees the socket now
+ * and the session from the loop: we may be inside one of its callbacks). */
+static void conn_closed(struct mt_conn *conn, const char *reason)
 {
-	struct popstore *ps = s->ps;
-	if (s->prev != NULL)
-		s->prev->next = s->next;
-	else
-		ps->lmtp_sessions = s->next;
-	if (s->next != NULL)
-		s->next->prev = s->prev;
-	s->prev = s->next = NULL;
-}
-
-/* Summary line, cancel what is in flight, free the socket now and the
- * session from the loop (we may be inside one of its callbacks). */
-static void lmtp_close(struct lmtp_session *s, const char *reason)
-{
-	if (s->bev == NULL)
-		return;
+	struct lmtp_session *s = conn_session(conn);
 	struct mt_buf counts = MT_BUF_INIT;
 	lmtp_command_counts(s, &counts);
 	mt_slog(MT_LOG_INFO, &s->log,
@@ -275,13 +248,18 @@ static void lmtp_close(struct lmtp_session *s, const char *reason)
 		mt_store_req_cancel(s->store_req);
 		s->store_req = NULL;
 	}
-	bufferevent_free(s->bev);
-	s->bev = NULL;
 	lmtp_enter_state(s, LMTP_STATE_CLOSING);
-	mt_timer_free(&s->idle);
-	lmtp_unlink(s);
-	mt_loop_post(s->ps->loop, lmtp_session_free_cb, s);
 	popstore_session_remove(s->ps);
+}
+
+static const struct mt_conn_ops conn_ops = {
+	.input = conn_input, .eof = conn_eof, .busy = conn_busy,
+	.idle_timeout = conn_idle_timeout, .closed = conn_closed, .free = conn_free,
+};
+
+static void lmtp_close(struct lmtp_session *s, const char *reason)
+{
+	mt_conn_close(&s->conn, reason);
 }
 
 /* Best-effort one-line answer on a socket we will not keep. */
@@ -348,19 +326,13 @@ void lmtp_session_accept(struct popstore *ps, int fd, const struct sockaddr *pee
 	peer_ip_literal(peer, s->peer_ip, sizeof(s->peer_ip));
 	s->state = LMTP_STATE_COMMAND;
 	mt_line_reader_init(&s->reader, LMTP_LINE_MAX, MT_LINE_STRICT_CRLF);
-	s->bev = bufferevent_socket_new(mt_loop_base(ps->loop), fd,
-					BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
-	if (s->bev == NULL)
+	struct bufferevent *bev = bufferevent_socket_new(mt_loop_base(ps->loop), fd,
+							 BEV_OPT_CLOSE_ON_FREE |
+							 BEV_OPT_DEFER_CALLBACKS);
+	if (bev == NULL)
 		mt_panic("bufferevent_socket_new failed");
-	bufferevent_setwatermark(s->bev, EV_READ, 0, POPSTORE_INPUT_HIGH);
-	bufferevent_setcb(s->bev, lmtp_read_cb, lmtp_write_cb, lmtp_event_cb, s);
-	bufferevent_enable(s->bev, EV_READ | EV_WRITE);
-	s->idle = mt_timer_add(ps->loop, (unsigned int)ps->set->idle_timeout,
-			       false, lmtp_idle_cb, s);
-	s->next = ps->lmtp_sessions;
-	if (s->next != NULL)
-		s->next->prev = s;
-	ps->lmtp_sessions = s;
+	mt_conn_start(&s->conn, &ps->lmtp_sessions, ps->loop, bev, &conn_ops,
+		      (unsigned int)ps->set->idle_timeout, POPSTORE_INPUT_HIGH, 0);
 
 	mt_slog(MT_LOG_INFO, &s->log, "lmtp connect peer=%s", addr);
 	lmtp_reply(s, 220, "%s LMTP %s ready", ps->hostname, POPSTORE_NAME);
@@ -370,18 +342,19 @@ void lmtp_session_accept(struct popstore *ps, int fd, const struct sockaddr *pee
 	}
 }
 
+static void session_drain(struct mt_conn *conn)
+{
+	struct lmtp_session *s = conn_session(conn);
+	s->drain = true;
+	lmtp_resume(s);
+}
+
 void lmtp_sessions_drain(struct popstore *ps)
 {
-	struct lmtp_session *s, *next;
-	for (s = ps->lmtp_sessions; s != NULL; s = next) {
-		next = s->next;		/* s may close */
-		s->drain = true;
-		lmtp_resume(s);
-	}
+	mt_conn_list_each(&ps->lmtp_sessions, session_drain);
 }
 
 void lmtp_sessions_free_all(struct popstore *ps)
 {
-	while (ps->lmtp_sessions != NULL)
-		lmtp_close(ps->lmtp_sessions, "shutdown");
+	mt_conn_list_close_all(&ps->lmtp_sessions, "shutdown");
 }

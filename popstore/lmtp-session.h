@@ -90,10 +90,8 @@ struct lmtp_tx {
 };
 
 struct lmtp_session {
-	struct lmtp_session *prev, *next;
+	struct mt_conn conn;		/* socket, idle timer, list (lib-mail) */
 	struct popstore *ps;
-	struct bufferevent *bev;
-	struct mt_timer *idle;
 	struct mt_logctx log;
 	char peer[MT_SOCKADDR_STRLEN];
 	char peer_ip[MT_SOCKADDR_STRLEN];
@@ -105,7 +103,6 @@ struct lmtp_session {
 	unsigned int errors;
 	unsigned int tx_count;		/* transactions begun */
 	bool drain;			/* close at the next idle moment */
-	const char *close_reason;
 
 	struct lmtp_tx tx;
 	struct mt_dirsvc_request *dir_req;

@@ -12,6 +12,8 @@
  * After STLS nothing received before the TLS handshake is used (RFC 2595
  * 4; lib/tls.h mt_tls_bev_starttls()), and the USER name given before it
  * is forgotten.
+ * The socket, idle timer, close-after-flush and deferred free are the
+ * connection core's (lib-mail/conn.h); here are its ops for POP3.
  * RFC 1939 3 (sessions, "+OK"/"-ERR", autologout timer), 4 (greeting),
  * RFC 2449 (CAPA), RFC 2595 4 (STLS), RFC 8314 (implicit TLS on 995). */
 #include "pop3-session.h"
@@ -45,7 +47,6 @@ const char *const pop3_state_names[POP3_STATE_COUNT] = {
 
 static void pop3_process(struct pop3_session *s);
 static void pop3_close(struct pop3_session *s, const char *reason);
-static void pop3_setup_bev(struct pop3_session *s);
 
 void pop3_enter_state(struct pop3_session *s, enum pop3_state state)
 {
@@ -58,7 +59,7 @@ void pop3_enter_state(struct pop3_session *s, enum pop3_state state)
 
 struct evbuffer *pop3_output(struct pop3_session *s)
 {
-	return bufferevent_get_output(s->bev);
+	return mt_conn_output(&s->conn);
 }
 
 static void pop3_vreply(struct pop3_session *s, const char *status,
@@ -92,11 +93,8 @@ void pop3_close_after(struct pop3_session *s, const char *reason)
 {
 	if (s->state == POP3_STATE_CLOSING)
 		return;
-	s->close_reason = reason;
 	pop3_enter_state(s, POP3_STATE_CLOSING);
-	bufferevent_disable(s->bev, EV_READ);
-	if (evbuffer_get_length(pop3_output(s)) == 0)
-		pop3_close(s, reason);
+	mt_conn_close_after(&s->conn, reason);
 }
 
 /* One error more: too many end the session. */
@@ -140,7 +138,7 @@ void pop3_starttls_pending(struct pop3_session *s)
 	pop3_enter_state(s, POP3_STATE_STLS);
 	/* Nothing more is read in plaintext; what the client pipelined after
 	 * STLS is dropped with the plain bufferevent. */
-	bufferevent_disable(s->bev, EV_READ);
+	bufferevent_disable(s->conn.bev, EV_READ);
 }
 
 /* "+OK Begin TLS" is written: wrap the socket in TLS. */
@@ -148,16 +146,15 @@ static void pop3_starttls_now(struct pop3_session *s)
 {
 	size_t discarded = 0;
 	const char *error;
-	struct bufferevent *bev = mt_tls_bev_starttls(s->ps->tls, &s->bev, NULL,
+	struct bufferevent *bev = mt_tls_bev_starttls(s->ps->tls, &s->conn.bev, NULL,
 						      &discarded, &error);
 	if (bev == NULL) {
 		mt_slog(MT_LOG_WARNING, &s->log, "pop3 stls failed: %s", error);
 		pop3_close(s, "tls-failed");
 		return;
 	}
-	s->bev = bev;
+	mt_conn_set_bev(&s->conn, bev);
 	s->tls = true;
-	pop3_setup_bev(s);
 	mt_line_reader_init(&s->reader, POP3_LINE_MAX, MT_LINE_ACCEPT_LF);
 	/* RFC 2595 4: the client must forget what it knew; so do we. */
 	MT_FREE(&s->user);
@@ -172,13 +169,13 @@ static void pop3_process(struct pop3_session *s)
 	const char *error;
 
 	for (;;) {
-		if (s->bev == NULL || s->fetch != NULL)
+		if (mt_conn_is_closed(&s->conn) || s->fetch != NULL)
 			return;
 		if (s->state != POP3_STATE_AUTHORIZATION &&
 		    s->state != POP3_STATE_TRANSACTION && s->state != POP3_STATE_SASL)
 			return;
-		in = bufferevent_get_input(s->bev);
-		out = bufferevent_get_output(s->bev);
+		in = mt_conn_input(&s->conn);
+		out = mt_conn_output(&s->conn);
 		if (evbuffer_get_length(out) > POPSTORE_OUTPUT_HIGH)
 			return;
 		if (s->drain && s->state != POP3_STATE_TRANSACTION) {
@@ -220,32 +217,25 @@ static void pop3_process(struct pop3_session *s)
 	}
 }
 
-/* Callbacks */
+/* The connection core's ops (lib-mail/conn.h) */
 
-static void pop3_read_cb(struct bufferevent *bev, void *arg)
+static struct pop3_session *conn_session(struct mt_conn *conn)
 {
-	struct pop3_session *s = arg;
-	mt_timer_reset(s->idle);
-	pop3_process(s);
+	return MT_CONN_OWNER(conn, struct pop3_session, conn);
 }
 
-static void pop3_write_cb(struct bufferevent *bev, void *arg)
+static void conn_input(struct mt_conn *conn)
 {
-	struct pop3_session *s = arg;
-	size_t pending = evbuffer_get_length(bufferevent_get_output(bev));
+	pop3_process(conn_session(conn));
+}
 
-	mt_timer_reset(s->idle);
-	switch (s->state) {
-	case POP3_STATE_CLOSING:
-		if (pending == 0)
-			pop3_close(s, s->close_reason);
-		return;
-	case POP3_STATE_STLS:
-		if (pending == 0)
+static void conn_output(struct mt_conn *conn)
+{
+	struct pop3_session *s = conn_session(conn);
+	if (s->state == POP3_STATE_STLS) {
+		if (mt_conn_output_pending(conn) == 0)
 			pop3_starttls_now(s);
 		return;
-	default:
-		break;
 	}
 	if (s->fetch != NULL)
 		pop3_fetch_continue(s);
@@ -253,82 +243,70 @@ static void pop3_write_cb(struct bufferevent *bev, void *arg)
 		pop3_process(s);
 }
 
-static void pop3_event_cb(struct bufferevent *bev, short what, void *arg)
+static void conn_connected(struct mt_conn *conn)
 {
-	struct pop3_session *s = arg;
+	struct pop3_session *s = conn_session(conn);
 	char buf[256];
+	SSL *ssl = bufferevent_openssl_get_ssl(conn->bev);
+	if (ssl != NULL)
+		mt_slog(MT_LOG_INFO, &s->log, "pop3 tls=\"%s\"",
+			mt_tls_describe(ssl, buf, sizeof(buf)));
+}
 
-	if ((what & BEV_EVENT_CONNECTED) != 0) {
-		SSL *ssl = bufferevent_openssl_get_ssl(bev);
-		if (ssl != NULL)
-			mt_slog(MT_LOG_INFO, &s->log, "pop3 tls=\"%s\"",
-				mt_tls_describe(ssl, buf, sizeof(buf)));
-		return;
-	}
-	if (s->state == POP3_STATE_CLOSING) {
-		pop3_close(s, s->close_reason);
-		return;
-	}
-	if ((what & BEV_EVENT_EOF) != 0 && (what & BEV_EVENT_ERROR) == 0) {
+static void conn_eof(struct mt_conn *conn, bool error)
+{
+	struct pop3_session *s = conn_session(conn);
+	char buf[256];
+	if (!error) {
 		/* Run what was pipelined before the close; a command in flight
 		 * (a login, the deletions of QUIT) finishes first. */
 		s->input_eof = true;
-		bufferevent_disable(bev, EV_READ);
 		pop3_process(s);
 		return;
 	}
 	if (s->tls) {
 		mt_slog(MT_LOG_INFO, &s->log, "pop3 tls error: %s",
-			mt_tls_bev_error(bev, buf, sizeof(buf)));
+			mt_tls_bev_error(conn->bev, buf, sizeof(buf)));
 	}
 	pop3_close(s, "error");
 }
 
-static void pop3_idle_cb(void *arg)
+static bool conn_busy(struct mt_conn *conn)
 {
-	struct pop3_session *s = arg;
-	if (s->state == POP3_STATE_LOGIN || s->state == POP3_STATE_AUTH_DELAY ||
-	    s->state == POP3_STATE_UPDATE || pop3_fetch_busy(s)) {
-		mt_timer_reset(s->idle);	/* waiting on us */
+	struct pop3_session *s = conn_session(conn);
+	return s->state == POP3_STATE_LOGIN || s->state == POP3_STATE_AUTH_DELAY ||
+		s->state == POP3_STATE_UPDATE || pop3_fetch_busy(s);
+}
+
+static void conn_idle_timeout(struct mt_conn *conn)
+{
+	struct pop3_session *s = conn_session(conn);
+	if (s->state == POP3_STATE_STLS) {
+		pop3_close(s, "idle-timeout");
 		return;
 	}
-	if (s->state == POP3_STATE_CLOSING || s->state == POP3_STATE_STLS) {
-		pop3_close(s, s->state == POP3_STATE_CLOSING ? s->close_reason :
-			   "idle-timeout");
-		return;
-	}
-	/* RFC 1939 3: the autologout timer ends the session without UPDATE. */
+	/* RFC 1939 3: the autologout timer ends the session without UPDATE;
+	 * the core closes once this is written. */
 	pop3_err(s, "Disconnected for inactivity");
-	pop3_close_after(s, "idle-timeout");
+	pop3_enter_state(s, POP3_STATE_CLOSING);
 }
 
 /* Life cycle */
 
-static void pop3_session_free_cb(void *arg)
+static void conn_free(struct mt_conn *conn)
 {
-	struct pop3_session *s = arg;
+	struct pop3_session *s = conn_session(conn);
 	mt_buf_free(&s->line);
 	free(s->user);
 	free(s->login);
 	free(s);
 }
 
-static void pop3_unlink(struct pop3_session *s)
+/* The summary line; cancel what is in flight (the core frees the socket
+ * and, after the callback, the session). */
+static void conn_closed(struct mt_conn *conn, const char *reason)
 {
-	struct popstore *ps = s->ps;
-	if (s->prev != NULL)
-		s->prev->next = s->next;
-	else
-		ps->pop3_sessions = s->next;
-	if (s->next != NULL)
-		s->next->prev = s->prev;
-	s->prev = s->next = NULL;
-}
-
-static void pop3_close(struct pop3_session *s, const char *reason)
-{
-	if (s->idle == NULL)
-		return;		/* closed already */
+	struct pop3_session *s = conn_session(conn);
 	struct mt_buf counts = MT_BUF_INIT;
 	pop3_command_counts(s, &counts);
 	mt_slog(MT_LOG_INFO, &s->log,
@@ -351,22 +329,19 @@ static void pop3_close(struct pop3_session *s, const char *reason)
 	if (s->auth_delay_timer != NULL)
 		event_free(s->auth_delay_timer);
 	s->auth_delay_timer = NULL;
-	if (s->bev != NULL)
-		bufferevent_free(s->bev);
-	s->bev = NULL;
 	pop3_enter_state(s, POP3_STATE_CLOSING);
-	mt_timer_free(&s->idle);
-	pop3_unlink(s);
-	mt_loop_post(s->ps->loop, pop3_session_free_cb, s);
 	popstore_session_remove(s->ps);
 }
 
-static void pop3_setup_bev(struct pop3_session *s)
+static const struct mt_conn_ops conn_ops = {
+	.input = conn_input, .output = conn_output, .connected = conn_connected,
+	.eof = conn_eof, .busy = conn_busy, .idle_timeout = conn_idle_timeout,
+	.closed = conn_closed, .free = conn_free,
+};
+
+static void pop3_close(struct pop3_session *s, const char *reason)
 {
-	bufferevent_setwatermark(s->bev, EV_READ, 0, POPSTORE_INPUT_HIGH);
-	bufferevent_setwatermark(s->bev, EV_WRITE, POP3_OUTPUT_LOW, 0);
-	bufferevent_setcb(s->bev, pop3_read_cb, pop3_write_cb, pop3_event_cb, s);
-	bufferevent_enable(s->bev, EV_READ | EV_WRITE);
+	mt_conn_close(&s->conn, reason);
 }
 
 void pop3_session_accept(struct popstore *ps, int fd, const struct sockaddr *peer,
@@ -408,7 +383,6 @@ void pop3_session_accept(struct popstore *ps, int fd, const struct sockaddr *pee
 	struct pop3_session *s = mt_xcalloc(1, sizeof(*s));
 	s->ps = ps;
 	s->log = log;
-	s->bev = bev;
 	memcpy(s->peer, addr, sizeof(s->peer));
 	(void)mt_authfail_key(peer, s->peer_ip, sizeof(s->peer_ip));
 	s->from_proxy = popstore_is_proxy(ps, peer);
@@ -416,13 +390,9 @@ void pop3_session_accept(struct popstore *ps, int fd, const struct sockaddr *pee
 	s->state = POP3_STATE_AUTHORIZATION;
 	pop3_login_init(s);
 	mt_line_reader_init(&s->reader, POP3_LINE_MAX, MT_LINE_ACCEPT_LF);
-	pop3_setup_bev(s);
-	s->idle = mt_timer_add(ps->loop, (unsigned int)ps->set->idle_timeout,
-			       false, pop3_idle_cb, s);
-	s->next = ps->pop3_sessions;
-	if (s->next != NULL)
-		s->next->prev = s;
-	ps->pop3_sessions = s;
+	mt_conn_start(&s->conn, &ps->pop3_sessions, ps->loop, bev, &conn_ops,
+		      (unsigned int)ps->set->idle_timeout, POPSTORE_INPUT_HIGH,
+		      POP3_OUTPUT_LOW);
 
 	mt_slog(MT_LOG_INFO, &s->log, "pop3 connect peer=%s%s%s", addr,
 		implicit_tls ? " tls=implicit" : "", s->from_proxy ? " proxy=yes" : "");
@@ -434,19 +404,20 @@ void pop3_session_accept(struct popstore *ps, int fd, const struct sockaddr *pee
 	}
 }
 
+static void session_drain(struct mt_conn *conn)
+{
+	struct pop3_session *s = conn_session(conn);
+	s->drain = true;
+	pop3_process(s);
+}
+
 void pop3_sessions_drain(struct popstore *ps)
 {
-	struct pop3_session *s, *next;
-	for (s = ps->pop3_sessions; s != NULL; s = next) {
-		next = s->next;
-		s->drain = true;
-		pop3_process(s);
-	}
+	mt_conn_list_each(&ps->pop3_sessions, session_drain);
 }
 
 void pop3_sessions_free_all(struct popstore *ps)
 {
-	while (ps->pop3_sessions != NULL)
-		pop3_close(ps->pop3_sessions, "shutdown");
+	mt_conn_list_close_all(&ps->pop3_sessions, "shutdown");
 	mt_authfail_free(&ps->auth_failures);
 }

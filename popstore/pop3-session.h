@@ -20,6 +20,7 @@
 #include "lineio.h"
 #include "log.h"
 #include "loop.h"
+#include "conn.h"
 #include "pop3-login.h"
 
 #include <stdbool.h>
@@ -90,10 +91,8 @@ struct pop3_maildrop {
 };
 
 struct pop3_session {
-	struct pop3_session *prev, *next;
+	struct mt_conn conn;		/* socket, idle timer, list (lib-mail) */
 	struct popstore *ps;
-	struct bufferevent *bev;
-	struct mt_timer *idle;
 	struct mt_logctx log;
 	char peer[MT_SOCKADDR_STRLEN];
 	char peer_ip[MT_AUTHFAIL_KEY_MAX];	/* no port; "" if not IP */
@@ -107,7 +106,6 @@ struct pop3_session {
 	unsigned int errors;
 	bool drain;
 	bool input_eof;			/* the client closed its side */
-	const char *close_reason;
 
 	struct mt_pop3_login login_phase;	/* pop3-auth.c's ops */
 	char *user;			/* from USER, until PASS */

@@ -11,6 +11,7 @@
 
 #include "popstore-settings.h"
 #include "mailtier-settings.h"
+#include "conn.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -54,8 +55,8 @@ struct popstore {
 	char *proxy_password;		/* NULL: proxy logins refused */
 
 	unsigned int sessions;		/* LMTP + POP3 now */
-	struct lmtp_session *lmtp_sessions;
-	struct pop3_session *pop3_sessions;
+	struct mt_conn_list lmtp_sessions;	/* lib-mail/conn.h */
+	struct mt_conn_list pop3_sessions;
 	/* Failed POP3 logins per client address (pop3-auth.c; made on the
 	 * first failure, freed by pop3_sessions_free_all). */
 	struct mt_authfail *auth_failures;

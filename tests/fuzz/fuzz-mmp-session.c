@@ -36,6 +36,7 @@
 #include "log.h"
 #include "loop.h"
 #include "mmp/mmp.h"
+#include "tests/unit/test-peer.h"
 
 #define GREETING "+OK mailtier POP3 proxy ready.\r\n"
 #define REPLY_MAX 512
@@ -94,20 +95,6 @@ static void spin(struct fixture *f)
 		event_base_loop(f->worker.base, EVLOOP_NONBLOCK);
 }
 
-/* What the client can read now; true at EOF. */
-static bool drain(int fd, struct mt_buf *got)
-{
-	char buf[4096];
-	for (;;) {
-		ssize_t n = read(fd, buf, sizeof(buf));
-		if (n > 0) {
-			mt_buf_append(got, buf, (size_t)n);
-			continue;
-		}
-		return n == 0;
-	}
-}
-
 static void check_output(const struct mt_buf *got)
 {
 	const char *p = got->data, *end = got->data + got->len;
@@ -154,11 +141,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		ssize_t w = write(sv[1], data + i, n);
 		(void)w;	/* EAGAIN/EPIPE: the session stopped reading or left */
 		spin(f);
-		eof = drain(sv[1], &got);
+		eof = test_peer_read(sv[1], &got);
 	}
 	spin(f);
 	if (!eof)
-		(void)drain(sv[1], &got);
+		(void)test_peer_read(sv[1], &got);
 	check_output(&got);
 	close(sv[1]);
 	/* The session sees EOF and goes; a directory request still out is

@@ -54,7 +54,8 @@ tests_fuzz_fuzz_pop3_cmd_LDADD = lib-mail/libmtmail.a $(UNIT_LIBS)
 tests_fuzz_fuzz_lmtp_cmd_LDADD = lib-mail/libmtmail.a $(UNIT_LIBS)
 tests_fuzz_fuzz_mmp_cmd_SOURCES = tests/fuzz/fuzz-mmp-cmd.c $(fuzz_common)
 tests_fuzz_fuzz_mmp_cmd_LDADD = mmp/libmmp.a lib-mail/libmtmail.a $(UNIT_LIBS)
-tests_fuzz_fuzz_mmp_session_SOURCES = tests/fuzz/fuzz-mmp-session.c $(fuzz_common)
+tests_fuzz_fuzz_mmp_session_SOURCES = tests/fuzz/fuzz-mmp-session.c $(fuzz_common) \
+	tests/unit/test-peer.h
 tests_fuzz_fuzz_mmp_session_LDADD = $(MMP_LIBS) $(UNIT_LIBS)
 
 EXTRA_DIST += tests/fuzz/README.md tests/fuzz/corpus scripts/fuzz \
@@ -157,7 +158,7 @@ tests/fuzz/bin/fuzz-mmp-cmd: tests/fuzz/fuzz-mmp-cmd.c mmp/mmp-parse.c mmp/mmp-p
 # Session-level targets: the real session code over the tier's library.
 FUZZ_MMP_ARCHIVES = $(FUZZ_LIBMMP) $(FUZZ_LIBDIRSVC) $(FUZZ_LIBMTSETTINGS) \
 	$(FUZZ_LIBMTMAIL) $(FUZZ_LIBMAILTIER)
-tests/fuzz/bin/fuzz-mmp-session: tests/fuzz/fuzz-mmp-session.c $(fuzz_headers) $(FUZZ_MMP_ARCHIVES)
+tests/fuzz/bin/fuzz-mmp-session: tests/fuzz/fuzz-mmp-session.c tests/unit/test-peer.h $(fuzz_headers) $(FUZZ_MMP_ARCHIVES)
 	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-mmp-session.c $(FUZZ_MMP_ARCHIVES) $(FUZZ_EXTLIBS)
 
 if HAVE_FUZZER

@@ -30,6 +30,7 @@
 #include "buf.h"
 #include "loop.h"
 #include "mmp.h"
+#include "test-peer.h"
 
 #define GREETING "+OK mailtier POP3 proxy ready.\r\n"
 #define REFUSED "-ERR [AUTH] Plaintext authentication disallowed on " \
@@ -147,19 +148,10 @@ static void spin(struct fixture *f)
 /* What the client side can read now; appends EOF_MARK on EOF. */
 static bool drain(int fd, struct mt_buf *got)
 {
-	char buf[4096];
-	for (;;) {
-		ssize_t n = read(fd, buf, sizeof(buf));
-		if (n > 0) {
-			mt_buf_append(got, buf, (size_t)n);
-			continue;
-		}
-		if (n == 0) {
-			mt_buf_append_str(got, EOF_MARK);
-			return true;
-		}
-		return false;	/* EAGAIN */
-	}
+	if (!test_peer_read(fd, got))
+		return false;
+	mt_buf_append_str(got, EOF_MARK);
+	return true;
 }
 
 static void run(struct fixture *f, const struct scenario *s, bool bytewise)

@@ -1,0 +1,120 @@
+/* conn.h — the connection core under every session type (so far the
+ * store's LMTP and POP3 sessions): the bufferevent and its watermarks,
+ * the idle timer (which does not run down while the session waits on the
+ * daemon), "close once the last reply is written", closing with the
+ * tier's release hook, the deferred free (after the callback that closed
+ * it has returned, never inside it), and the list of a daemon's sessions
+ * of one kind with its drain and close-all.
+ *
+ *   bufferevent ──read──► ops->input ───(the tier reads lines, replies)
+ *               ──write─► ops->output (or ops->input): go on
+ *               ──EOF───► ops->eof (the tier finishes pipelined input or closes)
+ *   idle timer ─────────► ops->busy? restart : ops->idle_timeout, close
+ *                         once written
+ *   mt_conn_close ──────► ops->closed (log line, cancel requests), the
+ *                         bufferevent freed, unlinked, ops->free posted
+ *
+ * A tier's session embeds a struct mt_conn and gets back to itself with
+ * MT_CONN_OWNER(). The core does not read lines itself: protocols differ
+ * in what a line may hold (lib/lineio reads them, a tier's process loop
+ * runs the commands, lib/dotcodec and literal readers take message data).
+ *
+ * Trust boundary: the peer's bytes stay in the bufferevent's input, which
+ * holds at most input_high octets before reading pauses (the tier's
+ * pipelining bound); output that the peer does not read stops the tier's
+ * processing above its own high mark (the tier checks
+ * mt_conn_output_pending()). No protocol data is interpreted here.
+ *
+ * Threading: one loop's thread, as the bufferevent. */
+#ifndef MT_CONN_H
+#define MT_CONN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct bufferevent;
+struct evbuffer;
+struct mt_conn;
+struct mt_loop;
+struct mt_timer;
+
+/* The session struct that embeds conn as its member. */
+#define MT_CONN_OWNER(conn, type, member) \
+	((type *)((char *)(conn) - offsetof(type, member)))
+
+struct mt_conn_ops {
+	/* Input arrived, or output the tier waited for drained: run what
+	 * the input holds. */
+	void (*input)(struct mt_conn *conn);
+	/* Optional: the output drained to output_low (all of it when 0):
+	 * stream more of a long reply, or switch to TLS once nothing is
+	 * pending. Without it, input runs. */
+	void (*output)(struct mt_conn *conn);
+	/* Optional: the TLS handshake has completed. */
+	void (*connected)(struct mt_conn *conn);
+	/* The peer closed its side (error false) or the socket failed;
+	 * reading has stopped. The tier closes, or first runs what was
+	 * pipelined before the end. */
+	void (*eof)(struct mt_conn *conn, bool error);
+	/* Optional: the idle timer ran out while the session waits on the
+	 * daemon (a directory or store request), not on the peer: true
+	 * restarts the timer. */
+	bool (*busy)(struct mt_conn *conn);
+	/* The peer was idle too long: queue the goodbye; the core then
+	 * closes once it is written (reason "idle-timeout"). */
+	void (*idle_timeout)(struct mt_conn *conn);
+	/* Closing: the end-of-session log line, cancel what is in flight.
+	 * The bufferevent is still there (and freed right after). */
+	void (*closed)(struct mt_conn *conn, const char *reason);
+	/* After the callback that closed the session has returned. */
+	void (*free)(struct mt_conn *conn);
+};
+
+/* A daemon's sessions of one kind. */
+struct mt_conn_list {
+	struct mt_conn *head;
+	unsigned int count;
+};
+
+struct mt_conn {
+	struct mt_conn *prev, *next;
+	struct mt_conn_list *list;
+	struct mt_loop *loop;
+	const struct mt_conn_ops *ops;
+	struct bufferevent *bev;	/* NULL once closed */
+	struct mt_timer *idle;
+	size_t input_high, output_low;
+	const char *close_reason;
+	bool closing;			/* close once the output is written */
+};
+
+/* Take bev (its callbacks become the core's), add conn to list, start the
+ * idle timer. input_high: the most input read ahead (0: no bound);
+ * output_low: the write callback's mark (0: when all is written). */
+void mt_conn_start(struct mt_conn *conn, struct mt_conn_list *list,
+		   struct mt_loop *loop, struct bufferevent *bev,
+		   const struct mt_conn_ops *ops, unsigned int idle_msecs,
+		   size_t input_high, size_t output_low);
+/* STARTTLS gave the connection a new bufferevent (the old one is the TLS
+ * layer's now): the same callbacks and marks on it. */
+void mt_conn_set_bev(struct mt_conn *conn, struct bufferevent *bev);
+struct evbuffer *mt_conn_input(struct mt_conn *conn);
+struct evbuffer *mt_conn_output(struct mt_conn *conn);
+size_t mt_conn_output_pending(struct mt_conn *conn);
+/* Activity that is not the peer's bytes (a reply sent): restart idle. */
+void mt_conn_touch(struct mt_conn *conn);
+/* Stop reading; close once the queued output is written (at once if it
+ * is, so conn may be closed when this returns). Idempotent. */
+void mt_conn_close_after(struct mt_conn *conn, const char *reason);
+/* Close now: ops->closed, free the bufferevent and the timer, unlink,
+ * post ops->free. Idempotent. */
+void mt_conn_close(struct mt_conn *conn, const char *reason);
+bool mt_conn_is_closed(const struct mt_conn *conn);
+bool mt_conn_is_closing(const struct mt_conn *conn);
+
+/* Call fn for every session of list (fn may close it). */
+void mt_conn_list_each(struct mt_conn_list *list, void (*fn)(struct mt_conn *conn));
+/* Close every session of list now (shutdown). */
+void mt_conn_list_close_all(struct mt_conn_list *list, const char *reason);
+
+#endif

@@ -1,0 +1,313 @@
+/* test-conn.c — unit tests for lib-mail/conn.c, the connection core under
+ * the session types, on a real event loop with socketpairs as peers: a
+ * line-echo tier gets its input whole and a byte at a time; "close once
+ * written" delivers the last reply, then EOF, with ops->closed once and
+ * ops->free only after the closing callback returned; the idle timer
+ * writes the goodbye and closes, but restarts while the tier says it is
+ * busy; the peer's EOF reaches ops->eof; the session list counts, visits
+ * and closes every session. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "buf.h"
+#include "conn.h"
+#include "lineio.h"
+#include "loop.h"
+#include "test-peer.h"
+
+struct echo {
+	struct mt_conn conn;
+	struct mt_line_reader reader;
+	struct mt_buf line;
+	unsigned int lines, eofs, idles, busy_left, closed, visits;
+	bool eof_error;
+	const char *reason;
+	bool *freed;		/* set by ops->free */
+	bool closing_inside;	/* closing from inside ops->input */
+};
+
+static struct echo *owner(struct mt_conn *conn)
+{
+	return MT_CONN_OWNER(conn, struct echo, conn);
+}
+
+static void echo_input(struct mt_conn *conn)
+{
+	struct echo *e = owner(conn);
+	const char *error;
+	while (!mt_conn_is_closing(conn)) {
+		enum mt_line_status st = mt_line_read(&e->reader, mt_conn_input(conn),
+						      &e->line, &error);
+		if (st == MT_LINE_NEED_MORE)
+			return;
+		e->lines++;
+		if (strcmp(mt_buf_cstr(&e->line), "QUIT") == 0) {
+			evbuffer_add_printf(mt_conn_output(conn), "bye\r\n");
+			mt_conn_close_after(conn, "quit");
+		} else if (strcmp(mt_buf_cstr(&e->line), "DIE") == 0) {
+			mt_conn_close(conn, "die");
+			/* Still here: the free waits for the loop. */
+			e->closing_inside = !*e->freed;
+			return;
+		} else
+			evbuffer_add_printf(mt_conn_output(conn), "got %s\r\n",
+					    mt_buf_cstr(&e->line));
+		e->line.len = 0;
+	}
+}
+
+static void echo_eof(struct mt_conn *conn, bool error)
+{
+	struct echo *e = owner(conn);
+	e->eofs++;
+	e->eof_error = error;
+	mt_conn_close(conn, "eof");
+}
+
+static bool echo_busy(struct mt_conn *conn)
+{
+	struct echo *e = owner(conn);
+	if (e->busy_left == 0)
+		return false;
+	e->busy_left--;
+	return true;
+}
+
+static void echo_idle(struct mt_conn *conn)
+{
+	struct echo *e = owner(conn);
+	e->idles++;
+	evbuffer_add_printf(mt_conn_output(conn), "idle\r\n");
+}
+
+static void echo_closed(struct mt_conn *conn, const char *reason)
+{
+	struct echo *e = owner(conn);
+	e->closed++;
+	e->reason = reason;
+	assert_non_null(conn->bev);	/* still there for the tier */
+}
+
+static void echo_free(struct mt_conn *conn)
+{
+	struct echo *e = owner(conn);
+	*e->freed = true;
+	mt_buf_free(&e->line);
+	/* The struct stays for the test to read; it frees it. */
+}
+
+static const struct mt_conn_ops echo_ops = {
+	.input = echo_input, .eof = echo_eof, .busy = echo_busy,
+	.idle_timeout = echo_idle, .closed = echo_closed, .free = echo_free,
+};
+
+struct fixture {
+	struct mt_loop *loop;
+	struct mt_conn_list list;
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	const char *error;
+	f->loop = mt_loop_new(&error);
+	assert_non_null(f->loop);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	mt_loop_free(&f->loop);
+	free(f);
+	return 0;
+}
+
+static void spin(struct fixture *f, int rounds)
+{
+	for (int i = 0; i < rounds; i++)
+		event_base_loop(mt_loop_base(f->loop), EVLOOP_NONBLOCK);
+}
+
+/* A session on one end of a socketpair; *peer_r is the other end. */
+static struct echo *echo_new(struct fixture *f, bool *freed, unsigned int idle_ms,
+			     int *peer_r)
+{
+	int sv[2];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	fcntl(sv[0], F_SETFL, O_NONBLOCK);
+	fcntl(sv[1], F_SETFL, O_NONBLOCK);
+	struct echo *e = calloc(1, sizeof(*e));
+	e->freed = freed;
+	*freed = false;
+	mt_line_reader_init(&e->reader, 64, MT_LINE_ACCEPT_LF);
+	struct bufferevent *bev = bufferevent_socket_new(mt_loop_base(f->loop), sv[0],
+							 BEV_OPT_CLOSE_ON_FREE);
+	assert_non_null(bev);
+	mt_conn_start(&e->conn, &f->list, f->loop, bev, &echo_ops, idle_ms, 4096, 0);
+	*peer_r = sv[1];
+	return e;
+}
+
+static void test_input_and_close_after(void **state)
+{
+	struct fixture *f = *state;
+	bool freed;
+	int peer;
+	struct echo *e = echo_new(f, &freed, 60000, &peer);
+	assert_int_equal(f->list.count, 1);
+	const char input[] = "one\r\ntwo\nQUIT\r\nthree\r\n";
+	/* A byte at a time: lines come whole all the same. */
+	size_t quit_end = strstr(input, "QUIT\r\n") - input + 6;
+	for (size_t i = 0; i < sizeof(input) - 1; i++) {
+		ssize_t n = write(peer, input + i, 1);
+		/* After QUIT the session may be gone (EPIPE). */
+		assert_true(n == 1 || (i >= quit_end && errno == EPIPE));
+		spin(f, 2);
+	}
+	spin(f, 5);
+	struct mt_buf got = MT_BUF_INIT;
+	assert_true(test_peer_read(peer, &got));	/* closed once "bye" was out */
+	assert_string_equal(mt_buf_cstr(&got), "got one\r\ngot two\r\nbye\r\n");
+	assert_int_equal(e->lines, 3);		/* nothing after QUIT is read */
+	assert_int_equal(e->closed, 1);
+	assert_string_equal(e->reason, "quit");
+	assert_true(freed);
+	assert_int_equal(f->list.count, 0);
+	assert_null(f->list.head);
+	mt_buf_free(&got);
+	close(peer);
+	free(e);
+}
+
+static void test_close_inside_a_callback(void **state)
+{
+	struct fixture *f = *state;
+	bool freed;
+	int peer;
+	struct echo *e = echo_new(f, &freed, 60000, &peer);
+	assert_int_equal(write(peer, "DIE\r\n", 5), 5);
+	spin(f, 1);
+	assert_true(e->closing_inside);		/* not freed inside the callback */
+	spin(f, 2);
+	assert_true(freed);
+	assert_int_equal(e->closed, 1);
+	assert_true(mt_conn_is_closed(&e->conn));
+	mt_conn_close(&e->conn, "again");	/* idempotent */
+	mt_conn_close_after(&e->conn, "again");
+	assert_int_equal(e->closed, 1);
+	struct mt_buf got = MT_BUF_INIT;
+	assert_true(test_peer_read(peer, &got));
+	mt_buf_free(&got);
+	close(peer);
+	free(e);
+}
+
+static void test_idle_busy_and_eof(void **state)
+{
+	struct fixture *f = *state;
+	bool freed;
+	int peer;
+	/* Busy twice: the goodbye comes after three idle periods. */
+	struct echo *e = echo_new(f, &freed, 30, &peer);
+	e->busy_left = 2;
+	struct mt_buf got = MT_BUF_INIT;
+	bool eof = false;
+	for (int i = 0; i < 100 && !eof; i++) {
+		usleep(5000);
+		spin(f, 2);
+		eof = test_peer_read(peer, &got);
+	}
+	assert_true(eof);
+	assert_int_equal(e->busy_left, 0);
+	assert_int_equal(e->idles, 1);
+	assert_string_equal(mt_buf_cstr(&got), "idle\r\n");
+	assert_string_equal(e->reason, "idle-timeout");
+	assert_true(freed);
+	close(peer);
+	free(e);
+
+	/* The peer closes: ops->eof, not an error. */
+	mt_buf_reset(&got);
+	e = echo_new(f, &freed, 60000, &peer);
+	assert_int_equal(write(peer, "x\r\n", 3), 3);
+	spin(f, 2);
+	shutdown(peer, SHUT_WR);
+	spin(f, 4);
+	assert_int_equal(e->eofs, 1);
+	assert_false(e->eof_error);
+	assert_string_equal(e->reason, "eof");
+	assert_true(freed);
+	(void)test_peer_read(peer, &got);
+	assert_string_equal(mt_buf_cstr(&got), "got x\r\n");
+	mt_buf_free(&got);
+	close(peer);
+	free(e);
+}
+
+static void visit(struct mt_conn *conn)
+{
+	owner(conn)->visits++;
+	if (owner(conn)->visits == 1 && owner(conn)->lines == 0)
+		mt_conn_close(conn, "visited");	/* a visit may close it */
+}
+
+static void test_list(void **state)
+{
+	struct fixture *f = *state;
+	enum { N = 5 };
+	bool freed[N];
+	int peers[N];
+	struct echo *e[N];
+	for (int i = 0; i < N; i++)
+		e[i] = echo_new(f, &freed[i], 60000, &peers[i]);
+	assert_int_equal(f->list.count, N);
+	/* Two have said something: the visit leaves them open. */
+	assert_int_equal(write(peers[1], "a\r\n", 3), 3);
+	assert_int_equal(write(peers[3], "b\r\n", 3), 3);
+	spin(f, 3);
+	mt_conn_list_each(&f->list, visit);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(e[i]->visits, 1);
+	assert_int_equal(f->list.count, 2);
+	mt_conn_list_close_all(&f->list, "shutdown");
+	assert_int_equal(f->list.count, 0);
+	spin(f, 2);
+	for (int i = 0; i < N; i++) {
+		assert_true(freed[i]);
+		assert_int_equal(e[i]->closed, 1);
+		assert_string_equal(e[i]->reason, i == 1 || i == 3 ? "shutdown" : "visited");
+		close(peers[i]);
+		free(e[i]);
+	}
+}
+
+int main(void)
+{
+	signal(SIGPIPE, SIG_IGN);	/* as the daemons (mt_loop_handle_signals) */
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_input_and_close_after, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_close_inside_a_callback, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_idle_busy_and_eof, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_list, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
