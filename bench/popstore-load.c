@@ -1,4 +1,4 @@
-/* popstore-load.c — closed-loop LMTP and POP3 load for bench/popstore.sh:
+/* popstore-load.c — closed-loop LMTP and POP3 load for bench/popstore.py:
  * the same client measures mailtier-popstore and Dovecot (lmtpd, pop3d).
  *
  *   popstore-load lmtp --port P [--host H] [--conc C] [--duration S]

@@ -1,5 +1,6 @@
 /* workload.c — the SPECmail2001-style workload model (see workload.h and
- * ../shared/WORKLOAD.md; loadgen/README.md lists the choices that are ours).
+ * loadgen/README.md, "Workload": what SPEC published and the choices that
+ * are ours).
  * Trust boundary: none (internal). */
 #include "workload.h"
 

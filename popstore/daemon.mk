@@ -1,6 +1,6 @@
 # popstore/daemon.mk — mailtier-popstore, the daemon (LMTP in, POP3 out) on
-# top of the store library of popstore/local.mk; its unit and integration
-# tests and its benchmark. Included by Makefile.am after popstore/local.mk.
+# top of the store library (store/local.mk); its unit and integration
+# tests and its benchmark. Included by Makefile.am after store/local.mk.
 sbin_PROGRAMS += popstore/mailtier-popstore
 
 popstore_daemon_sources = \
