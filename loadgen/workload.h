@@ -2,8 +2,9 @@
  * "Workload"): users userK@domain with password secretK (K = 1..U, as
  * `mailtierctl users bulk` provisions them), the four session kinds and
  * their Poisson arrival rates scaled to U and the load level, message sizes
- * and recipient counts from the published distributions, local/remote recipients and the repeat
- * POP check chain. Pure functions of a seeded lg_rng: no I/O, no clock.
+ * and recipient counts from the published distributions, local/remote
+ * recipients and the repeat POP check chain. Pure functions of a seeded
+ * lg_rng: no I/O, no clock.
  * Trust boundary: none (internal; inputs are the operator's flags). */
 #ifndef LG_WORKLOAD_H
 #define LG_WORKLOAD_H
