@@ -280,7 +280,7 @@ static bool check_bounds(const struct mt_setting_def *s, uint64_t v,
 			 const char **error_r)
 {
 	if (v < s->min || (s->max != 0 && v > s->max)) {
-		static __thread char msg[128];
+		static _Thread_local char msg[128];
 		snprintf(msg, sizeof(msg), "out of range (%llu..%llu)",
 			 (unsigned long long)s->min,
 			 (unsigned long long)(s->max != 0 ? s->max : UINT64_MAX));

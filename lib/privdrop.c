@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 /* Start-up runs this once, in one thread: a static buffer is enough. */
-static char privdrop_error[256];
+static _Thread_local char privdrop_error[256];
 
 static const char *fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static const char *fail(const char *fmt, ...)

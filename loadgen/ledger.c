@@ -112,7 +112,7 @@ static void line_end(struct lg_ledger *ledger)
 struct lg_ledger *lg_ledger_open(const char *path, uint64_t run,
 				 const char **error_r)
 {
-	static char error[300];
+	static _Thread_local char error[300];
 	struct lg_ledger *ledger;
 	FILE *file = fopen(path, "a");
 

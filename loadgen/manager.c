@@ -410,7 +410,7 @@ bool lg_manager_run(const struct lg_run_settings *set,
 		    const struct lg_manager_settings *mset,
 		    struct lg_run_result *result, const char **error_r)
 {
-	static char error[400];
+	static _Thread_local char error[400];
 	struct lg_run_settings shared = *set;
 	struct manager m = {
 		.set = &shared, .mset = mset, .result = result,

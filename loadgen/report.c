@@ -442,7 +442,7 @@ static void json_run(struct mt_buf *b, const struct lg_run_settings *set,
 /* mkdir -p */
 static bool make_dirs(const char *dir, const char **error_r)
 {
-	static char error[300];
+	static _Thread_local char error[300];
 	char *path = mt_xstrdup(dir);
 
 	for (char *p = path + 1; ; p++) {
@@ -467,7 +467,7 @@ static bool make_dirs(const char *dir, const char **error_r)
 bool lg_report_write_file(const char *dir, const char *name, const char *data,
 			  size_t len, const char **error_r)
 {
-	static char error[300];
+	static _Thread_local char error[300];
 	char *path;
 	FILE *f;
 	bool ok;

@@ -12,7 +12,7 @@
 bool lg_resolve(const char *hostport, struct sockaddr_storage *ss,
 		socklen_t *len_r, const char **error_r)
 {
-	static char error[300];
+	static _Thread_local char error[300];
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
 				  .ai_flags = AI_NUMERICSERV };
 	struct addrinfo *res = NULL;

@@ -48,7 +48,7 @@ const struct lg_run_option lg_run_options[] = {
 };
 const size_t lg_run_options_count = sizeof(lg_run_options) / sizeof(lg_run_options[0]);
 
-static char error_buf[300];
+static _Thread_local char error_buf[300];
 
 static bool fail(const char **error_r, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -24,7 +24,7 @@
 _Static_assert(sizeof(struct lg_counters) % sizeof(uint64_t) == 0, "counters are uint64_t");
 _Static_assert(sizeof(struct lg_progress) % sizeof(uint64_t) == 0, "progress is uint64_t");
 
-static char error_buf[300];
+static _Thread_local char error_buf[300];
 
 /* Wait for fd to be ready for events until the deadline. */
 static bool wait_fd(int fd, short events, uint64_t deadline_us, const char **error_r)

@@ -312,7 +312,7 @@ static void accept_cb(struct evconnlistener *listener, evutil_socket_t fd,
 
 struct mta_admin *mta_admin_new(struct mta *mta, const char **error_r)
 {
-	static char error[600];
+	static _Thread_local char error[600];
 	struct mta_admin *a = mt_xcalloc(1, sizeof(*a));
 	struct sockaddr_un sun;
 	a->mta = mta;

@@ -205,7 +205,7 @@ static void store_free(struct queue_store *store)
 struct queue_store *queue_store_open(const char *dir, struct mt_loop *loop,
 				     const char **error_r)
 {
-	static char error[600];
+	static _Thread_local char error[600];
 	struct queue_store *store = mt_xcalloc(1, sizeof(*store));
 	store->dir = mt_xstrdup(dir);
 	store->loop = loop;
