@@ -195,6 +195,14 @@ static bool shard_is_ours(struct pop3_session *s, const char *address,
 	return false;
 }
 
+/* The directory could not answer: not the client's fault, no delay. */
+static void directory_tempfail(struct pop3_session *s, const char *reason)
+{
+	mt_slog(MT_LOG_WARNING, &s->log, "pop3 login user=%s result=tempfail reason=\"%s\"",
+		s->user, reason != NULL ? reason : "directory");
+	login_aborted(s, "[SYS/TEMP] Authentication temporarily unavailable");
+}
+
 static void auth_done(const struct mt_dirsvc_auth *r, void *context)
 {
 	struct pop3_session *s = context;
@@ -217,9 +225,7 @@ static void auth_done(const struct mt_dirsvc_auth *r, void *context)
 		break;
 	case MT_DIRSVC_AUTH_TEMPFAIL:
 	default:
-		mt_slog(MT_LOG_WARNING, &s->log, "pop3 login user=%s result=tempfail reason=\"%s\"",
-			s->user, r->reason != NULL ? r->reason : "directory");
-		login_aborted(s, "[SYS/TEMP] Authentication temporarily unavailable");
+		directory_tempfail(s, r->reason);
 		break;
 	}
 	pop3_resume(s);
@@ -262,9 +268,7 @@ static void proxy_lookup_done(const struct mt_dirsvc_recipient *r, void *context
 		break;
 	case MT_DIRSVC_TEMPFAIL:
 	default:
-		mt_slog(MT_LOG_WARNING, &s->log, "pop3 login user=%s result=tempfail reason=\"%s\"",
-			s->user, r->reason != NULL ? r->reason : "directory");
-		login_aborted(s, "[SYS/TEMP] Authentication temporarily unavailable");
+		directory_tempfail(s, r->reason);
 		break;
 	}
 	pop3_resume(s);
