@@ -39,53 +39,8 @@
 #include <event2/event.h>
 
 #define FAILED_CHECK_MSECS 1000
-#define FATAL_EXIT_MSECS 200
 
 static struct popstore popstore;
-
-bool popstore_session_add(struct popstore *ps)
-{
-	if (ps->sessions >= ps->set->max_sessions)
-		return false;
-	ps->sessions++;
-	return true;
-}
-
-void popstore_session_remove(struct popstore *ps)
-{
-	if (ps->sessions > 0 && --ps->sessions == 0)
-		mt_loop_drain_done(ps->loop);
-}
-
-void popstore_socket_setup(int fd)
-{
-	int one = 1;
-	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-}
-
-bool popstore_is_proxy(const struct popstore *ps, const struct sockaddr *peer)
-{
-	return mt_cidr_match(ps->proxy_addresses, ps->n_proxy_addresses, peer);
-}
-
-static void fatal_exit_cb(void *context)
-{
-	struct popstore *ps = context;
-	mt_loop_exit(ps->loop);
-}
-
-void popstore_store_fatal(struct popstore *ps, const char *error)
-{
-	if (ps->fatal)
-		return;
-	ps->fatal = true;
-	mt_error("store failed: %s; exiting so that the restart runs recovery",
-		 error != NULL ? error : "Berkeley DB panic");
-	mt_notify_status("store failed: restart needed for recovery");
-	/* A moment for the temporary-failure replies already queued to reach
-	 * their clients; every store request fails meanwhile. */
-	(void)mt_timer_add(ps->loop, FATAL_EXIT_MSECS, false, fatal_exit_cb, ps);
-}
 
 /* Counters */
 
@@ -221,17 +176,6 @@ static bool select_shard(struct popstore *ps, const char *path, const char *name
 	return true;
 }
 
-static struct mt_cidr *parse_cidrs(const struct mt_strlist *list, size_t *count_r)
-{
-	struct mt_cidr *cidrs = mt_xcalloc(list->count + 1, sizeof(*cidrs));
-	const char *error;
-	for (size_t i = 0; i < list->count; i++)
-		if (!mt_cidr_parse(list->items[i], &cidrs[i], &error))
-			mt_fatal("'%s': %s", list->items[i], error);	/* checked at load */
-	*count_r = list->count;
-	return cidrs;
-}
-
 static struct mt_listener *listen_on(struct popstore *ps, const char *what,
 				     const struct mt_hostport *hp, mt_accept_cb_t *cb)
 {
@@ -259,26 +203,6 @@ static void setup_tls(struct popstore *ps)
 	ps->tls = mt_tls_new(MT_TLS_SERVER);
 	if (!mt_tls_load(ps->tls, &ts, &error))
 		mt_fatal("[tls]: %s", error);
-}
-
-static void open_store(struct popstore *ps)
-{
-	const struct mt_store_settings ss = {
-		.home = ps->set->db_home, .mode = MT_STORE_MODE_SERVE, .create = true,
-		.cache_size = ps->set->db_cache_size,
-		.commit_threads = (unsigned int)ps->set->commit_threads,
-		.reader_threads = (unsigned int)ps->set->reader_threads,
-		.purge_delay_msecs = (unsigned int)ps->set->purge_delay,
-		.redelivery_window_secs = (unsigned int)(ps->set->redelivery_window / 1000),
-	};
-	const char *error;
-	enum mt_store_status status = mt_store_open(&ss, &ps->store, &error);
-	if (status != MT_STORE_OK)
-		mt_fatal("store %s: %s: %s", ps->set->db_home,
-			 mt_store_status_name(status), error);
-	ps->port = mt_store_port_new(ps->store, ps->loop, &error);
-	if (ps->port == NULL)
-		mt_fatal("%s", error);
 }
 
 int main(int argc, char **argv)
@@ -316,8 +240,8 @@ int main(int argc, char **argv)
 		name[sizeof(name) - 1] = '\0';
 		ps->hostname = mt_xstrdup(name);
 	}
-	ps->lmtp_clients = parse_cidrs(&ps->set->lmtp_clients, &ps->n_lmtp_clients);
-	ps->proxy_addresses = parse_cidrs(&ps->set->proxy_addresses, &ps->n_proxy_addresses);
+	ps->lmtp_clients = popstore_parse_cidrs(&ps->set->lmtp_clients, &ps->n_lmtp_clients);
+	ps->proxy_addresses = popstore_parse_cidrs(&ps->set->proxy_addresses, &ps->n_proxy_addresses);
 	if (ps->set->proxy_password_file[0] != '\0' &&
 	    (ps->proxy_password = mt_secret_read(ps->set->proxy_password_file,
 						 &error)) == NULL)
@@ -338,7 +262,7 @@ int main(int argc, char **argv)
 
 	/* As the unprivileged user, so the environment's files are its own.
 	 * Recovery runs here, before READY=1. */
-	open_store(ps);
+	popstore_open_store(ps);
 	const struct mt_directory_settings *dirset = mt_config_get(ps->config, "directory", NULL);
 	ps->dirsvc = mt_dirsvc_new(dirset, ps->config, &error);
 	if (ps->dirsvc == NULL)

@@ -67,7 +67,7 @@ struct popstore {
 	uint64_t messages_delivered, logins, logins_failed;
 };
 
-/* main.c */
+/* popstore.c (the daemon's shared glue; main.c starts it) */
 
 /* Account for a new session; false (and nothing counted) if max_sessions
  * are open already: the caller refuses the connection. */
@@ -85,6 +85,13 @@ void popstore_store_fatal(struct popstore *ps, const char *error);
 void popstore_socket_setup(int fd);
 /* Is peer allowed to log in with the proxy credential? */
 bool popstore_is_proxy(const struct popstore *ps, const struct sockaddr *peer);
+struct mt_strlist;
+struct mt_cidr;
+/* The CIDR list of a setting (checked at load); *count_r entries. */
+struct mt_cidr *popstore_parse_cidrs(const struct mt_strlist *list, size_t *count_r);
+/* Open the shard's store as set says (with recovery) and its completion
+ * port on ps->loop; fatal on failure. */
+void popstore_open_store(struct popstore *ps);
 
 /* lmtp-session.c */
 

@@ -89,8 +89,9 @@ static struct fixture *fixture_get(void)
 	return f;
 }
 
-static void spin(struct fixture *f)
+static void spin(void *context)
 {
+	struct fixture *f = context;
 	for (int i = 0; i < 8; i++)
 		event_base_loop(f->worker.base, EVLOOP_NONBLOCK);
 }
@@ -122,9 +123,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size--;
 
 	int sv[2];
-	FUZZ_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "socketpair");
-	fcntl(sv[0], F_SETFL, O_NONBLOCK);
-	fcntl(sv[1], F_SETFL, O_NONBLOCK);
+	FUZZ_CHECK(test_peer_pair(sv), "socketpair");
 	struct sockaddr_in peer = { .sin_family = AF_INET, .sin_port = htons(1234),
 				    .sin_addr.s_addr = htonl(0xc0000201) };
 	atomic_fetch_add(&f->server.conns, 1);
@@ -134,15 +133,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			MMP_LISTENER_POP3, NULL);
 	spin(f);
 	struct mt_buf got = MT_BUF_INIT;
-	bool eof = false;
-	size_t step = bytewise ? 1 : (size > 0 ? size : 1);
-	for (size_t i = 0; i < size && !eof; i += step) {
-		size_t n = size - i < step ? size - i : step;
-		ssize_t w = write(sv[1], data + i, n);
-		(void)w;	/* EAGAIN/EPIPE: the session stopped reading or left */
-		spin(f);
-		eof = test_peer_read(sv[1], &got);
-	}
+	bool eof = test_peer_feed(sv[1], data, size, bytewise, spin, f, &got);
 	spin(f);
 	if (!eof)
 		(void)test_peer_read(sv[1], &got);

@@ -21,7 +21,8 @@ fuzz_regression_tests = \
 	tests/fuzz/fuzz-pop3-cmd \
 	tests/fuzz/fuzz-lmtp-cmd \
 	tests/fuzz/fuzz-mmp-cmd \
-	tests/fuzz/fuzz-mmp-session
+	tests/fuzz/fuzz-mmp-session \
+	tests/fuzz/fuzz-popstore-session
 
 check_PROGRAMS += $(fuzz_regression_tests)
 TESTS += $(fuzz_regression_tests)
@@ -57,6 +58,11 @@ tests_fuzz_fuzz_mmp_cmd_LDADD = mmp/libmmp.a lib-mail/libmtmail.a $(UNIT_LIBS)
 tests_fuzz_fuzz_mmp_session_SOURCES = tests/fuzz/fuzz-mmp-session.c $(fuzz_common) \
 	tests/unit/test-peer.h
 tests_fuzz_fuzz_mmp_session_LDADD = $(MMP_LIBS) $(UNIT_LIBS)
+tests_fuzz_fuzz_popstore_session_SOURCES = tests/fuzz/fuzz-popstore-session.c \
+	$(fuzz_common) tests/unit/test-peer.h $(popstore_daemon_sources)
+tests_fuzz_fuzz_popstore_session_CFLAGS = $(AM_CFLAGS) -I$(top_srcdir)/popstore
+tests_fuzz_fuzz_popstore_session_LDADD = store/libmtstore.a dirsvc/libdirsvc.a \
+	settings/libmtsettings.a $(MTBDB_LIBS) $(DIRSVC_LIBS) $(MTMAIL_LIBS)
 
 EXTRA_DIST += tests/fuzz/README.md tests/fuzz/corpus scripts/fuzz \
 	tests/fuzz/lineio.dict tests/fuzz/dotcodec.dict \
@@ -66,7 +72,8 @@ EXTRA_DIST += tests/fuzz/README.md tests/fuzz/corpus scripts/fuzz \
 	tests/fuzz/smtp-cmd.dict tests/fuzz/smtp-data.dict \
 	tests/fuzz/bounce.dict \
 	tests/fuzz/pop3-cmd.dict tests/fuzz/lmtp-cmd.dict \
-	tests/fuzz/mmp-cmd.dict tests/fuzz/mmp-session.dict
+	tests/fuzz/mmp-cmd.dict tests/fuzz/mmp-session.dict \
+	tests/fuzz/popstore-session.dict
 
 # ---- `make fuzz`: the libFuzzer binaries (clang; configure finds FUZZ_CC) ----
 fuzz_binaries = \
@@ -84,7 +91,8 @@ fuzz_binaries = \
 	tests/fuzz/bin/fuzz-pop3-cmd \
 	tests/fuzz/bin/fuzz-lmtp-cmd \
 	tests/fuzz/bin/fuzz-mmp-cmd \
-	tests/fuzz/bin/fuzz-mmp-session
+	tests/fuzz/bin/fuzz-mmp-session \
+	tests/fuzz/bin/fuzz-popstore-session
 
 FUZZ_SANITIZE = -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 	-fno-omit-frame-pointer
@@ -100,6 +108,8 @@ FUZZ_LIBMTSETTINGS = tests/fuzz/clang/libmtsettings.a
 FUZZ_LIBMTMAIL = tests/fuzz/clang/libmtmail.a
 FUZZ_LIBDIRSVC = tests/fuzz/clang/libdirsvc.a
 FUZZ_LIBMMP = tests/fuzz/clang/libmmp.a
+FUZZ_LIBMTSTORE = tests/fuzz/clang/libmtstore.a
+FUZZ_LIBMTBDB = tests/fuzz/clang/libmtbdb.a
 fuzz_headers = $(srcdir)/tests/fuzz/fuzz.h
 
 # Compile the .c files in $$srcs with coverage into the archive $@.
@@ -121,6 +131,10 @@ $(FUZZ_LIBDIRSVC): $(dirsvc_libdirsvc_a_SOURCES)
 	@srcs='$(dirsvc_libdirsvc_a_SOURCES)'; $(fuzz_archive)
 $(FUZZ_LIBMMP): $(mmp_libmmp_a_SOURCES)
 	@srcs='$(mmp_libmmp_a_SOURCES)'; $(fuzz_archive)
+$(FUZZ_LIBMTSTORE): $(store_libmtstore_a_SOURCES)
+	@srcs='$(store_libmtstore_a_SOURCES)'; $(fuzz_archive)
+$(FUZZ_LIBMTBDB): $(lib_bdb_libmtbdb_a_SOURCES)
+	@srcs='$(lib_bdb_libmtbdb_a_SOURCES)'; $(fuzz_archive)
 
 # fuzz_link TARGET-SOURCES...: one libFuzzer binary from the target and the
 # parser sources it needs, over the archives.
@@ -160,6 +174,12 @@ FUZZ_MMP_ARCHIVES = $(FUZZ_LIBMMP) $(FUZZ_LIBDIRSVC) $(FUZZ_LIBMTSETTINGS) \
 	$(FUZZ_LIBMTMAIL) $(FUZZ_LIBMAILTIER)
 tests/fuzz/bin/fuzz-mmp-session: tests/fuzz/fuzz-mmp-session.c tests/unit/test-peer.h $(fuzz_headers) $(FUZZ_MMP_ARCHIVES)
 	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-mmp-session.c $(FUZZ_MMP_ARCHIVES) $(FUZZ_EXTLIBS)
+FUZZ_POPSTORE_ARCHIVES = $(FUZZ_LIBMTSTORE) $(FUZZ_LIBDIRSVC) $(FUZZ_LIBMTSETTINGS) \
+	$(FUZZ_LIBMTBDB) $(FUZZ_LIBMTMAIL) $(FUZZ_LIBMAILTIER)
+tests/fuzz/bin/fuzz-popstore-session: tests/fuzz/fuzz-popstore-session.c tests/unit/test-peer.h $(popstore_daemon_sources) $(fuzz_headers) $(FUZZ_POPSTORE_ARCHIVES)
+	$(fuzz_link) -I$(srcdir)/popstore $(srcdir)/tests/fuzz/fuzz-popstore-session.c \
+		`for f in $(popstore_daemon_sources); do case $$f in *.c) echo $(srcdir)/$$f;; esac; done` \
+		$(FUZZ_POPSTORE_ARCHIVES) $(BDB_LIBS) $(FUZZ_EXTLIBS)
 
 if HAVE_FUZZER
 fuzz: $(fuzz_binaries)
