@@ -13,6 +13,7 @@
  * through it. */
 #include "loop.h"
 #include "thread.h"
+#include "config.h"
 #include "alloc.h"
 #include "log.h"
 
@@ -455,6 +456,22 @@ static void listener_retry_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd; (void)what;
 	if (!l->loop->draining)
 		evconnlistener_enable(l->lev);
+}
+
+struct mt_listener *mt_listener_add_setting(struct mt_loop *loop, const char *what,
+					    const struct mt_hostport *hp, int flags,
+					    mt_accept_cb_t *cb, void *context)
+{
+	if (hp->host == NULL)
+		return NULL;
+	const char *error;
+	char *addr = mt_hostport_string(hp);
+	struct mt_listener *l = mt_listener_add(loop, addr, flags, cb, context, &error);
+	if (l == NULL)
+		mt_fatal("%s listener on %s: %s", what, addr, error);
+	mt_info("listening %s=%s port=%u", what, addr, mt_listener_port(l));
+	free(addr);
+	return l;
 }
 
 struct mt_listener *mt_listener_add(struct mt_loop *loop, const char *hostport,

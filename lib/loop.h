@@ -34,6 +34,7 @@
 #include <sys/socket.h>
 
 struct event_base;
+struct mt_hostport;
 struct mt_loop;
 struct mt_listener;
 struct mt_timer;
@@ -106,6 +107,14 @@ bool mt_loop_handle_signals(struct mt_loop *loop, mt_loop_cb_t *reload,
 struct mt_listener *mt_listener_add(struct mt_loop *loop, const char *hostport,
 				    int flags, mt_accept_cb_t *cb,
 				    void *context, const char **error_r);
+/* A listener a config setting asks for ([section] what = host:port, see
+ * lib/config.h): NULL when the setting is unset; otherwise listening, with
+ * "listening what=host:port port=N" logged, or the process exits with
+ * "what listener on host:port: reason". The one way the daemons turn their
+ * listen settings into sockets. */
+struct mt_listener *mt_listener_add_setting(struct mt_loop *loop, const char *what,
+					    const struct mt_hostport *hp, int flags,
+					    mt_accept_cb_t *cb, void *context);
 void mt_listener_free(struct mt_listener **listener_p);
 /* The bound port (useful after listening on port 0). */
 unsigned int mt_listener_port(const struct mt_listener *listener);

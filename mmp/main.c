@@ -294,21 +294,6 @@ static struct mt_tls *load_tls(const struct mt_tls_config *c)
 	return tls;
 }
 
-static struct mt_listener *add_listener(const struct mt_hostport *hp,
-					mt_accept_cb_t *cb)
-{
-	const char *error = NULL;
-	if (hp->host == NULL)
-		return NULL;
-	char *where = mt_hostport_string(hp);
-	struct mt_listener *l = mt_listener_add(server.main_loop, where, 0, cb,
-						NULL, &error);
-	if (l == NULL)
-		mt_fatal("%s", error);
-	free(where);
-	return l;
-}
-
 static void start(const char *config_file)
 {
 	const char *error = NULL;
@@ -354,8 +339,10 @@ static void start(const char *config_file)
 		.auth_fail_window = set->auth_fail_window,
 	};
 	server.clients = mmp_clients_new(&cset);
-	add_listener(&set->pop3_listen, accept_pop3);
-	add_listener(&set->pop3s_listen, accept_pop3s);
+	(void)mt_listener_add_setting(server.main_loop, "pop3_listen", &set->pop3_listen,
+				      0, accept_pop3, NULL);
+	(void)mt_listener_add_setting(server.main_loop, "pop3s_listen", &set->pop3s_listen,
+				      0, accept_pop3s, NULL);
 	if (set->pop3_listen.host == NULL && set->pop3s_listen.host == NULL)
 		mt_fatal("[mmp] neither pop3_listen nor pop3s_listen is set");
 	if (!mt_privdrop(global->user, global->group, &error))

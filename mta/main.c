@@ -124,19 +124,14 @@ static void accept_cb(int fd, const struct sockaddr *peer, socklen_t peerlen,
 static void listen_service(struct mta *mta, enum smtp_service service,
 			   const struct mt_hostport *hp, const char *key)
 {
-	const char *error;
 	if (hp->host == NULL)
 		return;
 	if (service == SMTP_SERVICE_SUBMISSIONS && mta->tls_server == NULL)
 		mt_fatal("%s: [mta] %s needs a certificate ([tls] cert_file)",
 			 mta->config_path, key);
-	char *hostport = mt_hostport_string(hp);
 	listener_ctxs[service] = (struct listener_ctx){ mta, service };
-	if (mt_listener_add(mta->loop, hostport, 0, accept_cb,
-			    &listener_ctxs[service], &error) == NULL)
-		mt_fatal("%s", error);
-	mt_info("listening service=%s on %s", key, hostport);
-	free(hostport);
+	(void)mt_listener_add_setting(mta->loop, key, hp, 0, accept_cb,
+				      &listener_ctxs[service]);
 }
 
 /* Drain, reload, stats */

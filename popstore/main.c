@@ -176,19 +176,6 @@ static bool select_shard(struct popstore *ps, const char *path, const char *name
 	return true;
 }
 
-static struct mt_listener *listen_on(struct popstore *ps, const char *what,
-				     const struct mt_hostport *hp, mt_accept_cb_t *cb)
-{
-	const char *error;
-	char *addr = mt_hostport_string(hp);
-	struct mt_listener *l = mt_listener_add(ps->loop, addr, 0, cb, ps, &error);
-	if (l == NULL)
-		mt_fatal("%s listener on %s: %s", what, addr, error);
-	mt_info("listening %s=%s port=%u", what, addr, mt_listener_port(l));
-	free(addr);
-	return l;
-}
-
 static void setup_tls(struct popstore *ps)
 {
 	const struct mt_tls_config *tc = mt_config_get(ps->config, "tls", NULL);
@@ -253,10 +240,12 @@ int main(int argc, char **argv)
 	ps->loop = mt_loop_new(&error);
 	if (ps->loop == NULL)
 		mt_fatal("%s", error);
-	listen_on(ps, "lmtp", &ps->set->lmtp_listen, lmtp_accept_cb);
-	listen_on(ps, "pop3", &ps->set->pop3_listen, pop3_accept_cb);
-	if (ps->set->pop3s_listen.host != NULL)
-		listen_on(ps, "pop3s", &ps->set->pop3s_listen, pop3s_accept_cb);
+	(void)mt_listener_add_setting(ps->loop, "lmtp_listen", &ps->set->lmtp_listen, 0,
+				      lmtp_accept_cb, ps);
+	(void)mt_listener_add_setting(ps->loop, "pop3_listen", &ps->set->pop3_listen, 0,
+				      pop3_accept_cb, ps);
+	(void)mt_listener_add_setting(ps->loop, "pop3s_listen", &ps->set->pop3s_listen, 0,
+				      pop3s_accept_cb, ps);
 	if (!mt_privdrop(ps->global->user, ps->global->group, &error))
 		mt_fatal("%s", error);
 
