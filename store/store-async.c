@@ -39,7 +39,9 @@ static void port_unref(struct mt_store_port *port)
 	}
 }
 
-/* On the port's loop: run the callbacks of everything finished so far. */
+/* On the port's loop: run the callbacks of everything finished so far
+ * (none once the port is closed), then drop the caller's reference (a
+ * post's, or at mt_store_port_free() the owner's). */
 static void port_run(void *context)
 {
 	struct mt_store_port *port = context;
@@ -48,7 +50,7 @@ static void port_run(void *context)
 	port->head = NULL;
 	port->tail = &port->head;
 	pthread_mutex_unlock(&port->lock);
-	/* The post's reference keeps the port while a callback frees it. */
+	/* The caller's reference keeps the port while a callback frees it. */
 	for (struct mt_store_req *req = list, *next; req != NULL; req = next) {
 		next = req->next;
 		if (!req->cancelled && !port->closed && req->cb != NULL)
@@ -201,15 +203,10 @@ void mt_store_port_free(struct mt_store_port **port_p)
 	*port_p = NULL;
 	pthread_mutex_lock(&port->lock);
 	port->closed = true;
-	struct mt_store_req *list = port->head;
-	port->head = NULL;
-	port->tail = &port->head;
 	pthread_mutex_unlock(&port->lock);
-	for (struct mt_store_req *req = list, *next; req != NULL; req = next) {
-		next = req->next;
-		store_req_free(req);
-	}
-	port_unref(port);
+	/* What finished meanwhile is freed without its callback, and the
+	 * owner's reference goes. */
+	port_run(port);
 }
 
 /* Reader pool */
