@@ -47,6 +47,8 @@ void mt_log_init(const char *ident, enum mt_log_target target)
 
 void mt_log_set_min_level(enum mt_log_level level) { log_min_level = level; }
 
+bool mt_log_to_stderr(void) { return log_target != MT_LOG_TARGET_SYSLOG; }
+
 bool mt_log_level_parse(const char *name, enum mt_log_level *level_r)
 {
 	for (int i = MT_LOG_DEBUG; i <= MT_LOG_ERROR; i++) {

@@ -39,6 +39,8 @@ struct mt_logctx {
 
 void mt_log_init(const char *ident, enum mt_log_target target);
 void mt_log_set_min_level(enum mt_log_level level);
+/* Lines reach stderr (STDERR or JOURNAL), not only syslog. */
+bool mt_log_to_stderr(void);
 /* Parse "debug|info|warning|error"; false on anything else. */
 bool mt_log_level_parse(const char *name, enum mt_log_level *level_r);
 

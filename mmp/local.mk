@@ -20,7 +20,7 @@ MMP_LIBS = mmp/libmmp.a dirsvc/libdirsvc.a settings/libmtsettings.a \
 	$(DIRSVC_LIBS) $(MTMAIL_LIBS)
 
 mmp_mailtier_mmp_SOURCES = mmp/main.c
-mmp_mailtier_mmp_LDADD = $(MMP_LIBS)
+mmp_mailtier_mmp_LDADD = daemon/libmtdaemon.a $(MMP_LIBS)
 
 EXTRA_DIST += mmp/README.md
 

@@ -1,11 +1,11 @@
 /* main.c — mailtier-mmp, the POP3 multiplexor proxy: start-up (config,
  * TLS, the directory client, the shard table, listeners, privilege drop,
- * worker loops, sd-notify), the accept hand-off with the connection
- * limits, stats, SIGHUP (TLS reload) and the SIGTERM drain.
+ * worker loops), the accept hand-off with the connection limits, stats
+ * and the SIGTERM drain, as a daemon skeleton definition (daemon/daemon.h
+ * does the command line, config, TLS and its SIGHUP reload, privilege
+ * drop, signals, sd-notify).
  *
- *	mailtier-mmp [-c FILE] [-f|-F]   (settings/daemon-args.c, as every daemon)
- *	  -c FILE   config file (default MT_DEFAULT_CONFIG_FILE)
- *	  -f, -F    log to stderr with timestamps (foreground runs, tests)
+ *	mailtier-mmp [-c FILE] [-f|-F]
  *
  * The main loop accepts on pop3_listen and pop3s_listen and checks the
  * limits there (conn_limit, conn_limit_per_client, a blocked address):
@@ -23,10 +23,9 @@
 #include "mmp.h"
 #include "clock.h"
 #include "alloc.h"
-#include "daemon-args.h"
+#include "daemon.h"
 #include "dirsvc.h"
 #include "mailtier-settings.h"
-#include "privdrop.h"
 #include "sdnotify.h"
 #include "tls.h"
 #include "secret.h"
@@ -218,28 +217,13 @@ static void worker_deinit(void *context)
 	free(w);
 }
 
-/* Main loop: signals, stats */
+/* Main loop: drain, stats */
 
-static void main_drain(void *context)
+static void drain(struct mt_daemon *d)
 {
-	(void)context;
-	mt_notify_stopping();
+	(void)d;
 	mmp_shards_stop(server.shards);
 	mt_workers_drain(server.workers);
-}
-
-static void reload(void *context)
-{
-	const char *error = NULL;
-	(void)context;
-	mt_notify_reloading();
-	if (server.tls != NULL) {
-		if (mt_tls_reload(server.tls, &error))
-			mt_info("reload: TLS certificate and key reloaded");
-		else
-			mt_error("reload: TLS kept as it was: %s", error);
-	}
-	mt_notify_ready();
 }
 
 #define STAT(name) ((unsigned long long)atomic_load(&server.stats.name))
@@ -258,9 +242,9 @@ static void log_stats(void)
 	mt_dirsvc_log_stats(server.dirsvc);
 }
 
-static void stats_cb(void *context)
+static void stats(struct mt_daemon *d)
 {
-	(void)context;
+	(void)d;
 	log_stats();
 	/* Only this often: sd_notify() blocks when the service manager
 	 * does not read (a test harness, say), and the main loop accepts. */
@@ -277,46 +261,31 @@ static void sweep_cb(void *context)
 
 /* Start-up */
 
-static struct mt_tls *load_tls(const struct mt_tls_config *c)
+static bool configure(struct mt_daemon *d, const char **error_r)
 {
 	const char *error = NULL;
-	if (c->cert_file[0] == '\0')
-		return NULL;
-	struct mt_tls_settings set = {
-		.cert_file = c->cert_file, .key_file = c->key_file,
-		.ciphers = c->ciphers, .ciphersuites = c->ciphersuites,
-		.min_version = c->min_version == MT_TLS_V1_3 ?
-			TLS1_3_VERSION : TLS1_2_VERSION,
-	};
-	struct mt_tls *tls = mt_tls_new(MT_TLS_SERVER);
-	if (!mt_tls_load(tls, &set, &error))
-		mt_fatal("[tls]: %s", error);
-	return tls;
-}
-
-static void start(const char *config_file)
-{
-	const char *error = NULL;
-	char *errors = NULL;
-
-	struct mt_config *config = mt_mailtier_config_load(config_file, &errors);
-	if (config == NULL) {
-		fputs(errors, stderr);
-		mt_fatal("%s: configuration errors", config_file);
-	}
-	server.config = config;
-	const struct mt_global_settings *global = mt_config_get(config, "global", NULL);
-	mt_log_set_min_level((enum mt_log_level)global->log_level);
-	server.set = mt_config_get(config, "mmp", NULL);
+	(void)error_r;
+	server.config = d->config;
+	server.set = mt_config_get(d->config, "mmp", NULL);
 	const struct mt_mmp_settings *set = server.set;
-
 	if (set->proxy_password_file[0] == '\0')
 		mt_fatal("[mmp] proxy_password_file is not set");
 	server.proxy_password = mt_secret_read(set->proxy_password_file, &error);
 	if (server.proxy_password == NULL)
 		mt_fatal("[mmp] proxy_password_file: %s", error);
 	server.proxy_user = set->proxy_user;
-	server.tls = load_tls(mt_config_get(config, "tls", NULL));
+	if (set->pop3_listen.host == NULL && set->pop3s_listen.host == NULL)
+		mt_fatal("[mmp] neither pop3_listen nor pop3s_listen is set");
+	d->stats_interval_msecs = (unsigned int)set->stats_interval;
+	return true;
+}
+
+static void listen_all(struct mt_daemon *d)
+{
+	const struct mt_mmp_settings *set = server.set;
+	const char *error = NULL;
+	server.tls = d->tls_server;
+	server.main_loop = d->loop;
 	if (set->pop3s_listen.host != NULL && server.tls == NULL)
 		mt_fatal("[mmp] pop3s_listen needs [tls] cert_file and key_file "
 			 "(or set pop3s_listen empty)");
@@ -325,11 +294,7 @@ static void start(const char *config_file)
 		mt_warning("pop3_listen without [tls] and allow_plaintext_auth = no: "
 			   "no one can log in there");
 	raise_fd_limit();
-
-	server.main_loop = mt_loop_new(&error);
-	if (server.main_loop == NULL)
-		mt_fatal("%s", error);
-	server.shards = mmp_shards_new(config, server.main_loop, set, &error);
+	server.shards = mmp_shards_new(server.config, server.main_loop, set, &error);
 	if (server.shards == NULL)
 		mt_fatal("[shards]: %s", error);
 	struct mmp_clients_settings cset = {
@@ -339,18 +304,18 @@ static void start(const char *config_file)
 		.auth_fail_window = set->auth_fail_window,
 	};
 	server.clients = mmp_clients_new(&cset);
-	(void)mt_listener_add_setting(server.main_loop, "pop3_listen", &set->pop3_listen,
-				      0, accept_pop3, NULL);
-	(void)mt_listener_add_setting(server.main_loop, "pop3s_listen", &set->pop3s_listen,
-				      0, accept_pop3s, NULL);
-	if (set->pop3_listen.host == NULL && set->pop3s_listen.host == NULL)
-		mt_fatal("[mmp] neither pop3_listen nor pop3s_listen is set");
-	if (!mt_privdrop(global->user, global->group, &error))
-		mt_fatal("%s", error);
+	(void)mt_daemon_listen(d, "pop3_listen", &set->pop3_listen, accept_pop3, NULL);
+	(void)mt_daemon_listen(d, "pop3s_listen", &set->pop3s_listen, accept_pop3s, NULL);
+}
+
+static void start(struct mt_daemon *d)
+{
+	const struct mt_mmp_settings *set = server.set;
+	const char *error = NULL;
 	/* After the drop, as in the other daemons: its threads then start
 	 * with the dropped credentials and bounding set (both per thread). */
-	server.dirsvc = mt_dirsvc_new(mt_config_get(config, "directory", NULL),
-				      config, &error);
+	server.dirsvc = mt_dirsvc_new(mt_config_get(d->config, "directory", NULL),
+				      d->config, &error);
 	if (server.dirsvc == NULL)
 		mt_fatal("[directory]: %s", error);
 
@@ -363,31 +328,7 @@ static void start(const char *config_file)
 	server.workers = mt_workers_start(server.main_loop, &wset, &error);
 	if (server.workers == NULL)
 		mt_fatal("%s", error);
-	mt_loop_set_drain(server.main_loop, (unsigned int)global->drain_timeout,
-			  main_drain, NULL);
-	if (!mt_loop_handle_signals(server.main_loop, reload, NULL, &error))
-		mt_fatal("%s", error);
-}
-
-int main(int argc, char **argv)
-{
-	struct mt_daemon_args args;
-	int status = mt_daemon_args_parse(argc, argv, "mailtier-mmp", false, &args);
-	if (status >= 0)
-		return status;
-	const char *config_file = args.config_path;
-	bool foreground = args.foreground;
-	mt_log_init("mailtier-mmp", foreground ? MT_LOG_TARGET_STDERR :
-		    MT_LOG_TARGET_AUTO);
-	start(config_file);
-
-	const struct mt_mmp_settings *set = server.set;
-	struct mt_timer *watchdog = mt_notify_watchdog_start(server.main_loop);
-	struct mt_timer *stats = set->stats_interval == 0 ? NULL :
-		mt_timer_add(server.main_loop, (unsigned int)set->stats_interval,
-			     true, stats_cb, NULL);
-	struct mt_timer *sweep = mt_timer_add(server.main_loop, SWEEP_MSECS, true,
-					      sweep_cb, NULL);
+	server.sweep = mt_timer_add(server.main_loop, SWEEP_MSECS, true, sweep_cb, NULL);
 	mt_info("started pop3=%s:%u pop3s=%s:%u threads=%u conn_limit=%llu "
 		"conn_limit_per_client=%llu tls=%s splice=%s",
 		set->pop3_listen.host != NULL ? set->pop3_listen.host : "-",
@@ -397,25 +338,30 @@ int main(int argc, char **argv)
 		(unsigned long long)set->conn_limit,
 		(unsigned long long)set->conn_limit_per_client,
 		server.tls != NULL ? "yes" : "no", set->relay_splice ? "yes" : "no");
-	mt_notify_ready();
 	mt_notify_status("0 connections");
+}
 
-	int ret = mt_loop_run(server.main_loop);
-
+static void stop(struct mt_daemon *d, int status)
+{
+	(void)d; (void)status;
 	mmp_shards_stop(server.shards);
 	mt_workers_stop(&server.workers);
-	mt_timer_free(&watchdog);
-	mt_timer_free(&stats);
-	mt_timer_free(&sweep);
+	mt_timer_free(&server.sweep);
 	log_stats();
 	mt_dirsvc_free(&server.dirsvc);
 	mmp_shards_free(&server.shards);
 	mmp_clients_free(&server.clients);
-	mt_tls_free(&server.tls);
 	mt_secret_free(&server.proxy_password);
 	free(server.worker_list);
-	mt_loop_free(&server.main_loop);
-	mt_config_free(&server.config);
-	mt_info("stopped");
-	return ret == 0 ? 0 : 1;
+}
+
+static const struct mt_daemon_def mmp_daemon = {
+	.name = "mailtier-mmp",
+	.configure = configure, .listen = listen_all, .start = start,
+	.drain = drain, .stats = stats, .stop = stop,
+};
+
+int main(int argc, char **argv)
+{
+	return mt_daemon_main(&mmp_daemon, &server, argc, argv);
 }

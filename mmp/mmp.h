@@ -48,6 +48,7 @@ struct mt_config;
 struct mt_dirsvc;
 struct mt_dirsvc_client;
 struct mt_dirsvc_request;
+struct mt_timer;
 struct mt_tls;
 struct mmp_backend;
 struct mmp_clients;
@@ -105,6 +106,7 @@ struct mmp_server {
 	struct mmp_worker **worker_list;
 	unsigned int n_workers;
 	unsigned int next_worker;	/* main loop: round robin */
+	struct mt_timer *sweep;		/* expires failed-login records */
 	atomic_uint_fast64_t conns;	/* open client connections */
 	atomic_uint_fast64_t rejects;	/* TLS refusals being answered */
 	struct mmp_counters stats;

@@ -22,7 +22,7 @@ MTA_LIBS = mta/libmta.a dirsvc/libdirsvc.a settings/libmtsettings.a $(DIRSVC_LIB
 	$(MTBDB_LIBS) $(CARES_LIBS) $(MTMAIL_LIBS)
 
 mta_mailtier_mta_SOURCES = mta/main.c
-mta_mailtier_mta_LDADD = $(MTA_LIBS)
+mta_mailtier_mta_LDADD = daemon/libmtdaemon.a $(MTA_LIBS)
 
 EXTRA_DIST += mta/README.md bench/mta.py bench/mta-load.py bench/mta-ab.sh
 

@@ -21,7 +21,7 @@ popstore_mailtier_popstore_SOURCES = popstore/main.c $(popstore_daemon_sources)
 popstore_mailtier_popstore_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS) \
 	$(LIBEVENT_OPENSSL_CFLAGS) $(OPENSSL_CFLAGS) $(LDAP_CFLAGS) \
 	-I$(top_srcdir)/popstore
-popstore_mailtier_popstore_LDADD = store/libmtstore.a dirsvc/libdirsvc.a \
+popstore_mailtier_popstore_LDADD = daemon/libmtdaemon.a store/libmtstore.a dirsvc/libdirsvc.a \
 	settings/libmtsettings.a $(MTBDB_LIBS) $(DIRSVC_LIBS) $(MTMAIL_LIBS)
 
 EXTRA_DIST += popstore/README.md

@@ -23,6 +23,7 @@ struct mt_store;
 struct mt_store_port;
 struct mt_dirsvc;
 struct mt_dirsvc_client;
+struct mt_timer;
 struct mt_tls;
 struct mt_authfail;
 struct lmtp_session;
@@ -61,6 +62,7 @@ struct popstore {
 	 * first failure, freed by pop3_sessions_free_all). */
 	struct mt_authfail *auth_failures;
 	bool fatal;			/* the store failed: exit non-zero */
+	struct mt_timer *failed_check;	/* main.c: a panic seen off-session */
 
 	/* Daemon-wide counters for the stats line. */
 	uint64_t lmtp_connections, pop3_connections, refused_connections;

@@ -6,7 +6,6 @@ noinst_LIBRARIES += settings/libmtsettings.a
 
 settings_libmtsettings_a_SOURCES = \
 	settings/mailtier-settings.c settings/mailtier-settings.h \
-	settings/daemon-args.c settings/daemon-args.h \
 	dirsvc/dirsvc-settings.c dirsvc/dirsvc-settings.h \
 	mta/mta-settings.c mta/mta-settings.h \
 	mmp/mmp-settings.c mmp/mmp-settings.h \

@@ -20,6 +20,7 @@ unit_tests = \
 	tests/unit/test-config \
 	tests/unit/test-settings \
 	tests/unit/test-daemon-args \
+	tests/unit/test-daemon \
 	tests/unit/test-lineio \
 	tests/unit/test-dotcodec \
 	tests/unit/test-address \
@@ -36,7 +37,8 @@ check_PROGRAMS += $(unit_tests)
 TESTS += $(unit_tests)
 
 tests_unit_test_settings_LDADD = settings/libmtsettings.a $(UNIT_LIBS)
-tests_unit_test_daemon_args_LDADD = settings/libmtsettings.a $(UNIT_LIBS)
+tests_unit_test_daemon_args_LDADD = daemon/libmtdaemon.a settings/libmtsettings.a $(UNIT_LIBS)
+tests_unit_test_daemon_LDADD = daemon/libmtdaemon.a settings/libmtsettings.a $(UNIT_LIBS)
 
 # A trivial daemon the harness test starts through the real sd-notify protocol.
 check_PROGRAMS += tests/harness/mt-echod

@@ -1,4 +1,4 @@
-/* test-daemon-args.c — unit tests for settings/daemon-args.c, the one
+/* test-daemon-args.c — unit tests for daemon/daemon-args.c, the one
  * command line of the three daemons: defaults, -c/--config, -f and -F and
  * --foreground alike, -s/--shard only where the daemon takes it, --help
  * (status 0), a bad option or an operand (status 2), and parsing twice in

@@ -2,12 +2,12 @@
  * (mailtier-mta, mailtier-mmp, mailtier-popstore), so that they cannot
  * drift: -c/--config FILE, -f/-F/--foreground (log to stderr), -s/--shard
  * NAME for a daemon that serves one shard, -h/--help; nothing else, and no
- * operands. The usage text is built from the same table. Here beside the
- * config registry because the default config path is its.
+ * operands. The usage text is built from the same table. The skeleton
+ * (daemon.c) parses it; the default config path is the registry's.
  *
  * Trust boundary: the operator's command line (or systemd's unit). */
-#ifndef MT_SETTINGS_DAEMON_ARGS_H
-#define MT_SETTINGS_DAEMON_ARGS_H
+#ifndef MT_DAEMON_DAEMON_ARGS_H
+#define MT_DAEMON_DAEMON_ARGS_H
 
 #include <stdbool.h>
 #include <stdio.h>
