@@ -162,10 +162,12 @@ int mt_daemon_main(const struct mt_daemon_def *def, void *context,
 	def->listen(&d);
 	if (!mt_privdrop(d.global->user, d.global->group, &error))
 		mt_fatal("privilege drop: %s", error);
-	def->start(&d);
+	/* Before start(): a signal that arrives while it runs (a long
+	 * recovery) waits for the loop instead of killing the daemon. */
 	mt_loop_set_drain(d.loop, (unsigned int)d.global->drain_timeout, drain_cb, &d);
 	if (!mt_loop_handle_signals(d.loop, reload_cb, &d, &error))
 		mt_fatal("%s", error);
+	def->start(&d);
 	struct mt_timer *watchdog = mt_notify_watchdog_start(d.loop);
 	struct mt_timer *stats = def->stats == NULL || d.stats_interval_msecs == 0 ? NULL :
 		mt_timer_add(d.loop, d.stats_interval_msecs, true, stats_cb, &d);

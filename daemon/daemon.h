@@ -12,11 +12,12 @@
  *	the loop
  *	listen()      listeners from mt_hostport settings (mt_daemon_listen)
  *	privilege drop ([global] user/group)
- *	start()       state that the unprivileged user owns: stores, queues,
- *	              the directory, worker threads, the daemon's own timers
  *	signals: SIGTERM/SIGINT drain ([global] drain_timeout) -> drain();
  *	         SIGHUP reload -> reload_config() (if the daemon re-reads its
- *	         config), the TLS certificate and key again, then reload()
+ *	         config), the TLS certificate and key again, then reload();
+ *	         handled once the loop runs (one during start() waits)
+ *	start()       state that the unprivileged user owns: stores, queues,
+ *	              the directory, worker threads, the daemon's own timers
  *	the sd-notify watchdog, the stats timer -> stats(), READY=1
  *	the loop runs
  *	stop(status)  the daemon frees its state (the loop still exists)

@@ -6,6 +6,7 @@ noinst_LIBRARIES += lib-mail/libmtmail.a
 lib_mail_libmtmail_a_SOURCES = \
 	lib-mail/conn.c lib-mail/conn.h \
 	lib-mail/command-find.c lib-mail/command-find.h \
+	lib-mail/command.c lib-mail/command.h \
 	lib-mail/smtp-reply.c lib-mail/smtp-reply.h \
 	lib-mail/smtp-params.c lib-mail/smtp-params.h \
 	lib-mail/pop3-status.c lib-mail/pop3-status.h \
@@ -15,11 +16,13 @@ lib_mail_libmtmail_a_SOURCES = \
 MTMAIL_LIBS = lib-mail/libmtmail.a $(MAILTIER_LIBS)
 
 lib_mail_unit_tests = tests/unit/test-smtp-reply tests/unit/test-command-find \
+	tests/unit/test-command \
 	tests/unit/test-smtp-params tests/unit/test-pop3-login tests/unit/test-conn
 check_PROGRAMS += $(lib_mail_unit_tests)
 TESTS += $(lib_mail_unit_tests)
 tests_unit_test_smtp_reply_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_command_find_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
+tests_unit_test_command_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_smtp_params_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_pop3_login_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_conn_SOURCES = tests/unit/test-conn.c tests/unit/test-peer.h

@@ -12,7 +12,7 @@
 #include "log.h"
 #include "loop.h"
 #include "session.h"
-#include "command-find.h"
+#include "command.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -23,11 +23,11 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
-enum sink_cmd_flags {
-	NEED_HELO = 0x1,	/* only after EHLO/HELO */
-	NEED_MAIL = 0x2,	/* only inside a transaction */
-	NEED_RCPT = 0x4,	/* only with a recipient */
-};
+/* The session's states, for the command engine's state gate. */
+#define S_NEW MT_CMD_STATE(0)		/* before EHLO/HELO */
+#define S_GREETED MT_CMD_STATE(1)	/* no transaction */
+#define S_MAIL MT_CMD_STATE(2)		/* MAIL, no recipient yet */
+#define S_RCPT MT_CMD_STATE(3)		/* with a recipient */
 
 enum sink_cmd_id { CMD_EHLO, CMD_HELO, CMD_MAIL, CMD_RCPT, CMD_DATA,
 		   CMD_RSET, CMD_NOOP, CMD_QUIT, CMD_COUNT };
@@ -52,8 +52,7 @@ struct sink_conn {
 	bool have_id;
 	uint64_t octets;
 	unsigned int bad_commands;
-	unsigned int cmd_counts[CMD_COUNT];
-	unsigned int commands;
+	struct mt_commands commands;	/* lib-mail/command: counters */
 	struct lg_ledger_rx *ledger_rx;	/* with a ledger: the text received */
 };
 
@@ -71,9 +70,8 @@ struct lg_sink {
 };
 
 struct sink_command {
-	const char *name;
+	struct mt_command_def def;
 	void (*handler)(struct sink_conn *conn, const char *args);
-	unsigned int flags;
 };
 
 static void cmd_ehlo(struct sink_conn *conn, const char *args);
@@ -86,15 +84,16 @@ static void cmd_noop(struct sink_conn *conn, const char *args);
 static void cmd_quit(struct sink_conn *conn, const char *args);
 
 static const struct sink_command sink_commands[CMD_COUNT] = {
-	[CMD_EHLO] = { "EHLO", cmd_ehlo, 0 },
-	[CMD_HELO] = { "HELO", cmd_helo, 0 },
-	[CMD_MAIL] = { "MAIL", cmd_mail, NEED_HELO },
-	[CMD_RCPT] = { "RCPT", cmd_rcpt, NEED_HELO | NEED_MAIL },
-	[CMD_DATA] = { "DATA", cmd_data, NEED_HELO | NEED_MAIL | NEED_RCPT },
-	[CMD_RSET] = { "RSET", cmd_rset, 0 },
-	[CMD_NOOP] = { "NOOP", cmd_noop, 0 },
-	[CMD_QUIT] = { "QUIT", cmd_quit, 0 },
+	[CMD_EHLO] = { { "EHLO", 0 }, cmd_ehlo },
+	[CMD_HELO] = { { "HELO", 0 }, cmd_helo },
+	[CMD_MAIL] = { { "MAIL", S_GREETED | S_MAIL | S_RCPT }, cmd_mail },
+	[CMD_RCPT] = { { "RCPT", S_MAIL | S_RCPT }, cmd_rcpt },
+	[CMD_DATA] = { { "DATA", S_RCPT }, cmd_data },
+	[CMD_RSET] = { { "RSET", 0 }, cmd_rset },
+	[CMD_NOOP] = { { "NOOP", 0 }, cmd_noop },
+	[CMD_QUIT] = { { "QUIT", 0 }, cmd_quit },
 };
+static const struct mt_command_table sink_command_table = MT_COMMAND_TABLE(sink_commands);
 
 static struct evbuffer *out_of(struct sink_conn *conn)
 {
@@ -193,11 +192,10 @@ static void conn_close(struct sink_conn *conn)
 	if (conn->dead)
 		return;
 	conn->dead = true;
-	mt_slog(MT_LOG_DEBUG, &conn->log,
-		"sink session closed: ehlo=%u helo=%u mail=%u rcpt=%u data=%u commands=%u",
-		conn->cmd_counts[CMD_EHLO], conn->cmd_counts[CMD_HELO],
-		conn->cmd_counts[CMD_MAIL], conn->cmd_counts[CMD_RCPT],
-		conn->cmd_counts[CMD_DATA], conn->commands);
+	struct mt_buf summary = MT_BUF_INIT;
+	mt_commands_summary(&sink_command_table, &conn->commands, "", &summary);
+	mt_slog(MT_LOG_DEBUG, &conn->log, "sink session closed:%s", mt_buf_cstr(&summary));
+	mt_buf_free(&summary);
 	bufferevent_disable(conn->bev, EV_READ | EV_WRITE);
 	evtimer_del(conn->idle);
 	/* Move to the dead list; freed from the loop after this callback. */
@@ -220,6 +218,7 @@ static void conn_free(struct sink_conn *conn)
 	event_free(conn->idle);
 	mt_buf_free(&conn->line);
 	lg_ledger_rx_free(&conn->ledger_rx);
+	mt_commands_free(&conn->commands);
 	free(conn);
 }
 
@@ -284,30 +283,27 @@ static void data_line(struct sink_conn *conn, const char *line, size_t len)
 
 static void command_line(struct sink_conn *conn, const char *line)
 {
-	const struct sink_command *cmd = NULL;
-	const char *args;
-	unsigned int i;
-
-	if (mt_command_find(line, &sink_commands[0].name, CMD_COUNT,
-			    sizeof(sink_commands[0]), &i, &args)) {
-		cmd = &sink_commands[i];
-		conn->cmd_counts[i]++;
-	}
+	const struct mt_command_gate gate = {
+		.state = !conn->helo ? S_NEW : !conn->in_mail ? S_GREETED :
+			conn->rcpts == 0 ? S_MAIL : S_RCPT,
+	};
+	struct mt_command_call call;
+	enum mt_command_verdict verdict =
+		mt_command_check(&sink_command_table, &conn->commands, &gate, line, &call);
+	const char *args = call.arg;
 	while (*args == ' ')	/* a sink is lenient: more spaces are fine */
 		args++;
-	conn->commands++;
-	if (cmd == NULL) {
-		conn->sink->counts.bad_commands++;
-		conn->bad_commands++;
-		mt_line_reply(out_of(conn), 502, false, "5.5.2 Command not recognized");
-	} else if (((cmd->flags & NEED_HELO) && !conn->helo) ||
-		   ((cmd->flags & NEED_MAIL) && !conn->in_mail) ||
-		   ((cmd->flags & NEED_RCPT) && conn->rcpts == 0)) {
-		conn->sink->counts.bad_commands++;
-		conn->bad_commands++;
-		mt_line_reply(out_of(conn), 503, false, "5.5.1 Bad sequence of commands");
+	if (verdict == MT_COMMAND_RUN) {
+		mt_commands_reply(&conn->commands, true);
+		sink_commands[call.index].handler(conn, args);
 	} else {
-		cmd->handler(conn, args);
+		mt_commands_reply(&conn->commands, false);
+		conn->sink->counts.bad_commands++;
+		conn->bad_commands++;
+		if (verdict == MT_COMMAND_UNKNOWN)
+			mt_line_reply(out_of(conn), 502, false, "5.5.2 Command not recognized");
+		else
+			mt_line_reply(out_of(conn), 503, false, "5.5.1 Bad sequence of commands");
 	}
 	if (conn->bad_commands > LG_SINK_MAX_BAD_COMMANDS) {
 		mt_line_reply(out_of(conn), 421, false, "4.7.0 Too many errors");
@@ -401,6 +397,7 @@ static void sink_accept_cb(int fd, const struct sockaddr *peer,
 
 	conn->sink = sink;
 	conn->log.session_id = mt_session_id_new();
+	mt_commands_init(&conn->commands, &sink_command_table);
 	conn->bev = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
 	conn->idle = evtimer_new(base, conn_idle_cb, conn);
 	if (conn->bev == NULL || conn->idle == NULL)

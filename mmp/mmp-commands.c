@@ -25,11 +25,6 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
-/* Indexed by command id; the keyword is mmp-parse.c's. */
-struct mmp_command {
-	void (*handler)(struct mmp_session *sess, const char *args);
-};
-
 static void cmd_capa(struct mmp_session *sess, const char *args);
 static void cmd_user(struct mmp_session *sess, const char *args);
 static void cmd_pass(struct mmp_session *sess, const char *args);
@@ -37,26 +32,15 @@ static void cmd_auth(struct mmp_session *sess, const char *args);
 static void cmd_stls(struct mmp_session *sess, const char *args);
 static void cmd_quit(struct mmp_session *sess, const char *args);
 
-static const struct mmp_command command_table[MMP_CMD_UNKNOWN] = {
-	[MMP_CMD_CAPA] = { cmd_capa },
-	[MMP_CMD_USER] = { cmd_user },
-	[MMP_CMD_PASS] = { cmd_pass },
-	[MMP_CMD_AUTH] = { cmd_auth },
-	[MMP_CMD_STLS] = { cmd_stls },
-	[MMP_CMD_QUIT] = { cmd_quit },
+/* Indexed by command id; the keywords are mmp-parse.c's table. */
+static void (*const handlers[MMP_CMD_UNKNOWN])(struct mmp_session *sess, const char *args) = {
+	[MMP_CMD_CAPA] = cmd_capa,
+	[MMP_CMD_USER] = cmd_user,
+	[MMP_CMD_PASS] = cmd_pass,
+	[MMP_CMD_AUTH] = cmd_auth,
+	[MMP_CMD_STLS] = cmd_stls,
+	[MMP_CMD_QUIT] = cmd_quit,
 };
-
-static const char *const command_names[MMP_CMD_COUNT] = {
-	[MMP_CMD_CAPA] = "capa", [MMP_CMD_USER] = "user",
-	[MMP_CMD_PASS] = "pass", [MMP_CMD_AUTH] = "auth",
-	[MMP_CMD_STLS] = "stls", [MMP_CMD_QUIT] = "quit",
-	[MMP_CMD_UNKNOWN] = "unknown",
-};
-
-const char *mmp_command_name(enum mmp_command_id id)
-{
-	return id < MMP_CMD_COUNT ? command_names[id] : "?";
-}
 
 /* The login phase's ops (lib-mail/pop3-login.h) on an MMP session. */
 
@@ -135,16 +119,15 @@ void mmp_commands_init(struct mmp_session *sess)
 
 void mmp_command_run(struct mmp_session *sess, const char *line)
 {
-	const char *args;
-	enum mmp_command_id id = mmp_parse_command(line, &args);
-
-	sess->commands[id]++;
-	if (id == MMP_CMD_UNKNOWN) {
+	static const struct mt_command_gate gate = { 0 };	/* one state, no TLS gate */
+	struct mt_command_call call;
+	if (mt_command_check(&mmp_command_table, &sess->commands, &gate, line, &call) !=
+	    MT_COMMAND_RUN) {
 		if (mmp_session_error(sess))
 			mmp_reply(sess, "-ERR Unknown command.");
 		return;
 	}
-	command_table[id].handler(sess, args);
+	handlers[call.index](sess, call.arg);
 }
 
 static void cmd_capa(struct mmp_session *sess, const char *args)

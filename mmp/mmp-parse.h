@@ -12,10 +12,17 @@
 #define MT_MMP_PARSE_H
 
 #include "mmp.h"
+#include "command.h"
+
+/* The command table's definitions, indexed by command id: what the
+ * session's command engine (lib-mail/command) looks lines up in. */
+extern const struct mt_command_def mmp_command_defs[MMP_CMD_UNKNOWN];
+extern const struct mt_command_table mmp_command_table;
 
 /* The command line names (case-insensitively; MMP_CMD_UNKNOWN if none)
  * and its argument: the text after the verb and one space, "" if none,
- * set in any case. */
+ * set in any case. The engine's lookup without its counting (the fuzz
+ * target's). */
 enum mmp_command_id mmp_parse_command(const char *line, const char **args_r);
 /* "CAPA", ... for a command in the table (upper case), else NULL. */
 const char *mmp_command_keyword(enum mmp_command_id id);

@@ -14,6 +14,7 @@
  * section 4 (line lengths), RFC 2595 section 4 (STLS: discard what came
  * before TLS), RFC 8314 (implicit TLS). */
 #include "mmp.h"
+#include "mmp-parse.h"
 #include "clock.h"
 #include "alloc.h"
 #include "buf.h"
@@ -104,6 +105,14 @@ void mmp_reply_raw(struct mmp_session *sess, const void *data, size_t len)
 	mmp_bev_send(sess->client, !sess->tls, sess->worker->scratch);
 }
 
+/* A status line is the command's final reply ("+ " asks for more). */
+static void count_status(struct mmp_session *sess, struct evbuffer *line)
+{
+	const unsigned char *status = evbuffer_pullup(line, 2);
+	if (status != NULL && (status[0] == '-' || (status[0] == '+' && status[1] == 'O')))
+		mt_commands_reply(&sess->commands, status[0] == '+');
+}
+
 void mmp_reply(struct mmp_session *sess, const char *fmt, ...)
 {
 	struct evbuffer *scratch = sess->worker->scratch;
@@ -114,6 +123,7 @@ void mmp_reply(struct mmp_session *sess, const char *fmt, ...)
 	va_start(ap, fmt);
 	mt_line_vwrite(scratch, fmt, ap);
 	va_end(ap);
+	count_status(sess, scratch);
 	sess->bytes_out += evbuffer_get_length(scratch);
 	mmp_bev_send(sess->client, !sess->tls, scratch);
 }
@@ -149,6 +159,7 @@ void mmp_session_finish(struct mmp_session *sess, const char *end,
 	va_start(ap, fmt);
 	mt_line_vwrite(scratch, fmt, ap);
 	va_end(ap);
+	count_status(sess, scratch);
 	sess->bytes_out += evbuffer_get_length(scratch);
 	mmp_bev_send(sess->client, !sess->tls, scratch);
 	mmp_session_timer_at(sess, mt_clock_coarse_ms() + CLOSING_FLUSH_MSECS);
@@ -190,24 +201,12 @@ const char *mmp_log_name(const char *name)
 
 static void log_end(struct mmp_session *sess)
 {
-	char peer[MT_SOCKADDR_STRLEN], cmds[160];
-	size_t pos = 0;
-
-	cmds[0] = '\0';
-	for (int i = 0; i < MMP_CMD_COUNT; i++) {
-		if (sess->commands[i] == 0)
-			continue;
-		int n = snprintf(cmds + pos, sizeof(cmds) - pos, "%s%s:%u",
-				 pos == 0 ? "" : ",",
-				 mmp_command_name((enum mmp_command_id)i),
-				 sess->commands[i]);
-		if (n < 0 || (size_t)n >= sizeof(cmds) - pos)
-			break;
-		pos += (size_t)n;
-	}
+	char peer[MT_SOCKADDR_STRLEN];
+	struct mt_buf cmds = MT_BUF_INIT;
+	mt_commands_summary(&mmp_command_table, &sess->commands, "cmd_", &cmds);
 	mt_slog(MT_LOG_INFO, &sess->log,
 		"session end client=%s listener=%s tls=%s user=%s shard=%s "
-		"result=%s end=%s in=%llu out=%llu duration_ms=%llu cmds=%s",
+		"result=%s end=%s in=%llu out=%llu duration_ms=%llu%s",
 		mt_sockaddr_str((struct sockaddr *)&sess->peer, peer, sizeof(peer)),
 		sess->kind == MMP_LISTENER_POP3S ? "pop3s" : "pop3",
 		sess->tls ? "yes" : "no",
@@ -218,7 +217,8 @@ static void log_end(struct mmp_session *sess)
 		(unsigned long long)sess->bytes_in,
 		(unsigned long long)sess->bytes_out,
 		(unsigned long long)(mt_clock_coarse_ms() - sess->start_ms),
-		pos > 0 ? cmds : "-");
+		mt_buf_cstr(&cmds));
+	mt_buf_free(&cmds);
 }
 
 /* Close and free */
@@ -232,6 +232,7 @@ static void reaper_cb(evutil_socket_t fd, short what, void *arg)
 	for (; sess != NULL; sess = next) {
 		next = sess->next;
 		free(sess->user);
+		mt_commands_free(&sess->commands);
 		free(sess);
 	}
 }
@@ -307,7 +308,7 @@ void mmp_session_input(struct mmp_session *sess)
 			mt_slog(MT_LOG_DEBUG, &sess->log, "bad line: %s", error);
 			if (sess->state == MMP_STATE_SASL)
 				mmp_enter_state(sess, MMP_STATE_AUTHORIZATION);
-			sess->commands[MMP_CMD_UNKNOWN]++;
+			mt_commands_unknown(&sess->commands);
 			if (mmp_session_error(sess))
 				mmp_reply(sess, "-ERR %s.",
 					  st == MT_LINE_TOO_LONG ?
@@ -480,6 +481,7 @@ void mmp_session_new(struct mmp_worker *worker, int fd,
 
 	sess->worker = worker;
 	sess->log.session_id = mt_session_id_new();
+	mt_commands_init(&sess->commands, &mmp_command_table);
 	if (peerlen > sizeof(sess->peer))
 		peerlen = sizeof(sess->peer);
 	memcpy(&sess->peer, peer, peerlen);

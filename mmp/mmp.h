@@ -34,6 +34,7 @@
 #include <sys/socket.h>
 
 #include "authfail.h"
+#include "command.h"
 #include "lineio.h"
 #include "log.h"
 #include "loop.h"
@@ -182,7 +183,7 @@ struct mmp_session {
 	uint64_t last_active_ms;	/* relay: for the idle timeout */
 	uint64_t bytes_in, bytes_out;	/* from / to the client */
 	uint32_t errors;
-	uint16_t commands[MMP_CMD_COUNT];
+	struct mt_commands commands;	/* lib-mail/command: counters */
 	struct mt_pop3_login login;	/* the login phase (mmp-commands.c) */
 };
 
@@ -244,7 +245,6 @@ void mmp_command_run(struct mmp_session *sess, const char *line);
 /* One SASL response line (state SASL). */
 void mmp_command_sasl_response(struct mmp_session *sess, const char *line);
 /* The name of a command id, for the log line. */
-const char *mmp_command_name(enum mmp_command_id id);
 
 /* mmp-login.c */
 

@@ -7,6 +7,7 @@ sbin_PROGRAMS += mta/mailtier-mta
 mta_libmta_a_SOURCES = \
 	mta/mta.h \
 	mta/mta-policy.c mta/mta-policy.h \
+	mta/mta-drain.c \
 	mta/smtp-server.c mta/smtp-session.c mta/smtp-session.h \
 	mta/smtp-commands.c mta/smtp-auth.c mta/smtp-data.c \
 	mta/smtp-parse.c mta/smtp-parse.h mta/smtp-content.c mta/smtp-content.h \

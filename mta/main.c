@@ -121,14 +121,6 @@ static void start(struct mt_daemon *d)
 	mt_notify_status("accepting mail; %u queued", queue_count(mta->queue));
 }
 
-void mta_drain_check(struct mta *mta)
-{
-	if (!mta->draining || mta->server == NULL || mta->delivery == NULL)
-		return;
-	if (smtp_server_count(mta->server) == 0 && delivery_idle(mta->delivery))
-		mt_loop_drain_done(mta->loop);
-}
-
 static void drain(struct mt_daemon *d)
 {
 	struct mta *mta = d->context;

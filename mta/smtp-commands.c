@@ -39,24 +39,29 @@
 #include <string.h>
 #include <strings.h>
 
+#define PRE_TLS MT_CMD_PRE_TLS
+#define PRE_AUTH MT_CMD_PRE_AUTH
+#define GROUP_END MT_CMD_GROUP_END
+#define JUNK MT_CMD_JUNK
+
 const struct smtp_command smtp_commands[] = {
-	{ "EHLO", smtp_cmd_ehlo, SMTP_CMD_PRE_TLS | SMTP_CMD_PRE_AUTH | SMTP_CMD_GROUP_END },
-	{ "HELO", smtp_cmd_helo, SMTP_CMD_PRE_TLS | SMTP_CMD_PRE_AUTH | SMTP_CMD_GROUP_END },
-	{ "STARTTLS", smtp_cmd_starttls, SMTP_CMD_PRE_TLS | SMTP_CMD_PRE_AUTH | SMTP_CMD_GROUP_END },
-	{ "AUTH", smtp_cmd_auth, SMTP_CMD_PRE_AUTH | SMTP_CMD_GROUP_END },
-	{ "MAIL", smtp_cmd_mail, 0 },
-	{ "RCPT", smtp_cmd_rcpt, 0 },
-	{ "DATA", smtp_cmd_data, SMTP_CMD_GROUP_END },
-	{ "BDAT", smtp_cmd_bdat, 0 },
-	{ "RSET", smtp_cmd_rset, SMTP_CMD_PRE_TLS | SMTP_CMD_PRE_AUTH | SMTP_CMD_JUNK },
-	{ "NOOP", smtp_cmd_noop, SMTP_CMD_PRE_TLS | SMTP_CMD_PRE_AUTH | SMTP_CMD_JUNK | SMTP_CMD_GROUP_END },
-	{ "QUIT", smtp_cmd_quit, SMTP_CMD_PRE_TLS | SMTP_CMD_PRE_AUTH | SMTP_CMD_GROUP_END },
-	{ "VRFY", smtp_cmd_vrfy, SMTP_CMD_PRE_AUTH | SMTP_CMD_JUNK },
-	{ "HELP", smtp_cmd_help, SMTP_CMD_PRE_TLS | SMTP_CMD_PRE_AUTH | SMTP_CMD_JUNK },
-	{ "EXPN", smtp_cmd_not_implemented, SMTP_CMD_PRE_AUTH | SMTP_CMD_JUNK },
-	{ "ETRN", smtp_cmd_not_implemented, SMTP_CMD_JUNK },
+	{ { "EHLO", PRE_TLS | PRE_AUTH | GROUP_END }, smtp_cmd_ehlo },
+	{ { "HELO", PRE_TLS | PRE_AUTH | GROUP_END }, smtp_cmd_helo },
+	{ { "STARTTLS", PRE_TLS | PRE_AUTH | GROUP_END }, smtp_cmd_starttls },
+	{ { "AUTH", PRE_AUTH | GROUP_END | MT_CMD_SECRET }, smtp_cmd_auth },
+	{ { "MAIL", 0 }, smtp_cmd_mail },
+	{ { "RCPT", 0 }, smtp_cmd_rcpt },
+	{ { "DATA", GROUP_END }, smtp_cmd_data },
+	{ { "BDAT", 0 }, smtp_cmd_bdat },
+	{ { "RSET", PRE_TLS | PRE_AUTH | JUNK }, smtp_cmd_rset },
+	{ { "NOOP", PRE_TLS | PRE_AUTH | JUNK | GROUP_END }, smtp_cmd_noop },
+	{ { "QUIT", PRE_TLS | PRE_AUTH | GROUP_END }, smtp_cmd_quit },
+	{ { "VRFY", PRE_AUTH | JUNK }, smtp_cmd_vrfy },
+	{ { "HELP", PRE_TLS | PRE_AUTH | JUNK }, smtp_cmd_help },
+	{ { "EXPN", PRE_AUTH | JUNK }, smtp_cmd_not_implemented },
+	{ { "ETRN", JUNK }, smtp_cmd_not_implemented },
 };
-const unsigned int smtp_command_count = sizeof(smtp_commands) / sizeof(smtp_commands[0]);
+const struct mt_command_table smtp_command_table = MT_COMMAND_TABLE(smtp_commands);
 
 /* Transaction */
 

@@ -13,7 +13,6 @@
  * (pipelining); 3207 4.2 (discard plaintext state after STARTTLS); 8314
  * (implicit TLS). */
 #include "smtp-session.h"
-#include "command-find.h"
 #include "alloc.h"
 #include "dirsvc.h"
 #include "mta-policy.h"
@@ -124,11 +123,9 @@ static void count_reply(struct smtp_session *s, int code)
 	if (code >= 500)
 		s->errors++;
 	/* 334 and 354 ask for more; the command is done at its final reply. */
-	if (s->current_cmd < 0 || code == 334 || code == 354)
+	if (code == 334 || code == 354)
 		return;
-	if (code < 400)
-		s->cmd_ok[s->current_cmd]++;
-	s->current_cmd = -1;
+	mt_commands_reply(&s->commands, code < 400);
 }
 
 static void reply_va(struct smtp_session *s, int code, bool more,
@@ -139,9 +136,8 @@ static void reply_va(struct smtp_session *s, int code, bool more,
 	mt_line_reply(bufferevent_get_output(s->bev), code, more, "%s",
 		      mt_buf_cstr(&text));
 	if (!more && code >= 400) {
-		const char *cmd = s->current_cmd >= 0 ?
-			(s->current_cmd == (int)SMTP_CMD_UNKNOWN ? "unknown" :
-			 smtp_commands[s->current_cmd].name) : "-";
+		const char *cmd = mt_commands_current_name(&smtp_command_table,
+							   &s->commands);
 		mt_slog(MT_LOG_INFO, &s->log, "reject cmd=%s from %s: %d %s", cmd,
 			s->peer_name, code, mt_buf_cstr(&text));
 	}
@@ -258,49 +254,47 @@ static bool tls_required(const struct smtp_session *s)
 
 static void dispatch(struct smtp_session *s, const char *line)
 {
-	const struct mt_mta_settings *set = s->mta->set;
-	const char *args;
-	unsigned int index;
-	const struct smtp_command *cmd =
-		mt_command_find(line, &smtp_commands[0].name, smtp_command_count,
-				sizeof(smtp_commands[0]), &index, &args) ?
-		&smtp_commands[index] : NULL;
+	const struct mt_command_gate gate = {
+		.tls_required = !s->tls && tls_required(s),
+		.auth_required = !s->authenticated && smtp_auth_required(s),
+		.max_junk = (unsigned int)s->mta->set->max_junk_commands,
+	};
+	struct mt_command_call call;
+	enum mt_command_verdict verdict =
+		mt_command_check(&smtp_command_table, &s->commands, &gate, line, &call);
+	const struct smtp_command *cmd = call.def != NULL ? &smtp_commands[call.index] : NULL;
 
-	if (cmd == NULL) {
-		s->cmd_total[SMTP_CMD_UNKNOWN]++;
-		s->current_cmd = (int)SMTP_CMD_UNKNOWN;
-		smtp_reply(s, 500, line[0] == '\0' ? "5.5.2 Error: bad syntax" :
-			   "5.5.2 Error: command not recognized");
-		return;
-	}
-	s->cmd_total[index]++;
-	s->current_cmd = index;
-	if (smtp_server_draining(s) && cmd->handler != smtp_cmd_quit) {
+	if (cmd != NULL && smtp_server_draining(s) && cmd->handler != smtp_cmd_quit) {
 		smtp_session_finish(s, 421, "4.3.2 %s Service shutting down",
 				    s->mta->hostname);
 		return;
 	}
-	if ((cmd->flags & SMTP_CMD_JUNK) != 0 && ++s->junk > set->max_junk_commands) {
-		smtp_session_finish(s, 421, "4.7.0 %s Error: too many %s commands",
-				    s->mta->hostname, cmd->name);
+	switch (verdict) {
+	case MT_COMMAND_UNKNOWN:
+	case MT_COMMAND_BAD_STATE:	/* (the MTA's table has no states) */
+		smtp_reply(s, 500, line[0] == '\0' ? "5.5.2 Error: bad syntax" :
+			   "5.5.2 Error: command not recognized");
 		return;
-	}
-	if ((cmd->flags & SMTP_CMD_PRE_TLS) == 0 && !s->tls && tls_required(s)) {
+	case MT_COMMAND_TOO_MUCH_JUNK:
+		smtp_session_finish(s, 421, "4.7.0 %s Error: too many %s commands",
+				    s->mta->hostname, cmd->def.name);
+		return;
+	case MT_COMMAND_NEEDS_TLS:
 		smtp_reply(s, 530, "5.7.0 Must issue a STARTTLS command first");
 		return;
-	}
-	if ((cmd->flags & SMTP_CMD_PRE_AUTH) == 0 && !s->authenticated &&
-	    smtp_auth_required(s)) {
+	case MT_COMMAND_NEEDS_AUTH:
 		smtp_reply(s, 530, "5.7.0 Authentication required");
 		return;
+	case MT_COMMAND_RUN:
+		break;
 	}
 	/* RFC 2920 3.1: these end a group; input already waiting after them
 	 * is improper pipelining (STARTTLS discards it and says so). */
-	if ((cmd->flags & SMTP_CMD_GROUP_END) != 0 && cmd->handler != smtp_cmd_starttls &&
+	if ((cmd->def.flags & MT_CMD_GROUP_END) != 0 && cmd->handler != smtp_cmd_starttls &&
 	    evbuffer_get_length(bufferevent_get_input(s->bev)) > 0)
 		mt_slog(MT_LOG_DEBUG, &s->log, "improper pipelining after %s from %s",
-			cmd->name, s->peer_name);
-	cmd->handler(s, args);
+			cmd->def.name, s->peer_name);
+	cmd->handler(s, call.arg);
 }
 
 /* One command or AUTH line; false when none is complete yet. */
@@ -320,13 +314,13 @@ static bool read_command(struct smtp_session *s)
 			dispatch(s, mt_buf_cstr(&s->line));
 		return true;
 	case MT_LINE_TOO_LONG:
-		s->current_cmd = -1;
+		mt_commands_forget(&s->commands);
 		if (s->state == SMTP_STATE_AUTH)
 			smtp_auth_continue(s, NULL);
 		smtp_reply(s, 500, "5.5.2 Error: line too long");
 		return true;
 	default:
-		s->current_cmd = -1;
+		mt_commands_forget(&s->commands);
 		if (s->state == SMTP_STATE_AUTH)
 			smtp_auth_continue(s, NULL);
 		mt_slog(MT_LOG_INFO, &s->log, "bad command line from %s: %s",
@@ -491,15 +485,13 @@ struct smtp_session *smtp_session_new(struct mta *mta, enum smtp_service service
 	s->mta = mta;
 	s->service = service;
 	s->log.session_id = mt_session_id_new();
-	s->current_cmd = -1;
 	if (peerlen > sizeof(s->peer))
 		peerlen = sizeof(s->peer);
 	memcpy(&s->peer, peer, peerlen);
 	mt_sockaddr_str(peer, s->peer_name, sizeof(s->peer_name));
 	smtp_format_peer_ip(peer, s->peer_ip, sizeof(s->peer_ip));
 	s->trusted = mta_policy_is_trusted_client(mta->policy, peer);
-	s->cmd_total = mt_xcalloc(smtp_command_count + 1, sizeof(unsigned int));
-	s->cmd_ok = mt_xcalloc(smtp_command_count + 1, sizeof(unsigned int));
+	mt_commands_init(&s->commands, &smtp_command_table);
 	mt_line_reader_init(&s->reader, mta->set->max_line_length,
 			    mta->set->bare_newline_policy == MT_BARE_NEWLINE_NORMALIZE ?
 			    MT_LINE_ACCEPT_LF : MT_LINE_STRICT_CRLF);
@@ -516,8 +508,7 @@ struct smtp_session *smtp_session_new(struct mta *mta, enum smtp_service service
 			s->peer_name, error);
 		if (service != SMTP_SERVICE_SUBMISSIONS || mta->tls_server == NULL)
 			close(fd);
-		free(s->cmd_total);
-		free(s->cmd_ok);
+		mt_commands_free(&s->commands);
 		free(s);
 		return NULL;
 	}
@@ -543,31 +534,12 @@ struct smtp_session *smtp_session_new(struct mta *mta, enum smtp_service service
 	return s;
 }
 
-/* "ehlo=1 mail=1 rcpt=1/2 data=1 quit=1 commands=5/6", then
- * "unknown_rcpt=N rcpt_limited=N" when not 0. */
+/* " ehlo=1 mail=1 rcpt=1/2 data=1 quit=1 commands=5/6" (lib-mail/command),
+ * then "unknown_rcpt=N rcpt_limited=N" when not 0. */
 static void log_summary(struct smtp_session *s, const char *reason)
 {
 	struct mt_buf line = MT_BUF_INIT;
-	unsigned int total = 0, ok = 0;
-	for (unsigned int i = 0; i <= smtp_command_count; i++) {
-		if (s->cmd_total[i] == 0)
-			continue;
-		const char *name = i == SMTP_CMD_UNKNOWN ? "unknown" :
-			smtp_commands[i].name;
-		mt_buf_append_char(&line, ' ');
-		for (const char *p = name; *p != '\0'; p++)
-			mt_buf_append_char(&line, (char)(*p | 0x20));
-		if (s->cmd_ok[i] == s->cmd_total[i])
-			mt_buf_appendf(&line, "=%u", s->cmd_total[i]);
-		else
-			mt_buf_appendf(&line, "=%u/%u", s->cmd_ok[i], s->cmd_total[i]);
-		total += s->cmd_total[i];
-		ok += s->cmd_ok[i];
-	}
-	if (ok == total)
-		mt_buf_appendf(&line, " commands=%u", total);
-	else
-		mt_buf_appendf(&line, " commands=%u/%u", ok, total);
+	mt_commands_summary(&smtp_command_table, &s->commands, "", &line);
 	/* The per-address RCPT penalties this session met (smtp-commands.c). */
 	if (s->unknown_rcpts != 0)
 		mt_buf_appendf(&line, " unknown_rcpt=%u", s->unknown_rcpts);
@@ -581,8 +553,7 @@ static void log_summary(struct smtp_session *s, const char *reason)
 static void session_free(void *context)
 {
 	struct smtp_session *s = context;
-	free(s->cmd_total);
-	free(s->cmd_ok);
+	mt_commands_free(&s->commands);
 	free(s);
 }
 

@@ -25,6 +25,7 @@
 #include <sys/socket.h>
 
 #include "buf.h"
+#include "command.h"
 #include "dotcodec.h"
 #include "lineio.h"
 #include "log.h"
@@ -57,27 +58,19 @@ enum smtp_state {
 	SMTP_STATE_COUNT
 };
 
-/* The command table (smtp-commands.c). */
-enum smtp_cmd_flags {
-	SMTP_CMD_PRE_TLS = 0x1,	/* allowed where TLS is required, before it */
-	SMTP_CMD_PRE_AUTH = 0x2,	/* allowed where AUTH is required, before it */
-	SMTP_CMD_JUNK = 0x4,	/* counts against max_junk_commands */
-	SMTP_CMD_GROUP_END = 0x8,	/* must end a pipelined group (RFC 2920 3.1) */
-};
-
+/* The command table (smtp-commands.c), on lib-mail's command engine:
+ * MT_CMD_PRE_TLS / PRE_AUTH where TLS or AUTH is required first, JUNK
+ * against max_junk_commands, GROUP_END for RFC 2920 3.1. */
 struct smtp_session;
 typedef void smtp_cmd_handler_t(struct smtp_session *s, const char *args);
 
 struct smtp_command {
-	const char *name;
+	struct mt_command_def def;
 	smtp_cmd_handler_t *handler;
-	unsigned int flags;
 };
 
 extern const struct smtp_command smtp_commands[];
-extern const unsigned int smtp_command_count;
-/* Counter slot for lines that match no command. */
-#define SMTP_CMD_UNKNOWN smtp_command_count
+extern const struct mt_command_table smtp_command_table;
 
 struct smtp_rcpt {
 	char *address;		/* as accepted, normal form */
@@ -167,9 +160,8 @@ struct smtp_session {
 	char *delayed_text;
 
 	/* Limits and counters */
-	unsigned int errors, junk;
-	int current_cmd;		/* index awaiting its final reply, -1 none */
-	unsigned int *cmd_total, *cmd_ok;	/* smtp_command_count + 1 */
+	unsigned int errors;
+	struct mt_commands commands;	/* counters, the command awaiting its reply */
 	unsigned int messages;
 	unsigned int unknown_rcpts;	/* RCPTs of unknown local users */
 	unsigned int limited_rcpts;	/* refused: rcpt_fail_limit reached */

@@ -28,7 +28,6 @@
 #include "dirsvc.h"
 #include "store/store.h"
 
-#include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,56 +46,40 @@ static void cmd_noop(struct lmtp_session *s, const char *arg);
 static void cmd_quit(struct lmtp_session *s, const char *arg);
 static void cmd_helo(struct lmtp_session *s, const char *arg);
 
-/* Indexed by enum lmtp_verb (lmtp-parse.h); the name is the verb's own. */
-#define CMD(verb, handler, flags) [LMTP_VERB_##verb] = { #verb, handler, flags }
-const struct lmtp_command lmtp_commands[LMTP_VERB_COUNT] = {
-	CMD(LHLO, cmd_lhlo, 0),
-	CMD(MAIL, cmd_mail, LMTP_CMD_NEEDS_LHLO),
-	CMD(RCPT, cmd_rcpt, LMTP_CMD_NEEDS_LHLO),
-	CMD(DATA, cmd_data, LMTP_CMD_NEEDS_LHLO),
-	CMD(RSET, cmd_rset, 0),
-	CMD(NOOP, cmd_noop, 0),
-	CMD(QUIT, cmd_quit, 0),
-	CMD(HELO, cmd_helo, LMTP_CMD_JUNK),
-	CMD(EHLO, cmd_helo, LMTP_CMD_JUNK),
+/* The handlers, indexed by enum lmtp_verb as lmtp-parse.c's table. */
+#define CMD(verb, handler) [LMTP_VERB_##verb] = handler
+static void (*const handlers[LMTP_VERB_COUNT])(struct lmtp_session *s, const char *arg) = {
+	CMD(LHLO, cmd_lhlo),
+	CMD(MAIL, cmd_mail),
+	CMD(RCPT, cmd_rcpt),
+	CMD(DATA, cmd_data),
+	CMD(RSET, cmd_rset),
+	CMD(NOOP, cmd_noop),
+	CMD(QUIT, cmd_quit),
+	CMD(HELO, cmd_helo),
+	CMD(EHLO, cmd_helo),
 };
 #undef CMD
-const unsigned int lmtp_command_count = LMTP_VERB_COUNT;
-_Static_assert(LMTP_VERB_COUNT <= LMTP_COMMANDS_MAX, "raise LMTP_COMMANDS_MAX");
 
 void lmtp_command_dispatch(struct lmtp_session *s, const char *line)
 {
-	enum lmtp_verb verb;
-	const char *arg;
-
-	if (!lmtp_parse_command(line, &verb, &arg)) {
-		s->unknown_count++;
+	/* HELO/EHLO are refused by their handler (and count as errors),
+	 * so the junk gate has no limit of its own here. */
+	const struct mt_command_gate gate = {
+		.state = s->lhlo != NULL ? LMTP_CMD_GREETED : LMTP_CMD_NEW,
+	};
+	struct mt_command_call call;
+	switch (mt_command_check(&lmtp_command_table, &s->commands, &gate, line, &call)) {
+	case MT_COMMAND_RUN:
+		handlers[call.index](s, call.arg);
+		return;
+	case MT_COMMAND_BAD_STATE:
+		lmtp_error(s, 503, "5.5.1 Send LHLO first");
+		return;
+	default:
 		lmtp_error(s, 500, "5.5.1 Unknown command");
 		return;
 	}
-	const struct lmtp_command *cmd = &lmtp_commands[verb];
-	s->counts[verb]++;
-	if ((cmd->flags & LMTP_CMD_NEEDS_LHLO) != 0 && s->lhlo == NULL) {
-		lmtp_error(s, 503, "5.5.1 Send LHLO first");
-		return;
-	}
-	cmd->handler(s, arg);
-}
-
-void lmtp_command_counts(const struct lmtp_session *s, struct mt_buf *out)
-{
-	for (unsigned int i = 0; i < lmtp_command_count; i++) {
-		if (s->counts[i] == 0)
-			continue;
-		char name[8];
-		size_t n = strlen(lmtp_commands[i].name);
-		for (size_t k = 0; k <= n; k++)
-			name[k] = (char)tolower((unsigned char)lmtp_commands[i].name[k]);
-		mt_buf_appendf(out, "%s=%u ", name, s->counts[i]);
-	}
-	if (s->unknown_count > 0)
-		mt_buf_appendf(out, "unknown=%u ", s->unknown_count);
-	mt_buf_appendf(out, "commands=%u", s->commands);
 }
 
 /* A refusal from lmtp-parse.c: a client error (counts towards

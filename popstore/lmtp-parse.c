@@ -13,20 +13,30 @@
 #include <string.h>
 #include <strings.h>
 
+#define ANY (LMTP_CMD_NEW | LMTP_CMD_GREETED)
+
 /* The name is the enum's own suffix, so the two cannot disagree. */
-#define VERB(name) [LMTP_VERB_##name] = #name
-static const char *const verb_names[LMTP_VERB_COUNT] = {
-	VERB(LHLO), VERB(MAIL), VERB(RCPT), VERB(DATA), VERB(RSET),
-	VERB(NOOP), VERB(QUIT), VERB(HELO), VERB(EHLO),
+#define VERB(name, flags) [LMTP_VERB_##name] = { #name, flags }
+const struct mt_command_def lmtp_command_defs[LMTP_VERB_COUNT] = {
+	VERB(LHLO, ANY),
+	VERB(MAIL, LMTP_CMD_GREETED),
+	VERB(RCPT, LMTP_CMD_GREETED),
+	VERB(DATA, LMTP_CMD_GREETED),
+	VERB(RSET, ANY),
+	VERB(NOOP, ANY),
+	VERB(QUIT, ANY),
+	VERB(HELO, ANY | MT_CMD_JUNK),
+	VERB(EHLO, ANY | MT_CMD_JUNK),
 };
 #undef VERB
+const struct mt_command_table lmtp_command_table = MT_COMMAND_DEFS(lmtp_command_defs);
 
 bool lmtp_parse_command(const char *line, enum lmtp_verb *verb_r, const char **arg_r)
 {
 	unsigned int index;
 
-	if (!mt_command_find(line, verb_names, LMTP_VERB_COUNT, sizeof(verb_names[0]),
-			     &index, arg_r))
+	if (!mt_command_find(line, &lmtp_command_defs[0].name, LMTP_VERB_COUNT,
+			     sizeof(lmtp_command_defs[0]), &index, arg_r))
 		return false;
 	*verb_r = (enum lmtp_verb)index;
 	return true;
@@ -34,7 +44,7 @@ bool lmtp_parse_command(const char *line, enum lmtp_verb *verb_r, const char **a
 
 const char *lmtp_verb_name(enum lmtp_verb verb)
 {
-	return (unsigned int)verb < LMTP_VERB_COUNT ? verb_names[verb] : "?";
+	return (unsigned int)verb < LMTP_VERB_COUNT ? lmtp_command_defs[verb].name : "?";
 }
 
 static bool is_alnum(char c)

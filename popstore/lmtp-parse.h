@@ -15,6 +15,7 @@
 #ifndef MT_LMTP_PARSE_H
 #define MT_LMTP_PARSE_H
 
+#include "command.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -47,9 +48,22 @@ enum lmtp_verb {
 		      MT_SMTP_OFFER_8BITMIME | MT_SMTP_OFFER_SMTPUTF8 | \
 		      MT_SMTP_OFFER_XQUEUEID)
 
+/* The states a command is allowed in: MAIL, RCPT and DATA only after
+ * LHLO (503 before). HELO and EHLO are MT_CMD_JUNK (an SMTP client at an
+ * LMTP port: refused). */
+#define LMTP_CMD_NEW MT_CMD_STATE(0)
+#define LMTP_CMD_GREETED MT_CMD_STATE(1)
+
+/* The command table's definitions, indexed by enum lmtp_verb: what the
+ * session's command engine (lib-mail/command) looks lines up in; the
+ * handlers are lmtp-commands.c's, indexed alike. */
+extern const struct mt_command_def lmtp_command_defs[LMTP_VERB_COUNT];
+extern const struct mt_command_table lmtp_command_table;
+
 /* The command line names (case-insensitively) and its argument: the text
  * after the verb and one space, "" if none, set whether or not the verb
- * is known. */
+ * is known. The engine's lookup in the same table, without its counting
+ * (for tests and the fuzz target). */
 bool lmtp_parse_command(const char *line, enum lmtp_verb *verb_r, const char **arg_r);
 /* "LHLO", ... (upper case, as in the table). */
 const char *lmtp_verb_name(enum lmtp_verb verb);

@@ -61,6 +61,9 @@ static void lmtp_vreply(struct lmtp_session *s, int code, bool more,
 	char text[LMTP_LINE_MAX];
 	vsnprintf(text, sizeof(text), fmt, ap);
 	mt_line_reply(mt_conn_output(&s->conn), code, more, "%s", text);
+	/* The command's final reply (DATA's first recipient reply). */
+	if (!more && code != 354)
+		mt_commands_reply(&s->commands, code < 400);
 	if (code >= 400)
 		mt_slog(MT_LOG_DEBUG, &s->log, "lmtp reply=\"%d %s\"", code, text);
 }
@@ -159,7 +162,6 @@ static void lmtp_process(struct lmtp_session *s)
 		case MT_LINE_NEED_MORE:
 			return;
 		case MT_LINE_OK:
-			s->commands++;
 			lmtp_command_dispatch(s, mt_buf_cstr(&s->line));
 			break;
 		case MT_LINE_TOO_LONG:
@@ -222,6 +224,7 @@ static void conn_free(struct mt_conn *conn)
 	mt_buf_free(&s->line);
 	free(s->lhlo);
 	free(s->rcpt_pending);
+	mt_commands_free(&s->commands);
 	free(s);
 }
 
@@ -231,9 +234,9 @@ static void conn_closed(struct mt_conn *conn, const char *reason)
 {
 	struct lmtp_session *s = conn_session(conn);
 	struct mt_buf counts = MT_BUF_INIT;
-	lmtp_command_counts(s, &counts);
+	mt_commands_summary(&lmtp_command_table, &s->commands, "", &counts);
 	mt_slog(MT_LOG_INFO, &s->log,
-		"lmtp disconnect peer=%s reason=%s %s delivered=%llu rejected=%llu errors=%u",
+		"lmtp disconnect peer=%s reason=%s%s delivered=%llu rejected=%llu errors=%u",
 		s->peer, reason, mt_buf_cstr(&counts),
 		(unsigned long long)s->delivered, (unsigned long long)s->rejected,
 		s->errors);
@@ -325,6 +328,7 @@ void lmtp_session_accept(struct popstore *ps, int fd, const struct sockaddr *pee
 	memcpy(s->peer, addr, sizeof(s->peer));
 	peer_ip_literal(peer, s->peer_ip, sizeof(s->peer_ip));
 	s->state = LMTP_STATE_COMMAND;
+	mt_commands_init(&s->commands, &lmtp_command_table);
 	mt_line_reader_init(&s->reader, LMTP_LINE_MAX, MT_LINE_STRICT_CRLF);
 	struct bufferevent *bev = bufferevent_socket_new(mt_loop_base(ps->loop), fd,
 							 BEV_OPT_CLOSE_ON_FREE |

@@ -44,23 +44,7 @@ enum lmtp_state {
 
 extern const char *const lmtp_state_names[LMTP_STATE_COUNT];
 
-/* The command table: one entry per command, see lmtp-commands.c. */
-enum lmtp_cmd_flags {
-	LMTP_CMD_NEEDS_LHLO = 0x01,	/* 503 before LHLO */
-	LMTP_CMD_JUNK = 0x02,		/* counts towards max_errors */
-};
-
 struct lmtp_session;
-struct lmtp_command {
-	const char *name;
-	/* arg: the text after the command name and one space ("" if none). */
-	void (*handler)(struct lmtp_session *s, const char *arg);
-	unsigned int flags;
-};
-
-extern const struct lmtp_command lmtp_commands[];
-extern const unsigned int lmtp_command_count;
-#define LMTP_COMMANDS_MAX 16
 
 /* One accepted recipient. */
 struct lmtp_rcpt {
@@ -109,8 +93,7 @@ struct lmtp_session {
 	struct mt_store_req *store_req;
 	char *rcpt_pending;		/* the address a lookup is for */
 
-	unsigned int counts[LMTP_COMMANDS_MAX];
-	unsigned int unknown_count, commands;
+	struct mt_commands commands;	/* lib-mail/command: counters */
 	uint64_t delivered, rejected;
 };
 
@@ -144,6 +127,5 @@ void lmtp_command_dispatch(struct lmtp_session *s, const char *line);
 /* The whole message is in: verdict, delivery. */
 void lmtp_data_end(struct lmtp_session *s);
 /* "lhlo=1 mail=1 rcpt=2 data=1 quit=1 commands=6" for the summary line. */
-void lmtp_command_counts(const struct lmtp_session *s, struct mt_buf *out);
 
 #endif

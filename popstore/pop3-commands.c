@@ -22,7 +22,6 @@
 #include "alloc.h"
 #include "store/store.h"
 
-#include <ctype.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,65 +40,44 @@ static void cmd_noop(struct pop3_session *s, const char *arg);
 static void cmd_rset(struct pop3_session *s, const char *arg);
 static void cmd_quit(struct pop3_session *s, const char *arg);
 
-#define AUTHZ POP3_CMD_AUTHORIZATION
-#define TRANS POP3_CMD_TRANSACTION
-
-/* Indexed by enum pop3_verb (pop3-parse.h); the name is the verb's own. */
-#define CMD(verb, handler, flags) [POP3_VERB_##verb] = { #verb, handler, flags }
-const struct pop3_command pop3_commands[POP3_VERB_COUNT] = {
-	CMD(CAPA, cmd_capa, AUTHZ | TRANS),
-	CMD(USER, pop3_cmd_user, AUTHZ),
-	CMD(PASS, pop3_cmd_pass, AUTHZ | POP3_CMD_SECRET),
-	CMD(AUTH, pop3_cmd_auth, AUTHZ | POP3_CMD_SECRET),
-	CMD(STLS, cmd_stls, AUTHZ),
-	CMD(STAT, cmd_stat, TRANS),
-	CMD(LIST, cmd_list, TRANS),
-	CMD(UIDL, cmd_uidl, TRANS),
-	CMD(TOP, cmd_top, TRANS),
-	CMD(RETR, cmd_retr, TRANS),
-	CMD(DELE, cmd_dele, TRANS),
-	CMD(NOOP, cmd_noop, TRANS),
-	CMD(RSET, cmd_rset, TRANS),
-	CMD(QUIT, cmd_quit, AUTHZ | TRANS),
+/* The handlers, indexed by enum pop3_verb as pop3-parse.c's table. */
+#define CMD(verb, handler) [POP3_VERB_##verb] = handler
+static void (*const handlers[POP3_VERB_COUNT])(struct pop3_session *s, const char *arg) = {
+	CMD(CAPA, cmd_capa),
+	CMD(USER, pop3_cmd_user),
+	CMD(PASS, pop3_cmd_pass),
+	CMD(AUTH, pop3_cmd_auth),
+	CMD(STLS, cmd_stls),
+	CMD(STAT, cmd_stat),
+	CMD(LIST, cmd_list),
+	CMD(UIDL, cmd_uidl),
+	CMD(TOP, cmd_top),
+	CMD(RETR, cmd_retr),
+	CMD(DELE, cmd_dele),
+	CMD(NOOP, cmd_noop),
+	CMD(RSET, cmd_rset),
+	CMD(QUIT, cmd_quit),
 };
 #undef CMD
-const unsigned int pop3_command_count = POP3_VERB_COUNT;
-_Static_assert(POP3_VERB_COUNT <= POP3_COMMANDS_MAX, "raise POP3_COMMANDS_MAX");
 
 void pop3_command_dispatch(struct pop3_session *s, char *line)
 {
-	enum pop3_verb verb;
-	const char *arg;
-	unsigned int need = s->state == POP3_STATE_TRANSACTION ? TRANS : AUTHZ;
-
-	if (!pop3_parse_command(line, &verb, &arg)) {
-		s->unknown_count++;
+	const struct mt_command_gate gate = {
+		.state = s->state == POP3_STATE_TRANSACTION ? POP3_CMD_TRANSACTION :
+			POP3_CMD_AUTHORIZATION,
+	};
+	struct mt_command_call call;
+	switch (mt_command_check(&pop3_command_table, &s->commands, &gate, line, &call)) {
+	case MT_COMMAND_RUN:
+		handlers[call.index](s, call.arg);
+		return;
+	case MT_COMMAND_BAD_STATE:
+		pop3_error(s, "Command not valid in this state");
+		return;
+	default:	/* unknown (the store's table has no TLS or junk gates) */
 		pop3_error(s, "Unknown command");
 		return;
 	}
-	const struct pop3_command *cmd = &pop3_commands[verb];
-	s->counts[verb]++;
-	if ((cmd->flags & need) == 0) {
-		pop3_error(s, "Command not valid in this state");
-		return;
-	}
-	cmd->handler(s, arg);
-}
-
-void pop3_command_counts(const struct pop3_session *s, struct mt_buf *out)
-{
-	for (unsigned int i = 0; i < pop3_command_count; i++) {
-		if (s->counts[i] == 0)
-			continue;
-		char name[8];
-		size_t n = strlen(pop3_commands[i].name);
-		for (size_t k = 0; k <= n; k++)
-			name[k] = (char)tolower((unsigned char)pop3_commands[i].name[k]);
-		mt_buf_appendf(out, "%s=%u ", name, s->counts[i]);
-	}
-	if (s->unknown_count > 0)
-		mt_buf_appendf(out, "unknown=%u ", s->unknown_count);
-	mt_buf_appendf(out, "commands=%u", s->commands);
 }
 
 void pop3_maildrop_reset(struct pop3_maildrop *drop)

@@ -9,21 +9,36 @@
 
 #include <string.h>
 
+#define AUTHZ POP3_CMD_AUTHORIZATION
+#define TRANS POP3_CMD_TRANSACTION
+
 /* The name is the enum's own suffix, so the two cannot disagree. */
-#define VERB(name) [POP3_VERB_##name] = #name
-static const char *const verb_names[POP3_VERB_COUNT] = {
-	VERB(CAPA), VERB(USER), VERB(PASS), VERB(AUTH), VERB(STLS),
-	VERB(STAT), VERB(LIST), VERB(UIDL), VERB(TOP), VERB(RETR),
-	VERB(DELE), VERB(NOOP), VERB(RSET), VERB(QUIT),
+#define VERB(name, flags) [POP3_VERB_##name] = { #name, flags }
+const struct mt_command_def pop3_command_defs[POP3_VERB_COUNT] = {
+	VERB(CAPA, AUTHZ | TRANS),
+	VERB(USER, AUTHZ),
+	VERB(PASS, AUTHZ | MT_CMD_SECRET),
+	VERB(AUTH, AUTHZ | MT_CMD_SECRET),
+	VERB(STLS, AUTHZ),
+	VERB(STAT, TRANS),
+	VERB(LIST, TRANS),
+	VERB(UIDL, TRANS),
+	VERB(TOP, TRANS),
+	VERB(RETR, TRANS),
+	VERB(DELE, TRANS),
+	VERB(NOOP, TRANS),
+	VERB(RSET, TRANS),
+	VERB(QUIT, AUTHZ | TRANS),
 };
 #undef VERB
+const struct mt_command_table pop3_command_table = MT_COMMAND_DEFS(pop3_command_defs);
 
 bool pop3_parse_command(const char *line, enum pop3_verb *verb_r, const char **arg_r)
 {
 	unsigned int index;
 
-	if (!mt_command_find(line, verb_names, POP3_VERB_COUNT, sizeof(verb_names[0]),
-			     &index, arg_r))
+	if (!mt_command_find(line, &pop3_command_defs[0].name, POP3_VERB_COUNT,
+			     sizeof(pop3_command_defs[0]), &index, arg_r))
 		return false;
 	*verb_r = (enum pop3_verb)index;
 	return true;
@@ -31,7 +46,7 @@ bool pop3_parse_command(const char *line, enum pop3_verb *verb_r, const char **a
 
 const char *pop3_verb_name(enum pop3_verb verb)
 {
-	return (unsigned int)verb < POP3_VERB_COUNT ? verb_names[verb] : "?";
+	return (unsigned int)verb < POP3_VERB_COUNT ? pop3_command_defs[verb].name : "?";
 }
 
 /* Digits only: no sign, no space, no leading "+" (strtoul would take

@@ -14,6 +14,8 @@
 #ifndef MT_POP3_PARSE_H
 #define MT_POP3_PARSE_H
 
+#include "command.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -48,9 +50,21 @@ enum pop3_arg_status {
 	POP3_ARG_NO_SUCH,	/* "-ERR No such message" */
 };
 
+/* The states a command is allowed in (RFC 1939 3), and MT_CMD_SECRET
+ * for the lines that hold a password. */
+#define POP3_CMD_AUTHORIZATION MT_CMD_STATE(0)
+#define POP3_CMD_TRANSACTION MT_CMD_STATE(1)
+
+/* The command table's definitions, indexed by enum pop3_verb: what the
+ * session's command engine (lib-mail/command) looks lines up in; the
+ * handlers are pop3-commands.c's, indexed alike. */
+extern const struct mt_command_def pop3_command_defs[POP3_VERB_COUNT];
+extern const struct mt_command_table pop3_command_table;
+
 /* The command line names (case-insensitively, RFC 1939 3) and its
  * argument: the text after the verb and one space, "" if none, set
- * whether or not the verb is known. */
+ * whether or not the verb is known. The engine's lookup in the same
+ * table, without its counting (for tests and the fuzz target). */
 bool pop3_parse_command(const char *line, enum pop3_verb *verb_r, const char **arg_r);
 /* "CAPA", ... (upper case, as in the table). */
 const char *pop3_verb_name(enum pop3_verb verb);

@@ -17,6 +17,7 @@
  * RFC 1939 3 (sessions, "+OK"/"-ERR", autologout timer), 4 (greeting),
  * RFC 2449 (CAPA), RFC 2595 4 (STLS), RFC 8314 (implicit TLS on 995). */
 #include "pop3-session.h"
+#include "pop3-parse.h"
 #include "alloc.h"
 #include "dirsvc.h"
 #include "store/store.h"
@@ -71,6 +72,7 @@ static void pop3_vreply(struct pop3_session *s, const char *status,
 		mt_line_write(pop3_output(s), "%s", status);
 	else
 		mt_line_write(pop3_output(s), "%s %s", status, text);
+	mt_commands_reply(&s->commands, status[0] == '+');
 }
 
 void pop3_ok(struct pop3_session *s, const char *fmt, ...)
@@ -190,7 +192,6 @@ static void pop3_process(struct pop3_session *s)
 				pop3_close(s, "eof");
 			return;
 		case MT_LINE_OK:
-			s->commands++;
 			if (s->state == POP3_STATE_SASL)
 				pop3_sasl_response(s, s->line.data);
 			else
@@ -299,6 +300,7 @@ static void conn_free(struct mt_conn *conn)
 	mt_buf_free(&s->line);
 	free(s->user);
 	free(s->login);
+	mt_commands_free(&s->commands);
 	free(s);
 }
 
@@ -308,9 +310,9 @@ static void conn_closed(struct mt_conn *conn, const char *reason)
 {
 	struct pop3_session *s = conn_session(conn);
 	struct mt_buf counts = MT_BUF_INIT;
-	pop3_command_counts(s, &counts);
+	mt_commands_summary(&pop3_command_table, &s->commands, "cmd_", &counts);
 	mt_slog(MT_LOG_INFO, &s->log,
-		"pop3 disconnect peer=%s user=%s reason=%s %s retrieved=%llu retrieved_bytes=%llu errors=%u",
+		"pop3 disconnect peer=%s user=%s reason=%s%s retrieved=%llu retrieved_bytes=%llu errors=%u",
 		s->peer, s->login != NULL ? s->login : "-", reason,
 		mt_buf_cstr(&counts), (unsigned long long)s->drop.retrieved,
 		(unsigned long long)s->drop.retrieved_bytes, s->errors);
@@ -388,6 +390,7 @@ void pop3_session_accept(struct popstore *ps, int fd, const struct sockaddr *pee
 	s->from_proxy = popstore_is_proxy(ps, peer);
 	s->tls = s->implicit_tls = implicit_tls;
 	s->state = POP3_STATE_AUTHORIZATION;
+	mt_commands_init(&s->commands, &pop3_command_table);
 	pop3_login_init(s);
 	mt_line_reader_init(&s->reader, POP3_LINE_MAX, MT_LINE_ACCEPT_LF);
 	mt_conn_start(&s->conn, &ps->pop3_sessions, ps->loop, bev, &conn_ops,

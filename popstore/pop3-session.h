@@ -17,6 +17,7 @@
 #include "popstore.h"
 #include "authfail.h"
 #include "buf.h"
+#include "command.h"
 #include "lineio.h"
 #include "log.h"
 #include "loop.h"
@@ -61,22 +62,7 @@ enum pop3_state {
 
 extern const char *const pop3_state_names[POP3_STATE_COUNT];
 
-enum pop3_cmd_flags {
-	POP3_CMD_AUTHORIZATION = 0x01,	/* allowed before login */
-	POP3_CMD_TRANSACTION = 0x02,	/* allowed after login */
-	POP3_CMD_SECRET = 0x04,		/* the line holds a password: wipe it */
-};
-
 struct pop3_session;
-struct pop3_command {
-	const char *name;
-	void (*handler)(struct pop3_session *s, const char *arg);
-	unsigned int flags;
-};
-
-extern const struct pop3_command pop3_commands[];
-extern const unsigned int pop3_command_count;
-#define POP3_COMMANDS_MAX 20
 
 /* The opened mailbox and what this session did to it (the POP3 transaction
  * state, reset when the session logs out or dies). */
@@ -119,8 +105,7 @@ struct pop3_session {
 	struct pop3_fetch *fetch;	/* a multi-line reply being streamed */
 	struct pop3_prefetch *prefetch;	/* the next message, read ahead */
 
-	unsigned int counts[POP3_COMMANDS_MAX];
-	unsigned int unknown_count, commands;
+	struct mt_commands commands;	/* lib-mail/command: counters */
 };
 
 /* pop3-session.c */
@@ -145,7 +130,6 @@ struct evbuffer *pop3_output(struct pop3_session *s);
 
 /* pop3-commands.c */
 void pop3_command_dispatch(struct pop3_session *s, char *line);
-void pop3_command_counts(const struct pop3_session *s, struct mt_buf *out);
 void pop3_maildrop_reset(struct pop3_maildrop *drop);
 
 /* pop3-auth.c */

@@ -22,7 +22,8 @@ fuzz_regression_tests = \
 	tests/fuzz/fuzz-lmtp-cmd \
 	tests/fuzz/fuzz-mmp-cmd \
 	tests/fuzz/fuzz-mmp-session \
-	tests/fuzz/fuzz-popstore-session
+	tests/fuzz/fuzz-popstore-session \
+	tests/fuzz/fuzz-mta-session
 
 check_PROGRAMS += $(fuzz_regression_tests)
 TESTS += $(fuzz_regression_tests)
@@ -63,6 +64,9 @@ tests_fuzz_fuzz_popstore_session_SOURCES = tests/fuzz/fuzz-popstore-session.c \
 tests_fuzz_fuzz_popstore_session_CFLAGS = $(AM_CFLAGS) -I$(top_srcdir)/popstore
 tests_fuzz_fuzz_popstore_session_LDADD = store/libmtstore.a dirsvc/libdirsvc.a \
 	settings/libmtsettings.a $(MTBDB_LIBS) $(DIRSVC_LIBS) $(MTMAIL_LIBS)
+tests_fuzz_fuzz_mta_session_SOURCES = tests/fuzz/fuzz-mta-session.c $(fuzz_common) \
+	tests/unit/test-peer.h
+tests_fuzz_fuzz_mta_session_LDADD = $(MTA_LIBS) $(UNIT_LIBS)
 
 EXTRA_DIST += tests/fuzz/README.md tests/fuzz/corpus scripts/fuzz \
 	tests/fuzz/lineio.dict tests/fuzz/dotcodec.dict \
@@ -92,7 +96,8 @@ fuzz_binaries = \
 	tests/fuzz/bin/fuzz-lmtp-cmd \
 	tests/fuzz/bin/fuzz-mmp-cmd \
 	tests/fuzz/bin/fuzz-mmp-session \
-	tests/fuzz/bin/fuzz-popstore-session
+	tests/fuzz/bin/fuzz-popstore-session \
+	tests/fuzz/bin/fuzz-mta-session
 
 FUZZ_SANITIZE = -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 	-fno-omit-frame-pointer
@@ -110,6 +115,7 @@ FUZZ_LIBDIRSVC = tests/fuzz/clang/libdirsvc.a
 FUZZ_LIBMMP = tests/fuzz/clang/libmmp.a
 FUZZ_LIBMTSTORE = tests/fuzz/clang/libmtstore.a
 FUZZ_LIBMTBDB = tests/fuzz/clang/libmtbdb.a
+FUZZ_LIBMTA = tests/fuzz/clang/libmta.a
 fuzz_headers = $(srcdir)/tests/fuzz/fuzz.h
 
 # Compile the .c files in $$srcs with coverage into the archive $@.
@@ -135,6 +141,8 @@ $(FUZZ_LIBMTSTORE): $(store_libmtstore_a_SOURCES)
 	@srcs='$(store_libmtstore_a_SOURCES)'; $(fuzz_archive)
 $(FUZZ_LIBMTBDB): $(lib_bdb_libmtbdb_a_SOURCES)
 	@srcs='$(lib_bdb_libmtbdb_a_SOURCES)'; $(fuzz_archive)
+$(FUZZ_LIBMTA): $(mta_libmta_a_SOURCES)
+	@srcs='$(mta_libmta_a_SOURCES)'; $(fuzz_archive)
 
 # fuzz_link TARGET-SOURCES...: one libFuzzer binary from the target and the
 # parser sources it needs, over the archives.
@@ -180,6 +188,11 @@ tests/fuzz/bin/fuzz-popstore-session: tests/fuzz/fuzz-popstore-session.c tests/u
 	$(fuzz_link) -I$(srcdir)/popstore $(srcdir)/tests/fuzz/fuzz-popstore-session.c \
 		`for f in $(popstore_daemon_sources); do case $$f in *.c) echo $(srcdir)/$$f;; esac; done` \
 		$(FUZZ_POPSTORE_ARCHIVES) $(BDB_LIBS) $(FUZZ_EXTLIBS)
+FUZZ_MTA_ARCHIVES = $(FUZZ_LIBMTA) $(FUZZ_LIBDIRSVC) $(FUZZ_LIBMTSETTINGS) \
+	$(FUZZ_LIBMTBDB) $(FUZZ_LIBMTMAIL) $(FUZZ_LIBMAILTIER)
+tests/fuzz/bin/fuzz-mta-session: tests/fuzz/fuzz-mta-session.c tests/unit/test-peer.h $(fuzz_headers) $(FUZZ_MTA_ARCHIVES)
+	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-mta-session.c $(FUZZ_MTA_ARCHIVES) \
+		$(BDB_LIBS) $(CARES_LIBS) $(FUZZ_EXTLIBS)
 
 if HAVE_FUZZER
 fuzz: $(fuzz_binaries)
