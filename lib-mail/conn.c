@@ -3,6 +3,7 @@
  * lists.
  *
  * Trust boundary: none of its own (the peer's bytes are left to the tier).
+ * The two timers bound how long a peer may hold a connection.
  * Guarantee: ops->free runs exactly once, from the loop, after ops->closed
  * and after the callback that closed the session has returned. */
 #include "conn.h"
@@ -36,11 +37,12 @@ void mt_conn_close(struct mt_conn *c, const char *reason)
 	if (c->bev == NULL)
 		return;		/* closed already */
 	c->close_reason = reason;
+	conn_unlink(c);		/* ops->closed sees the list without c */
 	c->ops->closed(c, reason);
 	bufferevent_free(c->bev);
 	c->bev = NULL;
 	mt_timer_free(&c->idle);
-	conn_unlink(c);
+	mt_timer_free(&c->life);
 	mt_loop_post(c->loop, conn_free_cb, c);
 }
 
@@ -111,6 +113,17 @@ static void idle_cb(void *arg)
 	mt_conn_close_after(c, "idle-timeout");
 }
 
+static void life_cb(void *arg)
+{
+	struct mt_conn *c = arg;
+	if (c->closing) {
+		mt_conn_close(c, c->close_reason);
+		return;
+	}
+	c->ops->session_timeout(c);
+	mt_conn_close_after(c, "session-time");
+}
+
 static void conn_setup_bev(struct mt_conn *c)
 {
 	bufferevent_setwatermark(c->bev, EV_READ, 0, c->input_high);
@@ -132,6 +145,7 @@ void mt_conn_start(struct mt_conn *c, struct mt_conn_list *list,
 	c->output_low = output_low;
 	c->closing = false;
 	c->close_reason = NULL;
+	c->life = NULL;
 	conn_setup_bev(c);
 	c->idle = mt_timer_add(loop, idle_msecs, false, idle_cb, c);
 	c->prev = NULL;
@@ -167,6 +181,20 @@ void mt_conn_touch(struct mt_conn *c)
 {
 	if (c->idle != NULL)
 		mt_timer_reset(c->idle);
+}
+
+void mt_conn_set_idle(struct mt_conn *c, unsigned int msecs)
+{
+	if (c->idle != NULL)
+		mt_timer_set(c->idle, msecs);
+}
+
+void mt_conn_set_lifetime(struct mt_conn *c, unsigned int msecs)
+{
+	if (c->bev == NULL)
+		return;
+	mt_timer_free(&c->life);
+	c->life = mt_timer_add(c->loop, msecs, false, life_cb, c);
 }
 
 bool mt_conn_is_closed(const struct mt_conn *c)

@@ -1,7 +1,8 @@
-/* conn.h — the connection core under every session type (so far the
- * store's LMTP and POP3 sessions): the bufferevent and its watermarks,
+/* conn.h — the connection core under every session type (the MTA's SMTP
+ * sessions, the store's LMTP and POP3 sessions): the bufferevent and its watermarks,
  * the idle timer (which does not run down while the session waits on the
- * daemon), "close once the last reply is written", closing with the
+ * daemon; its period can change with the protocol state), the total-session
+ * timer, "close once the last reply is written", closing with the
  * tier's release hook, the deferred free (after the callback that closed
  * it has returned, never inside it), and the list of a daemon's sessions
  * of one kind with its drain and close-all.
@@ -10,7 +11,8 @@
  *               ──write─► ops->output (or ops->input): go on
  *               ──EOF───► ops->eof (the tier finishes pipelined input or closes)
  *   idle timer ─────────► ops->busy? restart : ops->idle_timeout, close
- *                         once written
+ *                         once written (the period may change per state)
+ *   session timer ──────► ops->session_timeout, close once written
  *   mt_conn_close ──────► ops->closed (log line, cancel requests), the
  *                         bufferevent freed, unlinked, ops->free posted
  *
@@ -61,10 +63,15 @@ struct mt_conn_ops {
 	 * restarts the timer. */
 	bool (*busy)(struct mt_conn *conn);
 	/* The peer was idle too long: queue the goodbye; the core then
-	 * closes once it is written (reason "idle-timeout"). */
+	 * closes once it is written (reason "idle-timeout", unless the tier
+	 * closed with its own). */
 	void (*idle_timeout)(struct mt_conn *conn);
+	/* Optional (with mt_conn_set_lifetime): the session has lasted its
+	 * whole allowed time; as idle_timeout (reason "session-time"). */
+	void (*session_timeout)(struct mt_conn *conn);
 	/* Closing: the end-of-session log line, cancel what is in flight.
-	 * The bufferevent is still there (and freed right after). */
+	 * The session is off its list already; the bufferevent is still
+	 * there (and freed right after). */
 	void (*closed)(struct mt_conn *conn, const char *reason);
 	/* After the callback that closed the session has returned. */
 	void (*free)(struct mt_conn *conn);
@@ -83,6 +90,7 @@ struct mt_conn {
 	const struct mt_conn_ops *ops;
 	struct bufferevent *bev;	/* NULL once closed */
 	struct mt_timer *idle;
+	struct mt_timer *life;		/* NULL unless mt_conn_set_lifetime */
 	size_t input_high, output_low;
 	const char *close_reason;
 	bool closing;			/* close once the output is written */
@@ -103,6 +111,11 @@ struct evbuffer *mt_conn_output(struct mt_conn *conn);
 size_t mt_conn_output_pending(struct mt_conn *conn);
 /* Activity that is not the peer's bytes (a reply sent): restart idle. */
 void mt_conn_touch(struct mt_conn *conn);
+/* The idle period from now on (a protocol state with its own timeout,
+ * RFC 5321 4.5.3.2); restarts the countdown. */
+void mt_conn_set_idle(struct mt_conn *conn, unsigned int msecs);
+/* End the session msecs from now whatever it does (ops->session_timeout). */
+void mt_conn_set_lifetime(struct mt_conn *conn, unsigned int msecs);
 /* Stop reading; close once the queued output is written (at once if it
  * is, so conn may be closed when this returns). Idempotent. */
 void mt_conn_close_after(struct mt_conn *conn, const char *reason);

@@ -587,6 +587,12 @@ void mt_timer_reset(struct mt_timer *timer)
 		mt_panic("cannot re-add a timer");
 }
 
+void mt_timer_set(struct mt_timer *timer, unsigned int msecs)
+{
+	timer->tv = msecs_to_tv(msecs);
+	mt_timer_reset(timer);
+}
+
 void mt_timer_free(struct mt_timer **timer_p)
 {
 	struct mt_timer *timer = *timer_p;

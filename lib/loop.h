@@ -139,6 +139,8 @@ struct mt_timer *mt_timer_add(struct mt_loop *loop, unsigned int msecs,
 			      bool periodic, mt_loop_cb_t *cb, void *context);
 /* Restart the countdown from now (e.g. an idle timeout after activity). */
 void mt_timer_reset(struct mt_timer *timer);
+/* A new period, counted from now. */
+void mt_timer_set(struct mt_timer *timer, unsigned int msecs);
 void mt_timer_free(struct mt_timer **timer_p);
 
 /* Worker threads: each runs its own loop. Connections reach them either by

@@ -268,7 +268,7 @@ static bool improper_pipelining(struct smtp_session *s)
 {
 	if (!s->mta->set->forbid_unauth_pipelining || s->authenticated)
 		return false;
-	size_t pending = evbuffer_get_length(bufferevent_get_input(s->bev));
+	size_t pending = evbuffer_get_length(mt_conn_input(&s->conn));
 	if (pending == 0)
 		return false;
 	mt_slog(MT_LOG_WARNING, &s->log, "improper command pipelining after DATA "
@@ -311,7 +311,7 @@ void smtp_cmd_data(struct smtp_session *s, const char *args)
 bool smtp_data_input(struct smtp_session *s)
 {
 	struct smtp_tx *tx = &s->tx;
-	struct evbuffer *in = bufferevent_get_input(s->bev);
+	struct evbuffer *in = mt_conn_input(&s->conn);
 	const char *error;
 	for (;;) {
 		if (!spool_content(s))
@@ -430,7 +430,7 @@ static void bdat_decode(struct smtp_session *s, struct evbuffer *in, size_t n)
 bool smtp_bdat_input(struct smtp_session *s)
 {
 	struct smtp_tx *tx = &s->tx;
-	struct evbuffer *in = bufferevent_get_input(s->bev);
+	struct evbuffer *in = mt_conn_input(&s->conn);
 	while (tx->bdat_left > 0) {
 		if (tx->bdat_error == NULL && !spool_content(s))
 			return false;

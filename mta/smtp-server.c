@@ -37,8 +37,7 @@
 
 struct smtp_server {
 	struct mta *mta;
-	struct smtp_session *sessions;
-	unsigned int count;
+	struct mt_conn_list sessions;	/* lib-mail/conn: the live sessions */
 	unsigned int receiving;		/* sessions in DATA or BDAT */
 	bool draining;
 	struct mt_authfail *clients;	/* per address: sessions, failed AUTHs */
@@ -111,8 +110,7 @@ void smtp_server_free(struct smtp_server **server_p)
 	struct smtp_server *server = *server_p;
 	if (server == NULL)
 		return;
-	while (server->sessions != NULL)
-		smtp_session_close(server->sessions, "shutdown");
+	mt_conn_list_close_all(&server->sessions, "shutdown");
 	*server_p = NULL;
 	mt_authfail_free(&server->clients);
 	mt_authfail_free(&server->rcpt_fails);
@@ -121,7 +119,7 @@ void smtp_server_free(struct smtp_server **server_p)
 
 unsigned int smtp_server_count(const struct smtp_server *server)
 {
-	return server->count;
+	return server->sessions.count;
 }
 
 unsigned int smtp_server_receiving(const struct smtp_server *server)
@@ -178,7 +176,7 @@ void smtp_server_accept(struct smtp_server *server, enum smtp_service service,
 		close(fd);
 		return;
 	}
-	if (server->count >= set->max_sessions) {
+	if (server->sessions.count >= set->max_sessions) {
 		mt_warning("reject connect from %s: max_sessions=%u reached", ip,
 			   (unsigned int)set->max_sessions);
 		snprintf(line, sizeof(line), "421 4.3.2 %s Too many connections, "
@@ -197,42 +195,27 @@ void smtp_server_accept(struct smtp_server *server, enum smtp_service service,
 		refuse(fd, service, line);
 		return;
 	}
-	struct smtp_session *s = smtp_session_new(server->mta, service, fd, peer,
-						  peerlen);
-	if (s == NULL) {
+	struct smtp_session *s = smtp_session_new(server->mta, &server->sessions, service,
+						  fd, peer, peerlen);
+	if (s == NULL)
 		mt_authfail_session_close(server->clients, ip);
-		return;
-	}
-	s->next = server->sessions;
-	if (s->next != NULL)
-		s->next->prev = s;
-	server->sessions = s;
-	server->count++;
 }
 
 void smtp_server_session_closed(struct smtp_server *server,
 				struct smtp_session *s)
 {
-	if (s->prev != NULL)
-		s->prev->next = s->next;
-	else
-		server->sessions = s->next;
-	if (s->next != NULL)
-		s->next->prev = s->prev;
-	s->prev = s->next = NULL;
-	server->count--;
 	mt_authfail_session_close(server->clients, s->peer_ip);
-	if (server->draining && server->count == 0)
-		mta_drain_check(server->mta);
+}
+
+static void drain_session(struct mt_conn *conn)
+{
+	smtp_session_drain(MT_CONN_OWNER(conn, struct smtp_session, conn));
 }
 
 void smtp_server_drain(struct smtp_server *server)
 {
 	server->draining = true;
-	for (struct smtp_session *s = server->sessions, *next; s != NULL; s = next) {
-		next = s->next;
-		smtp_session_drain(s);
-	}
-	if (server->count == 0)
+	mt_conn_list_each(&server->sessions, drain_session);
+	if (server->sessions.count == 0)
 		mta_drain_check(server->mta);
 }

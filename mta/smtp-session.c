@@ -1,7 +1,8 @@
-/* smtp-session.c — one ESMTP server connection: the bufferevent and its
- * callbacks, the input loop (command lines, DATA/BDAT content), command
- * dispatch through the table, replies and their counters, timeouts, the
- * switch to TLS, and the end of the session with its summary log line.
+/* smtp-session.c — one ESMTP server connection on lib-mail's connection
+ * core (socket, timers, close, deferred free): the input loop (command
+ * lines, DATA/BDAT content), command dispatch through the table, replies
+ * and their counters, the per-state timeouts, the switch to TLS, and the
+ * end of the session with its summary log line.
  *
  * Trust boundary: every byte from the socket is the client's. Command lines
  * go through lib/lineio (bounded, CRLF only unless bare_newline_policy =
@@ -51,42 +52,38 @@ static const char *const service_names[SMTP_SERVICE_COUNT] = {
 	[SMTP_SERVICE_SUBMISSIONS] = "submissions",
 };
 
-static void read_cb(struct bufferevent *bev, void *arg);
-static void write_cb(struct bufferevent *bev, void *arg);
-static void event_cb(struct bufferevent *bev, short what, void *arg);
+static struct smtp_session *conn_session(struct mt_conn *conn)
+{
+	return MT_CONN_OWNER(conn, struct smtp_session, conn);
+}
 
-/* Timers */
+static bool closed(const struct smtp_session *s)
+{
+	return mt_conn_is_closed(&s->conn);
+}
+
+/* Timers (the core runs them; RFC 5321 4.5.3.2: each state its own) */
 
 static void arm_idle_timer(struct smtp_session *s)
 {
 	const struct mt_mta_settings *set = s->mta->set;
 	uint64_t ms = s->state == SMTP_STATE_DATA || s->state == SMTP_STATE_BDAT ?
 		set->data_timeout : set->command_timeout;
-	struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000 };
-	evtimer_add(s->idle_timer, &tv);
+	mt_conn_set_idle(&s->conn, (unsigned int)ms);
 }
 
-static void idle_timeout_cb(evutil_socket_t fd, short what, void *arg)
+static void conn_idle_timeout(struct mt_conn *conn)
 {
-	struct smtp_session *s = arg;
-	if (s->state == SMTP_STATE_CLOSING) {
-		/* The client does not even read our last reply. */
-		smtp_session_close(s, "timeout writing the last reply");
-		return;
-	}
+	struct smtp_session *s = conn_session(conn);
 	mt_slog(MT_LOG_INFO, &s->log, "timeout after state=%s from %s",
 		state_names[s->state], s->peer_name);
 	smtp_session_finish(s, 421, "4.4.2 %s Error: timeout exceeded",
 			    s->mta->hostname);
 }
 
-static void life_timeout_cb(evutil_socket_t fd, short what, void *arg)
+static void conn_session_timeout(struct mt_conn *conn)
 {
-	struct smtp_session *s = arg;
-	if (s->state == SMTP_STATE_CLOSING) {
-		smtp_session_close(s, "max_session_time while closing");
-		return;
-	}
+	struct smtp_session *s = conn_session(conn);
 	mt_slog(MT_LOG_INFO, &s->log, "max_session_time reached from %s",
 		s->peer_name);
 	smtp_session_finish(s, 421, "4.4.2 %s Error: session time limit exceeded",
@@ -133,7 +130,7 @@ static void reply_va(struct smtp_session *s, int code, bool more,
 {
 	struct mt_buf text = MT_BUF_INIT;
 	mt_buf_vappendf(&text, fmt, ap);
-	mt_line_reply(bufferevent_get_output(s->bev), code, more, "%s",
+	mt_line_reply(mt_conn_output(&s->conn), code, more, "%s",
 		      mt_buf_cstr(&text));
 	if (!more && code >= 400) {
 		const char *cmd = mt_commands_current_name(&smtp_command_table,
@@ -147,7 +144,7 @@ static void reply_va(struct smtp_session *s, int code, bool more,
 void smtp_reply(struct smtp_session *s, int code, const char *fmt, ...)
 {
 	va_list ap;
-	if (s->closed)
+	if (closed(s))
 		return;
 	va_start(ap, fmt);
 	reply_va(s, code, false, fmt, ap);
@@ -180,7 +177,7 @@ bool smtp_reply_delayed(struct smtp_session *s, uint64_t delay_ms, int code,
 	va_start(ap, fmt);
 	mt_buf_vappendf(&text, fmt, ap);
 	va_end(ap);
-	if (delay_ms == 0 || s->closed) {
+	if (delay_ms == 0 || closed(s)) {
 		smtp_reply(s, code, "%s", mt_buf_cstr(&text));
 		mt_buf_free(&text);
 		return false;
@@ -195,9 +192,9 @@ bool smtp_reply_delayed(struct smtp_session *s, uint64_t delay_ms, int code,
 	struct timeval tv = { (time_t)(delay_ms / 1000),
 			      (suseconds_t)(delay_ms % 1000) * 1000 };
 	smtp_enter_state(s, SMTP_STATE_WAIT);
-	/* Our penalty is not the client's idleness: command_timeout starts
+	/* Our penalty is not the client's idleness: in SMTP_STATE_WAIT the
+	 * idle timer does not run down (conn_busy); command_timeout starts
 	 * again once the reply is sent (max_session_time still runs). */
-	evtimer_del(s->idle_timer);
 	evtimer_add(s->delay_timer, &tv);
 	return true;
 }
@@ -205,7 +202,7 @@ bool smtp_reply_delayed(struct smtp_session *s, uint64_t delay_ms, int code,
 void smtp_reply_more(struct smtp_session *s, int code, const char *fmt, ...)
 {
 	va_list ap;
-	if (s->closed)
+	if (closed(s))
 		return;
 	va_start(ap, fmt);
 	reply_va(s, code, true, fmt, ap);
@@ -215,18 +212,17 @@ void smtp_reply_more(struct smtp_session *s, int code, const char *fmt, ...)
 void smtp_session_finish(struct smtp_session *s, int code, const char *fmt, ...)
 {
 	va_list ap;
-	if (s->closed || s->state == SMTP_STATE_CLOSING)
+	if (closed(s) || s->state == SMTP_STATE_CLOSING)
 		return;
 	va_start(ap, fmt);
 	reply_va(s, code, false, fmt, ap);
 	va_end(ap);
 	count_reply(s, code);
 	smtp_enter_state(s, SMTP_STATE_CLOSING);
-	/* Nothing more is read; write_cb closes once the reply is out, or
-	 * the idle timer if the client does not take it. */
-	bufferevent_disable(s->bev, EV_READ);
-	bufferevent_enable(s->bev, EV_WRITE);
+	/* Nothing more is read; the core closes once the reply is out, or
+	 * at the idle timeout if the client does not take it. */
 	arm_idle_timer(s);
+	mt_conn_close_after(&s->conn, "done");
 }
 
 /* Policy helpers for the handlers */
@@ -291,7 +287,7 @@ static void dispatch(struct smtp_session *s, const char *line)
 	/* RFC 2920 3.1: these end a group; input already waiting after them
 	 * is improper pipelining (STARTTLS discards it and says so). */
 	if ((cmd->def.flags & MT_CMD_GROUP_END) != 0 && cmd->handler != smtp_cmd_starttls &&
-	    evbuffer_get_length(bufferevent_get_input(s->bev)) > 0)
+	    evbuffer_get_length(mt_conn_input(&s->conn)) > 0)
 		mt_slog(MT_LOG_DEBUG, &s->log, "improper pipelining after %s from %s",
 			cmd->def.name, s->peer_name);
 	cmd->handler(s, call.arg);
@@ -302,7 +298,7 @@ static bool read_command(struct smtp_session *s)
 {
 	const char *error;
 	enum mt_line_status status = mt_line_read(&s->reader,
-		bufferevent_get_input(s->bev), &s->line, &error);
+		mt_conn_input(&s->conn), &s->line, &error);
 
 	switch (status) {
 	case MT_LINE_NEED_MORE:
@@ -333,14 +329,14 @@ static bool read_command(struct smtp_session *s)
 static void process_input(struct smtp_session *s)
 {
 	const struct mt_mta_settings *set = s->mta->set;
-	while (!s->closed) {
+	while (!closed(s)) {
 		if (s->errors > set->max_errors) {
 			smtp_session_finish(s, 421, "4.7.0 %s Error: too many errors",
 					    s->mta->hostname);
 			return;
 		}
-		if (evbuffer_get_length(bufferevent_get_output(s->bev)) > OUTPUT_HIGH) {
-			/* Resumed by write_cb once the client reads. */
+		if (evbuffer_get_length(mt_conn_output(&s->conn)) > OUTPUT_HIGH) {
+			/* Resumed by conn_output once the client reads. */
 			s->input_paused = true;
 			return;
 		}
@@ -366,33 +362,23 @@ static void process_input(struct smtp_session *s)
 
 void smtp_session_resume(struct smtp_session *s)
 {
-	if (!s->closed)
+	if (!closed(s))
 		process_input(s);
 }
 
-/* Callbacks */
-
-static void set_callbacks(struct smtp_session *s)
-{
-	bufferevent_setcb(s->bev, read_cb, write_cb, event_cb, s);
-	bufferevent_setwatermark(s->bev, EV_READ, 0, INPUT_HIGH);
-	bufferevent_enable(s->bev, EV_READ | EV_WRITE);
-}
+/* The connection core's callbacks */
 
 static void greet(struct smtp_session *s)
 {
 	smtp_enter_state(s, SMTP_STATE_COMMAND);
 	s->greeted = true;
-	mt_line_reply(bufferevent_get_output(s->bev), 220, false,
+	mt_line_reply(mt_conn_output(&s->conn), 220, false,
 		      "%s ESMTP %s", s->mta->hostname, MTA_NAME);
 }
 
-static void read_cb(struct bufferevent *bev, void *arg)
+static void conn_input(struct mt_conn *conn)
 {
-	struct smtp_session *s = arg;
-	if (s->state != SMTP_STATE_CLOSING)
-		arm_idle_timer(s);
-	process_input(s);
+	process_input(conn_session(conn));
 }
 
 /* STARTTLS: the 220 is on the wire; wrap the socket in TLS. Whatever the
@@ -403,30 +389,25 @@ static void start_tls(struct smtp_session *s)
 	size_t discarded = 0;
 	const char *error;
 	struct bufferevent *tls_bev = mt_tls_bev_starttls(s->mta->tls_server,
-		&s->bev, NULL, &discarded, &error);
+		&s->conn.bev, NULL, &discarded, &error);
 	if (tls_bev == NULL) {
 		mt_slog(MT_LOG_WARNING, &s->log, "STARTTLS from %s failed: %s",
 			s->peer_name, error);
 		smtp_session_close(s, "starttls failed");
 		return;
 	}
-	s->bev = tls_bev;
 	if (discarded > 0)
 		mt_slog(MT_LOG_WARNING, &s->log, "discarded %zu octets pipelined "
 			"after STARTTLS from %s (RFC 3207 4.2)", discarded,
 			s->peer_name);
 	mt_line_reader_reset(&s->reader);
 	smtp_enter_state(s, SMTP_STATE_HANDSHAKE);
-	set_callbacks(s);
+	mt_conn_set_bev(&s->conn, tls_bev);
 }
 
-static void write_cb(struct bufferevent *bev, void *arg)
+static void conn_output(struct mt_conn *conn)
 {
-	struct smtp_session *s = arg;
-	if (s->state == SMTP_STATE_CLOSING) {
-		smtp_session_close(s, "done");
-		return;
-	}
+	struct smtp_session *s = conn_session(conn);
 	if (s->state == SMTP_STATE_STARTTLS) {
 		start_tls(s);
 		return;
@@ -437,9 +418,10 @@ static void write_cb(struct bufferevent *bev, void *arg)
 	}
 }
 
-static void tls_established(struct smtp_session *s)
+static void conn_connected(struct mt_conn *conn)
 {
-	SSL *ssl = bufferevent_openssl_get_ssl(s->bev);
+	struct smtp_session *s = conn_session(conn);
+	SSL *ssl = bufferevent_openssl_get_ssl(s->conn.bev);
 	s->tls = true;
 	if (ssl != NULL)
 		mt_tls_describe(ssl, s->tls_info, sizeof(s->tls_info));
@@ -451,32 +433,45 @@ static void tls_established(struct smtp_session *s)
 	process_input(s);
 }
 
-static void event_cb(struct bufferevent *bev, short what, void *arg)
+static void conn_eof(struct mt_conn *conn, bool error)
 {
-	struct smtp_session *s = arg;
-	if ((what & BEV_EVENT_CONNECTED) != 0) {
-		tls_established(s);
-		return;
-	}
+	struct smtp_session *s = conn_session(conn);
 	char why[256], tls_error[128];
-	if ((what & BEV_EVENT_EOF) != 0)
+	if (!error)
 		snprintf(why, sizeof(why), "lost connection in state %s",
 			 state_names[s->state]);
-	else if (bufferevent_openssl_get_ssl(bev) != NULL)
+	else if (bufferevent_openssl_get_ssl(s->conn.bev) != NULL)
 		snprintf(why, sizeof(why), "tls error in state %s: %s",
 			 state_names[s->state],
-			 mt_tls_bev_error(bev, tls_error, sizeof(tls_error)));
+			 mt_tls_bev_error(s->conn.bev, tls_error, sizeof(tls_error)));
 	else
 		snprintf(why, sizeof(why), "connection error in state %s",
 			 state_names[s->state]);
 	smtp_session_close(s, why);
 }
 
+/* Waiting on the directory, the queue or our own penalty delay: the
+ * client is not idle. */
+static bool conn_busy(struct mt_conn *conn)
+{
+	return conn_session(conn)->state == SMTP_STATE_WAIT;
+}
+
+static void conn_closed(struct mt_conn *conn, const char *reason);
+static void conn_free(struct mt_conn *conn);
+
+static const struct mt_conn_ops conn_ops = {
+	.input = conn_input, .output = conn_output, .connected = conn_connected,
+	.eof = conn_eof, .busy = conn_busy, .idle_timeout = conn_idle_timeout,
+	.session_timeout = conn_session_timeout,
+	.closed = conn_closed, .free = conn_free,
+};
+
 /* Life cycle */
 
-struct smtp_session *smtp_session_new(struct mta *mta, enum smtp_service service,
-				      int fd, const struct sockaddr *peer,
-				      socklen_t peerlen)
+struct smtp_session *smtp_session_new(struct mta *mta, struct mt_conn_list *list,
+				      enum smtp_service service, int fd,
+				      const struct sockaddr *peer, socklen_t peerlen)
 {
 	struct event_base *base = mt_loop_base(mta->loop);
 	struct smtp_session *s = mt_xcalloc(1, sizeof(*s));
@@ -496,14 +491,15 @@ struct smtp_session *smtp_session_new(struct mta *mta, enum smtp_service service
 			    mta->set->bare_newline_policy == MT_BARE_NEWLINE_NORMALIZE ?
 			    MT_LINE_ACCEPT_LF : MT_LINE_STRICT_CRLF);
 
+	struct bufferevent *bev = NULL;
 	error = "bufferevent_socket_new failed";
 	if (service != SMTP_SERVICE_SUBMISSIONS)
-		s->bev = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
+		bev = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
 	else if (mta->tls_server != NULL)
-		s->bev = mt_tls_bev_accept(mta->tls_server, base, fd, &error);
+		bev = mt_tls_bev_accept(mta->tls_server, base, fd, &error);
 	else
 		error = "no TLS certificate configured";
-	if (s->bev == NULL) {
+	if (bev == NULL) {
 		mt_slog(MT_LOG_ERROR, &s->log, "cannot set up the connection from %s: %s",
 			s->peer_name, error);
 		if (service != SMTP_SERVICE_SUBMISSIONS || mta->tls_server == NULL)
@@ -512,25 +508,18 @@ struct smtp_session *smtp_session_new(struct mta *mta, enum smtp_service service
 		free(s);
 		return NULL;
 	}
-	s->idle_timer = evtimer_new(base, idle_timeout_cb, s);
-	s->life_timer = evtimer_new(base, life_timeout_cb, s);
-	if (s->idle_timer == NULL || s->life_timer == NULL)
-		mt_panic("evtimer_new failed");
-	uint64_t life = mta->set->max_session_time;
-	struct timeval tv = { (time_t)(life / 1000), (suseconds_t)(life % 1000) * 1000 };
-	evtimer_add(s->life_timer, &tv);
+	/* Input is read at most INPUT_HIGH ahead; the write callback comes
+	 * once everything is written (STARTTLS and the paused input wait
+	 * for that). */
+	mt_conn_start(&s->conn, list, mta->loop, bev, &conn_ops,
+		      (unsigned int)mta->set->command_timeout, INPUT_HIGH, 0);
+	mt_conn_set_lifetime(&s->conn, (unsigned int)mta->set->max_session_time);
 
 	mt_slog(MT_LOG_INFO, &s->log, "connect from %s service=%s%s", s->peer_name,
 		service_names[service], s->trusted ? " trusted=yes" : "");
-	set_callbacks(s);
-	if (service == SMTP_SERVICE_SUBMISSIONS) {
-		s->state = SMTP_STATE_HANDSHAKE;
-		arm_idle_timer(s);
-	} else {
-		s->state = SMTP_STATE_HANDSHAKE;	/* so greet() logs the change */
+	s->state = SMTP_STATE_HANDSHAKE;	/* so greet() logs the change */
+	if (service != SMTP_SERVICE_SUBMISSIONS)
 		greet(s);
-		arm_idle_timer(s);
-	}
 	return s;
 }
 
@@ -550,18 +539,27 @@ static void log_summary(struct smtp_session *s, const char *reason)
 	mt_buf_free(&line);
 }
 
-static void session_free(void *context)
+static void conn_free(struct mt_conn *conn)
 {
-	struct smtp_session *s = context;
+	struct smtp_session *s = conn_session(conn);
+	struct mta *mta = s->mta;
 	mt_commands_free(&s->commands);
 	free(s);
+	/* The last one gone during a drain (a no-op otherwise). */
+	mta_drain_check(mta);
 }
 
 void smtp_session_close(struct smtp_session *s, const char *reason)
 {
-	if (s->closed)
-		return;
-	s->closed = true;
+	mt_conn_close(&s->conn, reason);
+}
+
+/* The summary line, cancel what is in flight; the core frees the socket
+ * and the timers, and the session from the loop (we may be inside one of
+ * its callbacks). */
+static void conn_closed(struct mt_conn *conn, const char *reason)
+{
+	struct smtp_session *s = conn_session(conn);
 	if (s->state == SMTP_STATE_DATA || s->state == SMTP_STATE_BDAT)
 		smtp_server_note_receiving(s->mta->server, -1);
 	s->log.queue_id[0] = '\0';
@@ -578,17 +576,10 @@ void smtp_session_close(struct smtp_session *s, const char *reason)
 		free(s->auth_login_user);
 	}
 	mt_buf_free(&s->line);
-	if (s->bev != NULL)
-		bufferevent_free(s->bev);
-	s->bev = NULL;
-	event_free(s->idle_timer);
-	event_free(s->life_timer);
 	if (s->delay_timer != NULL)
 		event_free(s->delay_timer);
 	free(s->delayed_text);
 	smtp_server_session_closed(s->mta->server, s);
-	/* We may be inside one of s's callbacks: free it from the loop. */
-	mt_loop_post(s->mta->loop, session_free, s);
 }
 
 void smtp_session_drain(struct smtp_session *s)
@@ -596,7 +587,7 @@ void smtp_session_drain(struct smtp_session *s)
 	/* Idle between transactions: go now. Otherwise the next command
 	 * gets the 421 (dispatch()). */
 	if (s->state == SMTP_STATE_COMMAND && !s->tx.active &&
-	    evbuffer_get_length(bufferevent_get_input(s->bev)) == 0)
+	    evbuffer_get_length(mt_conn_input(&s->conn)) == 0)
 		smtp_session_finish(s, 421, "4.3.2 %s Service shutting down",
 				    s->mta->hostname);
 	else if (s->state == SMTP_STATE_HANDSHAKE)

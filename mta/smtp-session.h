@@ -26,6 +26,7 @@
 
 #include "buf.h"
 #include "command.h"
+#include "conn.h"
 #include "dotcodec.h"
 #include "lineio.h"
 #include "log.h"
@@ -118,10 +119,9 @@ struct smtp_pending_rcpt {
 };
 
 struct smtp_session {
-	struct smtp_session *prev, *next;
+	struct mt_conn conn;		/* lib-mail/conn: socket, timers, close */
 	struct mta *mta;
 	enum smtp_service service;
-	struct bufferevent *bev;
 	struct mt_logctx log;
 	struct sockaddr_storage peer;
 	char peer_ip[MT_SOCKADDR_STRLEN];	/* "a.b.c.d" or "v6addr" */
@@ -131,10 +131,7 @@ struct smtp_session {
 	enum smtp_state state;
 	struct mt_line_reader reader;
 	struct mt_buf line;
-	struct event *idle_timer;	/* command_timeout / data_timeout */
-	struct event *life_timer;	/* max_session_time */
 	bool greeted;			/* the 220 greeting was sent */
-	bool closed;			/* gone from the server; freed soon */
 	bool input_paused;		/* output backlog: resume on drain */
 
 	/* Connection state, reset by STARTTLS (RFC 3207 4.2). */
@@ -198,17 +195,18 @@ void smtp_server_note_receiving(struct smtp_server *server, int delta);
 
 /* Between smtp-server.c and smtp-session.c. */
 
-/* A session on an accepted fd (taken); NULL if it could not be set up. */
-struct smtp_session *smtp_session_new(struct mta *mta, enum smtp_service service,
-				      int fd, const struct sockaddr *peer,
-				      socklen_t peerlen);
+/* A session on an accepted fd (taken), added to list; NULL if it could
+ * not be set up. */
+struct smtp_session *smtp_session_new(struct mta *mta, struct mt_conn_list *list,
+				      enum smtp_service service, int fd,
+				      const struct sockaddr *peer, socklen_t peerlen);
 /* Close now: log the summary, cancel what is pending, free from the loop. */
 void smtp_session_close(struct smtp_session *s, const char *reason);
 /* Drain: an idle session says 421 and closes; a busy one after its reply. */
 void smtp_session_drain(struct smtp_session *s);
 /* The client's address without the port ("192.0.2.1", "2001:db8::1"). */
 void smtp_format_peer_ip(const struct sockaddr *peer, char *buf, size_t size);
-/* The session is gone: unlink it and release its limits. */
+/* The session is closing (off the list already): release its limits. */
 void smtp_server_session_closed(struct smtp_server *server,
 				struct smtp_session *s);
 

@@ -4,8 +4,10 @@
  * written" delivers the last reply, then EOF, with ops->closed once and
  * ops->free only after the closing callback returned; the idle timer
  * writes the goodbye and closes, but restarts while the tier says it is
- * busy; the peer's EOF reaches ops->eof; the session list counts, visits
- * and closes every session. */
+ * busy; a new idle period takes effect; the total-session timer ends a
+ * session that keeps talking; the peer's EOF reaches ops->eof; the session
+ * list counts, visits and closes every session, and ops->closed sees the
+ * list without the closing one. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -36,7 +38,8 @@ struct echo {
 	struct mt_conn conn;
 	struct mt_line_reader reader;
 	struct mt_buf line;
-	unsigned int lines, eofs, idles, busy_left, closed, visits;
+	unsigned int lines, eofs, idles, busy_left, closed, visits, lifetimes;
+	unsigned int list_count_at_close;
 	bool eof_error;
 	const char *reason;
 	bool *freed;		/* set by ops->free */
@@ -102,6 +105,7 @@ static void echo_closed(struct mt_conn *conn, const char *reason)
 	struct echo *e = owner(conn);
 	e->closed++;
 	e->reason = reason;
+	e->list_count_at_close = conn->list->count;
 	assert_non_null(conn->bev);	/* still there for the tier */
 }
 
@@ -113,9 +117,17 @@ static void echo_free(struct mt_conn *conn)
 	/* The struct stays for the test to read; it frees it. */
 }
 
+static void echo_lifetime(struct mt_conn *conn)
+{
+	struct echo *e = owner(conn);
+	e->lifetimes++;
+	evbuffer_add_printf(mt_conn_output(conn), "time is up\r\n");
+}
+
 static const struct mt_conn_ops echo_ops = {
 	.input = echo_input, .eof = echo_eof, .busy = echo_busy,
-	.idle_timeout = echo_idle, .closed = echo_closed, .free = echo_free,
+	.idle_timeout = echo_idle, .session_timeout = echo_lifetime,
+	.closed = echo_closed, .free = echo_free,
 };
 
 struct fixture {
@@ -263,6 +275,52 @@ static void test_idle_busy_and_eof(void **state)
 	free(e);
 }
 
+/* A shorter idle period from now on; then a session that never idles
+ * still ends at its lifetime. */
+static void test_idle_period_and_lifetime(void **state)
+{
+	struct fixture *f = *state;
+	bool freed;
+	int peer;
+	struct mt_buf got = MT_BUF_INIT;
+	struct echo *e = echo_new(f, &freed, 60000, &peer);
+	mt_conn_set_idle(&e->conn, 20);
+	bool eof = false;
+	for (int i = 0; i < 100 && !eof; i++) {
+		usleep(5000);
+		spin(f, 2);
+		eof = test_peer_read(peer, &got);
+	}
+	assert_true(eof);
+	assert_int_equal(e->idles, 1);
+	assert_string_equal(e->reason, "idle-timeout");
+	close(peer);
+	free(e);
+
+	mt_buf_reset(&got);
+	e = echo_new(f, &freed, 60000, &peer);
+	mt_conn_set_lifetime(&e->conn, 80);
+	eof = false;
+	for (int i = 0; i < 100 && !eof; i++) {
+		ssize_t n = write(peer, "x\r\n", 3);	/* busy talking, never idle */
+		(void)n;
+		usleep(5000);
+		spin(f, 2);
+		eof = test_peer_read(peer, &got);
+	}
+	assert_true(eof);
+	assert_int_equal(e->lifetimes, 1);
+	assert_int_equal(e->idles, 0);
+	assert_string_equal(e->reason, "session-time");
+	assert_non_null(strstr(mt_buf_cstr(&got), "time is up\r\n"));
+	assert_true(e->lines > 3);
+	assert_int_equal(e->list_count_at_close, 0);
+	assert_true(freed);
+	mt_buf_free(&got);
+	close(peer);
+	free(e);
+}
+
 static void visit(struct mt_conn *conn)
 {
 	owner(conn)->visits++;
@@ -307,6 +365,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_input_and_close_after, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_close_inside_a_callback, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_busy_and_eof, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_idle_period_and_lifetime, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_list, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
