@@ -17,7 +17,7 @@
  *    expire with auth_fail_window).
  * Trust boundary: POP3 client bytes before login (RFC 1939, 2449, 2595,
  * 5034, 4616). */
-#include "fuzz.h"
+#include "fuzz-daemon.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -39,7 +39,6 @@
 #include "tests/unit/test-peer.h"
 
 #define GREETING "+OK mailtier POP3 proxy ready.\r\n"
-#define REPLY_MAX 512
 
 struct fixture {
 	struct mt_mmp_settings set;
@@ -96,22 +95,6 @@ static void spin(void *context)
 		event_base_loop(f->worker.base, EVLOOP_NONBLOCK);
 }
 
-static void check_output(const struct mt_buf *got)
-{
-	const char *p = got->data, *end = got->data + got->len;
-	size_t glen = strlen(GREETING);
-	FUZZ_CHECK(got->len >= glen && memcmp(p, GREETING, glen) == 0, "no greeting");
-	while (p < end) {
-		const char *lf = memchr(p, '\n', (size_t)(end - p));
-		if (lf == NULL)
-			break;	/* the rest may still be on its way */
-		FUZZ_CHECK(lf > p && lf[-1] == '\r', "bare LF in a reply");
-		FUZZ_CHECK((size_t)(lf - p) + 1 <= REPLY_MAX, "reply of %zu octets",
-			   (size_t)(lf - p) + 1);
-		p = lf + 1;
-	}
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
@@ -137,7 +120,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	spin(f);
 	if (!eof)
 		(void)test_peer_read(sv[1], &got);
-	check_output(&got);
+	fuzz_check_lines(&got, GREETING, false);
 	close(sv[1]);
 	/* The session sees EOF and goes; a directory request still out is
 	 * abandoned, its answer (a refused connection) comes meanwhile. */

@@ -57,15 +57,15 @@ tests_fuzz_fuzz_lmtp_cmd_LDADD = lib-mail/libmtmail.a $(UNIT_LIBS)
 tests_fuzz_fuzz_mmp_cmd_SOURCES = tests/fuzz/fuzz-mmp-cmd.c $(fuzz_common)
 tests_fuzz_fuzz_mmp_cmd_LDADD = mmp/libmmp.a lib-mail/libmtmail.a $(UNIT_LIBS)
 tests_fuzz_fuzz_mmp_session_SOURCES = tests/fuzz/fuzz-mmp-session.c $(fuzz_common) \
-	tests/unit/test-peer.h
+	tests/fuzz/fuzz-daemon.h tests/unit/test-peer.h
 tests_fuzz_fuzz_mmp_session_LDADD = $(MMP_LIBS) $(UNIT_LIBS)
 tests_fuzz_fuzz_popstore_session_SOURCES = tests/fuzz/fuzz-popstore-session.c \
-	$(fuzz_common) tests/unit/test-peer.h $(popstore_daemon_sources)
+	$(fuzz_common) tests/fuzz/fuzz-daemon.h tests/unit/test-peer.h $(popstore_daemon_sources)
 tests_fuzz_fuzz_popstore_session_CFLAGS = $(AM_CFLAGS) -I$(top_srcdir)/popstore
 tests_fuzz_fuzz_popstore_session_LDADD = store/libmtstore.a dirsvc/libdirsvc.a \
 	settings/libmtsettings.a $(MTBDB_LIBS) $(DIRSVC_LIBS) $(MTMAIL_LIBS)
 tests_fuzz_fuzz_mta_session_SOURCES = tests/fuzz/fuzz-mta-session.c $(fuzz_common) \
-	tests/unit/test-peer.h
+	tests/fuzz/fuzz-daemon.h tests/unit/test-peer.h
 tests_fuzz_fuzz_mta_session_LDADD = $(MTA_LIBS) $(UNIT_LIBS)
 
 EXTRA_DIST += tests/fuzz/README.md tests/fuzz/corpus scripts/fuzz \
@@ -180,17 +180,17 @@ tests/fuzz/bin/fuzz-mmp-cmd: tests/fuzz/fuzz-mmp-cmd.c mmp/mmp-parse.c mmp/mmp-p
 # Session-level targets: the real session code over the tier's library.
 FUZZ_MMP_ARCHIVES = $(FUZZ_LIBMMP) $(FUZZ_LIBDIRSVC) $(FUZZ_LIBMTSETTINGS) \
 	$(FUZZ_LIBMTMAIL) $(FUZZ_LIBMAILTIER)
-tests/fuzz/bin/fuzz-mmp-session: tests/fuzz/fuzz-mmp-session.c tests/unit/test-peer.h $(fuzz_headers) $(FUZZ_MMP_ARCHIVES)
+tests/fuzz/bin/fuzz-mmp-session: tests/fuzz/fuzz-mmp-session.c tests/fuzz/fuzz-daemon.h tests/unit/test-peer.h $(fuzz_headers) $(FUZZ_MMP_ARCHIVES)
 	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-mmp-session.c $(FUZZ_MMP_ARCHIVES) $(FUZZ_EXTLIBS)
 FUZZ_POPSTORE_ARCHIVES = $(FUZZ_LIBMTSTORE) $(FUZZ_LIBDIRSVC) $(FUZZ_LIBMTSETTINGS) \
 	$(FUZZ_LIBMTBDB) $(FUZZ_LIBMTMAIL) $(FUZZ_LIBMAILTIER)
-tests/fuzz/bin/fuzz-popstore-session: tests/fuzz/fuzz-popstore-session.c tests/unit/test-peer.h $(popstore_daemon_sources) $(fuzz_headers) $(FUZZ_POPSTORE_ARCHIVES)
+tests/fuzz/bin/fuzz-popstore-session: tests/fuzz/fuzz-popstore-session.c tests/fuzz/fuzz-daemon.h tests/unit/test-peer.h $(popstore_daemon_sources) $(fuzz_headers) $(FUZZ_POPSTORE_ARCHIVES)
 	$(fuzz_link) -I$(srcdir)/popstore $(srcdir)/tests/fuzz/fuzz-popstore-session.c \
 		`for f in $(popstore_daemon_sources); do case $$f in *.c) echo $(srcdir)/$$f;; esac; done` \
 		$(FUZZ_POPSTORE_ARCHIVES) $(BDB_LIBS) $(FUZZ_EXTLIBS)
 FUZZ_MTA_ARCHIVES = $(FUZZ_LIBMTA) $(FUZZ_LIBDIRSVC) $(FUZZ_LIBMTSETTINGS) \
 	$(FUZZ_LIBMTBDB) $(FUZZ_LIBMTMAIL) $(FUZZ_LIBMAILTIER)
-tests/fuzz/bin/fuzz-mta-session: tests/fuzz/fuzz-mta-session.c tests/unit/test-peer.h $(fuzz_headers) $(FUZZ_MTA_ARCHIVES)
+tests/fuzz/bin/fuzz-mta-session: tests/fuzz/fuzz-mta-session.c tests/fuzz/fuzz-daemon.h tests/unit/test-peer.h $(fuzz_headers) $(FUZZ_MTA_ARCHIVES)
 	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-mta-session.c $(FUZZ_MTA_ARCHIVES) \
 		$(BDB_LIBS) $(CARES_LIBS) $(FUZZ_EXTLIBS)
 

@@ -179,6 +179,23 @@ static struct echo *echo_new(struct fixture *f, bool *freed, unsigned int idle_m
 	return e;
 }
 
+/* Let the loop run (and, if talk, keep writing a line) until the session
+ * closes the peer's end or about half a second has passed; true on EOF. */
+static bool wait_for_eof(struct fixture *f, int peer, bool talk, struct mt_buf *got)
+{
+	bool eof = false;
+	for (int i = 0; i < 100 && !eof; i++) {
+		if (talk) {
+			ssize_t n = write(peer, "x\r\n", 3);
+			(void)n;
+		}
+		usleep(5000);
+		spin(f, 2);
+		eof = test_peer_read(peer, got);
+	}
+	return eof;
+}
+
 static void test_input_and_close_after(void **state)
 {
 	struct fixture *f = *state;
@@ -242,13 +259,7 @@ static void test_idle_busy_and_eof(void **state)
 	struct echo *e = echo_new(f, &freed, 30, &peer);
 	e->busy_left = 2;
 	struct mt_buf got = MT_BUF_INIT;
-	bool eof = false;
-	for (int i = 0; i < 100 && !eof; i++) {
-		usleep(5000);
-		spin(f, 2);
-		eof = test_peer_read(peer, &got);
-	}
-	assert_true(eof);
+	assert_true(wait_for_eof(f, peer, false, &got));
 	assert_int_equal(e->busy_left, 0);
 	assert_int_equal(e->idles, 1);
 	assert_string_equal(mt_buf_cstr(&got), "idle\r\n");
@@ -285,13 +296,7 @@ static void test_idle_period_and_lifetime(void **state)
 	struct mt_buf got = MT_BUF_INIT;
 	struct echo *e = echo_new(f, &freed, 60000, &peer);
 	mt_conn_set_idle(&e->conn, 20);
-	bool eof = false;
-	for (int i = 0; i < 100 && !eof; i++) {
-		usleep(5000);
-		spin(f, 2);
-		eof = test_peer_read(peer, &got);
-	}
-	assert_true(eof);
+	assert_true(wait_for_eof(f, peer, false, &got));
 	assert_int_equal(e->idles, 1);
 	assert_string_equal(e->reason, "idle-timeout");
 	close(peer);
@@ -300,15 +305,7 @@ static void test_idle_period_and_lifetime(void **state)
 	mt_buf_reset(&got);
 	e = echo_new(f, &freed, 60000, &peer);
 	mt_conn_set_lifetime(&e->conn, 80);
-	eof = false;
-	for (int i = 0; i < 100 && !eof; i++) {
-		ssize_t n = write(peer, "x\r\n", 3);	/* busy talking, never idle */
-		(void)n;
-		usleep(5000);
-		spin(f, 2);
-		eof = test_peer_read(peer, &got);
-	}
-	assert_true(eof);
+	assert_true(wait_for_eof(f, peer, true, &got));	/* talking, never idle */
 	assert_int_equal(e->lifetimes, 1);
 	assert_int_equal(e->idles, 0);
 	assert_string_equal(e->reason, "session-time");
