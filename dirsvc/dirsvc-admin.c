@@ -111,6 +111,24 @@ static char *user_dn(const char *base_dn, const char *address)
 	return mt_buf_steal(&dn);
 }
 
+/* Connect to uri and bind as dn (RFC 4513 5.1.3); the handle in *ld_r
+ * when the result is LDAP_SUCCESS. */
+static int simple_bind(const char *uri, const char *dn, struct berval *cred,
+		       uint64_t timeout_ms, LDAP **ld_r)
+{
+	LDAP *ld = NULL;
+	int rc = ldap_initialize(&ld, uri);
+	if (rc != LDAP_SUCCESS)
+		return rc;
+	mt_dirsvc_ldap_set_options(ld, timeout_ms, timeout_ms);
+	rc = ldap_sasl_bind_s(ld, dn, LDAP_SASL_SIMPLE, cred, NULL, NULL, NULL);
+	if (rc == LDAP_SUCCESS)
+		*ld_r = ld;
+	else
+		ldap_unbind_ext_s(ld, NULL, NULL);
+	return rc;
+}
+
 struct mt_dirsvc_admin *mt_dirsvc_admin_new(const struct mt_directory_settings *set)
 {
 	struct mt_dirsvc_admin *a = mt_xcalloc(1, sizeof(*a));
@@ -134,20 +152,9 @@ bool mt_dirsvc_admin_connect(struct mt_dirsvc_admin *a, const char **error_r)
 	}
 	struct berval cred = { strlen(password), password };
 	int rc = LDAP_SERVER_DOWN;
-	for (size_t i = 0; i < set->uris.count && a->ld == NULL; i++) {
-		LDAP *ld = NULL;
-
-		rc = ldap_initialize(&ld, set->uris.items[i]);
-		if (rc != LDAP_SUCCESS)
-			continue;
-		mt_dirsvc_ldap_set_options(ld, set->timeout, set->timeout);
-		rc = ldap_sasl_bind_s(ld, set->admin_dn, LDAP_SASL_SIMPLE, &cred,
-				      NULL, NULL, NULL);
-		if (rc == LDAP_SUCCESS)
-			a->ld = ld;
-		else
-			ldap_unbind_ext_s(ld, NULL, NULL);
-	}
+	for (size_t i = 0; i < set->uris.count && a->ld == NULL; i++)
+		rc = simple_bind(set->uris.items[i], set->admin_dn, &cred, set->timeout,
+				 &a->ld);
 	mt_secret_free(&password);
 	if (a->ld == NULL) {
 		*error_r = set_error(a, "cannot bind to the directory as %s: %s",
@@ -166,13 +173,10 @@ bool mt_dirsvc_admin_wait_bind(const char *uri, const char *dn,
 	int rc = LDAP_SERVER_DOWN;
 	for (unsigned int waited = 0; waited <= timeout_ms; waited += 50) {
 		LDAP *ld = NULL;
-		if (ldap_initialize(&ld, uri) == LDAP_SUCCESS) {
-			mt_dirsvc_ldap_set_options(ld, 2000, 2000);
-			rc = ldap_sasl_bind_s(ld, dn, LDAP_SASL_SIMPLE, &cred,
-					      NULL, NULL, NULL);
+		rc = simple_bind(uri, dn, &cred, 2000, &ld);
+		if (rc == LDAP_SUCCESS) {
 			ldap_unbind_ext_s(ld, NULL, NULL);
-			if (rc == LDAP_SUCCESS)
-				return true;
+			return true;
 		}
 		nanosleep(&tick, NULL);
 	}
