@@ -248,7 +248,9 @@ static bool tls_required(const struct smtp_session *s)
 
 /* Dispatch */
 
-static void dispatch(struct smtp_session *s, const char *line)
+/* Run one command line; true when it held a credential (MT_CMD_SECRET:
+ * AUTH with an initial response). */
+static bool dispatch(struct smtp_session *s, const char *line)
 {
 	const struct mt_command_gate gate = {
 		.tls_required = !s->tls && tls_required(s),
@@ -263,24 +265,24 @@ static void dispatch(struct smtp_session *s, const char *line)
 	if (cmd != NULL && smtp_server_draining(s) && cmd->handler != smtp_cmd_quit) {
 		smtp_session_finish(s, 421, "4.3.2 %s Service shutting down",
 				    s->mta->hostname);
-		return;
+		return (cmd->def.flags & MT_CMD_SECRET) != 0;
 	}
 	switch (verdict) {
 	case MT_COMMAND_UNKNOWN:
 	case MT_COMMAND_BAD_STATE:	/* (the MTA's table has no states) */
 		smtp_reply(s, 500, line[0] == '\0' ? "5.5.2 Error: bad syntax" :
 			   "5.5.2 Error: command not recognized");
-		return;
+		return false;
 	case MT_COMMAND_TOO_MUCH_JUNK:
 		smtp_session_finish(s, 421, "4.7.0 %s Error: too many %s commands",
 				    s->mta->hostname, cmd->def.name);
-		return;
+		return false;
 	case MT_COMMAND_NEEDS_TLS:
 		smtp_reply(s, 530, "5.7.0 Must issue a STARTTLS command first");
-		return;
+		return (cmd->def.flags & MT_CMD_SECRET) != 0;
 	case MT_COMMAND_NEEDS_AUTH:
 		smtp_reply(s, 530, "5.7.0 Authentication required");
-		return;
+		return (cmd->def.flags & MT_CMD_SECRET) != 0;
 	case MT_COMMAND_RUN:
 		break;
 	}
@@ -291,6 +293,7 @@ static void dispatch(struct smtp_session *s, const char *line)
 		mt_slog(MT_LOG_DEBUG, &s->log, "improper pipelining after %s from %s",
 			cmd->def.name, s->peer_name);
 	cmd->handler(s, call.arg);
+	return (cmd->def.flags & MT_CMD_SECRET) != 0;
 }
 
 /* One command or AUTH line; false when none is complete yet. */
@@ -303,12 +306,19 @@ static bool read_command(struct smtp_session *s)
 	switch (status) {
 	case MT_LINE_NEED_MORE:
 		return false;
-	case MT_LINE_OK:
-		if (s->state == SMTP_STATE_AUTH)
+	case MT_LINE_OK: {
+		bool secret = s->state == SMTP_STATE_AUTH;
+		if (secret)
 			smtp_auth_continue(s, mt_buf_cstr(&s->line));
 		else
-			dispatch(s, mt_buf_cstr(&s->line));
+			secret = dispatch(s, mt_buf_cstr(&s->line));
+		/* AUTH's lines hold credentials: not left in the buffer for
+		 * the next line to overwrite only in part (the session may
+		 * have closed and freed it meanwhile). */
+		if (secret && s->line.data != NULL)
+			explicit_bzero(s->line.data, s->line.cap);
 		return true;
+	}
 	case MT_LINE_TOO_LONG:
 		mt_commands_forget(&s->commands);
 		if (s->state == SMTP_STATE_AUTH)
