@@ -59,7 +59,7 @@ struct mt_buf;
 #define MT_CMD_PRE_AUTH		0x02u	/* allowed before authentication where required */
 #define MT_CMD_GROUP_END	0x04u	/* ends a pipelining group (RFC 2920 3.1) */
 #define MT_CMD_JUNK		0x08u	/* counts towards gate.max_junk */
-#define MT_CMD_SECRET		0x10u	/* its argument is a credential: never logged */
+#define MT_CMD_SECRET		0x10u	/* the line holds a credential: wiped after use */
 /* Allowed in the tier's state n (0..23). */
 #define MT_CMD_STATE(n)		(1u << (8 + (n)))
 #define MT_CMD_STATE_MASK	0xffffff00u
