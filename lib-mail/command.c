@@ -17,17 +17,18 @@ static const struct mt_command_def *def_at(const struct mt_command_table *t, siz
 
 void mt_commands_init(struct mt_commands *c, const struct mt_command_table *table)
 {
+	/* One allocation for both counter rows (a session's only one here). */
 	c->count = table->count;
-	c->total = mt_xcalloc(table->count + 1, sizeof(*c->total));
-	c->ok = mt_xcalloc(table->count + 1, sizeof(*c->ok));
+	c->total = mt_xcalloc(2 * (table->count + 1), sizeof(*c->total));
+	c->ok = c->total + table->count + 1;
 	c->current = -1;
+	c->flags = 0;
 	c->junk = 0;
 }
 
 void mt_commands_free(struct mt_commands *c)
 {
 	free(c->total);
-	free(c->ok);
 	c->total = c->ok = NULL;
 }
 
@@ -42,6 +43,7 @@ enum mt_command_verdict mt_command_check(const struct mt_command_table *table,
 			     &index, &call_r->arg)) {
 		c->total[c->count]++;
 		c->current = (int)c->count;
+		c->flags = 0;
 		return MT_COMMAND_UNKNOWN;
 	}
 	const struct mt_command_def *def = def_at(table, index);
@@ -49,6 +51,7 @@ enum mt_command_verdict mt_command_check(const struct mt_command_table *table,
 	call_r->def = def;
 	c->total[index]++;
 	c->current = (int)index;
+	c->flags = def->flags;
 	if ((def->flags & MT_CMD_JUNK) != 0 && ++c->junk > gate->max_junk &&
 	    gate->max_junk != 0)
 		return MT_COMMAND_TOO_MUCH_JUNK;

@@ -110,6 +110,7 @@ struct mt_commands {
 	unsigned int *total, *ok;	/* count + 1 slots: the last is unknown */
 	size_t count;
 	int current;			/* slot of the command awaiting its reply, or -1 */
+	unsigned int flags;		/* the last checked command's (0: unknown) */
 	unsigned int junk;
 };
 

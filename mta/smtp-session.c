@@ -248,9 +248,7 @@ static bool tls_required(const struct smtp_session *s)
 
 /* Dispatch */
 
-/* Run one command line; true when it held a credential (MT_CMD_SECRET:
- * AUTH with an initial response). */
-static bool dispatch(struct smtp_session *s, const char *line)
+static void dispatch(struct smtp_session *s, const char *line)
 {
 	const struct mt_command_gate gate = {
 		.tls_required = !s->tls && tls_required(s),
@@ -265,24 +263,24 @@ static bool dispatch(struct smtp_session *s, const char *line)
 	if (cmd != NULL && smtp_server_draining(s) && cmd->handler != smtp_cmd_quit) {
 		smtp_session_finish(s, 421, "4.3.2 %s Service shutting down",
 				    s->mta->hostname);
-		return (cmd->def.flags & MT_CMD_SECRET) != 0;
+		return;
 	}
 	switch (verdict) {
 	case MT_COMMAND_UNKNOWN:
 	case MT_COMMAND_BAD_STATE:	/* (the MTA's table has no states) */
 		smtp_reply(s, 500, line[0] == '\0' ? "5.5.2 Error: bad syntax" :
 			   "5.5.2 Error: command not recognized");
-		return false;
+		return;
 	case MT_COMMAND_TOO_MUCH_JUNK:
 		smtp_session_finish(s, 421, "4.7.0 %s Error: too many %s commands",
 				    s->mta->hostname, cmd->def.name);
-		return false;
+		return;
 	case MT_COMMAND_NEEDS_TLS:
 		smtp_reply(s, 530, "5.7.0 Must issue a STARTTLS command first");
-		return (cmd->def.flags & MT_CMD_SECRET) != 0;
+		return;
 	case MT_COMMAND_NEEDS_AUTH:
 		smtp_reply(s, 530, "5.7.0 Authentication required");
-		return (cmd->def.flags & MT_CMD_SECRET) != 0;
+		return;
 	case MT_COMMAND_RUN:
 		break;
 	}
@@ -293,7 +291,6 @@ static bool dispatch(struct smtp_session *s, const char *line)
 		mt_slog(MT_LOG_DEBUG, &s->log, "improper pipelining after %s from %s",
 			cmd->def.name, s->peer_name);
 	cmd->handler(s, call.arg);
-	return (cmd->def.flags & MT_CMD_SECRET) != 0;
 }
 
 /* One command or AUTH line; false when none is complete yet. */
@@ -310,8 +307,10 @@ static bool read_command(struct smtp_session *s)
 		bool secret = s->state == SMTP_STATE_AUTH;
 		if (secret)
 			smtp_auth_continue(s, mt_buf_cstr(&s->line));
-		else
-			secret = dispatch(s, mt_buf_cstr(&s->line));
+		else {
+			dispatch(s, mt_buf_cstr(&s->line));
+			secret = (s->commands.flags & MT_CMD_SECRET) != 0;
+		}
 		/* AUTH's lines hold credentials: not left in the buffer for
 		 * the next line to overwrite only in part (the session may
 		 * have closed and freed it meanwhile). */

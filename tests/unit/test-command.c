@@ -86,7 +86,9 @@ static void test_gates(void **state)
 	assert_int_equal(check(&c, &g, "MAIL FROM:<>", &call), MT_COMMAND_NEEDS_TLS);
 	g.tls_required = false;
 	assert_int_equal(check(&c, &g, "AUTH PLAIN", &call), MT_COMMAND_RUN);
+	assert_true((c.flags & MT_CMD_SECRET) != 0);	/* the tier wipes this line */
 	assert_int_equal(check(&c, &g, "MAIL FROM:<>", &call), MT_COMMAND_NEEDS_AUTH);
+	assert_int_equal(c.flags & MT_CMD_SECRET, 0);
 	g.auth_required = false;
 
 	/* States: MAIL only when ready; commands without state bits always. */
