@@ -9,6 +9,8 @@ lib_mail_libmtmail_a_SOURCES = \
 	lib-mail/command.c lib-mail/command.h \
 	lib-mail/smtp-reply.c lib-mail/smtp-reply.h \
 	lib-mail/smtp-params.c lib-mail/smtp-params.h \
+	lib-mail/smtp-content.c lib-mail/smtp-content.h \
+	lib-mail/smtpd.c lib-mail/smtpd-content.c lib-mail/smtpd.h \
 	lib-mail/pop3-status.c lib-mail/pop3-status.h \
 	lib-mail/pop3-login.c lib-mail/pop3-login.h
 
@@ -17,7 +19,8 @@ MTMAIL_LIBS = lib-mail/libmtmail.a $(MAILTIER_LIBS)
 
 lib_mail_unit_tests = tests/unit/test-smtp-reply tests/unit/test-command-find \
 	tests/unit/test-command \
-	tests/unit/test-smtp-params tests/unit/test-pop3-login tests/unit/test-conn
+	tests/unit/test-smtp-params tests/unit/test-pop3-login tests/unit/test-conn \
+	tests/unit/test-smtpd
 check_PROGRAMS += $(lib_mail_unit_tests)
 TESTS += $(lib_mail_unit_tests)
 tests_unit_test_smtp_reply_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
@@ -27,3 +30,5 @@ tests_unit_test_smtp_params_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_pop3_login_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_conn_SOURCES = tests/unit/test-conn.c tests/unit/test-peer.h
 tests_unit_test_conn_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
+tests_unit_test_smtpd_SOURCES = tests/unit/test-smtpd.c tests/unit/test-peer.h
+tests_unit_test_smtpd_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)

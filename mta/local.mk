@@ -10,7 +10,7 @@ mta_libmta_a_SOURCES = \
 	mta/mta-drain.c \
 	mta/smtp-server.c mta/smtp-session.c mta/smtp-session.h \
 	mta/smtp-commands.c mta/smtp-auth.c mta/smtp-data.c \
-	mta/smtp-parse.c mta/smtp-parse.h mta/smtp-content.c mta/smtp-content.h \
+	mta/smtp-parse.c mta/smtp-parse.h \
 	mta/queue.c mta/queue.h mta/queue-records.c mta/queue-records.h \
 	mta/queue-store.c mta/queue-store.h mta/queue-private.h mta/queue-spool.c \
 	mta/delivery.c mta/delivery.h mta/delivery-private.h \

@@ -48,22 +48,22 @@ static void auth_reset(struct smtp_session *s)
 		explicit_bzero(s->auth_login_user, strlen(s->auth_login_user));
 		MT_FREE(&s->auth_login_user);
 	}
-	if (s->state == SMTP_STATE_AUTH)
-		smtp_enter_state(s, SMTP_STATE_COMMAND);
+	if (s->smtpd.state == MT_SMTPD_LINE)
+		mt_smtpd_enter_state(&s->smtpd, MT_SMTPD_COMMAND);
 }
 
 /* A failed AUTH: 535 after the client address's penalty delay, counted
  * from the moment the credentials were complete — so the directory's time
  * (a slow password hash for a real user, none for an unknown one) is
  * hidden inside the delay. The session reads nothing meanwhile
- * (SMTP_STATE_WAIT). True if delayed. */
+ * (MT_SMTPD_WAIT). True if delayed. */
 static bool auth_fail(struct smtp_session *s, const char *why)
 {
 	uint64_t delay = smtp_server_auth_failed(s->mta->server, s->peer_ip);
 	mt_slog(MT_LOG_INFO, &s->log, "auth failed from %s: %s delay_ms=%llu",
 		s->peer_name, why, (unsigned long long)delay);
 	delay = mt_authfail_wait_ms(s->auth_started_ms, delay, mt_clock_ms());
-	return smtp_reply_delayed(s, delay, 535, "5.7.8 Authentication credentials invalid");
+	return mt_smtpd_reply_delayed(&s->smtpd, delay, 535, "5.7.8 Authentication credentials invalid");
 }
 
 static void auth_done(const struct mt_dirsvc_auth *result, void *context)
@@ -77,7 +77,7 @@ static void auth_done(const struct mt_dirsvc_auth *result, void *context)
 		s->auth_user = mt_xstrdup(result->address);
 		mt_slog(MT_LOG_INFO, &s->log, "auth ok user=%s from %s",
 			s->auth_user, s->peer_name);
-		smtp_reply(s, 235, "2.7.0 Authentication successful");
+		mt_smtpd_reply(&s->smtpd, 235, "2.7.0 Authentication successful");
 		break;
 	case MT_DIRSVC_AUTH_BAD_CREDENTIALS:
 	case MT_DIRSVC_AUTH_DISABLED:
@@ -87,11 +87,11 @@ static void auth_done(const struct mt_dirsvc_auth *result, void *context)
 	case MT_DIRSVC_AUTH_TEMPFAIL:
 		mt_slog(MT_LOG_WARNING, &s->log, "auth tempfail from %s: %s",
 			s->peer_name, result->reason != NULL ? result->reason : "");
-		smtp_reply(s, 454, "4.7.0 Temporary authentication failure");
+		mt_smtpd_reply(&s->smtpd, 454, "4.7.0 Temporary authentication failure");
 		break;
 	}
-	smtp_enter_state(s, SMTP_STATE_COMMAND);
-	smtp_session_resume(s);
+	mt_smtpd_enter_state(&s->smtpd, MT_SMTPD_COMMAND);
+	mt_smtpd_resume(&s->smtpd);
 }
 
 /* Hand the credentials to the directory; wipes password. */
@@ -104,7 +104,7 @@ static void authenticate(struct smtp_session *s, const char *user, char *passwor
 		auth_fail(s, "empty user or password");
 		return;
 	}
-	smtp_enter_state(s, SMTP_STATE_WAIT);
+	mt_smtpd_enter_state(&s->smtpd, MT_SMTPD_WAIT);
 	s->dir_req = mt_dirsvc_authenticate(s->mta->dir, &s->log, user, password,
 					    auth_done, s);
 	explicit_bzero(password, strlen(password));
@@ -124,11 +124,11 @@ static void auth_plain(struct smtp_session *s, const char *b64)
 		break;
 	case MT_SASL_BAD_BASE64:
 		auth_reset(s);
-		smtp_reply(s, 501, "5.5.2 Invalid base64 data");
+		mt_smtpd_reply(&s->smtpd, 501, "5.5.2 Invalid base64 data");
 		return;
 	case MT_SASL_BAD_MESSAGE:
 		auth_reset(s);
-		smtp_reply(s, 501, "5.5.2 Invalid PLAIN authentication message");
+		mt_smtpd_reply(&s->smtpd, 501, "5.5.2 Invalid PLAIN authentication message");
 		return;
 	case MT_SASL_BAD_FIELD:
 		/* Empty, over-long or non-UTF-8 names and passwords are
@@ -161,13 +161,13 @@ static void auth_login_step(struct smtp_session *s, const char *b64)
 	    mt_sasl_login_decode(strcmp(b64, "=") == 0 ? "" : b64, buf,
 				 sizeof(buf), &error) != MT_SASL_OK) {
 		auth_reset(s);
-		smtp_reply(s, 501, "5.5.2 Invalid base64 data");
+		mt_smtpd_reply(&s->smtpd, 501, "5.5.2 Invalid base64 data");
 		return;
 	}
 	if (s->auth_login_user == NULL) {
 		s->auth_login_user = mt_xstrdup(buf);
-		smtp_enter_state(s, SMTP_STATE_AUTH);
-		smtp_reply(s, 334, "UGFzc3dvcmQ6");	/* "Password:" */
+		mt_smtpd_enter_state(&s->smtpd, MT_SMTPD_LINE);
+		mt_smtpd_reply(&s->smtpd, 334, "UGFzc3dvcmQ6");	/* "Password:" */
 	} else {
 		char *user = s->auth_login_user;
 		s->auth_login_user = NULL;
@@ -181,23 +181,23 @@ static void auth_login_step(struct smtp_session *s, const char *b64)
 void smtp_cmd_auth(struct smtp_session *s, const char *args)
 {
 	if (!s->esmtp) {
-		smtp_reply(s, 503, "5.5.1 Error: send EHLO first");
+		mt_smtpd_reply(&s->smtpd, 503, "5.5.1 Error: send EHLO first");
 		return;
 	}
 	if (s->authenticated) {
-		smtp_reply(s, 503, "5.5.1 Error: already authenticated");
+		mt_smtpd_reply(&s->smtpd, 503, "5.5.1 Error: already authenticated");
 		return;
 	}
 	if (s->tx.active) {
-		smtp_reply(s, 503, "5.5.1 Error: MAIL transaction in progress");
+		mt_smtpd_reply(&s->smtpd, 503, "5.5.1 Error: MAIL transaction in progress");
 		return;
 	}
 	if (!smtp_auth_offered(s)) {
-		if (s->mta->dirsvc != NULL && !s->tls)
-			smtp_reply(s, 538, "5.7.11 Encryption required for "
+		if (s->mta->dirsvc != NULL && !s->smtpd.tls)
+			mt_smtpd_reply(&s->smtpd, 538, "5.7.11 Encryption required for "
 				   "requested authentication mechanism");
 		else
-			smtp_reply(s, 503, "5.5.1 Error: authentication not enabled");
+			mt_smtpd_reply(&s->smtpd, 503, "5.5.1 Error: authentication not enabled");
 		return;
 	}
 	size_t mech_len = strcspn(args, " ");
@@ -208,18 +208,18 @@ void smtp_cmd_auth(struct smtp_session *s, const char *args)
 			auth_plain(s, initial);
 			return;
 		}
-		smtp_enter_state(s, SMTP_STATE_AUTH);
-		smtp_reply(s, 334, "%s", "");
+		mt_smtpd_enter_state(&s->smtpd, MT_SMTPD_LINE);
+		mt_smtpd_reply(&s->smtpd, 334, "%s", "");
 	} else if (mech_len == 5 && strncasecmp(args, "LOGIN", 5) == 0) {
 		s->auth_mech = AUTH_MECH_LOGIN;
 		if (initial != NULL) {
 			auth_login_step(s, initial);
 			return;
 		}
-		smtp_enter_state(s, SMTP_STATE_AUTH);
-		smtp_reply(s, 334, "VXNlcm5hbWU6");	/* "Username:" */
+		mt_smtpd_enter_state(&s->smtpd, MT_SMTPD_LINE);
+		mt_smtpd_reply(&s->smtpd, 334, "VXNlcm5hbWU6");	/* "Username:" */
 	} else {
-		smtp_reply(s, 504, "5.5.4 Unsupported authentication mechanism");
+		mt_smtpd_reply(&s->smtpd, 504, "5.5.4 Unsupported authentication mechanism");
 	}
 }
 
@@ -227,7 +227,7 @@ void smtp_cmd_auth(struct smtp_session *s, const char *args)
 
 static void sender_refuse(struct smtp_session *s)
 {
-	smtp_reply(s, 553, "5.7.1 <%s>: Sender address rejected: not owned by "
+	mt_smtpd_reply(&s->smtpd, 553, "5.7.1 <%s>: Sender address rejected: not owned by "
 		   "user %s", s->tx.sender, s->auth_user);
 	smtp_tx_reset(s);
 }
@@ -245,14 +245,14 @@ static void sender_lookup_done(const struct mt_dirsvc_recipient *result,
 		mt_slog(MT_LOG_WARNING, &s->log, "directory lookup of sender <%s> "
 			"failed: %s", s->tx.sender,
 			result->reason != NULL ? result->reason : "");
-		smtp_reply(s, 451, "4.4.3 <%s>: Sender address rejected: Directory "
+		mt_smtpd_reply(&s->smtpd, 451, "4.4.3 <%s>: Sender address rejected: Directory "
 			   "temporarily unavailable, try again later", s->tx.sender);
 		smtp_tx_reset(s);
 	} else {
 		sender_refuse(s);
 	}
-	smtp_enter_state(s, SMTP_STATE_COMMAND);
-	smtp_session_resume(s);
+	mt_smtpd_enter_state(&s->smtpd, MT_SMTPD_COMMAND);
+	mt_smtpd_resume(&s->smtpd);
 }
 
 void smtp_auth_check_sender(struct smtp_session *s)
@@ -269,7 +269,7 @@ void smtp_auth_check_sender(struct smtp_session *s)
 	}
 	/* An alias of the login, or somebody else's address, or nobody's:
 	 * only the directory knows. */
-	smtp_enter_state(s, SMTP_STATE_WAIT);
+	mt_smtpd_enter_state(&s->smtpd, MT_SMTPD_WAIT);
 	s->dir_req = mt_dirsvc_lookup_recipient(s->mta->dir, &s->log, sender,
 						sender_lookup_done, s);
 }
@@ -283,7 +283,7 @@ void smtp_auth_continue(struct smtp_session *s, const char *line)
 	}
 	if (strcmp(line, "*") == 0) {
 		auth_reset(s);
-		smtp_reply(s, 501, "5.0.0 Authentication aborted");
+		mt_smtpd_reply(&s->smtpd, 501, "5.0.0 Authentication aborted");
 		return;
 	}
 	if (s->auth_mech == AUTH_MECH_PLAIN)

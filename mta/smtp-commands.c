@@ -76,7 +76,7 @@ void smtp_tx_reset(struct smtp_session *s)
 	free(tx->sender);
 	free(tx->envid);
 	mt_buf_free(&tx->prefix);
-	mt_buf_free(&tx->body);
+	mt_smtpd_content_reset(&s->smtpd);
 	queue_spool_abort(&tx->spool);
 	memset(tx, 0, sizeof(*tx));
 	s->log.queue_id[0] = '\0';
@@ -125,58 +125,58 @@ void smtp_cmd_ehlo(struct smtp_session *s, const char *args)
 {
 	size_t len;
 	if (!smtp_parse_helo(args, &len)) {
-		smtp_reply(s, 501, "5.5.4 Syntax: EHLO hostname");
+		mt_smtpd_reply(&s->smtpd, 501, "5.5.4 Syntax: EHLO hostname");
 		return;
 	}
 	set_helo(s, args, len, true);
 	const struct mt_mta_settings *set = s->mta->set;
-	smtp_reply_more(s, 250, "%s", s->mta->hostname);
-	smtp_reply_more(s, 250, "PIPELINING");
-	smtp_reply_more(s, 250, "SIZE %llu", (unsigned long long)set->max_message_size);
-	if (!s->tls && s->mta->tls_server != NULL)
-		smtp_reply_more(s, 250, "STARTTLS");
+	mt_smtpd_reply_more(&s->smtpd, 250, "%s", s->mta->hostname);
+	mt_smtpd_reply_more(&s->smtpd, 250, "PIPELINING");
+	mt_smtpd_reply_more(&s->smtpd, 250, "SIZE %llu", (unsigned long long)set->max_message_size);
+	if (!s->smtpd.tls && s->mta->tls_server != NULL)
+		mt_smtpd_reply_more(&s->smtpd, 250, "STARTTLS");
 	if (smtp_auth_offered(s))
-		smtp_reply_more(s, 250, "AUTH PLAIN LOGIN");
-	smtp_reply_more(s, 250, "ENHANCEDSTATUSCODES");
-	smtp_reply_more(s, 250, "8BITMIME");
-	smtp_reply_more(s, 250, "DSN");
-	smtp_reply_more(s, 250, "SMTPUTF8");
-	smtp_reply(s, 250, "CHUNKING");
+		mt_smtpd_reply_more(&s->smtpd, 250, "AUTH PLAIN LOGIN");
+	mt_smtpd_reply_more(&s->smtpd, 250, "ENHANCEDSTATUSCODES");
+	mt_smtpd_reply_more(&s->smtpd, 250, "8BITMIME");
+	mt_smtpd_reply_more(&s->smtpd, 250, "DSN");
+	mt_smtpd_reply_more(&s->smtpd, 250, "SMTPUTF8");
+	mt_smtpd_reply(&s->smtpd, 250, "CHUNKING");
 }
 
 void smtp_cmd_helo(struct smtp_session *s, const char *args)
 {
 	size_t len;
 	if (!smtp_parse_helo(args, &len)) {
-		smtp_reply(s, 501, "5.5.4 Syntax: HELO hostname");
+		mt_smtpd_reply(&s->smtpd, 501, "5.5.4 Syntax: HELO hostname");
 		return;
 	}
 	set_helo(s, args, len, false);
-	smtp_reply(s, 250, "%s", s->mta->hostname);
+	mt_smtpd_reply(&s->smtpd, 250, "%s", s->mta->hostname);
 }
 
 void smtp_cmd_starttls(struct smtp_session *s, const char *args)
 {
-	if (s->tls) {
-		smtp_reply(s, 503, "5.5.1 Error: TLS already active");
+	if (s->smtpd.tls) {
+		mt_smtpd_reply(&s->smtpd, 503, "5.5.1 Error: TLS already active");
 		return;
 	}
 	if (s->mta->tls_server == NULL) {
-		smtp_reply(s, 454, "4.7.0 TLS not available");
+		mt_smtpd_reply(&s->smtpd, 454, "4.7.0 TLS not available");
 		return;
 	}
 	if (*args != '\0') {
-		smtp_reply(s, 501, "5.5.4 Syntax: STARTTLS");
+		mt_smtpd_reply(&s->smtpd, 501, "5.5.4 Syntax: STARTTLS");
 		return;
 	}
-	smtp_reply(s, 220, "2.0.0 Ready to start TLS");
+	mt_smtpd_reply(&s->smtpd, 220, "2.0.0 Ready to start TLS");
 	/* RFC 3207 4.2: forget what the client told us in plaintext. */
 	smtp_tx_reset(s);
 	MT_FREE(&s->helo);
 	s->esmtp = false;
 	s->authenticated = false;
 	MT_FREE(&s->auth_user);
-	smtp_enter_state(s, SMTP_STATE_STARTTLS);
+	mt_smtpd_starttls(&s->smtpd);
 }
 
 /* MAIL and RCPT: lib-mail/smtp-params.c parses, the handlers decide. */
@@ -184,7 +184,7 @@ void smtp_cmd_starttls(struct smtp_session *s, const char *args)
 static void reply_parse_error(struct smtp_session *s,
 			      const struct mt_smtp_param_error *e)
 {
-	smtp_reply(s, e->code, "%s%s", e->text, e->detail);
+	mt_smtpd_reply(&s->smtpd, e->code, "%s%s", e->text, e->detail);
 }
 
 void smtp_cmd_mail(struct smtp_session *s, const char *args)
@@ -193,11 +193,11 @@ void smtp_cmd_mail(struct smtp_session *s, const char *args)
 	struct mt_smtp_param_error error;
 
 	if (s->helo == NULL) {
-		smtp_reply(s, 503, "5.5.1 Error: send HELO/EHLO first");
+		mt_smtpd_reply(&s->smtpd, 503, "5.5.1 Error: send HELO/EHLO first");
 		return;
 	}
 	if (s->tx.active) {
-		smtp_reply(s, 503, "5.5.1 Error: nested MAIL command");
+		mt_smtpd_reply(&s->smtpd, 503, "5.5.1 Error: nested MAIL command");
 		return;
 	}
 	if (!mt_smtp_parse_mail(args, s->esmtp ? SMTP_OFFERED : 0,
@@ -228,7 +228,7 @@ void smtp_mail_accept(struct smtp_session *s)
 		tx->sender, (unsigned long long)tx->declared_size, s->peer_name,
 		s->authenticated ? " auth=" : "",
 		s->authenticated ? s->auth_user : "");
-	smtp_reply(s, 250, "2.1.0 Ok");
+	mt_smtpd_reply(&s->smtpd, 250, "2.1.0 Ok");
 }
 
 /* RCPT */
@@ -263,7 +263,7 @@ static bool rcpt_unknown(struct smtp_session *s, const char *address)
 				(unsigned long long)(set->rcpt_fail_window / 1000));
 		delay = mt_authfail_wait_ms(s->rcpt_started_ms, delay, mt_clock_ms());
 	}
-	return smtp_reply_delayed(s, delay, 550, "5.1.1 <%s>: Recipient address "
+	return mt_smtpd_reply_delayed(&s->smtpd, delay, 550, "5.1.1 <%s>: Recipient address "
 				  "rejected: User unknown", address);
 }
 
@@ -278,8 +278,8 @@ static bool rcpt_limited(struct smtp_session *s, const char *address)
 	if (!rcpt_penalized(s) || !smtp_server_rcpt_limited(s->mta->server, s->peer_ip))
 		return false;
 	s->limited_rcpts++;
-	s->errors++;
-	smtp_reply(s, 450, "4.7.1 <%s>: Recipient address rejected: too many "
+	s->smtpd.errors++;
+	mt_smtpd_reply(&s->smtpd, 450, "4.7.1 <%s>: Recipient address rejected: too many "
 		   "unknown recipients from your address, try again later", address);
 	return true;
 }
@@ -293,7 +293,7 @@ static void rcpt_lookup_done(const struct mt_dirsvc_recipient *result,
 	switch (result->status) {
 	case MT_DIRSVC_FOUND:
 		if (result->account == MT_DIRSVC_DISABLED) {
-			smtp_reply(s, 550, "5.2.1 <%s>: Recipient address rejected: "
+			mt_smtpd_reply(&s->smtpd, 550, "5.2.1 <%s>: Recipient address rejected: "
 				   "mailbox disabled", pending->address);
 			break;
 		}
@@ -301,7 +301,7 @@ static void rcpt_lookup_done(const struct mt_dirsvc_recipient *result,
 			pending->address, result->shard,
 			result->cached ? " cached=yes" : "");
 		tx_add_rcpt(&s->tx, pending);
-		smtp_reply(s, 250, "2.1.5 Ok");
+		mt_smtpd_reply(&s->smtpd, 250, "2.1.5 Ok");
 		break;
 	case MT_DIRSVC_NOT_FOUND:
 	case MT_DIRSVC_INVALID:
@@ -313,13 +313,13 @@ static void rcpt_lookup_done(const struct mt_dirsvc_recipient *result,
 	case MT_DIRSVC_TEMPFAIL:
 		mt_slog(MT_LOG_WARNING, &s->log, "directory lookup of <%s> failed: %s",
 			pending->address, result->reason != NULL ? result->reason : "");
-		smtp_reply(s, 451, "4.4.3 <%s>: Directory temporarily unavailable, "
+		mt_smtpd_reply(&s->smtpd, 451, "4.4.3 <%s>: Directory temporarily unavailable, "
 			   "try again later", pending->address);
 		break;
 	}
 	pending_clear(pending);
-	smtp_enter_state(s, SMTP_STATE_COMMAND);
-	smtp_session_resume(s);
+	mt_smtpd_enter_state(&s->smtpd, MT_SMTPD_COMMAND);
+	mt_smtpd_resume(&s->smtpd);
 }
 
 /* A local part that would route elsewhere on a lenient system. */
@@ -335,13 +335,13 @@ void smtp_cmd_rcpt(struct smtp_session *s, const char *args)
 	struct smtp_pending_rcpt pending = { NULL, NULL, 0 };
 
 	if (!s->tx.active) {
-		smtp_reply(s, 503, "5.5.1 Error: need MAIL command");
+		mt_smtpd_reply(&s->smtpd, 503, "5.5.1 Error: need MAIL command");
 		return;
 	}
 	s->rcpt_started_ms = mt_clock_ms();
 	if (strncasecmp(args, "TO:", 3) == 0 &&
 	    s->tx.rcpt_count >= s->mta->set->max_recipients) {
-		smtp_reply(s, 452, "4.5.3 Error: too many recipients");
+		mt_smtpd_reply(&s->smtpd, 452, "4.5.3 Error: too many recipients");
 		return;
 	}
 	if (!mt_smtp_parse_rcpt(args, s->esmtp ? SMTP_OFFERED : 0,
@@ -363,7 +363,7 @@ void smtp_cmd_rcpt(struct smtp_session *s, const char *args)
 			strrchr(pending.address, '@') + 1 : "";
 	if (tx_has_rcpt(&s->tx, pending.address)) {
 		pending_clear(&pending);
-		smtp_reply(s, 250, "2.1.5 Ok (duplicate recipient)");
+		mt_smtpd_reply(&s->smtpd, 250, "2.1.5 Ok (duplicate recipient)");
 		return;
 	}
 	bool local = (role != NULL || !addr->is_literal) &&
@@ -374,30 +374,30 @@ void smtp_cmd_rcpt(struct smtp_session *s, const char *args)
 	}
 	if (local && role == NULL &&
 	    (local_part_routes(addr->local) || addr->local[0] == '"')) {
-		smtp_reply(s, 550, "5.1.1 <%s>: Recipient address rejected: "
+		mt_smtpd_reply(&s->smtpd, 550, "5.1.1 <%s>: Recipient address rejected: "
 			   "User unknown", pending.address);
 		pending_clear(&pending);
 		return;
 	}
 	if (!local) {
 		if (role == NULL && !s->authenticated && !s->trusted) {
-			smtp_reply(s, 554, "5.7.1 <%s>: Relay access denied",
+			mt_smtpd_reply(&s->smtpd, 554, "5.7.1 <%s>: Relay access denied",
 				   pending.address);
 			pending_clear(&pending);
 			return;
 		}
 		tx_add_rcpt(&s->tx, &pending);
-		smtp_reply(s, 250, "2.1.5 Ok");
+		mt_smtpd_reply(&s->smtpd, 250, "2.1.5 Ok");
 		return;
 	}
 	if (s->mta->dir == NULL) {
-		smtp_reply(s, 451, "4.4.3 Directory not configured");
+		mt_smtpd_reply(&s->smtpd, 451, "4.4.3 Directory not configured");
 		pending_clear(&pending);
 		return;
 	}
 	/* Check half done; rcpt_lookup_done() is the proceed half. */
 	s->pending_rcpt = pending;
-	smtp_enter_state(s, SMTP_STATE_WAIT);
+	mt_smtpd_enter_state(&s->smtpd, MT_SMTPD_WAIT);
 	s->dir_req = mt_dirsvc_lookup_recipient(s->mta->dir, &s->log,
 						s->pending_rcpt.address,
 						rcpt_lookup_done, s);
@@ -408,33 +408,33 @@ void smtp_cmd_rcpt(struct smtp_session *s, const char *args)
 void smtp_cmd_rset(struct smtp_session *s, const char *args)
 {
 	smtp_tx_reset(s);
-	smtp_reply(s, 250, "2.0.0 Ok");
+	mt_smtpd_reply(&s->smtpd, 250, "2.0.0 Ok");
 }
 
 void smtp_cmd_noop(struct smtp_session *s, const char *args)
 {
-	smtp_reply(s, 250, "2.0.0 Ok");
+	mt_smtpd_reply(&s->smtpd, 250, "2.0.0 Ok");
 }
 
 void smtp_cmd_quit(struct smtp_session *s, const char *args)
 {
-	smtp_session_finish(s, 221, "2.0.0 Bye");
+	mt_smtpd_finish(&s->smtpd, 221, "2.0.0 Bye");
 }
 
 void smtp_cmd_vrfy(struct smtp_session *s, const char *args)
 {
 	/* RFC 5321 7.3: we do not confirm addresses to strangers. */
-	smtp_reply(s, 252, "2.0.0 Cannot VRFY user, but will accept message "
+	mt_smtpd_reply(&s->smtpd, 252, "2.0.0 Cannot VRFY user, but will accept message "
 		   "and attempt delivery");
 }
 
 void smtp_cmd_help(struct smtp_session *s, const char *args)
 {
-	smtp_reply(s, 214, "2.0.0 Commands: EHLO HELO MAIL RCPT DATA BDAT RSET "
+	mt_smtpd_reply(&s->smtpd, 214, "2.0.0 Commands: EHLO HELO MAIL RCPT DATA BDAT RSET "
 		   "NOOP QUIT VRFY HELP STARTTLS AUTH");
 }
 
 void smtp_cmd_not_implemented(struct smtp_session *s, const char *args)
 {
-	smtp_reply(s, 502, "5.5.1 Error: command not implemented");
+	mt_smtpd_reply(&s->smtpd, 502, "5.5.1 Error: command not implemented");
 }

@@ -55,7 +55,7 @@ static const char *with_protocol(const struct smtp_session *s)
 	};
 	if (!s->esmtp)
 		return "SMTP";
-	return names[s->tx.smtputf8][s->tls][s->authenticated];
+	return names[s->tx.smtputf8][s->smtpd.tls][s->authenticated];
 }
 
 /* Now in RFC 5322 3.3 form: "Tue, 01 Dec 2026 10:52:37 +0100". */
@@ -84,7 +84,7 @@ static void add_received(struct smtp_session *s)
 	mt_buf_appendf(out, "\tby %s (%s) with %s id %s\r\n",
 		       s->mta->hostname, MTA_NAME, with_protocol(s), tx->queue_id);
 	mt_buf_appendf(out, "\t(queue=%s%s%s)", tx->queue_id,
-		       s->tls ? "; " : "", s->tls ? s->tls_info : "");
+		       s->smtpd.tls ? "; " : "", s->smtpd.tls ? s->smtpd.tls_info : "");
 	if (tx->rcpt_count == 1)
 		mt_buf_appendf(out, "\r\n\tfor <%s>", tx->rcpts[0].address);
 	mt_buf_appendf(out, "; %s\r\n", date);
@@ -100,40 +100,36 @@ static void add_received(struct smtp_session *s)
 static void check_head(struct smtp_session *s)
 {
 	struct smtp_tx *tx = &s->tx;
+	const struct mt_buf *body = &s->smtpd.content.body;
 	if (tx->head_checked)
 		return;
 	tx->head_checked = true;
-	tx->head_hops = smtp_count_received(tx->body.data, tx->body.len);
-	tx->head_fields = smtp_header_fields(tx->body.data, tx->body.len);
+	tx->head_hops = mt_smtp_count_received(body->data, body->len);
+	tx->head_fields = mt_smtp_header_fields(body->data, body->len);
 }
 
 static void spool_ready(void *context)
 {
 	struct smtp_session *s = context;
-	if (s->tx.spool_paused) {
-		s->tx.spool_paused = false;
-		smtp_session_resume(s);
-	}
+	if (s->smtpd.content.paused)
+		mt_smtpd_resume(&s->smtpd);
 }
 
-/* Once the content fills a piece, write it to the queue. False when the
- * previous piece is still being written: read nothing more until it is
- * (the socket's input stops at its watermark), so a session holds about
- * two pieces whatever the message's size. */
-static bool spool_content(struct smtp_session *s)
+/* The engine's content hook: a piece of content goes to the queue. False
+ * while the previous piece is still being written: the engine reads
+ * nothing more until it is (the socket's input stops at its watermark),
+ * so a session holds about two pieces whatever the message's size. */
+bool smtp_data_piece(struct mt_smtpd *d)
 {
+	struct smtp_session *s = SMTP_SESSION(d);
 	struct smtp_tx *tx = &s->tx;
-	if (tx->body.len < QUEUE_PIECE_SIZE)
-		return true;
 	if (tx->spool == NULL)
 		tx->spool = queue_spool_new(s->mta->queue, tx->queue_id,
 					    spool_ready, s);
-	if (queue_spool_busy(tx->spool)) {
-		tx->spool_paused = true;
+	if (queue_spool_busy(tx->spool))
 		return false;
-	}
 	check_head(s);
-	queue_spool_write(tx->spool, &tx->body);
+	queue_spool_write(tx->spool, &d->content.body);
 	return true;
 }
 
@@ -146,14 +142,14 @@ static void queued_done(bool ok, const char *error, void *context)
 		mt_slog(MT_LOG_INFO, &s->log, "queued from=<%s> size=%zu nrcpt=%u "
 			"durable_ms=%.1f", s->tx.sender, s->tx.queued_size,
 			s->tx.rcpt_count, (double)(mt_clock_us() - s->tx.queued_at) / 1000.0);
-		smtp_reply(s, 250, "2.0.0 Ok: queued as %s", s->tx.queue_id);
+		mt_smtpd_reply(&s->smtpd, 250, "2.0.0 Ok: queued as %s", s->tx.queue_id);
 	} else {
 		mt_slog(MT_LOG_ERROR, &s->log, "queueing failed: %s", error);
-		smtp_reply(s, 451, "4.3.0 Error: queue file write error");
+		mt_smtpd_reply(&s->smtpd, 451, "4.3.0 Error: queue file write error");
 	}
 	smtp_tx_reset(s);
-	smtp_enter_state(s, SMTP_STATE_COMMAND);
-	smtp_session_resume(s);
+	mt_smtpd_enter_state(&s->smtpd, MT_SMTPD_COMMAND);
+	mt_smtpd_resume(&s->smtpd);
 }
 
 /* Is this session's mail completed with Date:/Message-ID: if missing? */
@@ -176,19 +172,19 @@ static void add_missing_headers(struct smtp_session *s)
 	if (!completes_headers(s))
 		return;
 	unsigned int have = tx->head_fields;
-	if ((have & SMTP_HEADER_DATE) == 0) {
+	if ((have & MT_SMTP_HEADER_DATE) == 0) {
 		char date[64];
 		format_date(date, sizeof(date));
 		mt_buf_appendf(&tx->prefix, "Date: %s\r\n", date);
 	}
-	if ((have & SMTP_HEADER_MESSAGE_ID) == 0)
+	if ((have & MT_SMTP_HEADER_MESSAGE_ID) == 0)
 		mt_buf_appendf(&tx->prefix, "Message-ID: <%s@%s>\r\n", tx->queue_id,
 			       s->mta->hostname);
-	if ((have & (SMTP_HEADER_DATE | SMTP_HEADER_MESSAGE_ID)) !=
-	    (SMTP_HEADER_DATE | SMTP_HEADER_MESSAGE_ID))
+	if ((have & (MT_SMTP_HEADER_DATE | MT_SMTP_HEADER_MESSAGE_ID)) !=
+	    (MT_SMTP_HEADER_DATE | MT_SMTP_HEADER_MESSAGE_ID))
 		mt_slog(MT_LOG_DEBUG, &s->log, "added missing%s%s",
-			(have & SMTP_HEADER_DATE) == 0 ? " Date:" : "",
-			(have & SMTP_HEADER_MESSAGE_ID) == 0 ? " Message-ID:" : "");
+			(have & MT_SMTP_HEADER_DATE) == 0 ? " Date:" : "",
+			(have & MT_SMTP_HEADER_MESSAGE_ID) == 0 ? " Message-ID:" : "");
 }
 
 /* The content is complete and acceptable: queue it durably (what is not
@@ -197,9 +193,9 @@ static void finish_message(struct smtp_session *s)
 {
 	struct smtp_tx *tx = &s->tx;
 	if (tx->spool != NULL && queue_spool_failed(tx->spool)) {
-		smtp_reply(s, 451, "4.3.0 Error: queue file write error");
+		mt_smtpd_reply(&s->smtpd, 451, "4.3.0 Error: queue file write error");
 		smtp_tx_reset(s);
-		smtp_enter_state(s, SMTP_STATE_COMMAND);
+		mt_smtpd_enter_state(&s->smtpd, MT_SMTPD_COMMAND);
 		return;
 	}
 	check_head(s);
@@ -227,15 +223,16 @@ static void finish_message(struct smtp_session *s)
 			mt_xstrdup(tx->rcpts[i].orcpt) : NULL;
 		r->notify = tx->rcpts[i].notify;
 	}
+	struct mt_buf *body = &s->smtpd.content.body;
 	size_t prefix_len = tx->prefix.len;
-	uint64_t size = prefix_len + tx->body.len +
+	uint64_t size = prefix_len + body->len +
 		(tx->spool != NULL ? queue_spool_size(tx->spool) : 0);
 	msg->size = size;
 	msg->body = queue_body_new(mt_buf_steal(&tx->prefix), prefix_len);
 	tx->queued_size = size;
 	tx->queued_at = mt_clock_us();
-	smtp_enter_state(s, SMTP_STATE_WAIT);
-	s->queue_op = queue_submit(s->mta->queue, msg, &tx->spool, &tx->body,
+	mt_smtpd_enter_state(&s->smtpd, MT_SMTPD_WAIT);
+	s->queue_op = queue_submit(s->mta->queue, msg, &tx->spool, body,
 				   smtp_server_receiving(s->mta->server) > 0,
 				   queued_done, s);
 }
@@ -243,9 +240,9 @@ static void finish_message(struct smtp_session *s)
 /* Refuse the content just read; the transaction is over either way. */
 static void refuse_content(struct smtp_session *s, int code, const char *text)
 {
-	smtp_reply(s, code, "%s", text);
+	mt_smtpd_reply(&s->smtpd, code, "%s", text);
 	smtp_tx_reset(s);
-	smtp_enter_state(s, SMTP_STATE_COMMAND);
+	mt_smtpd_enter_state(&s->smtpd, MT_SMTPD_COMMAND);
 }
 
 /* Refuse it for what the decoder found (smtp-content.c has the texts). */
@@ -253,7 +250,7 @@ static void refuse_verdict(struct smtp_session *s, enum mt_dot_result r)
 {
 	int code;
 	const char *text;
-	smtp_content_refusal(r, &code, &text);
+	mt_smtp_content_refusal(r, &code, &text);
 	refuse_content(s, code, text);
 }
 
@@ -268,13 +265,13 @@ static bool improper_pipelining(struct smtp_session *s)
 {
 	if (!s->mta->set->forbid_unauth_pipelining || s->authenticated)
 		return false;
-	size_t pending = evbuffer_get_length(mt_conn_input(&s->conn));
+	size_t pending = evbuffer_get_length(mt_conn_input(&s->smtpd.conn));
 	if (pending == 0)
 		return false;
 	mt_slog(MT_LOG_WARNING, &s->log, "improper command pipelining after DATA "
 		"from %s: %zu octets before the 354 (forbid_unauth_pipelining)",
 		s->peer_name, pending);
-	smtp_session_finish(s, 554, "5.5.0 Error: SMTP protocol synchronization");
+	mt_smtpd_finish(&s->smtpd, 554, "5.5.0 Error: SMTP protocol synchronization");
 	return true;
 }
 
@@ -282,66 +279,52 @@ void smtp_cmd_data(struct smtp_session *s, const char *args)
 {
 	struct smtp_tx *tx = &s->tx;
 	if (!tx->active) {
-		smtp_reply(s, 503, "5.5.1 Error: need MAIL command");
+		mt_smtpd_reply(&s->smtpd, 503, "5.5.1 Error: need MAIL command");
 		return;
 	}
-	if (tx->bdat_used) {
-		smtp_reply(s, 503, "5.5.1 Error: DATA after BDAT");
+	if (s->smtpd.content.bdat_used) {
+		mt_smtpd_reply(&s->smtpd, 503, "5.5.1 Error: DATA after BDAT");
 		return;
 	}
 	if (tx->rcpt_count == 0) {
-		smtp_reply(s, 554, "5.5.1 Error: no valid recipients");
+		mt_smtpd_reply(&s->smtpd, 554, "5.5.1 Error: no valid recipients");
 		return;
 	}
 	if (*args != '\0') {
-		smtp_reply(s, 501, "5.5.4 Syntax: DATA");
+		mt_smtpd_reply(&s->smtpd, 501, "5.5.4 Syntax: DATA");
 		return;
 	}
 	if (improper_pipelining(s))
 		return;
-	const struct mt_mta_settings *set = s->mta->set;
 	add_received(s);
-	mt_dot_decoder_init(&tx->dec, set->bare_newline_policy == MT_BARE_NEWLINE_NORMALIZE ?
-			    MT_DOT_BARE_NORMALIZE : MT_DOT_BARE_REJECT,
-			    set->max_message_size, SMTP_LINE_MAX_OCTETS);
-	smtp_reply(s, 354, "End data with <CR><LF>.<CR><LF>");
-	smtp_enter_state(s, SMTP_STATE_DATA);
+	mt_smtpd_reply(&s->smtpd, 354, "End data with <CR><LF>.<CR><LF>");
+	mt_smtpd_data_begin(&s->smtpd, s->mta->set->max_message_size,
+			    MT_SMTP_LINE_MAX_OCTETS);
 }
 
-bool smtp_data_input(struct smtp_session *s)
+void smtp_data_end(struct mt_smtpd *d, enum mt_dot_result verdict, const char *error)
 {
-	struct smtp_tx *tx = &s->tx;
-	struct evbuffer *in = mt_conn_input(&s->conn);
-	const char *error;
-	for (;;) {
-		if (!spool_content(s))
-			return false;
-		if (mt_dot_decode_evbuffer_max(&tx->dec, in, &tx->body,
-					       QUEUE_PIECE_SIZE))
-			break;
-		if (tx->body.len < QUEUE_PIECE_SIZE)
-			return false;	/* wants more input */
-	}
-	enum mt_dot_result r = mt_dot_decoder_result(&tx->dec, &error);
-	if (r == MT_DOT_RESULT_OK) {
+	struct smtp_session *s = SMTP_SESSION(d);
+	(void)error;
+	if (verdict == MT_DOT_RESULT_OK) {
 		finish_message(s);
-		return true;
+		return;
 	}
-	if (r == MT_DOT_RESULT_BARE_NEWLINE)
+	if (verdict == MT_DOT_RESULT_BARE_NEWLINE)
 		mt_slog(MT_LOG_WARNING, &s->log, "bare LF or CR in DATA from %s "
 			"(bare_newline_policy=reject)", s->peer_name);
-	else if (r == MT_DOT_RESULT_NUL)
+	else if (verdict == MT_DOT_RESULT_NUL)
 		mt_slog(MT_LOG_WARNING, &s->log, "NUL in DATA from %s", s->peer_name);
-	refuse_verdict(s, r);
-	return true;
+	refuse_verdict(s, verdict);
 }
 
-/* BDAT (RFC 3030) */
+/* BDAT (RFC 3030): the engine reads each chunk; smtp_bdat_end answers it. */
 
-static void bdat_chunk_done(struct smtp_session *s, uint64_t size)
+void smtp_bdat_end(struct mt_smtpd *d)
 {
+	struct smtp_session *s = SMTP_SESSION(d);
 	struct smtp_tx *tx = &s->tx;
-	smtp_enter_state(s, SMTP_STATE_COMMAND);
+	const struct mt_smtpd_content *content = &d->content;
 	if (tx->bdat_error != NULL) {
 		/* RFC 3030 2: after a failed chunk the transaction is over. */
 		const char *error = tx->bdat_error;
@@ -349,16 +332,16 @@ static void bdat_chunk_done(struct smtp_session *s, uint64_t size)
 		refuse_content(s, code, error + 4);
 		return;
 	}
-	if (tx->chunk.too_big) {
+	if (content->chunk.too_big) {
 		refuse_verdict(s, MT_DOT_RESULT_TOO_BIG);
 		return;
 	}
-	if (!tx->bdat_last) {
-		smtp_reply(s, 250, "2.0.0 %llu octets received", (unsigned long long)size);
+	if (!content->bdat_last) {
+		mt_smtpd_reply(&s->smtpd, 250, "2.0.0 %llu octets received",
+			       (unsigned long long)content->bdat_size);
 		return;
 	}
-	smtp_chunk_finish(&tx->chunk, &tx->body);
-	enum mt_dot_result r = smtp_chunk_result(&tx->chunk, SMTP_LINE_MAX_OCTETS);
+	enum mt_dot_result r = mt_smtpd_bdat_finish(d, MT_SMTP_LINE_MAX_OCTETS);
 	if (r != MT_DOT_RESULT_OK) {
 		if (r == MT_DOT_RESULT_NUL)
 			mt_slog(MT_LOG_WARNING, &s->log, "NUL in BDAT from %s",
@@ -377,7 +360,7 @@ void smtp_cmd_bdat(struct smtp_session *s, const char *args)
 	if (!smtp_parse_bdat(args, &size, &last)) {
 		/* The chunk size is unknown, so its octets cannot be skipped:
 		 * what follows will be read as commands. */
-		smtp_reply(s, 501, "5.5.4 Syntax: BDAT size [LAST]");
+		mt_smtpd_reply(&s->smtpd, 501, "5.5.4 Syntax: BDAT size [LAST]");
 		return;
 	}
 	/* Errors are answered once the chunk has been read (RFC 3030 2). */
@@ -386,66 +369,8 @@ void smtp_cmd_bdat(struct smtp_session *s, const char *args)
 		tx->bdat_error = "503 5.5.1 Error: need MAIL command";
 	else if (tx->rcpt_count == 0)
 		tx->bdat_error = "554 5.5.1 Error: no valid recipients";
-	else if (!tx->bdat_used) {
-		tx->bdat_used = true;
+	else if (!s->smtpd.content.bdat_used)
 		add_received(s);
-		smtp_chunk_init(&tx->chunk, s->mta->set->bare_newline_policy ==
-				MT_BARE_NEWLINE_NORMALIZE, s->mta->set->max_message_size);
-	}
-	tx->bdat_last = last;
-	tx->bdat_left = size;
-	if (size == 0) {
-		bdat_chunk_done(s, 0);
-		return;
-	}
-	tx->bdat_chunk = size;
-	smtp_enter_state(s, SMTP_STATE_BDAT);
-}
-
-/* Decode up to n octets of in (all there, n > 0) into the content. */
-static void bdat_decode(struct smtp_session *s, struct evbuffer *in, size_t n)
-{
-	struct smtp_tx *tx = &s->tx;
-	struct evbuffer_iovec vec[16];
-	size_t done = 0;
-	while (done < n) {
-		int k = evbuffer_peek(in, (ev_ssize_t)(n - done), NULL, vec, 16);
-		size_t taken = 0;
-		for (int i = 0; i < k && i < 16 && done + taken < n; i++) {
-			size_t len = vec[i].iov_len;
-			if (len > n - done - taken)
-				len = n - done - taken;
-			smtp_chunk_decode(&tx->chunk, vec[i].iov_base, len, &tx->body);
-			taken += len;
-		}
-		evbuffer_drain(in, taken);
-		done += taken;
-	}
-}
-
-/* BDAT content is read in slices of this much, so that the content held
- * stays near one piece whatever the chunk size. */
-#define BDAT_SLICE (64u * 1024u)
-
-bool smtp_bdat_input(struct smtp_session *s)
-{
-	struct smtp_tx *tx = &s->tx;
-	struct evbuffer *in = mt_conn_input(&s->conn);
-	while (tx->bdat_left > 0) {
-		if (tx->bdat_error == NULL && !spool_content(s))
-			return false;
-		size_t avail = evbuffer_get_length(in);
-		if (avail == 0)
-			return false;
-		size_t n = avail < tx->bdat_left ? avail : (size_t)tx->bdat_left;
-		if (n > BDAT_SLICE)
-			n = BDAT_SLICE;
-		if (tx->bdat_error == NULL)
-			bdat_decode(s, in, n);
-		else
-			evbuffer_drain(in, n);
-		tx->bdat_left -= n;
-	}
-	bdat_chunk_done(s, tx->bdat_chunk);
-	return true;
+	mt_smtpd_bdat_chunk(&s->smtpd, size, last, tx->bdat_error != NULL,
+			    s->mta->set->max_message_size);
 }

@@ -209,7 +209,7 @@ void smtp_server_session_closed(struct smtp_server *server,
 
 static void drain_session(struct mt_conn *conn)
 {
-	smtp_session_drain(MT_CONN_OWNER(conn, struct smtp_session, conn));
+	smtp_session_drain(SMTP_SESSION(MT_CONN_OWNER(conn, struct mt_smtpd, conn)));
 }
 
 void smtp_server_drain(struct smtp_server *server)

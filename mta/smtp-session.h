@@ -26,13 +26,10 @@
 
 #include "buf.h"
 #include "command.h"
-#include "conn.h"
-#include "dotcodec.h"
-#include "lineio.h"
 #include "log.h"
 #include "loop.h"
 #include "queue.h"
-#include "smtp-content.h"
+#include "smtpd.h"
 
 struct bufferevent;
 struct event;
@@ -45,18 +42,6 @@ enum smtp_service {
 	SMTP_SERVICE_SUBMISSION,	/* 587: AUTH required (RFC 6409) */
 	SMTP_SERVICE_SUBMISSIONS,	/* 465: implicit TLS, AUTH required */
 	SMTP_SERVICE_COUNT
-};
-
-enum smtp_state {
-	SMTP_STATE_HANDSHAKE,	/* implicit TLS handshake, before the greeting */
-	SMTP_STATE_COMMAND,	/* reading command lines */
-	SMTP_STATE_AUTH,	/* reading an AUTH continuation line */
-	SMTP_STATE_DATA,	/* reading DATA content up to CRLF.CRLF */
-	SMTP_STATE_BDAT,	/* reading a BDAT chunk of known size */
-	SMTP_STATE_WAIT,	/* waiting for the directory or the queue */
-	SMTP_STATE_STARTTLS,	/* 220 queued; TLS starts once it is sent */
-	SMTP_STATE_CLOSING,	/* last reply queued; close once it is sent */
-	SMTP_STATE_COUNT
 };
 
 /* The command table (smtp-commands.c), on lib-mail's command engine:
@@ -90,23 +75,15 @@ struct smtp_tx {
 	char *envid;
 	struct smtp_rcpt *rcpts;
 	unsigned int rcpt_count;
-	/* Content: our Received: line (and added header fields) in prefix,
-	 * the client's message in body until it fills a piece, which goes to
-	 * the queue (spool) while the rest arrives. */
+	/* Content: our Received: line (and added header fields) in prefix;
+	 * the client's message is decoded by the engine (smtpd.content.body)
+	 * and goes to the queue (spool) a piece at a time as it arrives. */
 	struct mt_buf prefix;
-	struct mt_buf body;
 	struct queue_spool *spool;	/* NULL until the first piece */
-	bool spool_paused;		/* input waits for a piece write */
 	bool head_checked;		/* header section looked at: */
 	unsigned int head_hops;		/* its Received: fields */
 	unsigned int head_fields;	/* SMTP_HEADER_* present */
-	struct mt_dot_decoder dec;	/* DATA */
-	bool bdat_used;			/* BDAT seen: DATA now refused */
-	uint64_t bdat_chunk;		/* size of the current chunk */
-	uint64_t bdat_left;		/* octets of the current chunk to read */
-	bool bdat_last;
 	const char *bdat_error;		/* reply for this chunk, once read */
-	struct smtp_chunk_decoder chunk;	/* BDAT content (smtp-content.c) */
 	size_t queued_size;		/* body octets handed to the queue */
 	uint64_t queued_at;		/* monotonic usecs of the hand-over */
 };
@@ -119,7 +96,8 @@ struct smtp_pending_rcpt {
 };
 
 struct smtp_session {
-	struct mt_conn conn;		/* lib-mail/conn: socket, timers, close */
+	struct mt_smtpd smtpd;		/* lib-mail/smtpd: the session engine */
+	struct mt_smtpd_settings smtpd_settings;	/* its settings from [mta] */
 	struct mta *mta;
 	enum smtp_service service;
 	struct mt_logctx log;
@@ -128,17 +106,9 @@ struct smtp_session {
 	char peer_name[MT_SOCKADDR_STRLEN];	/* "a.b.c.d:port" for logs */
 	bool trusted;			/* client address in mynetworks */
 
-	enum smtp_state state;
-	struct mt_line_reader reader;
-	struct mt_buf line;
-	bool greeted;			/* the 220 greeting was sent */
-	bool input_paused;		/* output backlog: resume on drain */
-
 	/* Connection state, reset by STARTTLS (RFC 3207 4.2). */
 	char *helo;
 	bool esmtp;
-	bool tls;
-	char tls_info[128];
 	bool authenticated;
 	char *auth_user;
 
@@ -151,14 +121,7 @@ struct smtp_session {
 	char *auth_login_user;		/* LOGIN: the user, awaiting password */
 	uint64_t auth_started_ms;	/* credentials complete (monotonic) */
 	uint64_t rcpt_started_ms;	/* the RCPT arrived (monotonic) */
-	/* A penalty-delayed final reply (smtp_reply_delayed) */
-	struct event *delay_timer;
-	int delayed_code;
-	char *delayed_text;
-
-	/* Limits and counters */
-	unsigned int errors;
-	struct mt_commands commands;	/* counters, the command awaiting its reply */
+	/* Counters */
 	unsigned int messages;
 	unsigned int unknown_rcpts;	/* RCPTs of unknown local users */
 	unsigned int limited_rcpts;	/* refused: rcpt_fail_limit reached */
@@ -210,28 +173,11 @@ void smtp_format_peer_ip(const struct sockaddr *peer, char *buf, size_t size);
 void smtp_server_session_closed(struct smtp_server *server,
 				struct smtp_session *s);
 
-/* For the handlers (smtp-session.c). */
+/* For the handlers (smtp-session.c). Replies, states, the delayed reply
+ * and resuming are the engine's (lib-mail/smtpd.h) on &s->smtpd; a
+ * handler's session from the engine's is SMTP_SESSION(d). */
+#define SMTP_SESSION(d) MT_SMTPD_OWNER(d, struct smtp_session, smtpd)
 
-/* The final or only line of a reply: "250 2.1.0 Ok". text starts with the
- * enhanced status code. Counts the command done (2xx/3xx) and errors (5xx). */
-void smtp_reply(struct smtp_session *s, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-/* The final reply, delay_ms from now (0: at once, false returned). For
- * penalty delays (a failed AUTH, an unknown recipient): the session reads
- * nothing meanwhile (SMTP_STATE_WAIT) and a timer sends the reply and
- * resumes reading, so the loop is never blocked. True if delayed: the
- * caller must not resume the session itself. */
-bool smtp_reply_delayed(struct smtp_session *s, uint64_t delay_ms, int code,
-			const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-/* A non-final line of a multi-line reply ("250-..."). */
-void smtp_reply_more(struct smtp_session *s, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-void smtp_enter_state(struct smtp_session *s, enum smtp_state state);
-/* Resume reading input after an asynchronous step finished. */
-void smtp_session_resume(struct smtp_session *s);
-/* Queue a last reply (421/221) and close once it is written. */
-void smtp_session_finish(struct smtp_session *s, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
 /* Is AUTH on offer in this session now? */
 bool smtp_auth_offered(const struct smtp_session *s);
 /* Does this service require AUTH before mail? */
@@ -251,17 +197,19 @@ smtp_cmd_handler_t smtp_cmd_ehlo, smtp_cmd_helo, smtp_cmd_mail, smtp_cmd_rcpt,
 	smtp_cmd_help, smtp_cmd_starttls, smtp_cmd_not_implemented;
 /* smtp-auth.c */
 smtp_cmd_handler_t smtp_cmd_auth;
-/* An AUTH continuation line (state SMTP_STATE_AUTH). */
+/* An AUTH continuation line (engine state MT_SMTPD_LINE). */
 void smtp_auth_continue(struct smtp_session *s, const char *line);
 /* MAIL's check half after AUTH (sender_login_check): may the login user
  * send as s->tx.sender? Runs smtp_mail_accept() at once or once the
- * directory has answered (SMTP_STATE_WAIT meanwhile), or refuses and
+ * directory has answered (MT_SMTPD_WAIT meanwhile), or refuses and
  * resets the transaction. */
 void smtp_auth_check_sender(struct smtp_session *s);
 /* smtp-data.c */
 smtp_cmd_handler_t smtp_cmd_data, smtp_cmd_bdat;
-/* Consume DATA or BDAT content from the input; false when it needs more. */
-bool smtp_data_input(struct smtp_session *s);
-bool smtp_bdat_input(struct smtp_session *s);
+/* The engine's content hooks (lib-mail/smtpd.h): a piece to the queue,
+ * the end of DATA, the end of a BDAT chunk. */
+bool smtp_data_piece(struct mt_smtpd *d);
+void smtp_data_end(struct mt_smtpd *d, enum mt_dot_result verdict, const char *error);
+void smtp_bdat_end(struct mt_smtpd *d);
 
 #endif

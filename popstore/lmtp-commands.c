@@ -34,8 +34,6 @@
 #include <string.h>
 #include <time.h>
 
-#include <event2/buffer.h>
-#include <event2/bufferevent.h>
 
 static void cmd_lhlo(struct lmtp_session *s, const char *arg);
 static void cmd_mail(struct lmtp_session *s, const char *arg);
@@ -61,25 +59,9 @@ static void (*const handlers[LMTP_VERB_COUNT])(struct lmtp_session *s, const cha
 };
 #undef CMD
 
-void lmtp_command_dispatch(struct lmtp_session *s, const char *line)
+void lmtp_command_run(struct lmtp_session *s, unsigned int verb, const char *arg)
 {
-	/* HELO/EHLO are refused by their handler (and count as errors),
-	 * so the junk gate has no limit of its own here. */
-	const struct mt_command_gate gate = {
-		.state = s->lhlo != NULL ? LMTP_CMD_GREETED : LMTP_CMD_NEW,
-	};
-	struct mt_command_call call;
-	switch (mt_command_check(&lmtp_command_table, &s->commands, &gate, line, &call)) {
-	case MT_COMMAND_RUN:
-		handlers[call.index](s, call.arg);
-		return;
-	case MT_COMMAND_BAD_STATE:
-		lmtp_error(s, 503, "5.5.1 Send LHLO first");
-		return;
-	default:
-		lmtp_error(s, 500, "5.5.1 Unknown command");
-		return;
-	}
+	handlers[verb](s, arg);
 }
 
 /* A refusal from lmtp-parse.c: a client error (counts towards
@@ -88,7 +70,7 @@ static void reply_parse_error(struct lmtp_session *s, const struct mt_smtp_param
 {
 	if (e->rejected) {
 		s->rejected++;
-		lmtp_reply(s, e->code, "%s%s", e->text, e->detail);
+		mt_smtpd_reply(&s->smtpd, e->code, "%s%s", e->text, e->detail);
 	} else {
 		lmtp_error(s, e->code, "%s%s", e->text, e->detail);
 	}
@@ -103,13 +85,13 @@ static void cmd_lhlo(struct lmtp_session *s, const char *arg)
 	lmtp_tx_reset(s);
 	free(s->lhlo);
 	s->lhlo = mt_xstrdup(arg);
-	lmtp_reply_more(s, 250, "%s", s->ps->hostname);
-	lmtp_reply_more(s, 250, "PIPELINING");
-	lmtp_reply_more(s, 250, "ENHANCEDSTATUSCODES");
-	lmtp_reply_more(s, 250, "8BITMIME");
-	lmtp_reply_more(s, 250, "SMTPUTF8");
-	lmtp_reply_more(s, 250, "XQUEUEID");
-	lmtp_reply(s, 250, "SIZE %" PRIu64, s->ps->set->max_message_size);
+	mt_smtpd_reply_more(&s->smtpd, 250, "%s", s->ps->hostname);
+	mt_smtpd_reply_more(&s->smtpd, 250, "PIPELINING");
+	mt_smtpd_reply_more(&s->smtpd, 250, "ENHANCEDSTATUSCODES");
+	mt_smtpd_reply_more(&s->smtpd, 250, "8BITMIME");
+	mt_smtpd_reply_more(&s->smtpd, 250, "SMTPUTF8");
+	mt_smtpd_reply_more(&s->smtpd, 250, "XQUEUEID");
+	mt_smtpd_reply(&s->smtpd, 250, "SIZE %" PRIu64, s->ps->set->max_message_size);
 }
 
 static void cmd_helo(struct lmtp_session *s, const char *arg)
@@ -144,7 +126,7 @@ static void cmd_mail(struct lmtp_session *s, const char *arg)
 			 s->log.session_id, s->tx_count);
 	memcpy(s->log.queue_id, s->tx.queue_id, sizeof(s->log.queue_id));
 	mt_slog(MT_LOG_INFO, &s->log, "lmtp from=<%s>", s->tx.sender);
-	lmtp_reply(s, 250, "2.1.0 Sender OK");
+	mt_smtpd_reply(&s->smtpd, 250, "2.1.0 Sender OK");
 }
 
 static void rcpt_done(const struct mt_dirsvc_recipient *r, void *context);
@@ -164,12 +146,12 @@ static void cmd_rcpt(struct lmtp_session *s, const char *arg)
 	}
 	if (s->tx.rcpt_count >= s->ps->set->max_recipients) {
 		s->rejected++;
-		lmtp_reply(s, 452, "4.5.3 Too many recipients");
+		mt_smtpd_reply(&s->smtpd, 452, "4.5.3 Too many recipients");
 		return;
 	}
 	free(s->rcpt_pending);
 	s->rcpt_pending = mt_xstrdup(rcpt.addr.addr);
-	lmtp_enter_state(s, LMTP_STATE_RCPT_WAIT);
+	mt_smtpd_enter_state(&s->smtpd, MT_SMTPD_WAIT);
 	s->dir_req = mt_dirsvc_lookup_recipient(s->ps->dir, &s->log, rcpt.addr.addr,
 						rcpt_done, s);
 }
@@ -195,7 +177,7 @@ static void rcpt_done(const struct mt_dirsvc_recipient *r, void *context)
 	struct lmtp_session *s = context;
 	const char *rcpt = s->rcpt_pending;
 	s->dir_req = NULL;
-	lmtp_enter_state(s, LMTP_STATE_COMMAND);
+	mt_smtpd_enter_state(&s->smtpd, MT_SMTPD_COMMAND);
 
 	switch (r->status) {
 	case MT_DIRSVC_FOUND:
@@ -203,15 +185,15 @@ static void rcpt_done(const struct mt_dirsvc_recipient *r, void *context)
 			mt_slog(MT_LOG_INFO, &s->log, "lmtp rcpt=<%s> result=rejected reason=disabled",
 				rcpt);
 			s->rejected++;
-			lmtp_reply(s, 550, "5.2.1 <%s> Mailbox disabled", rcpt);
+			mt_smtpd_reply(&s->smtpd, 550, "5.2.1 <%s> Mailbox disabled", rcpt);
 		} else if (strcmp(r->shard, s->ps->shard) != 0) {
 			mt_slog(MT_LOG_INFO, &s->log,
 				"lmtp rcpt=<%s> result=rejected reason=wrong-shard shard=%s",
 				rcpt, r->shard);
 			s->rejected++;
-			lmtp_reply(s, 550, "5.1.1 <%s> User unknown on this shard", rcpt);
+			mt_smtpd_reply(&s->smtpd, 550, "5.1.1 <%s> User unknown on this shard", rcpt);
 		} else {
-			lmtp_reply(s, 250, "2.1.5 <%s> Recipient OK", rcpt);
+			mt_smtpd_reply(&s->smtpd, 250, "2.1.5 <%s> Recipient OK", rcpt);
 			rcpt_add(s, r->address, r->quota);
 		}
 		break;
@@ -219,11 +201,11 @@ static void rcpt_done(const struct mt_dirsvc_recipient *r, void *context)
 		mt_slog(MT_LOG_INFO, &s->log, "lmtp rcpt=<%s> result=rejected reason=unknown",
 			rcpt);
 		s->rejected++;
-		lmtp_reply(s, 550, "5.1.1 <%s> User unknown", rcpt);
+		mt_smtpd_reply(&s->smtpd, 550, "5.1.1 <%s> User unknown", rcpt);
 		break;
 	case MT_DIRSVC_INVALID:
 		s->rejected++;
-		lmtp_reply(s, 553, "5.1.3 <%s> Address not accepted", rcpt);
+		mt_smtpd_reply(&s->smtpd, 553, "5.1.3 <%s> Address not accepted", rcpt);
 		break;
 	case MT_DIRSVC_TEMPFAIL:
 	default:
@@ -231,13 +213,13 @@ static void rcpt_done(const struct mt_dirsvc_recipient *r, void *context)
 			"lmtp rcpt=<%s> result=tempfail reason=\"%s\"", rcpt,
 			r->reason != NULL ? r->reason : "directory");
 		s->rejected++;
-		lmtp_reply(s, 451, "4.4.3 <%s> Directory temporarily unavailable, try again later",
+		mt_smtpd_reply(&s->smtpd, 451, "4.4.3 <%s> Directory temporarily unavailable, try again later",
 			   rcpt);
 		break;
 	}
 	free(s->rcpt_pending);
 	s->rcpt_pending = NULL;
-	lmtp_resume(s);
+	mt_smtpd_resume(&s->smtpd);
 }
 
 static void cmd_data(struct lmtp_session *s, const char *arg)
@@ -254,7 +236,7 @@ static void cmd_data(struct lmtp_session *s, const char *arg)
 		lmtp_error(s, 503, "5.5.1 No valid recipients");
 		return;
 	}
-	lmtp_reply(s, 354, "Start mail input; end with <CRLF>.<CRLF>");
+	mt_smtpd_reply(&s->smtpd, 354, "Start mail input; end with <CRLF>.<CRLF>");
 	lmtp_data_begin(s);
 }
 
@@ -262,22 +244,20 @@ static void cmd_data(struct lmtp_session *s, const char *arg)
 static void data_reply_all(struct lmtp_session *s, int code, const char *text)
 {
 	for (unsigned int i = 0; i < s->tx.rcpt_count; i++)
-		lmtp_reply(s, code, "%s <%s>", text, s->tx.rcpts[i].address);
+		mt_smtpd_reply(&s->smtpd, code, "%s <%s>", text, s->tx.rcpts[i].address);
 	s->rejected += s->tx.rcpt_count;
 }
 
 static void deliver_done(struct mt_store_req *req, void *context);
 
-void lmtp_data_end(struct lmtp_session *s)
+void lmtp_data_end(struct lmtp_session *s, enum mt_dot_result verdict, const char *error)
 {
 	struct lmtp_tx *tx = &s->tx;
-	const char *error;
-	enum mt_dot_result verdict = mt_dot_decoder_result(&tx->dec, &error);
+	uint64_t size = mt_smtpd_content_size(&s->smtpd);
 
-	lmtp_enter_state(s, LMTP_STATE_COMMAND);
 	if (verdict != MT_DOT_RESULT_OK) {
 		mt_slog(MT_LOG_INFO, &s->log, "lmtp data rejected size=%" PRIu64 " reason=\"%s\"",
-			tx->dec.size, error);
+			size, error);
 		if (verdict == MT_DOT_RESULT_TOO_BIG)
 			data_reply_all(s, 552, "5.3.4 Message too big for system");
 		else if (verdict == MT_DOT_RESULT_NUL)
@@ -318,8 +298,8 @@ void lmtp_data_end(struct lmtp_session *s)
 		slots++;
 	}
 	mt_slog(MT_LOG_DEBUG, &s->log, "lmtp data size=%" PRIu64 " mailboxes=%u",
-		tx->dec.size, slots);
-	lmtp_enter_state(s, LMTP_STATE_DELIVER);
+		size, slots);
+	mt_smtpd_enter_state(&s->smtpd, MT_SMTPD_WAIT);
 	/* What was written of the body, its last chunk and the recipients'
 	 * copies, durable before deliver_done. */
 	s->store_req = mt_store_body_deliver(&tx->store_body, srcpts, slots,
@@ -343,7 +323,7 @@ static void deliver_done(struct mt_store_req *req, void *context)
 	bool fatal = false;
 
 	s->store_req = NULL;
-	lmtp_enter_state(s, LMTP_STATE_COMMAND);
+	mt_smtpd_enter_state(&s->smtpd, MT_SMTPD_COMMAND);
 	for (unsigned int i = 0; i < tx->rcpt_count; i++) {
 		const struct lmtp_rcpt *r = &tx->rcpts[i];
 		enum mt_store_status st = r->slot < count ? results[r->slot].status :
@@ -356,7 +336,7 @@ static void deliver_done(struct mt_store_req *req, void *context)
 				"lmtp duplicate to=<%s> mailbox=%s uid=%" PRIu32
 				" (already delivered with this queue id: not stored again)",
 				r->address, r->mailbox, uid);
-			lmtp_reply(s, 250, "2.0.0 <%s> Already delivered uid=%" PRIu32,
+			mt_smtpd_reply(&s->smtpd, 250, "2.0.0 <%s> Already delivered uid=%" PRIu32,
 				   r->address, uid);
 			continue;
 		}
@@ -365,8 +345,9 @@ static void deliver_done(struct mt_store_req *req, void *context)
 			s->ps->messages_delivered++;
 			mt_slog(MT_LOG_INFO, &s->log,
 				"lmtp delivered to=<%s> mailbox=%s uid=%" PRIu32 " size=%" PRIu64,
-				r->address, r->mailbox, uid, tx->dec.size);
-			lmtp_reply(s, 250, "2.0.0 <%s> Delivered uid=%" PRIu32, r->address, uid);
+				r->address, r->mailbox, uid,
+				mt_smtpd_content_size(&s->smtpd));
+			mt_smtpd_reply(&s->smtpd, 250, "2.0.0 <%s> Delivered uid=%" PRIu32, r->address, uid);
 			continue;
 		}
 		s->rejected++;
@@ -377,19 +358,19 @@ static void deliver_done(struct mt_store_req *req, void *context)
 		switch (st) {
 		case MT_STORE_OVER_QUOTA:
 			if (set->quota_temporary)
-				lmtp_reply(s, 452, "4.2.2 <%s> Mailbox full", r->address);
+				mt_smtpd_reply(&s->smtpd, 452, "4.2.2 <%s> Mailbox full", r->address);
 			else
-				lmtp_reply(s, 552, "5.2.2 <%s> Mailbox full", r->address);
+				mt_smtpd_reply(&s->smtpd, 552, "5.2.2 <%s> Mailbox full", r->address);
 			break;
 		case MT_STORE_NO_SPACE:
-			lmtp_reply(s, 452, "4.3.1 <%s> Insufficient system storage",
+			mt_smtpd_reply(&s->smtpd, 452, "4.3.1 <%s> Insufficient system storage",
 				   r->address);
 			break;
 		case MT_STORE_FATAL:
 			fatal = true;
 			/* fall through */
 		default:
-			lmtp_reply(s, 451, "4.3.0 <%s> Temporary store failure, try again later",
+			mt_smtpd_reply(&s->smtpd, 451, "4.3.0 <%s> Temporary store failure, try again later",
 				   r->address);
 			break;
 		}
@@ -399,22 +380,22 @@ static void deliver_done(struct mt_store_req *req, void *context)
 		popstore_store_fatal(s->ps, error);
 		return;
 	}
-	lmtp_resume(s);
+	mt_smtpd_resume(&s->smtpd);
 }
 
 static void cmd_rset(struct lmtp_session *s, const char *arg)
 {
 	lmtp_tx_reset(s);
-	lmtp_reply(s, 250, "2.0.0 OK");
+	mt_smtpd_reply(&s->smtpd, 250, "2.0.0 OK");
 }
 
 static void cmd_noop(struct lmtp_session *s, const char *arg)
 {
-	lmtp_reply(s, 250, "2.0.0 OK");
+	mt_smtpd_reply(&s->smtpd, 250, "2.0.0 OK");
 }
 
 static void cmd_quit(struct lmtp_session *s, const char *arg)
 {
-	lmtp_reply(s, 221, "2.0.0 %s Bye", s->ps->hostname);
+	mt_smtpd_reply(&s->smtpd, 221, "2.0.0 %s Bye", s->ps->hostname);
 	lmtp_close_after(s, "quit");
 }

@@ -1,6 +1,9 @@
 /* lmtp-session.c — one LMTP connection of mailtier-popstore: accepting it
- * (only from lmtp_clients), reading command lines and DATA, queueing
- * replies, idle timeout, drain and the deferred free. The commands
+ * (only from lmtp_clients) and the store's hook set on lib-mail's SMTP/LMTP
+ * server engine (lib-mail/smtpd.h: it reads command lines and DATA, runs
+ * the table, queues replies, runs the timers): the greeting, the LHLO
+ * gate, the answers to unknown commands and bad lines, the error limit,
+ * the idle timeout's words, the drain and the summary line. The commands
  * themselves are in lmtp-commands.c, the DATA phase in lmtp-data.c.
  *
  * Trust boundary: the peer is an MTA on an address in lmtp_clients, but
@@ -12,8 +15,6 @@
  * into the store as it arrives (lmtp-data.c: the session holds a few
  * chunks of it, not the message), and pipelined input is read ahead only
  * up to POPSTORE_INPUT_HIGH octets.
- * The socket, idle timer, close-after-flush and deferred free are the
- * connection core's (lib-mail/conn.h); here are its ops for LMTP.
  * RFC 2033 (LMTP), RFC 5321 4.1.1.4 (DATA), 4.2 (replies), 3.8 (421 on
  * shutdown), RFC 2920 (PIPELINING: input is processed in order, a command
  * that waits on the directory or the store holds the rest back). */
@@ -31,78 +32,27 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <event2/buffer.h>
 #include <event2/bufferevent.h>
-#include <event2/event.h>
-
-const char *const lmtp_state_names[LMTP_STATE_COUNT] = {
-	[LMTP_STATE_COMMAND] = "command",
-	[LMTP_STATE_RCPT_WAIT] = "rcpt-wait",
-	[LMTP_STATE_DATA] = "data",
-	[LMTP_STATE_DELIVER] = "deliver",
-	[LMTP_STATE_CLOSING] = "closing",
-};
-
-static void lmtp_process(struct lmtp_session *s);
-static void lmtp_close(struct lmtp_session *s, const char *reason);
-
-void lmtp_enter_state(struct lmtp_session *s, enum lmtp_state state)
-{
-	if (s->state == state)
-		return;
-	mt_slog(MT_LOG_DEBUG, &s->log, "lmtp state %s -> %s",
-		lmtp_state_names[s->state], lmtp_state_names[state]);
-	s->state = state;
-}
-
-static void lmtp_vreply(struct lmtp_session *s, int code, bool more,
-			const char *fmt, va_list ap)
-{
-	char text[LMTP_LINE_MAX];
-	vsnprintf(text, sizeof(text), fmt, ap);
-	mt_line_reply(mt_conn_output(&s->conn), code, more, "%s", text);
-	/* The command's final reply (DATA's first recipient reply). */
-	if (!more && code != 354)
-		mt_commands_reply(&s->commands, code < 400);
-	if (code >= 400)
-		mt_slog(MT_LOG_DEBUG, &s->log, "lmtp reply=\"%d %s\"", code, text);
-}
-
-void lmtp_reply(struct lmtp_session *s, int code, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	lmtp_vreply(s, code, false, fmt, ap);
-	va_end(ap);
-}
-
-void lmtp_reply_more(struct lmtp_session *s, int code, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	lmtp_vreply(s, code, true, fmt, ap);
-	va_end(ap);
-}
 
 void lmtp_close_after(struct lmtp_session *s, const char *reason)
 {
-	if (s->state == LMTP_STATE_CLOSING)
+	if (s->smtpd.state == MT_SMTPD_CLOSING)
 		return;
-	lmtp_enter_state(s, LMTP_STATE_CLOSING);
+	mt_smtpd_enter_state(&s->smtpd, MT_SMTPD_CLOSING);
 	/* The core closes once the reply is out. */
-	mt_conn_close_after(&s->conn, reason);
+	mt_conn_close_after(&s->smtpd.conn, reason);
 }
 
 void lmtp_error(struct lmtp_session *s, int code, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	lmtp_vreply(s, code, false, fmt, ap);
+	mt_smtpd_vreply(&s->smtpd, code, false, fmt, ap);
 	va_end(ap);
 	if (++s->errors >= s->ps->set->max_errors) {
 		mt_slog(MT_LOG_WARNING, &s->log, "lmtp too many errors=%u: disconnecting",
 			s->errors);
-		lmtp_reply(s, 421, "4.7.0 %s Too many errors, closing connection",
+		mt_smtpd_reply(&s->smtpd, 421, "4.7.0 %s Too many errors, closing connection",
 			   s->ps->hostname);
 		lmtp_close_after(s, "errors");
 	}
@@ -118,123 +68,114 @@ void lmtp_tx_reset(struct lmtp_session *s)
 	free(tx->rcpts);
 	free(tx->sender);
 	free(tx->delivery_id);
-	mt_buf_free(&tx->body);
+	mt_smtpd_content_reset(&s->smtpd);
 	/* Not delivered: what was written of it goes (store.h). */
 	mt_store_body_abort(&tx->store_body);
 	memset(tx, 0, sizeof(*tx));
 	s->log.queue_id[0] = '\0';
 }
 
-void lmtp_resume(struct lmtp_session *s)
+/* The engine's hooks (lib-mail/smtpd.h) */
+
+static void lmtp_close(struct lmtp_session *s, const char *reason)
 {
-	if (s->state == LMTP_STATE_COMMAND || s->state == LMTP_STATE_DATA)
-		lmtp_process(s);
+	mt_smtpd_close(&s->smtpd, reason);
 }
 
-/* Read and run what the input holds, until it is used up or a command
- * waits for the directory or the store. */
-static void lmtp_process(struct lmtp_session *s)
+static void greet(struct mt_smtpd *d)
 {
-	struct evbuffer *in = mt_conn_input(&s->conn);
-	struct evbuffer *out = mt_conn_output(&s->conn);
-	const char *error;
+	struct lmtp_session *s = LMTP_SESSION(d);
+	mt_smtpd_reply(d, 220, "%s LMTP %s ready", s->ps->hostname, POPSTORE_NAME);
+}
 
-	for (;;) {
-		if (s->state == LMTP_STATE_DATA) {
-			if (!lmtp_data_read(s))
-				return;
-			lmtp_data_end(s);
-			continue;
-		}
-		if (s->state != LMTP_STATE_COMMAND)
-			return;
-		/* A client that does not read its replies stops being read. */
-		if (evbuffer_get_length(out) > POPSTORE_OUTPUT_HIGH)
-			return;
-		if (s->drain && !s->tx.active) {
-			lmtp_reply(s, 421, "4.3.2 %s Service shutting down",
-				   s->ps->hostname);
-			lmtp_close_after(s, "shutdown");
-			return;
-		}
-		enum mt_line_status st = mt_line_read(&s->reader, in, &s->line, &error);
-		switch (st) {
-		case MT_LINE_NEED_MORE:
-			return;
-		case MT_LINE_OK:
-			lmtp_command_dispatch(s, mt_buf_cstr(&s->line));
-			break;
-		case MT_LINE_TOO_LONG:
-			lmtp_error(s, 500, "5.5.2 Line too long (at most %u octets)",
-				   LMTP_LINE_MAX);
-			break;
-		case MT_LINE_BARE_LF:
-		case MT_LINE_BARE_CR:
-			lmtp_error(s, 500, "5.5.2 Command lines must end in CRLF");
-			break;
-		case MT_LINE_NUL:
-			lmtp_error(s, 500, "5.5.2 NUL octet in command");
-			break;
-		}
+static void gate(struct mt_smtpd *d, struct mt_command_gate *gate)
+{
+	/* HELO/EHLO are refused by their handler (and count as errors),
+	 * so the junk gate has no limit of its own here. */
+	gate->state = LMTP_SESSION(d)->lhlo != NULL ? LMTP_CMD_GREETED : LMTP_CMD_NEW;
+}
+
+static void run(struct mt_smtpd *d, unsigned int index, const char *arg)
+{
+	lmtp_command_run(LMTP_SESSION(d), index, arg);
+}
+
+static void refuse(struct mt_smtpd *d, enum mt_command_verdict verdict,
+		   const struct mt_command_call *call, const char *line)
+{
+	(void)call;
+	(void)line;
+	if (verdict == MT_COMMAND_BAD_STATE)
+		lmtp_error(LMTP_SESSION(d), 503, "5.5.1 Send LHLO first");
+	else
+		lmtp_error(LMTP_SESSION(d), 500, "5.5.1 Unknown command");
+}
+
+static void bad_line(struct mt_smtpd *d, enum mt_line_status status, const char *error)
+{
+	struct lmtp_session *s = LMTP_SESSION(d);
+	(void)error;
+	switch (status) {
+	case MT_LINE_BARE_LF:
+	case MT_LINE_BARE_CR:
+		lmtp_error(s, 500, "5.5.2 Command lines must end in CRLF");
+		break;
+	case MT_LINE_NUL:
+		lmtp_error(s, 500, "5.5.2 NUL octet in command");
+		break;
+	default:
+		lmtp_error(s, 500, "5.5.2 Line too long (at most %u octets)",
+			   LMTP_LINE_MAX);
+		break;
 	}
 }
 
-/* The connection core's ops (lib-mail/conn.h) */
-
-static struct lmtp_session *conn_session(struct mt_conn *conn)
+/* Draining: the next command gets the 421 once no transaction is open. */
+static bool next_command(struct mt_smtpd *d)
 {
-	return MT_CONN_OWNER(conn, struct lmtp_session, conn);
+	struct lmtp_session *s = LMTP_SESSION(d);
+	if (!s->drain || s->tx.active)
+		return true;
+	mt_smtpd_reply(d, 421, "4.3.2 %s Service shutting down", s->ps->hostname);
+	lmtp_close_after(s, "shutdown");
+	return false;
 }
 
-static void conn_input(struct mt_conn *conn)
+static void conn_eof(struct mt_smtpd *d, bool error)
 {
-	lmtp_process(conn_session(conn));	/* input, or output was over the mark */
-}
-
-static void conn_eof(struct mt_conn *conn, bool error)
-{
-	struct lmtp_session *s = conn_session(conn);
-	if (!error && s->state == LMTP_STATE_DATA)
+	struct lmtp_session *s = LMTP_SESSION(d);
+	if (!error && d->state == MT_SMTPD_DATA)
 		lmtp_close(s, "eof-in-data");
 	else
 		lmtp_close(s, error ? "error" : "eof");
 }
 
-static bool conn_busy(struct mt_conn *conn)
+static void conn_idle_timeout(struct mt_smtpd *d)
 {
-	struct lmtp_session *s = conn_session(conn);
-	return s->state == LMTP_STATE_RCPT_WAIT || s->state == LMTP_STATE_DELIVER ||
-		(s->state == LMTP_STATE_DATA && s->tx.paused);
-}
-
-static void conn_idle_timeout(struct mt_conn *conn)
-{
-	struct lmtp_session *s = conn_session(conn);
-	lmtp_reply(s, 421, "4.4.2 %s Idle timeout, closing connection",
-		   s->ps->hostname);
-	lmtp_enter_state(s, LMTP_STATE_CLOSING);	/* the core closes once written */
+	struct lmtp_session *s = LMTP_SESSION(d);
+	mt_smtpd_reply(d, 421, "4.4.2 %s Idle timeout, closing connection",
+		       s->ps->hostname);
+	mt_smtpd_enter_state(d, MT_SMTPD_CLOSING);	/* the core closes once written */
 }
 
 /* Life cycle */
 
-static void conn_free(struct mt_conn *conn)
+static void conn_free(struct mt_smtpd *d)
 {
-	struct lmtp_session *s = conn_session(conn);
+	struct lmtp_session *s = LMTP_SESSION(d);
 	lmtp_tx_reset(s);
-	mt_buf_free(&s->line);
 	free(s->lhlo);
 	free(s->rcpt_pending);
-	mt_commands_free(&s->commands);
 	free(s);
 }
 
 /* Summary line, cancel what is in flight (the core frees the socket now
  * and the session from the loop: we may be inside one of its callbacks). */
-static void conn_closed(struct mt_conn *conn, const char *reason)
+static void conn_closed(struct mt_smtpd *d, const char *reason)
 {
-	struct lmtp_session *s = conn_session(conn);
+	struct lmtp_session *s = LMTP_SESSION(d);
 	struct mt_buf counts = MT_BUF_INIT;
-	mt_commands_summary(&lmtp_command_table, &s->commands, "", &counts);
+	mt_commands_summary(&lmtp_command_table, &s->smtpd.commands, "", &counts);
 	mt_slog(MT_LOG_INFO, &s->log,
 		"lmtp disconnect peer=%s reason=%s%s delivered=%llu rejected=%llu errors=%u",
 		s->peer, reason, mt_buf_cstr(&counts),
@@ -251,22 +192,24 @@ static void conn_closed(struct mt_conn *conn, const char *reason)
 		mt_store_req_cancel(s->store_req);
 		s->store_req = NULL;
 	}
-	lmtp_enter_state(s, LMTP_STATE_CLOSING);
 	popstore_session_remove(s->ps);
 }
 
-static const struct mt_conn_ops conn_ops = {
-	.input = conn_input, .eof = conn_eof, .busy = conn_busy,
-	.idle_timeout = conn_idle_timeout, .closed = conn_closed, .free = conn_free,
+static const struct mt_smtpd_hooks smtpd_hooks = {
+	.greet = greet, .gate = gate, .run = run, .refuse = refuse,
+	.bad_line = bad_line, .next_command = next_command,
+	.content = lmtp_data_piece, .data_end = lmtp_data_done,
+	.eof = conn_eof, .idle_timeout = conn_idle_timeout,
+	.closed = conn_closed, .free = conn_free,
 };
 
-static void lmtp_close(struct lmtp_session *s, const char *reason)
-{
-	mt_conn_close(&s->conn, reason);
-}
+static const struct mt_smtpd_def smtpd_def = {
+	.table = &lmtp_command_table, .hooks = &smtpd_hooks,
+};
+
 
 /* Best-effort one-line answer on a socket we will not keep. */
-static void refuse(int fd, const char *line)
+static void refuse_socket(int fd, const char *line)
 {
 	(void)send(fd, line, strlen(line), MSG_NOSIGNAL | MSG_DONTWAIT);
 	close(fd);
@@ -305,7 +248,7 @@ void lmtp_session_accept(struct popstore *ps, int fd, const struct sockaddr *pee
 		ps->refused_connections++;
 		snprintf(line, sizeof(line), "554 5.7.1 %s LMTP access denied\r\n",
 			 ps->hostname);
-		refuse(fd, line);
+		refuse_socket(fd, line);
 		return;
 	}
 	if (!popstore_session_add(ps)) {
@@ -316,7 +259,7 @@ void lmtp_session_accept(struct popstore *ps, int fd, const struct sockaddr *pee
 		snprintf(line, sizeof(line),
 			 "421 4.3.2 %s Too many sessions, try again later\r\n",
 			 ps->hostname);
-		refuse(fd, line);
+		refuse_socket(fd, line);
 		return;
 	}
 	popstore_socket_setup(fd);
@@ -327,30 +270,42 @@ void lmtp_session_accept(struct popstore *ps, int fd, const struct sockaddr *pee
 	s->log = log;
 	memcpy(s->peer, addr, sizeof(s->peer));
 	peer_ip_literal(peer, s->peer_ip, sizeof(s->peer_ip));
-	s->state = LMTP_STATE_COMMAND;
-	mt_commands_init(&s->commands, &lmtp_command_table);
-	mt_line_reader_init(&s->reader, LMTP_LINE_MAX, MT_LINE_STRICT_CRLF);
 	struct bufferevent *bev = bufferevent_socket_new(mt_loop_base(ps->loop), fd,
 							 BEV_OPT_CLOSE_ON_FREE |
 							 BEV_OPT_DEFER_CALLBACKS);
 	if (bev == NULL)
 		mt_panic("bufferevent_socket_new failed");
-	mt_conn_start(&s->conn, &ps->lmtp_sessions, ps->loop, bev, &conn_ops,
-		      (unsigned int)ps->set->idle_timeout, POPSTORE_INPUT_HIGH, 0);
+	const struct mt_popstore_settings *set = ps->set;
+	s->smtpd_settings = (struct mt_smtpd_settings){
+		.hostname = ps->hostname,
+		.max_line_length = LMTP_LINE_MAX,
+		.bare_newlines = set->bare_newline_policy == MT_POPSTORE_BARE_NORMALIZE ?
+			MT_DOT_BARE_NORMALIZE : MT_DOT_BARE_REJECT,
+		.command_timeout = (unsigned int)set->idle_timeout,
+		.data_timeout = (unsigned int)set->idle_timeout,
+		.input_high = POPSTORE_INPUT_HIGH,
+		.output_high = POPSTORE_OUTPUT_HIGH,
+		.piece_size = LMTP_DATA_BUFFER,
+		.reject_log = MT_LOG_DEBUG,
+		.log_prefix = "lmtp ",
+	};
+	s->smtpd.log = &s->log;
+	s->smtpd.peer_name = s->peer;
 
 	mt_slog(MT_LOG_INFO, &s->log, "lmtp connect peer=%s", addr);
-	lmtp_reply(s, 220, "%s LMTP %s ready", ps->hostname, POPSTORE_NAME);
+	mt_smtpd_start(&s->smtpd, &smtpd_def, &s->smtpd_settings, &ps->lmtp_sessions,
+		       ps->loop, bev, false);
 	if (mt_loop_is_draining(ps->loop)) {
 		s->drain = true;
-		lmtp_process(s);
+		mt_smtpd_resume(&s->smtpd);
 	}
 }
 
 static void session_drain(struct mt_conn *conn)
 {
-	struct lmtp_session *s = conn_session(conn);
+	struct lmtp_session *s = LMTP_SESSION(MT_CONN_OWNER(conn, struct mt_smtpd, conn));
 	s->drain = true;
-	lmtp_resume(s);
+	mt_smtpd_resume(&s->smtpd);
 }
 
 void lmtp_sessions_drain(struct popstore *ps)

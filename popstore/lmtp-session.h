@@ -13,9 +13,8 @@
 
 #include "popstore.h"
 #include "buf.h"
-#include "dotcodec.h"
-#include "lineio.h"
 #include "log.h"
+#include "smtpd.h"
 #include "address.h"
 #include "loop.h"
 #include "lmtp-parse.h"	/* LMTP_LHLO_MAX */
@@ -30,19 +29,9 @@ struct mt_store_req;
 
 /* RFC 2033 4.1: command lines are at most 512 octets with the CRLF. */
 #define LMTP_LINE_MAX 512
-
-/* Where the connection is. Transaction state (what MAIL/RCPT gathered)
- * lives apart in struct lmtp_tx. */
-enum lmtp_state {
-	LMTP_STATE_COMMAND,	/* reading commands */
-	LMTP_STATE_RCPT_WAIT,	/* a RCPT waits for the directory */
-	LMTP_STATE_DATA,	/* reading the message after 354 */
-	LMTP_STATE_DELIVER,	/* the store is making the message durable */
-	LMTP_STATE_CLOSING,	/* last reply queued; close once written */
-	LMTP_STATE_COUNT
-};
-
-extern const char *const lmtp_state_names[LMTP_STATE_COUNT];
+/* The engine hands decoded content to the store once this much is
+ * buffered (a store chunk is ~64 KiB). */
+#define LMTP_DATA_BUFFER (64u * 1024)
 
 struct lmtp_session;
 
@@ -65,26 +54,21 @@ struct lmtp_tx {
 	char *delivery_id;
 	struct lmtp_rcpt *rcpts;
 	unsigned int rcpt_count, rcpt_alloc;
-	struct mt_dot_decoder dec;
-	/* DATA (lmtp-data.c): decoded octets not yet handed to the store, the
-	 * body being written, and whether reading waits for its writes. */
-	struct mt_buf body;
+	/* DATA (lmtp-data.c): the body being written to the store (the
+	 * engine decodes the content and hands it over in pieces). */
 	struct mt_store_body *store_body;
-	bool paused;
 };
 
 struct lmtp_session {
-	struct mt_conn conn;		/* socket, idle timer, list (lib-mail) */
+	struct mt_smtpd smtpd;		/* lib-mail/smtpd: the session engine */
+	struct mt_smtpd_settings smtpd_settings;
 	struct popstore *ps;
 	struct mt_logctx log;
 	char peer[MT_SOCKADDR_STRLEN];
 	char peer_ip[MT_SOCKADDR_STRLEN];
 
-	enum lmtp_state state;
 	char *lhlo;			/* NULL until LHLO */
-	struct mt_line_reader reader;
-	struct mt_buf line;
-	unsigned int errors;
+	unsigned int errors;		/* client errors (lmtp_error) */
 	unsigned int tx_count;		/* transactions begun */
 	bool drain;			/* close at the next idle moment */
 
@@ -93,39 +77,34 @@ struct lmtp_session {
 	struct mt_store_req *store_req;
 	char *rcpt_pending;		/* the address a lookup is for */
 
-	struct mt_commands commands;	/* lib-mail/command: counters */
 	uint64_t delivered, rejected;
 };
 
-/* lmtp-session.c */
-void lmtp_enter_state(struct lmtp_session *s, enum lmtp_state state);
-/* One reply line (or the last of a multi-line reply). */
-void lmtp_reply(struct lmtp_session *s, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-void lmtp_reply_more(struct lmtp_session *s, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+#define LMTP_SESSION(d) MT_SMTPD_OWNER(d, struct lmtp_session, smtpd)
+
+/* lmtp-session.c. Replies and states are the engine's (lib-mail/smtpd.h)
+ * on &s->smtpd. */
 /* A bad command: counts towards max_errors, which ends the session. */
 void lmtp_error(struct lmtp_session *s, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* Queue the last reply and close once it is written. */
 void lmtp_close_after(struct lmtp_session *s, const char *reason);
-/* The async part of a command finished: go on with pipelined input. */
-void lmtp_resume(struct lmtp_session *s);
 void lmtp_tx_reset(struct lmtp_session *s);
 
 /* lmtp-data.c */
 /* Start the DATA phase (after 354 is queued): a new store body. */
 void lmtp_data_begin(struct lmtp_session *s);
-/* Decode what the input holds into the store body; true once the end of
- * the data was seen, false when more input is needed or reading waits for
- * the store (it resumes the session by itself). */
-bool lmtp_data_read(struct lmtp_session *s);
+/* The engine's content hook: a piece to the store, or not yet. */
+bool lmtp_data_piece(struct mt_smtpd *d);
+/* The engine's end-of-DATA hook: the rest to the store, then the verdict
+ * and the delivery (lmtp_data_end). */
+void lmtp_data_done(struct mt_smtpd *d, enum mt_dot_result verdict, const char *error);
 
 /* lmtp-commands.c */
-/* Run one command line. */
-void lmtp_command_dispatch(struct lmtp_session *s, const char *line);
+/* Run command verb with its argument (the engine's run hook). */
+void lmtp_command_run(struct lmtp_session *s, unsigned int verb, const char *arg);
 /* The whole message is in: verdict, delivery. */
-void lmtp_data_end(struct lmtp_session *s);
+void lmtp_data_end(struct lmtp_session *s, enum mt_dot_result verdict, const char *error);
 /* "lhlo=1 mail=1 rcpt=2 data=1 quit=1 commands=6" for the summary line. */
 
 #endif

@@ -16,7 +16,7 @@
  *  - none of that depends on where the input is cut (BDAT chunks, and
  *    reads inside a chunk, at random places);
  *  - under normalize the output has no bare CR or LF;
- *  - smtp_count_received() and smtp_header_fields() (Date:, Message-ID:)
+ *  - mt_smtp_count_received() and mt_smtp_header_fields() (Date:, Message-ID:)
  *    on the normalized message (as stored: CRLF only) equal a reference
  *    header-section scanner;
  *  - DATA and BDAT give the same message: the normalized content, dot-
@@ -35,7 +35,7 @@
 #include <strings.h>
 
 #include "dotcodec.h"
-#include "mta/smtp-content.h"
+#include "lib-mail/smtp-content.h"
 
 struct ref {
 	struct mt_buf out;	/* the whole output, no size limit */
@@ -128,28 +128,28 @@ static unsigned int ref_fields(const char *p, size_t len)
 	size_t l;
 	while (ref_next_line(&p, end, &line, &l)) {
 		if (ref_field(line, l, "date"))
-			found |= SMTP_HEADER_DATE;
+			found |= MT_SMTP_HEADER_DATE;
 		if (ref_field(line, l, "message-id"))
-			found |= SMTP_HEADER_MESSAGE_ID;
+			found |= MT_SMTP_HEADER_MESSAGE_ID;
 	}
 	return found;
 }
 
 /* Run the chunk decoder over data cut by strategy; the verdict. */
-static enum mt_dot_result run_chunks(struct smtp_chunk_decoder *d, bool normalize,
+static enum mt_dot_result run_chunks(struct mt_smtp_chunk_decoder *d, bool normalize,
 				     uint64_t max, const uint8_t *data, size_t len,
 				     unsigned int strategy, uint32_t seed,
 				     struct mt_buf *out)
 {
-	smtp_chunk_init(d, normalize, max);
+	mt_smtp_chunk_init(d, normalize, max);
 	size_t done = 0;
 	while (done < len) {
 		size_t n = fuzz_chunk(strategy, &seed, len - done, 64);
-		smtp_chunk_decode(d, (const char *)data + done, n, out);
+		mt_smtp_chunk_decode(d, (const char *)data + done, n, out);
 		done += n;
 	}
-	smtp_chunk_finish(d, out);
-	return smtp_chunk_result(d, SMTP_LINE_MAX_OCTETS);
+	mt_smtp_chunk_finish(d, out);
+	return mt_smtp_chunk_result(d, MT_SMTP_LINE_MAX_OCTETS);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -167,7 +167,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ref_decode(in.data, in.len, normalize, &ref);
 
 	/* The chunk decoder, whole and cut, against the reference. */
-	struct smtp_chunk_decoder whole, cut;
+	struct mt_smtp_chunk_decoder whole, cut;
 	struct mt_buf out_whole = MT_BUF_INIT, out_cut = MT_BUF_INIT;
 	enum mt_dot_result r_whole = run_chunks(&whole, normalize, max, in.data,
 						in.len, 0, seed, &out_whole);
@@ -176,10 +176,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	bool too_big = ref.out.len > max;
 	FUZZ_CHECK(r_whole == r_cut, "verdict depends on the chunking: %d %d",
 		   (int)r_whole, (int)r_cut);
-	const struct smtp_chunk_decoder *ds[2] = { &whole, &cut };
+	const struct mt_smtp_chunk_decoder *ds[2] = { &whole, &cut };
 	const struct mt_buf *outs[2] = { &out_whole, &out_cut };
 	for (int k = 0; k < 2; k++) {
-		const struct smtp_chunk_decoder *d = ds[k];
+		const struct mt_smtp_chunk_decoder *d = ds[k];
 		const struct mt_buf *out = outs[k];
 		FUZZ_CHECK(d->too_big == too_big, "too_big %d, reference %zu > %llu",
 			   d->too_big, ref.out.len, (unsigned long long)max);
@@ -198,13 +198,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	enum mt_dot_result want = too_big ? MT_DOT_RESULT_TOO_BIG :
 		ref.bare && !normalize ? MT_DOT_RESULT_BARE_NEWLINE :
 		ref.nul ? MT_DOT_RESULT_NUL :
-		ref.longest > SMTP_LINE_MAX_OCTETS ? MT_DOT_RESULT_LINE_TOO_LONG :
+		ref.longest > MT_SMTP_LINE_MAX_OCTETS ? MT_DOT_RESULT_LINE_TOO_LONG :
 		MT_DOT_RESULT_OK;
 	FUZZ_CHECK(r_whole == want, "verdict %d, reference %d", (int)r_whole, (int)want);
 	if (r_whole != MT_DOT_RESULT_OK) {
 		int code;
 		const char *text;
-		smtp_content_refusal(r_whole, &code, &text);
+		mt_smtp_content_refusal(r_whole, &code, &text);
 		FUZZ_CHECK(code >= 500 && code <= 599 && text[0] == '5', "refusal %d", code);
 	}
 
@@ -224,9 +224,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct ref norm;
 	ref_decode(in.data, in.len, true, &norm);
 	/* The Received: count on a message as stored (CRLF only). */
-	FUZZ_CHECK(smtp_count_received(norm.out.data, norm.out.len) ==
+	FUZZ_CHECK(mt_smtp_count_received(norm.out.data, norm.out.len) ==
 		   ref_received(norm.out.data, norm.out.len), "Received: count");
-	FUZZ_CHECK(smtp_header_fields(norm.out.data, norm.out.len) ==
+	FUZZ_CHECK(mt_smtp_header_fields(norm.out.data, norm.out.len) ==
 		   ref_fields(norm.out.data, norm.out.len), "Date:/Message-ID: fields");
 	struct mt_dot_encoder enc;
 	struct mt_buf wire = MT_BUF_INIT, body = MT_BUF_INIT;
@@ -234,7 +234,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	mt_dot_encode(&enc, in.data, in.len, &wire);
 	mt_dot_encode_finish(&enc, &wire);
 	struct mt_dot_decoder dec;
-	mt_dot_decoder_init(&dec, MT_DOT_BARE_REJECT, 0, SMTP_LINE_MAX_OCTETS);
+	mt_dot_decoder_init(&dec, MT_DOT_BARE_REJECT, 0, MT_SMTP_LINE_MAX_OCTETS);
 	size_t done = 0, used = 0;
 	uint32_t seed2 = seed;
 	while (done < wire.len && !dec.end) {

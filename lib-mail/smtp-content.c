@@ -10,7 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
-void smtp_chunk_init(struct smtp_chunk_decoder *d, bool normalize,
+void mt_smtp_chunk_init(struct mt_smtp_chunk_decoder *d, bool normalize,
 		     uint64_t max_size)
 {
 	memset(d, 0, sizeof(*d));
@@ -18,7 +18,7 @@ void smtp_chunk_init(struct smtp_chunk_decoder *d, bool normalize,
 	d->max_size = max_size;
 }
 
-static void put(struct smtp_chunk_decoder *d, struct mt_buf *out,
+static void put(struct mt_smtp_chunk_decoder *d, struct mt_buf *out,
 		const char *data, size_t len)
 {
 	if (d->too_big)
@@ -32,7 +32,7 @@ static void put(struct smtp_chunk_decoder *d, struct mt_buf *out,
 }
 
 /* A bare CR or LF: CRLF under normalize, else the octet itself. */
-static void put_bare(struct smtp_chunk_decoder *d, struct mt_buf *out,
+static void put_bare(struct mt_smtp_chunk_decoder *d, struct mt_buf *out,
 		     const char *octet)
 {
 	d->bare_newline = true;
@@ -40,7 +40,7 @@ static void put_bare(struct smtp_chunk_decoder *d, struct mt_buf *out,
 	d->line_len = 0;
 }
 
-void smtp_chunk_decode(struct smtp_chunk_decoder *d, const char *p, size_t len,
+void mt_smtp_chunk_decode(struct mt_smtp_chunk_decoder *d, const char *p, size_t len,
 		       struct mt_buf *out)
 {
 	size_t i = 0;
@@ -75,7 +75,7 @@ void smtp_chunk_decode(struct smtp_chunk_decoder *d, const char *p, size_t len,
 	}
 }
 
-void smtp_chunk_finish(struct smtp_chunk_decoder *d, struct mt_buf *out)
+void mt_smtp_chunk_finish(struct mt_smtp_chunk_decoder *d, struct mt_buf *out)
 {
 	if (d->cr) {
 		d->cr = false;
@@ -83,7 +83,7 @@ void smtp_chunk_finish(struct smtp_chunk_decoder *d, struct mt_buf *out)
 	}
 }
 
-enum mt_dot_result smtp_chunk_result(const struct smtp_chunk_decoder *d,
+enum mt_dot_result mt_smtp_chunk_result(const struct mt_smtp_chunk_decoder *d,
 				     size_t max_line)
 {
 	if (d->too_big)
@@ -116,7 +116,7 @@ static bool next_header_line(const char *p, size_t len, size_t *pos,
 	return true;
 }
 
-unsigned int smtp_count_received(const char *p, size_t len)
+unsigned int mt_smtp_count_received(const char *p, size_t len)
 {
 	unsigned int count = 0;
 	size_t pos = 0, line_len;
@@ -138,21 +138,21 @@ static bool field_is(const char *line, size_t len, const char *name)
 	return n < len && line[n] == ':';
 }
 
-unsigned int smtp_header_fields(const char *p, size_t len)
+unsigned int mt_smtp_header_fields(const char *p, size_t len)
 {
 	unsigned int found = 0;
 	size_t pos = 0, line_len;
 	const char *line;
 	while (next_header_line(p, len, &pos, &line, &line_len)) {
 		if (field_is(line, line_len, "Date"))
-			found |= SMTP_HEADER_DATE;
+			found |= MT_SMTP_HEADER_DATE;
 		else if (field_is(line, line_len, "Message-ID"))
-			found |= SMTP_HEADER_MESSAGE_ID;
+			found |= MT_SMTP_HEADER_MESSAGE_ID;
 	}
 	return found;
 }
 
-void smtp_content_refusal(enum mt_dot_result r, int *code_r, const char **text_r)
+void mt_smtp_content_refusal(enum mt_dot_result r, int *code_r, const char **text_r)
 {
 	switch (r) {
 	case MT_DOT_RESULT_TOO_BIG:
