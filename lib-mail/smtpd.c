@@ -88,6 +88,8 @@ static void count_reply(struct mt_smtpd *d, int code)
 }
 
 static void write_reply(struct mt_smtpd *d, int code, bool more,
+			const char *fmt, va_list ap) __attribute__((format(printf, 4, 0)));
+static void write_reply(struct mt_smtpd *d, int code, bool more,
 			const char *fmt, va_list ap)
 {
 	struct mt_buf text = MT_BUF_INIT;

@@ -192,7 +192,7 @@ void mt_smtpd_start(struct mt_smtpd *d, const struct mt_smtpd_def *def,
 void mt_smtpd_reply(struct mt_smtpd *d, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void mt_smtpd_vreply(struct mt_smtpd *d, int code, bool more, const char *fmt,
-		     va_list ap);
+		     va_list ap) __attribute__((format(printf, 4, 0)));
 /* A non-final line of a multi-line reply ("250-..."). */
 void mt_smtpd_reply_more(struct mt_smtpd *d, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -207,7 +207,8 @@ bool mt_smtpd_reply_delayed(struct mt_smtpd *d, uint64_t delay_ms, int code,
  * or at the idle timeout if the client does not take it. */
 void mt_smtpd_finish(struct mt_smtpd *d, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-void mt_smtpd_vfinish(struct mt_smtpd *d, int code, const char *fmt, va_list ap);
+void mt_smtpd_vfinish(struct mt_smtpd *d, int code, const char *fmt, va_list ap)
+	__attribute__((format(printf, 3, 0)));
 
 void mt_smtpd_enter_state(struct mt_smtpd *d, enum mt_smtpd_state state);
 /* An asynchronous step finished (or a piece was taken): read on. */

@@ -64,6 +64,8 @@ struct evbuffer *pop3_output(struct pop3_session *s)
 }
 
 static void pop3_vreply(struct pop3_session *s, const char *status,
+			const char *fmt, va_list ap) __attribute__((format(printf, 3, 0)));
+static void pop3_vreply(struct pop3_session *s, const char *status,
 			const char *fmt, va_list ap)
 {
 	char text[512];
