@@ -1,6 +1,7 @@
 /* bdb-checkpoint.c — trickle and checkpoint thread (see bdb-checkpoint.h). */
 #include "bdb-checkpoint.h"
 #include "alloc.h"
+#include "clock.h"
 #include "log.h"
 #include "thread.h"
 
@@ -47,7 +48,13 @@ int mt_bdb_checkpoint(DB_ENV *env, unsigned int log_kbytes, bool *written_r)
 static void checkpoint(struct mt_bdb_checkpointer *c, bool forced)
 {
 	bool written;
+	uint64_t start = mt_clock_us();
 	int ret = mt_bdb_checkpoint(c->env, forced ? 0 : c->set.log_kbytes, &written);
+	/* A long one is worth an operator's eye: it may hold up commits. */
+	double ms = (double)(mt_clock_us() - start) / 1000.0;
+	if (written)
+		mt_log(ms >= MT_BDB_CHECKPOINT_SLOW_MS ? MT_LOG_INFO : MT_LOG_DEBUG,
+		       "%s: checkpoint took %.1f ms", c->set.name, ms);
 	if (written)
 		atomic_fetch_add(&c->written, 1);
 	bool handled = c->set.checkpointed != NULL &&

@@ -28,6 +28,8 @@
 
 #define MT_BDB_TRICKLE_PCT 20
 #define MT_BDB_CHECKPOINT_KBYTES 8192
+/* A checkpoint that took this long is logged at info (else debug). */
+#define MT_BDB_CHECKPOINT_SLOW_MS 100.0
 #define MT_BDB_CHECKPOINT_SECS 60
 
 /* Zeroed fields take the defaults. */

@@ -1584,8 +1584,8 @@ def parse(argv):
                     help="the MTA queue's own file system for disk-full-mta: an ext4 image "
                          "on a loop device, a tmpfs, or the first that mounts (auto)")
     ap.add_argument("--queue-fs-mb", type=int, default=384,
-                    help="its size in MB (384: room for two 64 MB Berkeley DB log files, "
-                         "the 93 MB of regions and the databases)")
+                    help="its size in MB (384: room for two 64 MB Berkeley DB log files "
+                         "and the databases)")
     ap.add_argument("--tmpdir", default=None, help="where the suite's directory goes")
     ap.add_argument("--keep", action="store_true", help="keep the directory even on success")
     ap.add_argument("--allow-redelivery", nargs="?", const="all", default="none",
