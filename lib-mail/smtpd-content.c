@@ -35,9 +35,8 @@ static bool content_refused(const struct mt_smtpd *d)
 {
 	const struct mt_smtpd_content *c = &d->content;
 	const char *error;
-	if (c->bdat_used)
-		return c->chunk.too_big || (c->chunk.bare_newline && !c->chunk.normalize) ||
-			c->chunk.nul;
+	if (c->bdat_used)	/* (line lengths are judged at the end only) */
+		return mt_smtp_chunk_result(&c->chunk, 0) != MT_DOT_RESULT_OK;
 	return mt_dot_decoder_result(&c->dec, &error) != MT_DOT_RESULT_OK;
 }
 

@@ -70,7 +70,6 @@ enum mt_smtpd_state {
 extern const char *const mt_smtpd_state_names[MT_SMTPD_STATE_COUNT];
 
 struct mt_smtpd_settings {
-	const char *hostname;		/* in the engine's own replies */
 	size_t max_line_length;		/* command lines, CRLF included */
 	bool accept_bare_lf;		/* command lines may end in LF */
 	enum mt_dot_bare_policy bare_newlines;	/* in content (DATA and BDAT) */

@@ -215,7 +215,6 @@ static void engine_settings(const struct mta *mta, struct mt_smtpd_settings *out
 {
 	const struct mt_mta_settings *set = mta->set;
 	*out = (struct mt_smtpd_settings){
-		.hostname = mta->hostname,
 		.max_line_length = set->max_line_length,
 		.accept_bare_lf = set->bare_newline_policy == MT_BARE_NEWLINE_NORMALIZE,
 		.bare_newlines = set->bare_newline_policy == MT_BARE_NEWLINE_NORMALIZE ?

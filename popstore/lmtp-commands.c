@@ -34,7 +34,6 @@
 #include <string.h>
 #include <time.h>
 
-
 static void cmd_lhlo(struct lmtp_session *s, const char *arg);
 static void cmd_mail(struct lmtp_session *s, const char *arg);
 static void cmd_rcpt(struct lmtp_session *s, const char *arg);

@@ -277,7 +277,6 @@ void lmtp_session_accept(struct popstore *ps, int fd, const struct sockaddr *pee
 		mt_panic("bufferevent_socket_new failed");
 	const struct mt_popstore_settings *set = ps->set;
 	s->smtpd_settings = (struct mt_smtpd_settings){
-		.hostname = ps->hostname,
 		.max_line_length = LMTP_LINE_MAX,
 		.bare_newlines = set->bare_newline_policy == MT_POPSTORE_BARE_NORMALIZE ?
 			MT_DOT_BARE_NORMALIZE : MT_DOT_BARE_REJECT,

@@ -224,7 +224,7 @@ static int setup(void **state)
 	f->loop = mt_loop_new(&error);
 	assert_non_null(f->loop);
 	f->set = (struct mt_smtpd_settings){
-		.hostname = "test", .max_line_length = 64,
+		.max_line_length = 64,
 		.bare_newlines = MT_DOT_BARE_REJECT, .command_timeout = 60000,
 		.data_timeout = 60000, .input_high = 4096, .output_high = 65536,
 		.piece_size = 16, .reject_log = MT_LOG_DEBUG, .log_prefix = "test ",
