@@ -3,11 +3,15 @@
  * lists.
  *
  * Trust boundary: none of its own (the peer's bytes are left to the tier).
- * The two timers bound how long a peer may hold a connection.
+ * The one timer (idle period and lifetime) bounds how long a peer may hold
+ * a connection.
  * Guarantee: ops->free runs exactly once, from the loop, after ops->closed
  * and after the callback that closed the session has returned. */
 #include "conn.h"
+#include "clock.h"
 #include "loop.h"
+
+#include <limits.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -34,25 +38,28 @@ static void conn_free_cb(void *context)
 
 void mt_conn_close(struct mt_conn *c, const char *reason)
 {
-	if (c->bev == NULL)
-		return;		/* closed already */
+	if (c->closed)
+		return;
+	c->closed = true;
 	c->close_reason = reason;
 	conn_unlink(c);		/* ops->closed sees the list without c */
 	c->ops->closed(c, reason);
-	bufferevent_free(c->bev);
+	if (c->bev != NULL)	/* NULL: taken by the tier, or lost to STARTTLS */
+		bufferevent_free(c->bev);
 	c->bev = NULL;
-	mt_timer_free(&c->idle);
-	mt_timer_free(&c->life);
-	mt_loop_post(c->loop, conn_free_cb, c);
+	mt_timer_free(&c->timer);
+	/* Also when the loop is freed before it runs again (shutdown). */
+	mt_loop_post_discardable(c->loop, conn_free_cb, conn_free_cb, c);
 }
 
 void mt_conn_close_after(struct mt_conn *c, const char *reason)
 {
-	if (c->bev == NULL || c->closing)
+	if (c->closed || c->closing)
 		return;
 	c->closing = true;
 	c->close_reason = reason;
-	bufferevent_disable(c->bev, EV_READ);
+	if (c->bev != NULL)
+		bufferevent_disable(c->bev, EV_READ);
 	if (mt_conn_output_pending(c) == 0)
 		mt_conn_close(c, reason);
 }
@@ -61,7 +68,7 @@ static void read_cb(struct bufferevent *bev, void *arg)
 {
 	struct mt_conn *c = arg;
 	(void)bev;
-	mt_timer_reset(c->idle);
+	c->active_ms = mt_clock_coarse_ms();
 	c->ops->input(c);
 }
 
@@ -69,7 +76,7 @@ static void write_cb(struct bufferevent *bev, void *arg)
 {
 	struct mt_conn *c = arg;
 	(void)bev;
-	mt_timer_reset(c->idle);
+	c->active_ms = mt_clock_coarse_ms();
 	if (c->closing) {
 		if (mt_conn_output_pending(c) == 0)
 			mt_conn_close(c, c->close_reason);
@@ -97,31 +104,52 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 	c->ops->eof(c, (what & BEV_EVENT_EOF) == 0 || (what & BEV_EVENT_ERROR) != 0);
 }
 
-static void idle_cb(void *arg)
+/* Arm the timer for the nearer of the idle period's end (from the last
+ * activity) and the lifetime's. */
+static void timer_arm(struct mt_conn *c, uint64_t now)
+{
+	uint64_t wake = c->active_ms + c->idle_msecs;
+	if (c->life_end_ms != 0 && c->life_end_ms < wake)
+		wake = c->life_end_ms;
+	uint64_t ms = wake > now ? wake - now : 0;
+	mt_timer_set(c->timer, ms > UINT_MAX ? UINT_MAX : (unsigned int)ms);
+}
+
+static void timer_cb(void *arg)
 {
 	struct mt_conn *c = arg;
+	uint64_t now = mt_clock_coarse_ms();
+	bool life_over = c->life_end_ms != 0 && now >= c->life_end_ms;
+	bool idle_over = now - c->active_ms >= c->idle_msecs;
+	const char *reason;
+
+	if (!life_over && !idle_over) {
+		timer_arm(c, now);	/* active meanwhile: wait for the rest */
+		return;
+	}
 	if (c->closing) {
 		/* The peer does not read its last reply. */
 		mt_conn_close(c, c->close_reason);
 		return;
 	}
-	if (c->ops->busy != NULL && c->ops->busy(c)) {
-		mt_timer_reset(c->idle);	/* waiting on us, not on the peer */
+	if (life_over) {
+		c->life_end_ms = 0;
+		c->ops->session_timeout(c);
+		reason = "session-time";
+	} else if (c->ops->busy != NULL && c->ops->busy(c)) {
+		c->active_ms = now;	/* waiting on us, not on the peer */
+		timer_arm(c, now);
 		return;
+	} else {
+		c->ops->idle_timeout(c);
+		reason = "idle-timeout";
 	}
-	c->ops->idle_timeout(c);
-	mt_conn_close_after(c, "idle-timeout");
-}
-
-static void life_cb(void *arg)
-{
-	struct mt_conn *c = arg;
-	if (c->closing) {
-		mt_conn_close(c, c->close_reason);
-		return;
+	mt_conn_close_after(c, reason);
+	if (!c->closed) {
+		/* The goodbye has one more idle period to be written. */
+		c->active_ms = now;
+		timer_arm(c, now);
 	}
-	c->ops->session_timeout(c);
-	mt_conn_close_after(c, "session-time");
 }
 
 static void conn_setup_bev(struct mt_conn *c)
@@ -144,10 +172,13 @@ void mt_conn_start(struct mt_conn *c, struct mt_conn_list *list,
 	c->input_high = input_high;
 	c->output_low = output_low;
 	c->closing = false;
+	c->closed = false;
 	c->close_reason = NULL;
-	c->life = NULL;
+	c->life_end_ms = 0;
+	c->idle_msecs = idle_msecs;
+	c->active_ms = mt_clock_coarse_ms();
 	conn_setup_bev(c);
-	c->idle = mt_timer_add(loop, idle_msecs, false, idle_cb, c);
+	c->timer = mt_timer_add(loop, idle_msecs, false, timer_cb, c);
 	c->prev = NULL;
 	c->next = list->head;
 	if (c->next != NULL)
@@ -179,32 +210,44 @@ size_t mt_conn_output_pending(struct mt_conn *c)
 
 void mt_conn_touch(struct mt_conn *c)
 {
-	if (c->idle != NULL)
-		mt_timer_reset(c->idle);
+	c->active_ms = mt_clock_coarse_ms();
 }
 
 void mt_conn_set_idle(struct mt_conn *c, unsigned int msecs)
 {
-	if (c->idle != NULL)
-		mt_timer_set(c->idle, msecs);
+	if (c->closed)
+		return;
+	c->idle_msecs = msecs;
+	c->active_ms = mt_clock_coarse_ms();
+	timer_arm(c, c->active_ms);
 }
 
 void mt_conn_set_lifetime(struct mt_conn *c, unsigned int msecs)
 {
-	if (c->bev == NULL)
+	if (c->closed)
 		return;
-	mt_timer_free(&c->life);
-	c->life = mt_timer_add(c->loop, msecs, false, life_cb, c);
+	uint64_t now = mt_clock_coarse_ms();
+	c->life_end_ms = msecs > 0 ? now + msecs : 0;
+	timer_arm(c, now);
+}
+
+struct bufferevent *mt_conn_take_bev(struct mt_conn *c)
+{
+	struct bufferevent *bev = c->bev;
+	if (bev != NULL)
+		bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
+	c->bev = NULL;
+	return bev;
 }
 
 bool mt_conn_is_closed(const struct mt_conn *c)
 {
-	return c->bev == NULL;
+	return c->closed;
 }
 
 bool mt_conn_is_closing(const struct mt_conn *c)
 {
-	return c->closing || c->bev == NULL;
+	return c->closing || c->closed;
 }
 
 void mt_conn_list_each(struct mt_conn_list *list, void (*fn)(struct mt_conn *conn))

@@ -1,11 +1,21 @@
 /* conn.h — the connection core under every session type (the MTA's SMTP
- * sessions, the store's LMTP and POP3 sessions): the bufferevent and its watermarks,
+ * sessions, the store's LMTP and POP3 sessions, the MMP's client
+ * sessions): the bufferevent and its watermarks,
  * the idle timer (which does not run down while the session waits on the
  * daemon; its period can change with the protocol state), the total-session
  * timer, "close once the last reply is written", closing with the
  * tier's release hook, the deferred free (after the callback that closed
- * it has returned, never inside it), and the list of a daemon's sessions
- * of one kind with its drain and close-all.
+ * it has returned, never inside it), the hand-over of the bufferevent to
+ * a tier that relays bytes itself (the MMP after login), and the list of
+ * a daemon's sessions of one kind with its drain and close-all.
+ *
+ * One timer per session serves both bounds, lazily: activity only stamps
+ * the coarse clock (no timer is re-armed per read or write); when the
+ * timer runs out before either bound is reached, it is armed again for
+ * the nearer one. So a relay touching the session on every read costs a
+ * clock read, and thousands of idle sessions cost one timer each, never a
+ * poll. A goodbye queued by a timeout gets one more idle period to be
+ * written before the connection goes regardless.
  *
  *   bufferevent ──read──► ops->input ───(the tier reads lines, replies)
  *               ──write─► ops->output (or ops->input): go on
@@ -14,7 +24,10 @@
  *                         once written (the period may change per state)
  *   session timer ──────► ops->session_timeout, close once written
  *   mt_conn_close ──────► ops->closed (log line, cancel requests), the
- *                         bufferevent freed, unlinked, ops->free posted
+ *                         bufferevent freed (unless taken), unlinked,
+ *                         ops->free posted
+ *   mt_conn_take_bev ───► the tier has the bufferevent (its callbacks, its
+ *                         free); timers, list and close stay the core's
  *
  * A tier's session embeds a struct mt_conn and gets back to itself with
  * MT_CONN_OWNER(). The core does not read lines itself: protocols differ
@@ -33,6 +46,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct bufferevent;
 struct evbuffer;
@@ -88,12 +102,15 @@ struct mt_conn {
 	struct mt_conn_list *list;
 	struct mt_loop *loop;
 	const struct mt_conn_ops *ops;
-	struct bufferevent *bev;	/* NULL once closed */
-	struct mt_timer *idle;
-	struct mt_timer *life;		/* NULL unless mt_conn_set_lifetime */
+	struct bufferevent *bev;	/* NULL once closed or taken */
+	struct mt_timer *timer;		/* the idle period and the lifetime */
+	uint64_t life_end_ms;		/* coarse clock; 0: no lifetime */
+	uint64_t active_ms;		/* last activity (coarse clock) */
+	unsigned int idle_msecs;	/* the idle period */
 	size_t input_high, output_low;
 	const char *close_reason;
 	bool closing;			/* close once the output is written */
+	bool closed;
 };
 
 /* Take bev (its callbacks become the core's), add conn to list, start the
@@ -109,13 +126,22 @@ void mt_conn_set_bev(struct mt_conn *conn, struct bufferevent *bev);
 struct evbuffer *mt_conn_input(struct mt_conn *conn);
 struct evbuffer *mt_conn_output(struct mt_conn *conn);
 size_t mt_conn_output_pending(struct mt_conn *conn);
-/* Activity that is not the peer's bytes (a reply sent): restart idle. */
+/* Activity the core does not see (a reply sent, bytes relayed by a tier
+ * that took the bufferevent): the idle period counts from now. Cheap: a
+ * coarse clock read. */
 void mt_conn_touch(struct mt_conn *conn);
 /* The idle period from now on (a protocol state with its own timeout,
  * RFC 5321 4.5.3.2); restarts the countdown. */
 void mt_conn_set_idle(struct mt_conn *conn, unsigned int msecs);
-/* End the session msecs from now whatever it does (ops->session_timeout). */
+/* End the session msecs from now whatever it does (ops->session_timeout);
+ * 0: no such bound (any set before is cancelled). */
 void mt_conn_set_lifetime(struct mt_conn *conn, unsigned int msecs);
+/* The tier takes the bufferevent over (a relay with callbacks of its own,
+ * or splice(2) on its socket): the core no longer touches it, and closing
+ * does not free it (ops->closed releases it). The session stays open, on
+ * its list, with its timers; activity is reported with mt_conn_touch().
+ * Not while closing. */
+struct bufferevent *mt_conn_take_bev(struct mt_conn *conn);
 /* Stop reading; close once the queued output is written (at once if it
  * is, so conn may be closed when this returns). Idempotent. */
 void mt_conn_close_after(struct mt_conn *conn, const char *reason);

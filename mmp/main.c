@@ -194,7 +194,6 @@ static bool worker_init(struct mt_loop *loop, unsigned int index,
 	w->loop = loop;
 	w->base = mt_loop_base(loop);
 	w->dirsvc = mt_dirsvc_client_new(server.dirsvc, w->loop);
-	w->reaper = mmp_reaper_new(w);
 	w->scratch = evbuffer_new();
 	if (w->scratch == NULL)
 		mt_panic("evbuffer_new failed");
@@ -210,7 +209,6 @@ static void worker_deinit(void *context)
 {
 	struct mmp_worker *w = context;
 	mmp_sessions_free_all(w);
-	event_free(w->reaper);
 	evbuffer_free(w->scratch);
 	mt_dirsvc_client_free(&w->dirsvc);
 	mmp_splice_pool_free(&w->pipes);

@@ -89,7 +89,7 @@ static void login_starttls(void *context)
 	struct mmp_session *sess = context;
 	/* Read nothing more in plaintext; switch to TLS once the +OK is
 	 * out (now, or from the write callback). */
-	bufferevent_disable(sess->client, EV_READ);
+	bufferevent_disable(sess->conn.bev, EV_READ);
 	mmp_enter_state(sess, MMP_STATE_STLS);
 	mmp_session_flushed_check(sess);
 }

@@ -78,7 +78,7 @@ static void auth_done(const struct mt_dirsvc_auth *r, void *context)
 		 * longer than an unknown user's lookup, and that time must
 		 * not show (the same answer at the same time either way). */
 		mmp_enter_state(sess, MMP_STATE_AUTH_DELAY);
-		mmp_session_timer_at(sess, sess->login_started_ms + delay);
+		mmp_session_penalty_at(sess, sess->login_started_ms + delay);
 		return;
 	case MT_DIRSVC_AUTH_DISABLED:
 		sess->result = r->account == MT_DIRSVC_HOLD ? "account_hold" :

@@ -25,6 +25,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -58,7 +59,8 @@ struct splice_dir {
 
 struct mmp_relay {
 	struct mmp_session *sess;
-	struct bufferevent *backend;	/* bufferevent mode */
+	struct bufferevent *client;	/* bufferevent mode: taken from sess->conn */
+	struct bufferevent *backend;
 	const char *closing_end;	/* one side closed: flush, then close */
 	bool spliced;
 	int client_fd, backend_fd;	/* splice mode: we own them */
@@ -117,7 +119,7 @@ static void pool_put(struct mmp_splice_pool *pool, int p[2])
 
 static void touch(struct mmp_relay *relay)
 {
-	relay->sess->last_active_ms = mt_clock_coarse_ms();
+	mt_conn_touch(&relay->sess->conn);
 }
 
 void mmp_relay_free(struct mmp_relay **relay_p)
@@ -126,6 +128,8 @@ void mmp_relay_free(struct mmp_relay **relay_p)
 	if (relay == NULL)
 		return;
 	*relay_p = NULL;
+	if (relay->client != NULL)
+		bufferevent_free(relay->client);
 	if (relay->backend != NULL)
 		bufferevent_free(relay->backend);
 	struct splice_dir *dirs[] = { &relay->up, &relay->down };
@@ -247,7 +251,7 @@ static void splice_dir_init(struct mmp_relay *relay, struct splice_dir *d,
 static void switch_to_splice(struct mmp_relay *relay)
 {
 	struct mmp_session *sess = relay->sess;
-	struct bufferevent *bevs[] = { sess->client, relay->backend };
+	struct bufferevent *bevs[] = { relay->client, relay->backend };
 	int fds[2];
 
 	for (size_t i = 0; i < 2; i++) {
@@ -256,7 +260,7 @@ static void switch_to_splice(struct mmp_relay *relay)
 		bufferevent_setfd(bevs[i], -1);
 		bufferevent_free(bevs[i]);
 	}
-	sess->client = NULL;
+	relay->client = NULL;
 	relay->backend = NULL;
 	relay->client_fd = fds[0];
 	relay->backend_fd = fds[1];
@@ -272,7 +276,7 @@ static void switch_to_splice(struct mmp_relay *relay)
 
 static bool buffers_empty(struct mmp_relay *relay)
 {
-	struct bufferevent *c = relay->sess->client, *b = relay->backend;
+	struct bufferevent *c = relay->client, *b = relay->backend;
 	return evbuffer_get_length(bufferevent_get_input(c)) == 0 &&
 		evbuffer_get_length(bufferevent_get_output(c)) == 0 &&
 		evbuffer_get_length(bufferevent_get_input(b)) == 0 &&
@@ -318,7 +322,7 @@ static void client_read_cb(struct bufferevent *bev, void *arg)
 static void backend_read_cb(struct bufferevent *bev, void *arg)
 {
 	struct mmp_relay *relay = arg;
-	copy(relay, bev, relay->sess->client, &relay->sess->bytes_out);
+	copy(relay, bev, relay->client, &relay->sess->bytes_out);
 }
 
 /* dst's output drained to its low watermark: resume src, or finish. */
@@ -347,7 +351,7 @@ static void client_write_cb(struct bufferevent *bev, void *arg)
 static void backend_write_cb(struct bufferevent *bev, void *arg)
 {
 	struct mmp_relay *relay = arg;
-	drained(relay, bev, relay->sess->client);
+	drained(relay, bev, relay->client);
 }
 
 /* One side closed (or failed): flush what is on its way to the other. */
@@ -357,7 +361,7 @@ static void side_closed(struct mmp_relay *relay, struct bufferevent *other,
 	if (relay->closing_end != NULL)
 		return;
 	relay->closing_end = end;
-	bufferevent_disable(relay->sess->client, EV_READ);
+	bufferevent_disable(relay->client, EV_READ);
 	bufferevent_disable(relay->backend, EV_READ);
 	if (evbuffer_get_length(bufferevent_get_output(other)) == 0) {
 		mmp_session_close(relay->sess, end);
@@ -390,38 +394,42 @@ static void backend_event_cb(struct bufferevent *bev, short what, void *arg)
 		mmp_session_close(relay->sess, relay->closing_end);
 		return;
 	}
-	copy(relay, bev, relay->sess->client, &relay->sess->bytes_out);
-	side_closed(relay, relay->sess->client,
+	copy(relay, bev, relay->client, &relay->sess->bytes_out);
+	side_closed(relay, relay->client,
 		    (what & BEV_EVENT_EOF) != 0 ? "backend_eof" : "backend_error");
 }
 
 void mmp_relay_start(struct mmp_session *sess, struct bufferevent *backend)
 {
 	struct mmp_relay *relay = mt_xcalloc(1, sizeof(*relay));
-	uint64_t now = mt_clock_coarse_ms();
+	struct bufferevent *client = mt_conn_take_bev(&sess->conn);
 
 	relay->sess = sess;
+	relay->client = client;
 	relay->backend = backend;
 	relay->client_fd = relay->backend_fd = -1;
 	relay->up.pipe[0] = relay->up.pipe[1] = -1;
 	relay->down.pipe[0] = relay->down.pipe[1] = -1;
 	sess->relay = relay;
 	mmp_enter_state(sess, MMP_STATE_RELAY);
-	sess->last_active_ms = now;
-	mmp_session_timer_at(sess, now + sess->worker->server->set->idle_timeout);
+	/* From now on the session ends only when a side closes or after
+	 * idle_timeout without a byte either way (the relay touches it). */
+	mt_conn_set_lifetime(&sess->conn, 0);
+	uint64_t idle = sess->worker->server->set->idle_timeout;
+	mt_conn_set_idle(&sess->conn, idle > UINT_MAX ? UINT_MAX : (unsigned int)idle);
 
-	bufferevent_setcb(sess->client, client_read_cb, client_write_cb,
+	bufferevent_setcb(client, client_read_cb, client_write_cb,
 			  client_event_cb, relay);
 	bufferevent_setcb(backend, backend_read_cb, backend_write_cb,
 			  backend_event_cb, relay);
-	bufferevent_setwatermark(sess->client, EV_READ | EV_WRITE, 0, 0);
+	bufferevent_setwatermark(client, EV_READ | EV_WRITE, 0, 0);
 	bufferevent_setwatermark(backend, EV_READ | EV_WRITE, 0, 0);
-	bufferevent_enable(sess->client, EV_READ | EV_WRITE);
+	bufferevent_enable(client, EV_READ | EV_WRITE);
 	bufferevent_enable(backend, EV_READ | EV_WRITE);
 	/* Commands the client pipelined after PASS/AUTH, and anything the
 	 * store sent after its +OK. */
-	copy(relay, sess->client, backend, &sess->bytes_in);
-	copy(relay, backend, sess->client, &sess->bytes_out);
+	copy(relay, client, backend, &sess->bytes_in);
+	copy(relay, backend, client, &sess->bytes_out);
 	/* The +OK went straight out: splice from the first byte, if asked. */
 	maybe_splice(relay);
 }

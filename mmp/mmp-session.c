@@ -1,9 +1,10 @@
 /* mmp-session.c — one client connection to the MMP, from accept to close:
  * the greeting, implicit TLS and STLS, reading command lines before login,
  * the login and idle timers, the session state machine (every change
- * through mmp_enter_state()), the end-of-session log line, and the
- * deferred free (a session is freed by its worker's reaper event after the
- * callback that closed it has returned, never inside it).
+ * through mmp_enter_state()) and the end-of-session log line. The
+ * connection itself (bufferevent callbacks, timers, the worker's session
+ * list, close-after-flush and the deferred free) is lib-mail/conn's; this
+ * file is its hook set.
  *
  * Trust boundary: the client's bytes. Before login a client can make us
  * hold at most MMP_INPUT_MAX bytes of input and one command line of
@@ -20,6 +21,7 @@
 #include "buf.h"
 #include "tls.h"
 
+#include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdarg.h>
@@ -51,9 +53,18 @@ const char *const mmp_state_names[MMP_STATE_COUNT] = {
 	[MMP_STATE_DEAD] = "dead",
 };
 
-static void client_read_cb(struct bufferevent *bev, void *arg);
-static void client_write_cb(struct bufferevent *bev, void *arg);
-static void client_event_cb(struct bufferevent *bev, short what, void *arg);
+static const struct mt_conn_ops conn_ops;
+
+static struct mmp_session *conn_session(struct mt_conn *conn)
+{
+	return MT_CONN_OWNER(conn, struct mmp_session, conn);
+}
+
+/* A duration setting (ms) as the connection core's timer period. */
+static unsigned int period_ms(uint64_t ms)
+{
+	return ms > UINT_MAX ? UINT_MAX : (unsigned int)ms;
+}
 
 void mmp_enter_state(struct mmp_session *sess, enum mmp_state state)
 {
@@ -71,12 +82,20 @@ void mmp_enter_state(struct mmp_session *sess, enum mmp_state state)
 				    MT_LINE_ACCEPT_LF);
 }
 
-void mmp_session_timer_at(struct mmp_session *sess, uint64_t deadline_ms)
+static void penalty_cb(void *context)
+{
+	mmp_login_delay_done(context);
+}
+
+void mmp_session_penalty_at(struct mmp_session *sess, uint64_t deadline_ms)
 {
 	uint64_t now = mt_clock_coarse_ms();
-	uint64_t ms = deadline_ms > now ? deadline_ms - now : 0;
-	struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000 };
-	evtimer_add(sess->timer, &tv);
+	unsigned int ms = period_ms(deadline_ms > now ? deadline_ms - now : 0);
+	if (sess->penalty == NULL)
+		sess->penalty = mt_timer_add(sess->worker->loop, ms, false,
+					     penalty_cb, sess);
+	else
+		mt_timer_set(sess->penalty, ms);
 }
 
 /* Replies */
@@ -98,11 +117,11 @@ void mmp_bev_send(struct bufferevent *bev, bool direct, struct evbuffer *buf)
 
 void mmp_reply_raw(struct mmp_session *sess, const void *data, size_t len)
 {
-	if (sess->client == NULL)
-		return;
+	if (sess->conn.bev == NULL)
+		return;		/* closed, or relaying */
 	evbuffer_add(sess->worker->scratch, data, len);
 	sess->bytes_out += len;
-	mmp_bev_send(sess->client, !sess->tls, sess->worker->scratch);
+	mmp_bev_send(sess->conn.bev, !sess->tls, sess->worker->scratch);
 }
 
 /* A status line is the command's final reply ("+ " asks for more). */
@@ -118,25 +137,23 @@ void mmp_reply(struct mmp_session *sess, const char *fmt, ...)
 	struct evbuffer *scratch = sess->worker->scratch;
 	va_list ap;
 
-	if (sess->client == NULL)
+	if (sess->conn.bev == NULL)
 		return;
 	va_start(ap, fmt);
 	mt_line_vwrite(scratch, fmt, ap);
 	va_end(ap);
 	count_status(sess, scratch);
 	sess->bytes_out += evbuffer_get_length(scratch);
-	mmp_bev_send(sess->client, !sess->tls, scratch);
+	mmp_bev_send(sess->conn.bev, !sess->tls, scratch);
 }
 
-/* What the write callback does once the output is written out; also
- * called after a reply that went straight to the socket. */
-static void output_flushed(struct mmp_session *sess);
+static void start_tls(struct mmp_session *sess);
 
 void mmp_session_flushed_check(struct mmp_session *sess)
 {
-	if (sess->client != NULL &&
-	    evbuffer_get_length(bufferevent_get_output(sess->client)) == 0)
-		output_flushed(sess);
+	if (sess->conn.bev != NULL && sess->state == MMP_STATE_STLS &&
+	    mt_conn_output_pending(&sess->conn) == 0)
+		start_tls(sess);
 }
 
 void mmp_session_finish(struct mmp_session *sess, const char *end,
@@ -149,22 +166,21 @@ void mmp_session_finish(struct mmp_session *sess, const char *end,
 		return;
 	if (sess->end == NULL)
 		sess->end = end;
-	if (sess->client == NULL || sess->state == MMP_STATE_TLS_HANDSHAKE) {
+	if (sess->conn.bev == NULL || sess->state == MMP_STATE_TLS_HANDSHAKE) {
 		mmp_session_close(sess, end);
 		return;
 	}
 	mmp_login_abort(sess);
 	mmp_enter_state(sess, MMP_STATE_CLOSING);
-	bufferevent_disable(sess->client, EV_READ);
 	va_start(ap, fmt);
 	mt_line_vwrite(scratch, fmt, ap);
 	va_end(ap);
 	count_status(sess, scratch);
 	sess->bytes_out += evbuffer_get_length(scratch);
-	mmp_bev_send(sess->client, !sess->tls, scratch);
-	mmp_session_timer_at(sess, mt_clock_coarse_ms() + CLOSING_FLUSH_MSECS);
-	/* Written already: close now (the caller returns at once). */
-	mmp_session_flushed_check(sess);
+	mmp_bev_send(sess->conn.bev, !sess->tls, scratch);
+	mt_conn_set_idle(&sess->conn, CLOSING_FLUSH_MSECS);
+	/* Written already: closes now (the caller returns at once). */
+	mt_conn_close_after(&sess->conn, sess->end);
 }
 
 bool mmp_session_error(struct mmp_session *sess)
@@ -223,43 +239,9 @@ static void log_end(struct mmp_session *sess)
 
 /* Close and free */
 
-static void reaper_cb(evutil_socket_t fd, short what, void *arg)
+/* The admission main counted for this connection is over. */
+static void release_admission(struct mmp_server *server, struct mmp_session *sess)
 {
-	struct mmp_worker *worker = arg;
-	(void)fd; (void)what;
-	struct mmp_session *sess = worker->dead, *next;
-	worker->dead = NULL;
-	for (; sess != NULL; sess = next) {
-		next = sess->next;
-		free(sess->user);
-		mt_commands_free(&sess->commands);
-		free(sess);
-	}
-}
-
-void mmp_session_close(struct mmp_session *sess, const char *end)
-{
-	struct mmp_worker *worker = sess->worker;
-	struct mmp_server *server = worker->server;
-
-	if (sess->state == MMP_STATE_DEAD)
-		return;
-	if (sess->end == NULL)
-		sess->end = end;
-	mmp_login_abort(sess);
-	mmp_relay_free(&sess->relay);
-	if (sess->timer != NULL) {
-		event_free(sess->timer);
-		sess->timer = NULL;
-	}
-	if (sess->client != NULL) {
-		bufferevent_free(sess->client);
-		sess->client = NULL;
-	}
-	log_end(sess);
-	mmp_enter_state(sess, MMP_STATE_DEAD);
-	atomic_fetch_add(&server->stats.bytes_in, sess->bytes_in);
-	atomic_fetch_add(&server->stats.bytes_out, sess->bytes_out);
 	if (sess->reject != NULL) {
 		atomic_fetch_sub(&server->rejects, 1);
 	} else {
@@ -267,27 +249,54 @@ void mmp_session_close(struct mmp_session *sess, const char *end)
 				    (struct sockaddr *)&sess->peer);
 		atomic_fetch_sub(&server->conns, 1);
 	}
+}
 
-	if (sess->prev != NULL)
-		sess->prev->next = sess->next;
-	else
-		worker->sessions = sess->next;
-	if (sess->next != NULL)
-		sess->next->prev = sess->prev;
-	sess->prev = NULL;
-	sess->next = worker->dead;
-	worker->dead = sess;
-	if (worker->reaper != NULL)
-		event_active(worker->reaper, EV_TIMEOUT, 0);
-	if (--worker->n_sessions == 0 && worker->draining)
+void mmp_session_close(struct mmp_session *sess, const char *end)
+{
+	if (sess->end == NULL)
+		sess->end = end;
+	mt_conn_close(&sess->conn, end);
+}
+
+/* ops->closed: off the worker's list already; the bufferevent (if the
+ * relay did not take it) is freed right after. */
+static void conn_closed(struct mt_conn *conn, const char *reason)
+{
+	struct mmp_session *sess = conn_session(conn);
+	struct mmp_worker *worker = sess->worker;
+	struct mmp_server *server = worker->server;
+
+	if (sess->end == NULL)
+		sess->end = reason;
+	mmp_login_abort(sess);
+	mmp_relay_free(&sess->relay);
+	mt_timer_free(&sess->penalty);
+	log_end(sess);
+	mmp_enter_state(sess, MMP_STATE_DEAD);
+	atomic_fetch_add(&server->stats.bytes_in, sess->bytes_in);
+	atomic_fetch_add(&server->stats.bytes_out, sess->bytes_out);
+	release_admission(server, sess);
+	if (worker->sessions.count == 0 && worker->draining)
 		mt_loop_drain_done(worker->loop);
+}
+
+static void session_free(struct mmp_session *sess)
+{
+	free(sess->user);
+	mt_commands_free(&sess->commands);
+	free(sess);
+}
+
+static void conn_free(struct mt_conn *conn)
+{
+	session_free(conn_session(conn));
 }
 
 /* Input before login */
 
 void mmp_session_input(struct mmp_session *sess)
 {
-	struct evbuffer *in = bufferevent_get_input(sess->client);
+	struct evbuffer *in = mt_conn_input(&sess->conn);
 	struct mt_buf line = MT_BUF_INIT;
 
 	while (sess->state == MMP_STATE_AUTHORIZATION ||
@@ -332,7 +341,6 @@ void mmp_session_resume(struct mmp_session *sess)
 		return;
 	}
 	mmp_enter_state(sess, MMP_STATE_AUTHORIZATION);
-	mmp_session_timer_at(sess, sess->login_deadline_ms);
 	mmp_session_input(sess);
 }
 
@@ -355,7 +363,7 @@ static void start_tls(struct mmp_session *sess)
 	size_t discarded = 0;
 	const char *error = NULL;
 
-	struct bufferevent *bev = mt_tls_bev_starttls(server->tls, &sess->client,
+	struct bufferevent *bev = mt_tls_bev_starttls(server->tls, &sess->conn.bev,
 						      NULL, &discarded, &error);
 	if (bev == NULL) {
 		mt_slog(MT_LOG_WARNING, &sess->log, "STLS failed: %s", error);
@@ -365,73 +373,59 @@ static void start_tls(struct mmp_session *sess)
 	if (discarded > 0)
 		mt_slog(MT_LOG_INFO, &sess->log,
 			"discarded %zu plaintext bytes sent after STLS", discarded);
-	sess->client = bev;
+	mt_conn_set_bev(&sess->conn, bev);
 	sess->tls = true;
 	MT_FREE(&sess->user);
-	bufferevent_setcb(bev, client_read_cb, client_write_cb, client_event_cb,
-			  sess);
-	bufferevent_setwatermark(bev, EV_READ, 0, MMP_INPUT_MAX);
-	bufferevent_enable(bev, EV_READ | EV_WRITE);
 	mmp_enter_state(sess, MMP_STATE_TLS_HANDSHAKE);
 }
 
-/* Callbacks before login (the relay installs its own) */
+/* The connection core's ops (the relay takes the bufferevent over) */
 
-static void client_read_cb(struct bufferevent *bev, void *arg)
+static void conn_input(struct mt_conn *conn)
 {
-	struct mmp_session *sess = arg;
-	(void)bev;
+	struct mmp_session *sess = conn_session(conn);
 	/* In other states the input waits (bounded by the read watermark):
 	 * pipelined commands after PASS go to the store after login. */
 	if (sess->state == MMP_STATE_AUTHORIZATION || sess->state == MMP_STATE_SASL)
 		mmp_session_input(sess);
 }
 
-static void output_flushed(struct mmp_session *sess)
+/* The output has been written out (the core closes a CLOSING session). */
+static void conn_output(struct mt_conn *conn)
 {
-	if (sess->state == MMP_STATE_STLS)
-		start_tls(sess);
-	else if (sess->state == MMP_STATE_CLOSING)
-		mmp_session_close(sess, sess->end);
+	mmp_session_flushed_check(conn_session(conn));
 }
 
-/* The output buffer has been written out. */
-static void client_write_cb(struct bufferevent *bev, void *arg)
+static void conn_connected(struct mt_conn *conn)
 {
-	struct mmp_session *sess = arg;
-	if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
-		output_flushed(sess);
-}
-
-static void client_event_cb(struct bufferevent *bev, short what, void *arg)
-{
-	struct mmp_session *sess = arg;
-
-	if ((what & BEV_EVENT_CONNECTED) != 0) {
-		if (sess->state != MMP_STATE_TLS_HANDSHAKE)
-			return;
-		char desc[128];
-		SSL *ssl = bufferevent_openssl_get_ssl(bev);
-		mt_slog(MT_LOG_DEBUG, &sess->log, "tls=%s",
-			ssl != NULL ? mt_tls_describe(ssl, desc, sizeof(desc)) : "?");
-		mmp_enter_state(sess, MMP_STATE_AUTHORIZATION);
-		/* Implicit TLS: the greeting (or refusal) comes now; after
-		 * STLS there is none (RFC 2595 section 4). */
-		if (sess->kind == MMP_LISTENER_POP3S)
-			greet(sess);
-		/* Input that came with the handshake's last flight. */
-		if (sess->state == MMP_STATE_AUTHORIZATION)
-			mmp_session_input(sess);
+	struct mmp_session *sess = conn_session(conn);
+	if (sess->state != MMP_STATE_TLS_HANDSHAKE)
 		return;
-	}
-	if ((what & BEV_EVENT_EOF) != 0) {
+	char desc[128];
+	SSL *ssl = bufferevent_openssl_get_ssl(conn->bev);
+	mt_slog(MT_LOG_DEBUG, &sess->log, "tls=%s",
+		ssl != NULL ? mt_tls_describe(ssl, desc, sizeof(desc)) : "?");
+	mmp_enter_state(sess, MMP_STATE_AUTHORIZATION);
+	/* Implicit TLS: the greeting (or refusal) comes now; after STLS
+	 * there is none (RFC 2595 section 4). */
+	if (sess->kind == MMP_LISTENER_POP3S)
+		greet(sess);
+	/* Input that came with the handshake's last flight. */
+	if (sess->state == MMP_STATE_AUTHORIZATION)
+		mmp_session_input(sess);
+}
+
+static void conn_eof(struct mt_conn *conn, bool error)
+{
+	struct mmp_session *sess = conn_session(conn);
+	if (!error) {
 		mmp_session_close(sess, "client_eof");
 		return;
 	}
 	if (sess->tls) {
 		char why[128];
 		mt_slog(MT_LOG_DEBUG, &sess->log, "tls error: %s",
-			mt_tls_bev_error(bev, why, sizeof(why)));
+			mt_tls_bev_error(conn->bev, why, sizeof(why)));
 		mmp_session_close(sess, sess->state == MMP_STATE_TLS_HANDSHAKE ?
 				  "tls_failed" : "client_error");
 		return;
@@ -439,26 +433,23 @@ static void client_event_cb(struct bufferevent *bev, short what, void *arg)
 	mmp_session_close(sess, "client_error");
 }
 
-static void timer_cb(evutil_socket_t fd, short what, void *arg)
+/* Waiting on the directory, the penalty or the shard: not idle. */
+static bool conn_busy(struct mt_conn *conn)
 {
-	struct mmp_session *sess = arg;
-	(void)fd; (void)what;
+	enum mmp_state state = conn_session(conn)->state;
+	return state == MMP_STATE_DIRECTORY || state == MMP_STATE_AUTH_DELAY ||
+		state == MMP_STATE_BACKEND;
+}
 
+/* The login deadline (the session's lifetime until login), or silence:
+ * before login both end it the same way; relaying, silence ends it
+ * without a word (the store speaks to the client then). */
+static void conn_timeout(struct mt_conn *conn)
+{
+	struct mmp_session *sess = conn_session(conn);
 	switch (sess->state) {
-	case MMP_STATE_AUTH_DELAY:
-		mmp_login_delay_done(sess);
-		break;
-	case MMP_STATE_RELAY: {
-		uint64_t idle = sess->worker->server->set->idle_timeout;
-		uint64_t now = mt_clock_coarse_ms();
-		if (now - sess->last_active_ms >= idle)
-			mmp_session_close(sess, "idle_timeout");
-		else
-			mmp_session_timer_at(sess, sess->last_active_ms + idle);
-		break;
-	}
-	case MMP_STATE_CLOSING:
-		mmp_session_close(sess, sess->end);
+	case MMP_STATE_RELAY:
+		mmp_session_close(sess, "idle_timeout");
 		break;
 	case MMP_STATE_TLS_HANDSHAKE:
 		mmp_session_close(sess, "login_timeout");
@@ -470,12 +461,19 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+static const struct mt_conn_ops conn_ops = {
+	.input = conn_input, .output = conn_output, .connected = conn_connected,
+	.eof = conn_eof, .busy = conn_busy, .idle_timeout = conn_timeout,
+	.session_timeout = conn_timeout, .closed = conn_closed, .free = conn_free,
+};
+
 void mmp_session_new(struct mmp_worker *worker, int fd,
 		     const struct sockaddr *peer, socklen_t peerlen,
 		     enum mmp_listener_kind kind, const char *reject)
 {
 	struct mmp_server *server = worker->server;
 	struct mmp_session *sess = mt_xcalloc(1, sizeof(*sess));
+	struct bufferevent *bev;
 	const char *error = NULL;
 	int one = 1;
 
@@ -488,47 +486,37 @@ void mmp_session_new(struct mmp_worker *worker, int fd,
 	sess->kind = kind;
 	sess->reject = reject;
 	sess->start_ms = mt_clock_coarse_ms();
-	sess->login_deadline_ms = sess->start_ms + server->set->login_timeout;
 	sess->state = MMP_STATE_NEW;
 	mmp_commands_init(sess);
 	/* POP3 is request/response in small lines: never wait for Nagle. */
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 
-	if (kind == MMP_LISTENER_POP3S) {
-		sess->client = mt_tls_bev_accept(server->tls, worker->base, fd, &error);
-		sess->tls = true;
-	} else {
-		sess->client = bufferevent_socket_new(worker->base, fd,
-						      BEV_OPT_CLOSE_ON_FREE);
-		if (sess->client == NULL) {
-			close(fd);
-			error = "bufferevent_socket_new failed";
-		}
-	}
-	sess->timer = evtimer_new(worker->base, timer_cb, sess);
-	if (sess->timer == NULL)
-		mt_panic("evtimer_new failed");
-
-	sess->next = worker->sessions;
-	if (sess->next != NULL)
-		sess->next->prev = sess;
-	worker->sessions = sess;
-	worker->n_sessions++;
-
 	char addr[MT_SOCKADDR_STRLEN];
 	mt_slog(MT_LOG_DEBUG, &sess->log, "connect client=%s listener=%s",
 		mt_sockaddr_str(peer, addr, sizeof(addr)),
 		kind == MMP_LISTENER_POP3S ? "pop3s" : "pop3");
-	if (sess->client == NULL) {
+	if (kind == MMP_LISTENER_POP3S) {
+		bev = mt_tls_bev_accept(server->tls, worker->base, fd, &error);
+		sess->tls = true;
+	} else {
+		bev = bufferevent_socket_new(worker->base, fd, BEV_OPT_CLOSE_ON_FREE);
+		if (bev == NULL) {
+			close(fd);
+			error = "bufferevent_socket_new failed";
+		}
+	}
+	if (bev == NULL) {
 		mt_slog(MT_LOG_ERROR, &sess->log, "cannot start session: %s", error);
-		mmp_session_close(sess, "error");
+		release_admission(server, sess);
+		session_free(sess);
 		return;
 	}
-	bufferevent_setcb(sess->client, client_read_cb, client_write_cb,
-			  client_event_cb, sess);
-	bufferevent_setwatermark(sess->client, EV_READ, 0, MMP_INPUT_MAX);
-	bufferevent_enable(sess->client, EV_READ | EV_WRITE);
-	mmp_session_timer_at(sess, sess->login_deadline_ms);
+	/* Before login the client has login_timeout in all (the lifetime)
+	 * and can make us hold MMP_INPUT_MAX bytes of input. */
+	unsigned int login_ms = period_ms(server->set->login_timeout);
+	mt_conn_start(&sess->conn, &worker->sessions, worker->loop, bev, &conn_ops,
+		      login_ms, MMP_INPUT_MAX, 0);
+	mt_conn_set_lifetime(&sess->conn, login_ms);
 	if (kind == MMP_LISTENER_POP3S)
 		mmp_enter_state(sess, MMP_STATE_TLS_HANDSHAKE);
 	else
@@ -537,40 +525,34 @@ void mmp_session_new(struct mmp_worker *worker, int fd,
 
 /* Drain and exit */
 
+static void drain_session(struct mt_conn *conn)
+{
+	struct mmp_session *sess = conn_session(conn);
+	switch (sess->state) {
+	case MMP_STATE_AUTHORIZATION:
+	case MMP_STATE_SASL:
+	case MMP_STATE_TLS_HANDSHAKE:
+		mmp_session_finish(sess, "shutdown",
+				   "-ERR [SYS/TEMP] Server shutting down.");
+		break;
+	default:
+		/* Logging in: answered in mmp_session_resume(); relaying:
+		 * runs to its end or the drain bound. */
+		break;
+	}
+}
+
 void mmp_sessions_drain(struct mmp_worker *worker)
 {
 	worker->draining = true;
-	struct mmp_session *sess = worker->sessions, *next;
-	for (; sess != NULL; sess = next) {
-		next = sess->next;
-		switch (sess->state) {
-		case MMP_STATE_AUTHORIZATION:
-		case MMP_STATE_SASL:
-		case MMP_STATE_TLS_HANDSHAKE:
-			mmp_session_finish(sess, "shutdown",
-					   "-ERR [SYS/TEMP] Server shutting down.");
-			break;
-		default:
-			/* Logging in: answered in mmp_session_resume();
-			 * relaying: runs to its end or the drain bound. */
-			break;
-		}
-	}
-	if (worker->n_sessions == 0)
+	mt_conn_list_each(&worker->sessions, drain_session);
+	if (worker->sessions.count == 0)
 		mt_loop_drain_done(worker->loop);
 }
 
 void mmp_sessions_free_all(struct mmp_worker *worker)
 {
-	while (worker->sessions != NULL)
-		mmp_session_close(worker->sessions, "shutdown");
-	reaper_cb(-1, 0, worker);
-}
-
-struct event *mmp_reaper_new(struct mmp_worker *worker)
-{
-	struct event *ev = event_new(worker->base, -1, 0, reaper_cb, worker);
-	if (ev == NULL)
-		mt_panic("event_new failed");
-	return ev;
+	/* The frees are posted to the worker's loop, which runs (or, freed,
+	 * discards) them after this. */
+	mt_conn_list_close_all(&worker->sessions, "shutdown");
 }

@@ -35,6 +35,7 @@
 
 #include "authfail.h"
 #include "command.h"
+#include "conn.h"
 #include "lineio.h"
 #include "log.h"
 #include "loop.h"
@@ -119,10 +120,7 @@ struct mmp_worker {
 	struct mt_loop *loop;
 	struct event_base *base;
 	struct mt_dirsvc_client *dirsvc;
-	struct mmp_session *sessions;	/* live, doubly linked */
-	unsigned int n_sessions;
-	struct mmp_session *dead;	/* closed, freed by the reaper */
-	struct event *reaper;
+	struct mt_conn_list sessions;	/* open ones (lib-mail/conn) */
 	struct mmp_splice_pool *pipes;
 	struct evbuffer *scratch;	/* a reply being sent; always left empty */
 	bool draining;
@@ -140,7 +138,7 @@ enum mmp_state {
 	MMP_STATE_BACKEND,		/* connecting and logging in to the shard */
 	MMP_STATE_RELAY,		/* logged in: copying bytes both ways */
 	MMP_STATE_CLOSING,		/* last reply being flushed, then close */
-	MMP_STATE_DEAD,			/* closed; the reaper frees it */
+	MMP_STATE_DEAD,			/* closed; freed after the callback */
 	MMP_STATE_COUNT
 };
 
@@ -159,12 +157,15 @@ enum mmp_command_id {
 };
 
 struct mmp_session {
-	struct mmp_session *prev, *next;
+	/* The client connection: its bufferevent until the relay takes it,
+	 * the login deadline (lifetime), the idle timer (login_timeout
+	 * before login, idle_timeout relaying, the flush bound closing), the
+	 * worker's session list and the deferred free. */
+	struct mt_conn conn;
 	struct mmp_worker *worker;
-	struct bufferevent *client;
 	struct mmp_backend *backend;	/* logging in to the shard */
 	struct mmp_relay *relay;	/* after login */
-	struct event *timer;		/* login, penalty or idle timeout */
+	struct mt_timer *penalty;	/* a failed login's delayed answer */
 	struct mt_dirsvc_request *dirreq;
 	struct mt_logctx log;
 	struct mt_line_reader reader;
@@ -178,9 +179,7 @@ struct mmp_session {
 	const char *result;		/* login outcome, for the log line */
 	const char *end;		/* how the session ended */
 	uint64_t start_ms;
-	uint64_t login_deadline_ms;
 	uint64_t login_started_ms;	/* PASS/AUTH handed to the directory */
-	uint64_t last_active_ms;	/* relay: for the idle timeout */
 	uint64_t bytes_in, bytes_out;	/* from / to the client */
 	uint32_t errors;
 	struct mt_commands commands;	/* lib-mail/command: counters */
@@ -214,13 +213,14 @@ void mmp_session_flushed_check(struct mmp_session *sess);
 void mmp_session_finish(struct mmp_session *sess, const char *end,
 			const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Close now: log the session line, release everything but the struct,
- * which the reaper frees after the current callback. Idempotent. */
+ * which is freed after the current callback. Idempotent. */
 void mmp_session_close(struct mmp_session *sess, const char *end);
 /* Read and run the client's command lines until the state leaves
  * AUTHORIZATION/SASL or the input runs dry. */
 void mmp_session_input(struct mmp_session *sess);
-/* Arm the session timer to fire at deadline_ms (monotonic). */
-void mmp_session_timer_at(struct mmp_session *sess, uint64_t deadline_ms);
+/* The failed-login penalty: mmp_login_delay_done() at deadline_ms
+ * (coarse monotonic clock). */
+void mmp_session_penalty_at(struct mmp_session *sess, uint64_t deadline_ms);
 /* Back to AUTHORIZATION after a login attempt; runs pipelined input. */
 void mmp_session_resume(struct mmp_session *sess);
 /* One error (bad command, failed login): false if that was one too many
@@ -231,10 +231,8 @@ bool mmp_session_error(struct mmp_session *sess);
 const char *mmp_log_name(const char *name);
 /* Worker drain: end pre-login sessions, let relaying ones finish. */
 void mmp_sessions_drain(struct mmp_worker *worker);
-/* Worker exit: close every session and free them. */
+/* Worker exit: close every session (freed with the worker's loop). */
 void mmp_sessions_free_all(struct mmp_worker *worker);
-/* The worker's reaper event (frees closed sessions from the loop). */
-struct event *mmp_reaper_new(struct mmp_worker *worker);
 
 /* mmp-commands.c */
 
@@ -301,8 +299,9 @@ void mmp_shard_failed(struct mmp_shard *shard, const char *reason);
 
 /* mmp-relay.c */
 
-/* Logged in: relay between the client and backend (taken) until either
- * closes. Pipelined client input is forwarded first. */
+/* Logged in: relay between the client (the bufferevent is taken from
+ * sess->conn) and backend (taken) until either closes. Pipelined client
+ * input is forwarded first. */
 void mmp_relay_start(struct mmp_session *sess, struct bufferevent *backend);
 void mmp_relay_free(struct mmp_relay **relay_p);
 struct mmp_splice_pool *mmp_splice_pool_new(void);

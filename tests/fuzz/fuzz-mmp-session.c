@@ -83,7 +83,6 @@ static struct fixture *fixture_get(void)
 	f->worker.loop = f->loop;
 	f->worker.base = mt_loop_base(f->loop);
 	f->worker.dirsvc = mt_dirsvc_client_new(f->server.dirsvc, f->loop);
-	f->worker.reaper = mmp_reaper_new(&f->worker);
 	f->worker.scratch = evbuffer_new();
 	return f;
 }
@@ -124,13 +123,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	close(sv[1]);
 	/* The session sees EOF and goes; a directory request still out is
 	 * abandoned, its answer (a refused connection) comes meanwhile. */
-	for (int i = 0; i < 50 && f->worker.n_sessions > 0; i++) {
+	for (int i = 0; i < 50 && f->worker.sessions.count > 0; i++) {
 		spin(f);
-		if (f->worker.n_sessions > 0)
+		if (f->worker.sessions.count > 0)
 			usleep(1000);
 	}
-	FUZZ_CHECK(f->worker.n_sessions == 0 && f->worker.sessions == NULL,
-		   "%u sessions left", f->worker.n_sessions);
+	FUZZ_CHECK(f->worker.sessions.count == 0 && f->worker.sessions.head == NULL,
+		   "%u sessions left", f->worker.sessions.count);
 	FUZZ_CHECK(atomic_load(&f->server.conns) == 0, "connection slots left");
 	/* A failed login's record stays for auth_fail_window; once that has
 	 * passed, only an address with a connection still counted (a leaked

@@ -5,7 +5,9 @@
  * ops->free only after the closing callback returned; the idle timer
  * writes the goodbye and closes, but restarts while the tier says it is
  * busy; a new idle period takes effect; the total-session timer ends a
- * session that keeps talking; the peer's EOF reaches ops->eof; the session
+ * session that keeps talking; a tier that takes the bufferevent keeps the
+ * session alive by touching it and its silence still ends it; the peer's
+ * EOF reaches ops->eof; the session
  * list counts, visits and closes every session, and ops->closed sees the
  * list without the closing one. */
 #include <stdarg.h>
@@ -44,6 +46,8 @@ struct echo {
 	const char *reason;
 	bool *freed;		/* set by ops->free */
 	bool closing_inside;	/* closing from inside ops->input */
+	struct bufferevent *taken;	/* mt_conn_take_bev(): the relay's now */
+	unsigned int relayed;		/* reads on the taken bufferevent */
 };
 
 static struct echo *owner(struct mt_conn *conn)
@@ -97,6 +101,10 @@ static void echo_idle(struct mt_conn *conn)
 {
 	struct echo *e = owner(conn);
 	e->idles++;
+	if (e->taken != NULL) {
+		mt_conn_close(conn, "idle-relay");	/* a relay says nothing */
+		return;
+	}
 	evbuffer_add_printf(mt_conn_output(conn), "idle\r\n");
 }
 
@@ -106,7 +114,13 @@ static void echo_closed(struct mt_conn *conn, const char *reason)
 	e->closed++;
 	e->reason = reason;
 	e->list_count_at_close = conn->list->count;
-	assert_non_null(conn->bev);	/* still there for the tier */
+	if (e->taken != NULL) {
+		assert_null(conn->bev);	/* the tier's to free */
+		bufferevent_free(e->taken);
+		e->taken = NULL;
+	} else {
+		assert_non_null(conn->bev);	/* still there for the tier */
+	}
 }
 
 static void echo_free(struct mt_conn *conn)
@@ -318,6 +332,60 @@ static void test_idle_period_and_lifetime(void **state)
 	free(e);
 }
 
+/* The relay's read callback on the taken bufferevent. */
+static void relay_read(struct bufferevent *bev, void *arg)
+{
+	struct echo *e = arg;
+	evbuffer_drain(bufferevent_get_input(bev),
+		       evbuffer_get_length(bufferevent_get_input(bev)));
+	e->relayed++;
+	mt_conn_touch(&e->conn);
+}
+
+/* A tier takes the bufferevent over (the MMP's relay): the session stays
+ * on its list; the idle timer, lazily, sees only mt_conn_touch() as
+ * activity, so a talking peer keeps it open past many periods and a
+ * silent one ends it; a lifetime set to 0 is cancelled; closing leaves
+ * the bufferevent to ops->closed. */
+static void test_take_bev(void **state)
+{
+	struct fixture *f = *state;
+	bool freed;
+	int peer;
+	struct mt_buf got = MT_BUF_INIT;
+	struct echo *e = echo_new(f, &freed, 40, &peer);
+	mt_conn_set_lifetime(&e->conn, 30);
+	mt_conn_set_lifetime(&e->conn, 0);
+	e->taken = mt_conn_take_bev(&e->conn);
+	assert_non_null(e->taken);
+	assert_null(e->conn.bev);
+	bufferevent_setcb(e->taken, relay_read, NULL, NULL, e);
+	bufferevent_enable(e->taken, EV_READ);
+
+	for (int i = 0; i < 40; i++) {	/* 200 ms of talk, 5 idle periods */
+		assert_int_equal(write(peer, "x", 1), 1);
+		usleep(5000);
+		spin(f, 2);
+	}
+	assert_int_equal(e->idles, 0);
+	assert_int_equal(e->lifetimes, 0);
+	assert_int_equal(e->closed, 0);
+	assert_int_equal(f->list.count, 1);
+	assert_true(e->relayed > 10);
+	/* Silent now: the idle timer ends it, the taken bufferevent goes. */
+	assert_true(wait_for_eof(f, peer, false, &got));
+	assert_int_equal(e->idles, 1);
+	assert_int_equal(e->closed, 1);
+	assert_string_equal(e->reason, "idle-relay");
+	assert_null(e->taken);
+	assert_int_equal(f->list.count, 0);
+	spin(f, 2);
+	assert_true(freed);
+	mt_buf_free(&got);
+	close(peer);
+	free(e);
+}
+
 static void visit(struct mt_conn *conn)
 {
 	owner(conn)->visits++;
@@ -363,6 +431,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_close_inside_a_callback, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_busy_and_eof, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_period_and_lifetime, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_take_bev, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_list, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -120,7 +120,6 @@ static int setup(void **state)
 	f->worker.server = &f->server;
 	f->worker.loop = f->loop;
 	f->worker.base = mt_loop_base(f->loop);
-	f->worker.reaper = mmp_reaper_new(&f->worker);
 	f->worker.scratch = evbuffer_new();
 	*state = f;
 	return 0;
@@ -130,7 +129,6 @@ static int teardown(void **state)
 {
 	struct fixture *f = *state;
 	mmp_sessions_free_all(&f->worker);
-	event_free(f->worker.reaper);
 	evbuffer_free(f->worker.scratch);
 	mmp_clients_free(&f->server.clients);
 	mt_loop_free(&f->loop);
@@ -200,8 +198,8 @@ static void test_scenarios(void **state)
 		run(f, &scenarios[i], true);
 	}
 	/* Every session was closed and its slot given back. */
-	assert_null(f->worker.sessions);
-	assert_int_equal(f->worker.n_sessions, 0);
+	assert_null(f->worker.sessions.head);
+	assert_int_equal(f->worker.sessions.count, 0);
 	assert_int_equal(atomic_load(&f->server.conns), 0);
 	assert_int_equal(mmp_clients_count(f->server.clients), 0);
 }
