@@ -97,8 +97,11 @@ void store_req_free(struct mt_store_req *req)
 	free(req->data);
 	if (req->sbody != NULL)
 		store_body_unref(req->sbody);
-	if (req->mbox != NULL)
+	if (req->mbox != NULL) {
+		if (req->kind == STORE_REQ_EXPUNGE)
+			store_mailbox_writer(req->mbox, false);
 		store_mailbox_unref(&req->mbox);
+	}
 	if (req->result != NULL)
 		mt_store_mailbox_close(&req->result);	/* not taken */
 	if (req->port != NULL)
@@ -396,6 +399,7 @@ static struct mt_store_req *expunge_new(struct mt_store_port *port,
 	struct mt_store_req *req = store_req_new(mbox->store, STORE_REQ_EXPUNGE, port,
 					   cb, context);
 	req->mbox = store_mailbox_ref(mbox);
+	store_mailbox_writer(mbox, true);
 	req->uids = mt_xmalloc((count == 0 ? 1 : count) * sizeof(*uids));
 	if (count > 0)
 		memcpy(req->uids, uids, count * sizeof(*uids));

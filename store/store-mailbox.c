@@ -101,8 +101,9 @@ enum mt_store_status store_mailbox_open(struct mt_store *store, const char *name
 	struct mt_store_mailbox *mbox = mt_xcalloc(1, sizeof(*mbox));
 	mbox->store = store;
 	atomic_init(&mbox->refs, 1);
+	atomic_init(&mbox->writers, 0);
 	mbox->name = mt_xstrdup(name);
-	mbox->entry = entry;
+	atomic_init(&mbox->entry, entry);
 	int ret = store_records_load(store, mbox);
 	if (ret != 0) {
 		enum mt_store_status status = store_status_from_db(store, ret);
@@ -136,6 +137,14 @@ struct mt_store_mailbox *store_mailbox_ref(struct mt_store_mailbox *mbox)
 	return mbox;
 }
 
+/* Give the in-use lock back (once, whoever comes first). */
+static void mailbox_unlock(struct mt_store_mailbox *mbox)
+{
+	struct store_open_entry *entry = atomic_exchange(&mbox->entry, NULL);
+	if (entry != NULL)
+		table_release(mbox->store, entry);
+}
+
 void store_mailbox_unref(struct mt_store_mailbox **mbox_p)
 {
 	struct mt_store_mailbox *mbox = *mbox_p;
@@ -144,15 +153,30 @@ void store_mailbox_unref(struct mt_store_mailbox **mbox_p)
 	*mbox_p = NULL;
 	if (atomic_fetch_sub(&mbox->refs, 1) != 1)
 		return;
-	table_release(mbox->store, mbox->entry);
+	mailbox_unlock(mbox);
 	free(mbox->msgs);
 	free(mbox->locs);
 	free(mbox->name);
 	free(mbox);
 }
 
+void store_mailbox_writer(struct mt_store_mailbox *mbox, bool add)
+{
+	if (add)
+		atomic_fetch_add(&mbox->writers, 1);
+	else
+		atomic_fetch_sub(&mbox->writers, 1);
+}
+
 void mt_store_mailbox_close(struct mt_store_mailbox **mbox_p)
 {
+	struct mt_store_mailbox *mbox = *mbox_p;
+	/* The owner is done: reads it cancelled may still run (their results
+	 * go nowhere), but the next session may have the mailbox. An
+	 * expunge in flight keeps it until it is freed. The owner submits
+	 * nothing after this, so writers cannot grow meanwhile. */
+	if (mbox != NULL && atomic_load(&mbox->writers) == 0)
+		mailbox_unlock(mbox);
 	store_mailbox_unref(mbox_p);
 }
 

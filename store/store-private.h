@@ -187,7 +187,12 @@ struct mt_store_mailbox {
 	struct store_msg_loc *locs;	/* one per message */
 	unsigned int count;
 	uint64_t bytes;
-	struct store_open_entry *entry;	/* the in-use lock */
+	/* The in-use lock: released when the owner closes the mailbox with
+	 * no expunge in flight, else with the last reference (a cancelled
+	 * read still running does not keep the next session out; a commit
+	 * still running does, as its changes are not in that session's view). */
+	struct store_open_entry *_Atomic entry;
+	atomic_uint writers;		/* expunge requests not yet freed */
 };
 
 /* A decoded mailbox record. */
@@ -469,6 +474,8 @@ enum mt_store_status store_mailbox_open(struct mt_store *store, const char *name
 					const char **error_r);
 struct mt_store_mailbox *store_mailbox_ref(struct mt_store_mailbox *mbox);
 void store_mailbox_unref(struct mt_store_mailbox **mbox_p);
+/* An expunge request holding mbox starts (add) or is freed. */
+void store_mailbox_writer(struct mt_store_mailbox *mbox, bool add);
 
 /* DBTs: input bytes, or a caller's buffer to be filled. */
 static inline void store_dbt_in(DBT *dbt, const void *data, size_t size)

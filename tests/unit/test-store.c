@@ -1,7 +1,7 @@
 /* test-store.c — unit tests of the message store (store/store.h) on a
  * real Berkeley DB environment in a scratch directory: deliver, list, read
  * by ranges (chunk boundaries, a 2.6 MB body), expunge, quota, the in-use
- * lock, UIDL stability across close/reopen, the format-version refusal and
+ * lock (released at the owner's close unless an expunge is in flight), UIDL stability across close/reopen, the format-version refusal and
  * the version 1 and 2 upgrades (version 3: test-store-stream.c), the lazy expunge (purge queue, purger, backlog
  * across a close, purging on a full disk),
  * the async API on an event_base (streaming read, cancel, freeing a port
@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "test-store-util.h"
-#include "store-private.h"	/* test_panic reaches the DB_ENV */
+#include "store-private.h"	/* test_panic reaches the DB_ENV; references */
 #include "buf.h"
 #include "log.h"
 
@@ -243,6 +243,26 @@ static void test_in_use(void **state)
 	assert_int_equal(mt_store_mailbox_open_sync(store, "frank", &mbox, &error),
 			 MT_STORE_OK);
 	assert_int_equal(mt_store_mailbox_count(mbox), 2);
+
+	/* A read the owner cancelled still holds the mailbox when it closes
+	 * (a reference): the next session gets it all the same. */
+	struct mt_store_mailbox *reading = store_mailbox_ref(mbox);
+	mt_store_mailbox_close(&mbox);
+	assert_int_equal(mt_store_mailbox_open_sync(store, "frank", &mbox, &error),
+			 MT_STORE_OK);
+	store_mailbox_unref(&reading);	/* the old view goes; the lock stays */
+	assert_int_equal(mt_store_mailbox_open_sync(store, "frank", &other, &error),
+			 MT_STORE_IN_USE);
+	/* An expunge in flight keeps it until the request is freed. */
+	struct mt_store_mailbox *expunging = store_mailbox_ref(mbox);
+	store_mailbox_writer(expunging, true);
+	mt_store_mailbox_close(&mbox);
+	assert_int_equal(mt_store_mailbox_open_sync(store, "frank", &other, &error),
+			 MT_STORE_IN_USE);
+	store_mailbox_writer(expunging, false);
+	store_mailbox_unref(&expunging);
+	assert_int_equal(mt_store_mailbox_open_sync(store, "frank", &mbox, &error),
+			 MT_STORE_OK);
 	mt_store_mailbox_close(&mbox);
 
 	/* One serving process per store; mailtierctl may join. */
