@@ -87,7 +87,9 @@ struct mt_conn_ops {
 	 * The session is off its list already; the bufferevent is still
 	 * there (and freed right after). */
 	void (*closed)(struct mt_conn *conn, const char *reason);
-	/* After the callback that closed the session has returned. */
+	/* After the callback that closed the session has returned; for a
+	 * session closed at shutdown, as late as the loop's own free, after
+	 * the daemon's stop: release the session's own memory only. */
 	void (*free)(struct mt_conn *conn);
 };
 
