@@ -119,8 +119,11 @@ def check_enumeration(c):
     answer, hash_time = attempt(c, "127.0.0.20", SLOW, SLOW_PW)
     assert answer.startswith(b"+OK"), answer
     print("right password (slow hash): %.3f s" % hash_time)
-    # 500,000 rounds (the most dirsvc accepts): ~0.18 s on an idle core.
-    assert hash_time > 0.1, "the control user's hash is not slow"
+    # 500,000 rounds (the most dirsvc accepts): 0.10-0.18 s measured here
+    # (0.098 s once on a quiet machine). The gap check below tolerates at
+    # least 0.05 s, so a hash well above that would show in it if the
+    # delay were counted from the directory's answer.
+    assert hash_time > 0.07, "the control user's hash is not slow"
     assert hash_time < DELAY * 0.6, \
         "the machine is too slow for this auth_fail_delay: %.3f s" % hash_time
     unknown, known, texts = [], [], set()
