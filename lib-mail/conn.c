@@ -162,7 +162,7 @@ static void conn_setup_bev(struct mt_conn *c)
 
 void mt_conn_start(struct mt_conn *c, struct mt_conn_list *list,
 		   struct mt_loop *loop, struct bufferevent *bev,
-		   const struct mt_conn_ops *ops, unsigned int idle_msecs,
+		   const struct mt_conn_ops *ops, uint64_t idle_msecs,
 		   size_t input_high, size_t output_low)
 {
 	c->list = list;
@@ -178,7 +178,8 @@ void mt_conn_start(struct mt_conn *c, struct mt_conn_list *list,
 	c->idle_msecs = idle_msecs;
 	c->active_ms = mt_clock_coarse_ms();
 	conn_setup_bev(c);
-	c->timer = mt_timer_add(loop, idle_msecs, false, timer_cb, c);
+	c->timer = mt_timer_add(loop, 0, false, timer_cb, c);
+	timer_arm(c, c->active_ms);
 	c->prev = NULL;
 	c->next = list->head;
 	if (c->next != NULL)
@@ -213,7 +214,7 @@ void mt_conn_touch(struct mt_conn *c)
 	c->active_ms = mt_clock_coarse_ms();
 }
 
-void mt_conn_set_idle(struct mt_conn *c, unsigned int msecs)
+void mt_conn_set_idle(struct mt_conn *c, uint64_t msecs)
 {
 	if (c->closed)
 		return;
@@ -222,7 +223,7 @@ void mt_conn_set_idle(struct mt_conn *c, unsigned int msecs)
 	timer_arm(c, c->active_ms);
 }
 
-void mt_conn_set_lifetime(struct mt_conn *c, unsigned int msecs)
+void mt_conn_set_lifetime(struct mt_conn *c, uint64_t msecs)
 {
 	if (c->closed)
 		return;

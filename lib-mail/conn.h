@@ -108,7 +108,7 @@ struct mt_conn {
 	struct mt_timer *timer;		/* the idle period and the lifetime */
 	uint64_t life_end_ms;		/* coarse clock; 0: no lifetime */
 	uint64_t active_ms;		/* last activity (coarse clock) */
-	unsigned int idle_msecs;	/* the idle period */
+	uint64_t idle_msecs;		/* the idle period */
 	size_t input_high, output_low;
 	const char *close_reason;
 	bool closing;			/* close once the output is written */
@@ -120,7 +120,7 @@ struct mt_conn {
  * output_low: the write callback's mark (0: when all is written). */
 void mt_conn_start(struct mt_conn *conn, struct mt_conn_list *list,
 		   struct mt_loop *loop, struct bufferevent *bev,
-		   const struct mt_conn_ops *ops, unsigned int idle_msecs,
+		   const struct mt_conn_ops *ops, uint64_t idle_msecs,
 		   size_t input_high, size_t output_low);
 /* STARTTLS gave the connection a new bufferevent (the old one is the TLS
  * layer's now): the same callbacks and marks on it. */
@@ -134,10 +134,10 @@ size_t mt_conn_output_pending(struct mt_conn *conn);
 void mt_conn_touch(struct mt_conn *conn);
 /* The idle period from now on (a protocol state with its own timeout,
  * RFC 5321 4.5.3.2); restarts the countdown. */
-void mt_conn_set_idle(struct mt_conn *conn, unsigned int msecs);
+void mt_conn_set_idle(struct mt_conn *conn, uint64_t msecs);
 /* End the session msecs from now whatever it does (ops->session_timeout);
  * 0: no such bound (any set before is cancelled). */
-void mt_conn_set_lifetime(struct mt_conn *conn, unsigned int msecs);
+void mt_conn_set_lifetime(struct mt_conn *conn, uint64_t msecs);
 /* The tier takes the bufferevent over (a relay with callbacks of its own,
  * or splice(2) on its socket): the core no longer touches it, and closing
  * does not free it (ops->closed releases it). The session stays open, on

@@ -73,9 +73,9 @@ struct mt_smtpd_settings {
 	size_t max_line_length;		/* command lines, CRLF included */
 	bool accept_bare_lf;		/* command lines may end in LF */
 	enum mt_dot_bare_policy bare_newlines;	/* in content (DATA and BDAT) */
-	unsigned int command_timeout;	/* idle msecs reading commands */
-	unsigned int data_timeout;	/* idle msecs reading content */
-	unsigned int max_session_time;	/* msecs, 0: none */
+	uint64_t command_timeout;	/* idle msecs reading commands */
+	uint64_t data_timeout;		/* idle msecs reading content */
+	uint64_t max_session_time;	/* msecs, 0: none */
 	size_t input_high;		/* input read ahead at most */
 	size_t output_high;		/* replies pending above which: pause */
 	size_t piece_size;		/* content handed over in pieces this big */

@@ -25,7 +25,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -415,8 +414,7 @@ void mmp_relay_start(struct mmp_session *sess, struct bufferevent *backend)
 	/* From now on the session ends only when a side closes or after
 	 * idle_timeout without a byte either way (the relay touches it). */
 	mt_conn_set_lifetime(&sess->conn, 0);
-	uint64_t idle = sess->worker->server->set->idle_timeout;
-	mt_conn_set_idle(&sess->conn, idle > UINT_MAX ? UINT_MAX : (unsigned int)idle);
+	mt_conn_set_idle(&sess->conn, sess->worker->server->set->idle_timeout);
 
 	bufferevent_setcb(client, client_read_cb, client_write_cb,
 			  client_event_cb, relay);

@@ -60,12 +60,6 @@ static struct mmp_session *conn_session(struct mt_conn *conn)
 	return MT_CONN_OWNER(conn, struct mmp_session, conn);
 }
 
-/* A duration setting (ms) as the connection core's timer period. */
-static unsigned int period_ms(uint64_t ms)
-{
-	return ms > UINT_MAX ? UINT_MAX : (unsigned int)ms;
-}
-
 void mmp_enter_state(struct mmp_session *sess, enum mmp_state state)
 {
 	if (sess->state == state)
@@ -90,7 +84,9 @@ static void penalty_cb(void *context)
 void mmp_session_penalty_at(struct mmp_session *sess, uint64_t deadline_ms)
 {
 	uint64_t now = mt_clock_coarse_ms();
-	unsigned int ms = period_ms(deadline_ms > now ? deadline_ms - now : 0);
+	uint64_t wait = deadline_ms > now ? deadline_ms - now : 0;
+	/* At most MMP_AUTH_FAIL_DELAY_MAX, well within a timer's range. */
+	unsigned int ms = (unsigned int)(wait < UINT_MAX ? wait : UINT_MAX);
 	if (sess->penalty == NULL)
 		sess->penalty = mt_timer_add(sess->worker->loop, ms, false,
 					     penalty_cb, sess);
@@ -513,10 +509,9 @@ void mmp_session_new(struct mmp_worker *worker, int fd,
 	}
 	/* Before login the client has login_timeout in all (the lifetime)
 	 * and can make us hold MMP_INPUT_MAX bytes of input. */
-	unsigned int login_ms = period_ms(server->set->login_timeout);
 	mt_conn_start(&sess->conn, &worker->sessions, worker->loop, bev, &conn_ops,
-		      login_ms, MMP_INPUT_MAX, 0);
-	mt_conn_set_lifetime(&sess->conn, login_ms);
+		      server->set->login_timeout, MMP_INPUT_MAX, 0);
+	mt_conn_set_lifetime(&sess->conn, server->set->login_timeout);
 	if (kind == MMP_LISTENER_POP3S)
 		mmp_enter_state(sess, MMP_STATE_TLS_HANDSHAKE);
 	else

@@ -219,9 +219,9 @@ static void engine_settings(const struct mta *mta, struct mt_smtpd_settings *out
 		.accept_bare_lf = set->bare_newline_policy == MT_BARE_NEWLINE_NORMALIZE,
 		.bare_newlines = set->bare_newline_policy == MT_BARE_NEWLINE_NORMALIZE ?
 			MT_DOT_BARE_NORMALIZE : MT_DOT_BARE_REJECT,
-		.command_timeout = (unsigned int)set->command_timeout,
-		.data_timeout = (unsigned int)set->data_timeout,
-		.max_session_time = (unsigned int)set->max_session_time,
+		.command_timeout = set->command_timeout,
+		.data_timeout = set->data_timeout,
+		.max_session_time = set->max_session_time,
 		.input_high = INPUT_HIGH,
 		.output_high = OUTPUT_HIGH,
 		.piece_size = QUEUE_PIECE_SIZE,

@@ -280,8 +280,8 @@ void lmtp_session_accept(struct popstore *ps, int fd, const struct sockaddr *pee
 		.max_line_length = LMTP_LINE_MAX,
 		.bare_newlines = set->bare_newline_policy == MT_POPSTORE_BARE_NORMALIZE ?
 			MT_DOT_BARE_NORMALIZE : MT_DOT_BARE_REJECT,
-		.command_timeout = (unsigned int)set->idle_timeout,
-		.data_timeout = (unsigned int)set->idle_timeout,
+		.command_timeout = set->idle_timeout,
+		.data_timeout = set->idle_timeout,
 		.input_high = POPSTORE_INPUT_HIGH,
 		.output_high = POPSTORE_OUTPUT_HIGH,
 		.piece_size = LMTP_DATA_BUFFER,

@@ -396,7 +396,7 @@ void pop3_session_accept(struct popstore *ps, int fd, const struct sockaddr *pee
 	pop3_login_init(s);
 	mt_line_reader_init(&s->reader, POP3_LINE_MAX, MT_LINE_ACCEPT_LF);
 	mt_conn_start(&s->conn, &ps->pop3_sessions, ps->loop, bev, &conn_ops,
-		      (unsigned int)ps->set->idle_timeout, POPSTORE_INPUT_HIGH,
+		      ps->set->idle_timeout, POPSTORE_INPUT_HIGH,
 		      POP3_OUTPUT_LOW);
 
 	mt_slog(MT_LOG_INFO, &s->log, "pop3 connect peer=%s%s%s", addr,
