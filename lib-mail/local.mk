@@ -12,7 +12,8 @@ lib_mail_libmtmail_a_SOURCES = \
 	lib-mail/smtp-content.c lib-mail/smtp-content.h \
 	lib-mail/smtpd.c lib-mail/smtpd-content.c lib-mail/smtpd.h \
 	lib-mail/pop3-status.c lib-mail/pop3-status.h \
-	lib-mail/pop3-login.c lib-mail/pop3-login.h
+	lib-mail/pop3-login.c lib-mail/pop3-login.h \
+	lib-mail/imap-parse.c lib-mail/imap-parse.h
 
 # What a program linking lib-mail needs (before MAILTIER_LIBS).
 MTMAIL_LIBS = lib-mail/libmtmail.a $(MAILTIER_LIBS)
@@ -20,7 +21,7 @@ MTMAIL_LIBS = lib-mail/libmtmail.a $(MAILTIER_LIBS)
 lib_mail_unit_tests = tests/unit/test-smtp-reply tests/unit/test-command-find \
 	tests/unit/test-command \
 	tests/unit/test-smtp-params tests/unit/test-pop3-login tests/unit/test-conn \
-	tests/unit/test-smtpd
+	tests/unit/test-smtpd tests/unit/test-imap-parse
 check_PROGRAMS += $(lib_mail_unit_tests)
 TESTS += $(lib_mail_unit_tests)
 tests_unit_test_smtp_reply_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
@@ -32,3 +33,4 @@ tests_unit_test_conn_SOURCES = tests/unit/test-conn.c tests/unit/test-peer.h
 tests_unit_test_conn_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_smtpd_SOURCES = tests/unit/test-smtpd.c tests/unit/test-peer.h
 tests_unit_test_smtpd_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
+tests_unit_test_imap_parse_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)

@@ -14,6 +14,7 @@ fuzz_regression_tests = \
 	tests/fuzz/fuzz-ldap-escape \
 	tests/fuzz/fuzz-pwhash \
 	tests/fuzz/fuzz-reply \
+	tests/fuzz/fuzz-imap-cmd \
 	tests/fuzz/fuzz-sasl \
 	tests/fuzz/fuzz-smtp-cmd \
 	tests/fuzz/fuzz-smtp-data \
@@ -40,6 +41,8 @@ tests_fuzz_fuzz_pwhash_SOURCES = tests/fuzz/fuzz-pwhash.c $(fuzz_common)
 tests_fuzz_fuzz_pwhash_LDADD = dirsvc/libdirsvc.a $(DIRSVC_LIBS) $(UNIT_LIBS)
 tests_fuzz_fuzz_reply_SOURCES = tests/fuzz/fuzz-reply.c $(fuzz_common)
 tests_fuzz_fuzz_reply_LDADD = lib-mail/libmtmail.a $(UNIT_LIBS)
+tests_fuzz_fuzz_imap_cmd_SOURCES = tests/fuzz/fuzz-imap-cmd.c $(fuzz_common)
+tests_fuzz_fuzz_imap_cmd_LDADD = lib-mail/libmtmail.a $(UNIT_LIBS)
 tests_fuzz_fuzz_sasl_SOURCES = tests/fuzz/fuzz-sasl.c $(fuzz_common)
 tests_fuzz_fuzz_smtp_cmd_SOURCES = tests/fuzz/fuzz-smtp-cmd.c $(fuzz_common)
 tests_fuzz_fuzz_smtp_cmd_LDADD = mta/libmta.a lib-mail/libmtmail.a $(UNIT_LIBS)
@@ -72,7 +75,7 @@ EXTRA_DIST += tests/fuzz/README.md tests/fuzz/corpus scripts/fuzz \
 	tests/fuzz/lineio.dict tests/fuzz/dotcodec.dict \
 	tests/fuzz/address.dict tests/fuzz/config.dict \
 	tests/fuzz/ldap-escape.dict tests/fuzz/pwhash.dict \
-	tests/fuzz/reply.dict tests/fuzz/sasl.dict \
+	tests/fuzz/reply.dict tests/fuzz/sasl.dict tests/fuzz/imap-cmd.dict \
 	tests/fuzz/smtp-cmd.dict tests/fuzz/smtp-data.dict \
 	tests/fuzz/bounce.dict \
 	tests/fuzz/pop3-cmd.dict tests/fuzz/lmtp-cmd.dict \
@@ -88,6 +91,7 @@ fuzz_binaries = \
 	tests/fuzz/bin/fuzz-ldap-escape \
 	tests/fuzz/bin/fuzz-pwhash \
 	tests/fuzz/bin/fuzz-reply \
+	tests/fuzz/bin/fuzz-imap-cmd \
 	tests/fuzz/bin/fuzz-sasl \
 	tests/fuzz/bin/fuzz-smtp-cmd \
 	tests/fuzz/bin/fuzz-smtp-data \
@@ -162,6 +166,8 @@ tests/fuzz/bin/fuzz-pwhash: tests/fuzz/fuzz-pwhash.c dirsvc/pwhash.c dirsvc/pwha
 	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-pwhash.c $(srcdir)/dirsvc/pwhash.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
 tests/fuzz/bin/fuzz-reply: tests/fuzz/fuzz-reply.c lib-mail/smtp-reply.c lib-mail/smtp-reply.h lib-mail/pop3-status.c lib-mail/pop3-status.h $(fuzz_headers) $(FUZZ_LIBMAILTIER)
 	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-reply.c $(srcdir)/lib-mail/smtp-reply.c $(srcdir)/lib-mail/pop3-status.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
+tests/fuzz/bin/fuzz-imap-cmd: tests/fuzz/fuzz-imap-cmd.c lib-mail/imap-parse.c lib-mail/imap-parse.h $(fuzz_headers) $(FUZZ_LIBMAILTIER)
+	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-imap-cmd.c $(srcdir)/lib-mail/imap-parse.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
 tests/fuzz/bin/fuzz-sasl: tests/fuzz/fuzz-sasl.c $(fuzz_headers) $(FUZZ_LIBMAILTIER)
 	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-sasl.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
 tests/fuzz/bin/fuzz-smtp-cmd: tests/fuzz/fuzz-smtp-cmd.c mta/smtp-parse.c mta/smtp-parse.h lib-mail/smtp-params.c lib-mail/smtp-params.h $(fuzz_headers) $(FUZZ_LIBMAILTIER)
