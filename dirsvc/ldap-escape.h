@@ -29,9 +29,6 @@
 bool mt_ldap_value_check(const char *value, size_t max_len,
 			 const char **error_r);
 
-/* True if the len bytes at s are well-formed UTF-8 (RFC 3629). */
-bool mt_utf8_valid(const unsigned char *s, size_t len);
-
 /* Append value as an RFC 4515 assertion value: '*', '(', ')', '\\' and NUL
  * become \2a \28 \29 \5c \00 (section 3: they are outside UTF1SUBSET);
  * other control bytes are escaped too, as defence in depth. Everything else,

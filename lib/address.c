@@ -6,6 +6,7 @@
  *
  * RFC 5321 4.1.2, 4.1.1.3, 4.1.3, 4.5.3.1.1-3, C; RFC 6531 3.3. */
 #include "address.h"
+#include "utf8.h"
 
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -45,31 +46,10 @@ static int lower(int ch)
 }
 
 /* Length of the well-formed UTF-8 sequence at the cursor (RFC 3629 4),
- * 0 if there is none (bad lead, bad continuation, overlong, surrogate,
- * above U+10FFFF, or cut off by the end of input). */
+ * 0 if there is none. */
 static size_t utf8_len(const struct cursor *c)
 {
-	const unsigned char *p = c->s + c->pos;
-	size_t avail = c->len - c->pos, n;
-	unsigned char lo = 0x80, hi = 0xbf;
-
-	if (avail == 0 || p[0] < 0xc2 || p[0] > 0xf4)
-		return 0;
-	n = p[0] < 0xe0 ? 2 : p[0] < 0xf0 ? 3 : 4;
-	if (p[0] == 0xe0)
-		lo = 0xa0;
-	else if (p[0] == 0xed)
-		hi = 0x9f;
-	else if (p[0] == 0xf0)
-		lo = 0x90;
-	else if (p[0] == 0xf4)
-		hi = 0x8f;
-	if (avail < n || p[1] < lo || p[1] > hi)
-		return 0;
-	for (size_t i = 2; i < n; i++)
-		if (p[i] < 0x80 || p[i] > 0xbf)
-			return 0;
-	return n;
+	return mt_utf8_char_len(c->s + c->pos, c->len - c->pos);
 }
 
 /* Non-ASCII text allowed here? Returns its length, or 0. */

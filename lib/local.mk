@@ -12,6 +12,7 @@ lib_libmailtier_a_SOURCES = \
 	lib/dotcodec.c lib/dotcodec.h \
 	lib/address.c lib/address.h \
 	lib/xtext.c lib/xtext.h \
+	lib/utf8.c lib/utf8.h \
 	lib/loop.c lib/loop.h \
 	lib/tls.c lib/tls.h \
 	lib/sdnotify.c lib/sdnotify.h \

@@ -10,6 +10,7 @@
  * RFC 4648 3.3, 3.5, 4; RFC 4616 2; RFC 3629 4. */
 #include "sasl.h"
 #include "buf.h"
+#include "utf8.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -122,44 +123,10 @@ void mt_base64_encode(const void *data, size_t len, struct mt_buf *out)
 	explicit_bzero(text, sizeof(text));
 }
 
-/* RFC 3629 4 UTF-8 without NUL: no overlong forms, no surrogates, nothing
- * past U+10FFFF. */
+/* RFC 3629 4 UTF-8 without NUL. */
 static bool utf8_ok(const unsigned char *p, size_t len)
 {
-	size_t i = 0;
-	while (i < len) {
-		unsigned char c = p[i];
-		size_t need;
-		uint32_t cp;
-		if (c == 0)
-			return false;
-		if (c < 0x80) {
-			i++;
-			continue;
-		} else if (c >= 0xc2 && c <= 0xdf) {
-			need = 1;
-			cp = c & 0x1f;
-		} else if (c >= 0xe0 && c <= 0xef) {
-			need = 2;
-			cp = c & 0x0f;
-		} else if (c >= 0xf0 && c <= 0xf4) {
-			need = 3;
-			cp = c & 0x07;
-		} else {
-			return false;
-		}
-		for (size_t k = 1; k <= need; k++) {
-			if (i + k >= len || (p[i + k] & 0xc0) != 0x80)
-				return false;
-			cp = (cp << 6) | (p[i + k] & 0x3f);
-		}
-		if ((need == 2 && cp < 0x800) ||
-		    (need == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
-		    (cp >= 0xd800 && cp <= 0xdfff))
-			return false;
-		i += need + 1;
-	}
-	return true;
+	return memchr(p, 0, len) == NULL && mt_utf8_valid(p, len);
 }
 
 static bool copy_field(char *dst, size_t dst_size, const unsigned char *src,

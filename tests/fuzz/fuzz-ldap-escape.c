@@ -21,6 +21,7 @@
 
 #include "buf.h"
 #include "ldap-escape.h"
+#include "utf8.h"
 
 static int hexval(char c)
 {

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "ldap-escape.h"
+#include "utf8.h"
 
 static void test_escape_table(void **state)
 {
