@@ -13,7 +13,10 @@ lib_mail_libmtmail_a_SOURCES = \
 	lib-mail/smtpd.c lib-mail/smtpd-content.c lib-mail/smtpd.h \
 	lib-mail/pop3-status.c lib-mail/pop3-status.h \
 	lib-mail/pop3-login.c lib-mail/pop3-login.h \
-	lib-mail/imap-parse.c lib-mail/imap-parse.h
+	lib-mail/imap-parse.c lib-mail/imap-parse.h \
+	lib-mail/imap-write.c lib-mail/imap-write.h \
+	lib-mail/imap-utf7.c lib-mail/imap-utf7.h \
+	lib-mail/imap-mailbox.c lib-mail/imap-mailbox.h
 
 # What a program linking lib-mail needs (before MAILTIER_LIBS).
 MTMAIL_LIBS = lib-mail/libmtmail.a $(MAILTIER_LIBS)
@@ -21,7 +24,8 @@ MTMAIL_LIBS = lib-mail/libmtmail.a $(MAILTIER_LIBS)
 lib_mail_unit_tests = tests/unit/test-smtp-reply tests/unit/test-command-find \
 	tests/unit/test-command \
 	tests/unit/test-smtp-params tests/unit/test-pop3-login tests/unit/test-conn \
-	tests/unit/test-smtpd tests/unit/test-imap-parse
+	tests/unit/test-smtpd tests/unit/test-imap-parse \
+	tests/unit/test-imap-write tests/unit/test-imap-mailbox
 check_PROGRAMS += $(lib_mail_unit_tests)
 TESTS += $(lib_mail_unit_tests)
 tests_unit_test_smtp_reply_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
@@ -34,3 +38,5 @@ tests_unit_test_conn_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_smtpd_SOURCES = tests/unit/test-smtpd.c tests/unit/test-peer.h
 tests_unit_test_smtpd_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_imap_parse_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
+tests_unit_test_imap_write_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
+tests_unit_test_imap_mailbox_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)

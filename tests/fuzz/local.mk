@@ -15,6 +15,8 @@ fuzz_regression_tests = \
 	tests/fuzz/fuzz-pwhash \
 	tests/fuzz/fuzz-reply \
 	tests/fuzz/fuzz-imap-cmd \
+	tests/fuzz/fuzz-imap-write \
+	tests/fuzz/fuzz-imap-mailbox \
 	tests/fuzz/fuzz-sasl \
 	tests/fuzz/fuzz-smtp-cmd \
 	tests/fuzz/fuzz-smtp-data \
@@ -43,6 +45,10 @@ tests_fuzz_fuzz_reply_SOURCES = tests/fuzz/fuzz-reply.c $(fuzz_common)
 tests_fuzz_fuzz_reply_LDADD = lib-mail/libmtmail.a $(UNIT_LIBS)
 tests_fuzz_fuzz_imap_cmd_SOURCES = tests/fuzz/fuzz-imap-cmd.c $(fuzz_common)
 tests_fuzz_fuzz_imap_cmd_LDADD = lib-mail/libmtmail.a $(UNIT_LIBS)
+tests_fuzz_fuzz_imap_write_SOURCES = tests/fuzz/fuzz-imap-write.c $(fuzz_common)
+tests_fuzz_fuzz_imap_write_LDADD = lib-mail/libmtmail.a $(UNIT_LIBS)
+tests_fuzz_fuzz_imap_mailbox_SOURCES = tests/fuzz/fuzz-imap-mailbox.c $(fuzz_common)
+tests_fuzz_fuzz_imap_mailbox_LDADD = lib-mail/libmtmail.a $(UNIT_LIBS)
 tests_fuzz_fuzz_sasl_SOURCES = tests/fuzz/fuzz-sasl.c $(fuzz_common)
 tests_fuzz_fuzz_smtp_cmd_SOURCES = tests/fuzz/fuzz-smtp-cmd.c $(fuzz_common)
 tests_fuzz_fuzz_smtp_cmd_LDADD = mta/libmta.a lib-mail/libmtmail.a $(UNIT_LIBS)
@@ -76,6 +82,7 @@ EXTRA_DIST += tests/fuzz/README.md tests/fuzz/corpus scripts/fuzz \
 	tests/fuzz/address.dict tests/fuzz/config.dict \
 	tests/fuzz/ldap-escape.dict tests/fuzz/pwhash.dict \
 	tests/fuzz/reply.dict tests/fuzz/sasl.dict tests/fuzz/imap-cmd.dict \
+	tests/fuzz/imap-write.dict tests/fuzz/imap-mailbox.dict \
 	tests/fuzz/smtp-cmd.dict tests/fuzz/smtp-data.dict \
 	tests/fuzz/bounce.dict \
 	tests/fuzz/pop3-cmd.dict tests/fuzz/lmtp-cmd.dict \
@@ -92,6 +99,8 @@ fuzz_binaries = \
 	tests/fuzz/bin/fuzz-pwhash \
 	tests/fuzz/bin/fuzz-reply \
 	tests/fuzz/bin/fuzz-imap-cmd \
+	tests/fuzz/bin/fuzz-imap-write \
+	tests/fuzz/bin/fuzz-imap-mailbox \
 	tests/fuzz/bin/fuzz-sasl \
 	tests/fuzz/bin/fuzz-smtp-cmd \
 	tests/fuzz/bin/fuzz-smtp-data \
@@ -168,6 +177,10 @@ tests/fuzz/bin/fuzz-reply: tests/fuzz/fuzz-reply.c lib-mail/smtp-reply.c lib-mai
 	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-reply.c $(srcdir)/lib-mail/smtp-reply.c $(srcdir)/lib-mail/pop3-status.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
 tests/fuzz/bin/fuzz-imap-cmd: tests/fuzz/fuzz-imap-cmd.c lib-mail/imap-parse.c lib-mail/imap-parse.h $(fuzz_headers) $(FUZZ_LIBMAILTIER)
 	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-imap-cmd.c $(srcdir)/lib-mail/imap-parse.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
+tests/fuzz/bin/fuzz-imap-write: tests/fuzz/fuzz-imap-write.c lib-mail/imap-write.c lib-mail/imap-write.h lib-mail/imap-utf7.c lib-mail/imap-utf7.h lib-mail/imap-parse.c lib-mail/imap-parse.h $(fuzz_headers) $(FUZZ_LIBMAILTIER)
+	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-imap-write.c $(srcdir)/lib-mail/imap-write.c $(srcdir)/lib-mail/imap-utf7.c $(srcdir)/lib-mail/imap-parse.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
+tests/fuzz/bin/fuzz-imap-mailbox: tests/fuzz/fuzz-imap-mailbox.c lib-mail/imap-mailbox.c lib-mail/imap-mailbox.h $(fuzz_headers) $(FUZZ_LIBMAILTIER)
+	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-imap-mailbox.c $(srcdir)/lib-mail/imap-mailbox.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
 tests/fuzz/bin/fuzz-sasl: tests/fuzz/fuzz-sasl.c $(fuzz_headers) $(FUZZ_LIBMAILTIER)
 	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-sasl.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
 tests/fuzz/bin/fuzz-smtp-cmd: tests/fuzz/fuzz-smtp-cmd.c mta/smtp-parse.c mta/smtp-parse.h lib-mail/smtp-params.c lib-mail/smtp-params.h $(fuzz_headers) $(FUZZ_LIBMAILTIER)
