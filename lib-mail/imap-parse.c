@@ -72,14 +72,20 @@ static bool is_ctl(unsigned char c)
 	return c < 0x20 || c == 0x7f;
 }
 
+bool mt_imap_is_atom_char(unsigned char c)
+{
+	/* atom-specials: "(" ")" "{" SP CTL list-wildcards quoted-specials
+	 * resp-specials. */
+	if (c <= 0x20 || c >= 0x7f)
+		return false;
+	return strchr("(){%*\"\\]", c) == NULL;
+}
+
 /* ATOM-CHAR plus what astring, flag, list-mailbox and sequence-set add:
- * '%' '*' (list-wildcards), ']' (resp-specials); not '(' ')' '{' SP DQUOTE
- * '\\' CTL or 8-bit. */
+ * '%' '*' (list-wildcards), ']' (resp-specials). */
 static bool is_atom_char(unsigned char c)
 {
-	if (c >= 0x80 || is_ctl(c))
-		return false;
-	return strchr("(){ \"\\", c) == NULL;
+	return mt_imap_is_atom_char(c) || c == '%' || c == '*' || c == ']';
 }
 
 /* tag = 1*<any ASTRING-CHAR except "+"> */

@@ -133,6 +133,10 @@ void mt_imap_parser_reset(struct mt_imap_parser *parser);
 enum mt_imap_parse mt_imap_parser_feed(struct mt_imap_parser *parser,
 				       const void *data, size_t len, size_t *used_r);
 
+/* RFC 9051 9 ATOM-CHAR: any CHAR but atom-specials ("(" ")" "{" SP CTL
+ * "%" "*" DQUOTE "\\" "]"); the one definition, for readers and writers. */
+bool mt_imap_is_atom_char(unsigned char c);
+
 bool mt_imap_arg_is_nil(const struct mt_imap_arg *arg);
 /* An astring (atom, quoted or literal, RFC 9051 9) or a string (quoted or
  * literal): its text, or false. A literal8 is neither. */

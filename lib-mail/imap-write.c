@@ -1,17 +1,9 @@
 /* imap-write.c — IMAP strings in server responses (see imap-write.h). */
 #include "imap-write.h"
+#include "imap-parse.h"
 #include "utf8.h"
 
 #include <string.h>
-
-bool mt_imap_is_atom_char(unsigned char c)
-{
-	/* atom-specials: "(" ")" "{" SP CTL list-wildcards quoted-specials
-	 * resp-specials (RFC 9051 9). */
-	if (c <= 0x20 || c >= 0x7f)
-		return false;
-	return strchr("(){%*\"\\]", c) == NULL;
-}
 
 /* ASTRING-CHAR, less '[': a legal atom octet, but readers that take
  * FETCH sections as atoms (ours, imap-parse.c) read it as a section's

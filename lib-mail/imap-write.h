@@ -62,7 +62,4 @@ void mt_imap_write_literal_prefix(struct mt_buf *out, uint64_t size, bool binary
  * the caller streaming after mt_imap_write_literal_prefix(.., false)). */
 void mt_imap_write_literal_data(struct mt_buf *out, const void *data, size_t len);
 
-/* True if c may be in an atom (ATOM-CHAR: CHAR but not atom-specials). */
-bool mt_imap_is_atom_char(unsigned char c);
-
 #endif
