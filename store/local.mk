@@ -16,7 +16,10 @@ store_libmtstore_a_SOURCES = \
 	store/store-admin.c \
 	store/store-space.c \
 	store/store-body.c \
-	store/store-chunks.c
+	store/store-chunks.c \
+	store/store-ops.c \
+	store/store-folders.c \
+	store/store-flags.c
 store_libmtstore_a_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS)
 
 # What a program using the store links (after its own objects).
@@ -29,7 +32,8 @@ store_unit_tests = \
 	tests/unit/test-store-commit \
 	tests/unit/test-store-admin \
 	tests/unit/test-store-dedupe \
-	tests/unit/test-store-stream
+	tests/unit/test-store-stream \
+	tests/unit/test-store-imap
 
 check_PROGRAMS += $(store_unit_tests)
 TESTS += $(store_unit_tests)
@@ -57,6 +61,13 @@ tests_unit_test_store_stream_SOURCES = tests/unit/test-store-stream.c \
 	tests/unit/test-store-util.h
 tests_unit_test_store_stream_CFLAGS = $(STORE_TEST_CFLAGS)
 tests_unit_test_store_stream_LDADD = $(STORE_LIBS) $(CMOCKA_LIBS)
+
+tests_unit_test_store_imap_SOURCES = tests/unit/test-store-imap.c \
+	tests/unit/test-store-util.h
+tests_unit_test_store_imap_CFLAGS = $(STORE_TEST_CFLAGS)
+tests_unit_test_store_imap_LDADD = $(STORE_LIBS) $(CMOCKA_LIBS)
+# A store filled by the format 4 code, and how it was made.
+EXTRA_DIST += tests/unit/data/store-v4.tar.xz tests/unit/data/make-store-v4.c
 
 # The crash test: a driver delivering from 16 clients, kill -9'd by the
 # script at random moments, then reopened (recovery) and verified.

@@ -53,8 +53,10 @@ static void port_run(void *context)
 	/* The caller's reference keeps the port while a callback frees it. */
 	for (struct mt_store_req *req = list, *next; req != NULL; req = next) {
 		next = req->next;
-		if (!req->cancelled && !port->closed && req->cb != NULL)
+		if (!req->cancelled && !port->closed && req->cb != NULL) {
+			store_ops_apply(req);
 			req->cb(req, req->context);
+		}
 		store_req_free(req);
 	}
 	port_unref(port);
@@ -93,7 +95,15 @@ void store_req_free(struct mt_store_req *req)
 	free(req->rcpts);
 	free(req->body_owned);
 	free(req->name);
+	free(req->folder);
 	free(req->uids);
+	if (req->op != NULL) {
+		if (req->op->mbox != NULL) {
+			store_mailbox_writer(req->op->mbox, false);
+			store_mailbox_unref(&req->op->mbox);
+		}
+		req->op->free(req->op);
+	}
 	free(req->data);
 	if (req->sbody != NULL)
 		store_body_unref(req->sbody);
@@ -220,9 +230,14 @@ static void reader_run(struct mt_store *store, struct mt_store_req *req)
 	store_counter_add(&store->n_reads, 1);
 	if (req->kind == STORE_REQ_OPEN) {
 		enum mt_store_status status =
-			store_mailbox_open(store, req->name, &req->result, &error);
+			store_folder_open(store, req->name, req->folder,
+					  &req->result, &error);
 		if (status != MT_STORE_OK)
 			store_req_set_error(req, status, error);
+		return;
+	}
+	if (req->kind == STORE_REQ_QUERY) {
+		store_ops_run(store, req);
 		return;
 	}
 	req->data = mt_xmalloc(req->max + 1);
@@ -363,16 +378,50 @@ struct mt_store_req *store_deliver_new(struct mt_store *store,
 	return req;
 }
 
-struct mt_store_req *mt_store_mailbox_open(struct mt_store_port *port,
-					   const char *name, mt_store_cb_t *cb,
-					   void *context)
+static struct mt_store_req *open_new(struct mt_store_port *port,
+				     const char *name, const char *folder,
+				     mt_store_cb_t *cb, void *context)
 {
 	struct mt_store *store = port->store;
 	struct mt_store_req *req = store_req_new(store, STORE_REQ_OPEN, port, cb, context);
 	req->name = mt_xstrdup(name != NULL ? name : "");
+	req->folder = folder != NULL ? mt_xstrdup(folder) : NULL;
 	if (!name_ok(name))
 		req_refuse(req, MT_STORE_INVALID, "bad mailbox name");
+	else if (folder != NULL &&
+		 (folder[0] == '\0' || strlen(folder) > MT_STORE_FOLDER_MAX))
+		req_refuse(req, MT_STORE_INVALID, "bad folder name");
 	return store_req_submit(req, STORE_PATH_READ);
+}
+
+struct mt_store_req *mt_store_mailbox_open(struct mt_store_port *port,
+					   const char *name, mt_store_cb_t *cb,
+					   void *context)
+{
+	return open_new(port, name, NULL, cb, context);
+}
+
+struct mt_store_req *mt_store_folder_open(struct mt_store_port *port,
+					  const char *user, const char *name,
+					  mt_store_cb_t *cb, void *context)
+{
+	return open_new(port, user, name != NULL ? name : "", cb, context);
+}
+
+enum mt_store_status mt_store_folder_open_sync(struct mt_store *store,
+					       const char *user,
+					       const char *name,
+					       struct mt_store_mailbox **mbox_r,
+					       const char **error_r)
+{
+	*mbox_r = NULL;
+	if (!name_ok(user) || name == NULL || name[0] == '\0' ||
+	    strlen(name) > MT_STORE_FOLDER_MAX) {
+		*error_r = store_error("bad mailbox or folder name");
+		return MT_STORE_INVALID;
+	}
+	store_counter_add(&store->n_reads, 1);
+	return store_folder_open(store, user, name, mbox_r, error_r);
 }
 
 struct mt_store_req *mt_store_read(struct mt_store_port *port,

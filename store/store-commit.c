@@ -31,7 +31,9 @@
  *
  * An expunge's transaction only queues its bodies (store-records.c); once
  * a flush has made expunges durable, the purger is woken (store-purge.c),
- * and its transactions ride on later flushes. */
+ * and its transactions ride on later flushes. IMAP's folder and flag
+ * changes (store-ops.c) are flushed as deliveries are; a folder's DELETE
+ * queues bodies too and wakes the purger the same way. */
 #include "store-private.h"
 #include "log.h"
 
@@ -57,6 +59,8 @@ static int request_run(DB_ENV *env, DB_TXN *txn, void *context)
 		store_body_run(store, req);
 	else if (req->kind == STORE_REQ_DELIVER)
 		store_records_deliver(store, req);
+	else if (req->kind == STORE_REQ_CHANGE)
+		store_ops_run(store, req);
 	else
 		store_records_expunge(store, req);
 	return 0;
@@ -85,7 +89,7 @@ static void request_settle(struct mt_store *store, struct mt_store_req *req,
 				delivered++;
 		store_counter_add(&store->n_delivery_requests, 1);
 		store_counter_add(&store->n_deliveries, delivered);
-	} else if (req->status == MT_STORE_OK) {
+	} else if (req->kind == STORE_REQ_EXPUNGE && req->status == MT_STORE_OK) {
 		store_counter_add(&store->n_expunges, 1);
 		store_counter_add(&store->n_expunged, req->removed);
 	}
@@ -103,7 +107,8 @@ static void request_done(int status, void *context)
 	if (status != 0)
 		(void)store_status_from_db(store, status);
 	request_settle(store, req, status);
-	bool expunged = req->kind == STORE_REQ_EXPUNGE && req->removed > 0 &&
+	bool expunged = (req->kind == STORE_REQ_EXPUNGE ||
+			 req->kind == STORE_REQ_CHANGE) && req->removed > 0 &&
 		status == 0;
 	store_req_complete(req);
 	if (expunged)

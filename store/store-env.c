@@ -1,5 +1,5 @@
 /* store-env.c — the store's Berkeley DB environment: open with recovery,
- * the eight databases, their format check and the upgrades to version 4,
+ * the nine databases, their format check and the upgrades to version 5,
  * the checkpointer's tick (lib-bdb/bdb-checkpoint.h), close, and the
  * mapping of Berkeley DB results to store statuses.
  *
@@ -19,9 +19,11 @@
  * (mt_store_failed()). After a clean close the region files are removed
  * unless another process is attached, so the next open applies its own
  * cache size. Format versions: a store is refused unless its version is
- * MT_STORE_FORMAT_VERSION (4), 3, 2 or 1; a version 1 store (no purge.db,
- * no delivered.db, no refs.db or partial.db), 2 (no delivered.db, ...) or
- * 3 (no refs.db or partial.db) is upgraded by the serving process in one
+ * MT_STORE_FORMAT_VERSION (5), 4, 3, 2 or 1; a version 1 store (no
+ * purge.db, no delivered.db, no refs.db or partial.db, no imap.db), 2 (no
+ * delivered.db, ...), 3 (no refs.db or partial.db, ...) or 4 (no imap.db:
+ * its records read as version 5 ones with defaults, store-records.c) is
+ * upgraded by the serving process in one
  * transaction that creates what it lacks and rewrites the version record
  * (a crash midway leaves the old version), and read as it is by
  * mailtierctl. After recovery, before the serving process takes any
@@ -75,7 +77,8 @@ const char *mt_store_status_name(enum mt_store_status status)
 		[MT_STORE_IN_USE] = "in-use", [MT_STORE_OVER_QUOTA] = "over-quota",
 		[MT_STORE_NO_SPACE] = "no-space", [MT_STORE_TEMPFAIL] = "tempfail",
 		[MT_STORE_FATAL] = "fatal", [MT_STORE_BAD_FORMAT] = "bad-format",
-		[MT_STORE_INVALID] = "invalid",
+		[MT_STORE_INVALID] = "invalid", [MT_STORE_EXISTS] = "exists",
+		[MT_STORE_HAS_CHILDREN] = "has-children", [MT_STORE_LIMIT] = "limit",
 	};
 	if ((unsigned int)status >= sizeof(names) / sizeof(names[0]))
 		return "unknown";
@@ -92,6 +95,16 @@ enum mt_store_status store_status_from_db(struct mt_store *store, int ret)
 		return MT_STORE_NOT_FOUND;
 	case STORE_ERR_QUOTA:
 		return MT_STORE_OVER_QUOTA;
+	case STORE_ERR_EXISTS:
+		return MT_STORE_EXISTS;
+	case STORE_ERR_HAS_CHILDREN:
+		return MT_STORE_HAS_CHILDREN;
+	case STORE_ERR_LIMIT:
+		return MT_STORE_LIMIT;
+	case STORE_ERR_IN_USE:
+		return MT_STORE_IN_USE;
+	case STORE_ERR_INVALID:
+		return MT_STORE_INVALID;
 	case ENOSPC:
 	case EDQUOT:
 		return MT_STORE_NO_SPACE;
@@ -112,6 +125,16 @@ const char *store_strerror(int ret)
 		return "mailbox over quota";
 	if (ret == STORE_ERR_DAMAGED)
 		return "damaged record (run db_verify on the store)";
+	if (ret == STORE_ERR_EXISTS)
+		return "a mailbox of that name exists";
+	if (ret == STORE_ERR_HAS_CHILDREN)
+		return "the mailbox has inferior mailboxes";
+	if (ret == STORE_ERR_LIMIT)
+		return "limit reached";
+	if (ret == STORE_ERR_IN_USE)
+		return "the mailbox is open";
+	if (ret == STORE_ERR_INVALID)
+		return "not allowed";
 	return db_strerror(ret);
 }
 
@@ -371,6 +394,8 @@ static int dbs_open_all(struct mt_store *store, DB_TXN *txn, u_int32_t flags)
 	    (ret = db_open_one(store, txn, &store->refs, STORE_REFS_DB,
 			       0, flags)) != 0 ||
 	    (ret = db_open_one(store, txn, &store->partial, STORE_PARTIAL_DB,
+			       0, flags)) != 0 ||
+	    (ret = db_open_one(store, txn, &store->imap, STORE_IMAP_DB,
 			       0, flags)) != 0)
 		return ret;
 	return 0;
@@ -378,7 +403,7 @@ static int dbs_open_all(struct mt_store *store, DB_TXN *txn, u_int32_t flags)
 
 static void dbs_close_all(struct mt_store *store)
 {
-	DB **dbs[] = { &store->partial, &store->refs, &store->delivered,
+	DB **dbs[] = { &store->imap, &store->partial, &store->refs, &store->delivered,
 		       &store->purge, &store->bodies, &store->messages,
 		       &store->mailboxes, &store->meta };
 	for (size_t i = 0; i < sizeof(dbs) / sizeof(dbs[0]); i++) {
@@ -426,13 +451,13 @@ static enum mt_store_status store_create(struct mt_store *store,
 	return MT_STORE_OK;
 }
 
-/* The databases versions 2 to 4 added, each with the version that has it. */
+/* The databases versions 2 to 5 added, each with the version that has it. */
 struct added_db {
 	DB **db;
 	const char *file;
 	uint32_t since;
 };
-#define ADDED_DBS 4
+#define ADDED_DBS 5
 
 static size_t added_dbs(struct mt_store *store, struct added_db *out)
 {
@@ -441,14 +466,16 @@ static size_t added_dbs(struct mt_store *store, struct added_db *out)
 		{ &store->delivered, STORE_DELIVERED_DB, 3 },
 		{ &store->refs, STORE_REFS_DB, 4 },
 		{ &store->partial, STORE_PARTIAL_DB, 4 },
+		{ &store->imap, STORE_IMAP_DB, 5 },
 	};
 	memcpy(out, all, sizeof(all));
 	return ADDED_DBS;
 }
 
-/* Version 1, 2 or 3 → 4 (SERVE mode): the databases the old version lacks
+/* Version 1 to 4 → 5 (SERVE mode): the databases the old version lacks
  * (purge.db before 2, delivered.db before 3, refs.db and partial.db before
- * 4) created and the version record rewritten in one transaction. */
+ * 4, imap.db before 5) created and the version record rewritten in one
+ * transaction. */
 static enum mt_store_status store_upgrade(struct mt_store *store,
 					  const char **error_r)
 {
@@ -571,6 +598,7 @@ static void store_free(struct mt_store *store)
 		store->env = NULL;
 		store->meta = store->mailboxes = store->messages = store->bodies = NULL;
 		store->purge = store->delivered = store->refs = store->partial = NULL;
+		store->imap = NULL;
 	}
 	dbs_close_all(store);
 	if (store->env != NULL) {

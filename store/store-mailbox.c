@@ -1,6 +1,7 @@
 /* store-mailbox.c — open mailboxes: the in-process table that keeps a
- * mailbox open in at most one POP3 session, the snapshot of its messages
- * taken at open, and reading message bytes by range.
+ * mailbox (INBOX or an IMAP folder, by its mailbox.db key) open in at most
+ * one session, the snapshot of its messages taken at open, and reading
+ * message bytes by range.
  *
  * Trust boundary: mailbox names from the caller (already authenticated and
  * resolved through the directory); message indexes and offsets from POP3
@@ -19,14 +20,15 @@
 
 struct store_open_entry {
 	struct store_open_entry *next;
-	char name[];
+	size_t len;
+	unsigned char key[];
 };
 
-static unsigned int name_bucket(const char *name)
+static unsigned int key_bucket(const unsigned char *key, size_t len)
 {
 	uint32_t h = 2166136261u;	/* FNV-1a */
-	for (const unsigned char *p = (const unsigned char *)name; *p != '\0'; p++)
-		h = (h ^ *p) * 16777619u;
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ key[i]) * 16777619u;
 	return h % STORE_OPEN_BUCKETS;
 }
 
@@ -48,20 +50,21 @@ void store_mailbox_table_deinit(struct mt_store *store)
 	pthread_mutex_destroy(&store->open_lock);
 }
 
-/* Take name's lock; NULL if someone holds it. */
-static struct store_open_entry *table_take(struct mt_store *store, const char *name)
+/* Take key's lock; NULL if someone holds it. */
+static struct store_open_entry *table_take(struct mt_store *store,
+					   const unsigned char *key, size_t len)
 {
-	unsigned int b = name_bucket(name);
+	unsigned int b = key_bucket(key, len);
 	pthread_mutex_lock(&store->open_lock);
 	for (struct store_open_entry *e = store->open_table[b]; e != NULL; e = e->next) {
-		if (strcmp(e->name, name) == 0) {
+		if (e->len == len && memcmp(e->key, key, len) == 0) {
 			pthread_mutex_unlock(&store->open_lock);
 			return NULL;
 		}
 	}
-	size_t len = strlen(name);
-	struct store_open_entry *entry = mt_xmalloc(sizeof(*entry) + len + 1);
-	memcpy(entry->name, name, len + 1);
+	struct store_open_entry *entry = mt_xmalloc(sizeof(*entry) + len);
+	memcpy(entry->key, key, len);
+	entry->len = len;
 	entry->next = store->open_table[b];
 	store->open_table[b] = entry;
 	store->open_count++;
@@ -71,7 +74,8 @@ static struct store_open_entry *table_take(struct mt_store *store, const char *n
 
 static void table_release(struct mt_store *store, struct store_open_entry *entry)
 {
-	struct store_open_entry **pp = &store->open_table[name_bucket(entry->name)];
+	struct store_open_entry **pp =
+		&store->open_table[key_bucket(entry->key, entry->len)];
 	pthread_mutex_lock(&store->open_lock);
 	for (; *pp != NULL; pp = &(*pp)->next) {
 		if (*pp == entry) {
@@ -84,37 +88,84 @@ static void table_release(struct mt_store *store, struct store_open_entry *entry
 	free(entry);
 }
 
-enum mt_store_status store_mailbox_open(struct mt_store *store, const char *name,
-					struct mt_store_mailbox **mbox_r,
-					const char **error_r)
+bool store_mailbox_in_use(struct mt_store *store, const unsigned char *key,
+			  size_t key_len, bool prefix)
+{
+	bool found = false;
+	pthread_mutex_lock(&store->open_lock);
+	if (!prefix) {
+		unsigned int b = key_bucket(key, key_len);
+		for (struct store_open_entry *e = store->open_table[b];
+		     e != NULL && !found; e = e->next)
+			found = e->len == key_len && memcmp(e->key, key, key_len) == 0;
+	}
+	for (unsigned int b = 0; prefix && b < STORE_OPEN_BUCKETS && !found; b++)
+		for (struct store_open_entry *e = store->open_table[b];
+		     e != NULL && !found; e = e->next)
+			found = e->len >= key_len && memcmp(e->key, key, key_len) == 0;
+	pthread_mutex_unlock(&store->open_lock);
+	return found;
+}
+
+enum mt_store_status store_folder_open(struct mt_store *store, const char *user,
+				       const char *folder,
+				       struct mt_store_mailbox **mbox_r,
+				       const char **error_r)
 {
 	*mbox_r = NULL;
 	if (atomic_load(&store->failed)) {
 		*error_r = store_error("store failed: restart needed for recovery");
 		return MT_STORE_FATAL;
 	}
-	struct store_open_entry *entry = table_take(store, name);
+	if (folder != NULL && strcmp(folder, "INBOX") == 0)
+		folder = NULL;
+	unsigned char key[STORE_MAILBOX_KEY_MAX];
+	size_t key_len = store_mailbox_key(key, user, folder);
+	struct store_open_entry *entry = table_take(store, key, key_len);
 	if (entry == NULL) {
-		*error_r = store_error("mailbox %s is in use", name);
+		*error_r = store_error("mailbox %s%s%s is in use", user,
+				       folder != NULL ? " folder " : "",
+				       folder != NULL ? folder : "");
 		return MT_STORE_IN_USE;
 	}
 	struct mt_store_mailbox *mbox = mt_xcalloc(1, sizeof(*mbox));
 	mbox->store = store;
 	atomic_init(&mbox->refs, 1);
 	atomic_init(&mbox->writers, 0);
-	mbox->name = mt_xstrdup(name);
+	mbox->name = mt_xstrdup(user);
+	mbox->folder = folder != NULL ? mt_xstrdup(folder) : NULL;
+	mbox->key = mt_xmalloc(key_len);
+	memcpy(mbox->key, key, key_len);
+	mbox->key_len = key_len;
 	atomic_init(&mbox->entry, entry);
 	int ret = store_records_load(store, mbox);
+	if (ret == 0 && folder != NULL && !mbox->exists)
+		ret = DB_NOTFOUND;
 	if (ret != 0) {
 		enum mt_store_status status = store_status_from_db(store, ret);
-		*error_r = store_error("opening mailbox %s: %s", name,
+		if (status == MT_STORE_NOT_FOUND) {
+			*error_r = store_error("mailbox %s has no folder %s", user,
+					       folder);
+			store_mailbox_unref(&mbox);
+			return status;
+		}
+		*error_r = store_error("opening mailbox %s%s%s: %s", user,
+				       folder != NULL ? " folder " : "",
+				       folder != NULL ? folder : "",
 				       store_strerror(ret));
 		mt_error("store: %s", *error_r);
 		store_mailbox_unref(&mbox);
-		return status == MT_STORE_NOT_FOUND ? MT_STORE_TEMPFAIL : status;
+		return status;
 	}
 	*mbox_r = mbox;
 	return MT_STORE_OK;
+}
+
+enum mt_store_status store_mailbox_open(struct mt_store *store, const char *name,
+					struct mt_store_mailbox **mbox_r,
+					const char **error_r)
+{
+	return store_folder_open(store, name, NULL, mbox_r, error_r);
 }
 
 enum mt_store_status mt_store_mailbox_open_sync(struct mt_store *store,
@@ -156,6 +207,11 @@ void store_mailbox_unref(struct mt_store_mailbox **mbox_p)
 	mailbox_unlock(mbox);
 	free(mbox->msgs);
 	free(mbox->locs);
+	for (unsigned int i = 0; i < mbox->keyword_count; i++)
+		free(mbox->keywords[i]);
+	free(mbox->keywords);
+	free(mbox->key);
+	free(mbox->folder);
 	free(mbox->name);
 	free(mbox);
 }
@@ -193,6 +249,41 @@ unsigned int mt_store_mailbox_count(const struct mt_store_mailbox *mbox)
 uint64_t mt_store_mailbox_bytes(const struct mt_store_mailbox *mbox)
 {
 	return mbox->bytes;
+}
+
+uint32_t mt_store_mailbox_uidvalidity(const struct mt_store_mailbox *mbox)
+{
+	return mbox->uidvalidity;
+}
+
+uint32_t mt_store_mailbox_uidnext(const struct mt_store_mailbox *mbox)
+{
+	return mbox->exists ? mbox->uidnext : 1;
+}
+
+uint64_t mt_store_mailbox_highest_modseq(const struct mt_store_mailbox *mbox)
+{
+	return mbox->exists ? mbox->highest_modseq : 1;
+}
+
+const char *mt_store_mailbox_keyword(const struct mt_store_mailbox *mbox,
+				     unsigned int index)
+{
+	return index < mbox->keyword_count ? mbox->keywords[index] : NULL;
+}
+
+int mt_store_mailbox_find(const struct mt_store_mailbox *mbox, uint32_t uid)
+{
+	/* The snapshot is in uid order (message.db's key order). */
+	unsigned int lo = 0, hi = mbox->count;
+	while (lo < hi) {
+		unsigned int mid = lo + (hi - lo) / 2;
+		if (mbox->msgs[mid].uid < uid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < mbox->count && mbox->msgs[lo].uid == uid ? (int)lo : -1;
 }
 
 const struct mt_store_msg *mt_store_mailbox_msg(const struct mt_store_mailbox *mbox,

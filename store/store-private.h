@@ -13,6 +13,9 @@
  *   store-body.c      streamed bodies: the handle, its chunk writes, deliver/abort
  *   store-chunks.c    their records: chunk and abort transactions, references,
  *                     body ids, the orphan sweep at open
+ *   store-folders.c   IMAP's folders and subscriptions (format 5)
+ *   store-flags.c     IMAP's flags, keywords and MODSEQs: STORE
+ *   store-ops.c       the requests of those two: one transaction or query
  * Trust boundary: as store.h. */
 #ifndef MT_POPSTORE_STORE_PRIVATE_H
 #define MT_POPSTORE_STORE_PRIVATE_H
@@ -29,7 +32,7 @@
 #include <string.h>
 #include <time.h>
 
-/* On-disk layout, format version 4 (see store-records.c for the records).
+/* On-disk layout, format version 5 (see store-records.c for the records).
  * The chunk size is written into meta.db at creation and read back at open,
  * so it could change without touching stored messages. */
 #define STORE_META_DB "meta.db"
@@ -44,6 +47,9 @@
  * being written (store-chunks.c). */
 #define STORE_REFS_DB "refs.db"
 #define STORE_PARTIAL_DB "partial.db"
+/* Version 5: IMAP's subscriptions, keyword tables and expunged uids
+ * (store-folders.c, store-flags.c). */
+#define STORE_IMAP_DB "imap.db"
 /* flock()ed by the serving process: one daemon per store. */
 #define STORE_LOCK_FILE "popstore.lock"
 /* Allocated space given back when a log flush hits a full disk, so that
@@ -58,6 +64,12 @@
  * "over quota", and a record that does not decode (a damaged store). */
 #define STORE_ERR_QUOTA (-1000)
 #define STORE_ERR_DAMAGED (-1001)
+/* Folder changes: MT_STORE_EXISTS, _HAS_CHILDREN, _LIMIT, _IN_USE, _INVALID. */
+#define STORE_ERR_EXISTS (-1002)
+#define STORE_ERR_HAS_CHILDREN (-1003)
+#define STORE_ERR_LIMIT (-1004)
+#define STORE_ERR_IN_USE (-1005)
+#define STORE_ERR_INVALID (-1006)
 /* Attempts of a transaction that keeps losing deadlocks. */
 #define STORE_TXN_ATTEMPTS 100
 
@@ -71,6 +83,23 @@
 /* message.db record flag: the message is a prefix of its own plus a shared
  * body (version 4); without it the message's chunks hold all of it. */
 #define STORE_MSG_SHARED 0x1u
+/* message.db record flag (version 5): MODSEQ u64 and keywords u64 follow
+ * the record's other fields; the system flags are the flag word's bits
+ * STORE_MSG_FLAGS_SHIFT and up. Without it: no flags, MODSEQ 1. */
+#define STORE_MSG_IMAP 0x2u
+#define STORE_MSG_FLAGS_SHIFT 8
+
+/* mailbox.db record's attribute word (version 5). */
+#define STORE_MBOX_USE_MASK 0xfu	/* enum mt_store_special_use */
+#define STORE_MBOX_PREPARED 0x100u	/* INBOX: the first login's folders made */
+
+/* imap.db keys begin with their kind. */
+#define STORE_IMAP_SUBSCRIPTION 'S'	/* + user NUL name → nothing */
+#define STORE_IMAP_KEYWORDS 'K'		/* + mailbox id u64 → names, NUL-ended */
+#define STORE_IMAP_VANISHED 'V'		/* + id u64 + modseq u64 → uids u32 */
+
+/* A mailbox.db key: the user's name for INBOX, user NUL folder else. */
+#define STORE_MAILBOX_KEY_MAX (MT_STORE_MAILBOX_MAX + 1 + MT_STORE_FOLDER_MAX)
 
 /* Where a message's bytes are (kept beside the public mt_store_msg). */
 struct store_msg_loc {
@@ -92,6 +121,24 @@ enum store_req_kind {
 	STORE_REQ_READ,
 	STORE_REQ_CHUNK,	/* one full chunk of a streamed body */
 	STORE_REQ_ABORT,	/* a body that will not be delivered */
+	STORE_REQ_CHANGE,	/* a store_op's transaction (commit path) */
+	STORE_REQ_QUERY,	/* a store_op's reads (reader pool) */
+};
+
+/* An operation of store-folders.c or store-flags.c, carried by a
+ * STORE_REQ_CHANGE or _QUERY request (store-ops.c), which frees it. */
+struct store_op {
+	/* CHANGE: the body of one transaction, retried on deadlock; QUERY:
+	 * reads without one (txn NULL). 0, a DB/errno or STORE_ERR value. */
+	int (*run)(struct mt_store *store, DB_TXN *txn, struct store_op *op);
+	/* On the caller's thread, after an OK and before the callback: the
+	 * result applied to the caller's objects (a snapshot). May be NULL. */
+	void (*apply)(struct store_op *op);
+	void (*free)(struct store_op *op);
+	const char *what;		/* "creating folder" for errors */
+	bool wrote;			/* run changed something: flush */
+	unsigned int expunged;		/* messages it expunged: purge */
+	struct mt_store_mailbox *mbox;	/* a reference, or NULL */
 };
 
 /* A body being written (store-body.c). Shared by its owner (until deliver
@@ -147,6 +194,7 @@ struct mt_store_req {
 
 	/* STORE_REQ_OPEN, _READ, _EXPUNGE */
 	char *name;
+	char *folder;			/* OPEN: an IMAP folder's name, or NULL */
 	struct mt_store_mailbox *mbox;		/* a reference (READ, EXPUNGE) */
 	struct mt_store_mailbox *result;	/* OPEN, until taken */
 	uint32_t *uids;
@@ -157,6 +205,9 @@ struct mt_store_req {
 	size_t max;
 	char *data;
 	size_t data_size;
+
+	/* STORE_REQ_CHANGE, _QUERY */
+	struct store_op *op;
 };
 
 struct mt_store_port {
@@ -180,9 +231,16 @@ struct store_drop {
 struct mt_store_mailbox {
 	struct mt_store *store;
 	atomic_uint refs;
-	char *name;
+	char *name;			/* the user's (INBOX) mailbox name */
+	char *folder;			/* NULL: INBOX */
+	unsigned char *key;		/* its mailbox.db key */
+	size_t key_len;
 	bool exists;
 	uint64_t id;
+	uint32_t uidvalidity, uidnext;
+	uint64_t highest_modseq;
+	char **keywords;		/* its keyword table, keyword_count names */
+	unsigned int keyword_count;
 	struct mt_store_msg *msgs;
 	struct store_msg_loc *locs;	/* one per message */
 	unsigned int count;
@@ -195,14 +253,18 @@ struct mt_store_mailbox {
 	atomic_uint writers;		/* expunge requests not yet freed */
 };
 
-/* A decoded mailbox record. */
+/* A decoded mailbox record. A version 4 one (40 octets) reads with the
+ * version 5 fields' defaults: HIGHESTMODSEQ 1, no \Seen or \Deleted. */
 struct store_mailbox_rec {
 	uint64_t id;
 	uint32_t next_uid;
 	uint32_t count;
 	uint64_t bytes;
-	uint32_t uidl_validity;
+	uint32_t uidl_validity;		/* also IMAP's UIDVALIDITY */
+	uint32_t attrs;			/* STORE_MBOX_* */
 	uint64_t created;
+	uint64_t highest_modseq;
+	uint32_t seen, deleted;		/* messages with \Seen, \Deleted */
 };
 
 #define STORE_OPEN_BUCKETS 4096
@@ -215,6 +277,7 @@ struct mt_store {
 	DB *purge;			/* NULL: a version 1 store (ADMIN mode) */
 	DB *delivered;			/* NULL: a version 1 or 2 store (ADMIN mode) */
 	DB *refs, *partial;		/* NULL: before version 4 (ADMIN mode) */
+	DB *imap;			/* NULL: before version 5 (ADMIN mode) */
 	/* The next shared body id (store-chunks.c); every id below it that
 	 * has a partial.db record at open was a crash's. */
 	atomic_uint_fast64_t next_body_id;
@@ -356,6 +419,50 @@ enum mt_store_status store_records_format_check(struct mt_store *store,
 /* Sum every mailbox record. */
 int store_records_totals(struct mt_store *store, uint64_t *mailboxes_r,
 			 uint64_t *messages_r, uint64_t *bytes_r);
+/* Walk db's records from prefix on while their keys begin with it, each
+ * (its first 256 octets) given to visit with the cursor on it (which may
+ * delete it); a non-zero return ends the walk with that result. flags:
+ * DB_RMW. Keys up to STORE_MAILBOX_KEY_MAX + 64 octets. */
+int store_records_walk(DB *db, DB_TXN *txn, const unsigned char *prefix,
+		       size_t prefix_len, u_int32_t flags,
+		       int (*visit)(DBC *cursor, const DBT *key, const DBT *data,
+				    void *context),
+		       void *context);
+/* mailbox.db key of user's mailbox folder (NULL or "INBOX": the INBOX
+ * record) into key (STORE_MAILBOX_KEY_MAX); its length. */
+size_t store_mailbox_key(unsigned char *key, const char *user,
+			 const char *folder);
+/* The mailbox record at key; DB_NOTFOUND if absent. flags: DB_RMW. */
+int store_mailbox_get(struct mt_store *store, DB_TXN *txn,
+		      const unsigned char *key, size_t key_len,
+		      struct store_mailbox_rec *rec, u_int32_t flags);
+int store_mailbox_put(struct mt_store *store, DB_TXN *txn,
+		      const unsigned char *key, size_t key_len,
+		      const struct store_mailbox_rec *rec);
+int store_mailbox_rec_decode(const DBT *data, struct store_mailbox_rec *rec);
+/* A new mailbox record: the next mailbox id, UIDVALIDITY uidvalidity. */
+int store_mailbox_new(struct mt_store *store, DB_TXN *txn, uint64_t now,
+		      uint32_t uidvalidity, struct store_mailbox_rec *rec);
+/* A UIDVALIDITY never handed out before in this store (meta.db's
+ * counter): at least now. */
+int store_uidvalidity_next(struct mt_store *store, DB_TXN *txn, uint64_t now,
+			   uint32_t *uidvalidity_r);
+/* message.db record of (id, uid), decoded; DB_NOTFOUND if absent. */
+int store_message_get(struct mt_store *store, DB_TXN *txn, uint64_t id,
+		      uint32_t uid, struct mt_store_msg *msg,
+		      struct store_msg_loc *loc, u_int32_t flags);
+int store_message_put(struct mt_store *store, DB_TXN *txn, uint64_t id,
+		      const struct mt_store_msg *msg,
+		      const struct store_msg_loc *loc, u_int32_t flags);
+/* Expunge uid of mailbox id (rec updated: counts, bytes; not written):
+ * its record gone, its chunks queued, its body unreferenced. */
+int store_records_expunge_one(struct mt_store *store, DB_TXN *txn,
+			      struct store_mailbox_rec *rec, uint32_t uid);
+/* After expunging uids (count of them) in rec's mailbox: the next MODSEQ
+ * in rec and their VANISHED record under it (version 5). */
+int store_records_vanished(struct mt_store *store, DB_TXN *txn,
+			   struct store_mailbox_rec *rec, const uint32_t *uids,
+			   unsigned int count);
 
 /* store-dedupe.c */
 /* In a delivery's transaction: 0 and *uid_r if rcpt's delivery id is
@@ -437,6 +544,35 @@ void store_purge_kick(struct mt_store *store);
 void store_purge_drop_retry(struct mt_store *store, uint64_t body_id,
 			    uint32_t chunks);
 
+/* store-flags.c */
+/* Load the keyword table of mailbox id into mbox (no transaction). */
+int store_flags_load_keywords(struct mt_store *store,
+			      struct mt_store_mailbox *mbox);
+/* Delete every imap.db record of mailbox id (kind K and V). */
+int store_flags_drop_mailbox(struct mt_store *store, DB_TXN *txn, uint64_t id);
+
+/* store-ops.c */
+/* Run req's op: on an executor (CHANGE) or a reader (QUERY). */
+void store_ops_run(struct mt_store *store, struct mt_store_req *req);
+/* A request for op (taken); submitted on its path, or waited for. */
+struct mt_store_req *store_ops_submit(struct mt_store *store,
+				      struct mt_store_port *port,
+				      enum store_req_kind kind,
+				      struct store_op *op, mt_store_cb_t *cb,
+				      void *context);
+/* A request refused with MT_STORE_INVALID and error: its callback runs
+ * as for any other (bad arguments found before an op was made). */
+struct mt_store_req *store_ops_refuse(struct mt_store_port *port,
+				      enum store_req_kind kind, const char *error,
+				      mt_store_cb_t *cb, void *context);
+/* Blocking: the finished request (applied if OK), for the caller to read
+ * and free (store_req_free). */
+struct mt_store_req *store_ops_wait(struct mt_store *store,
+				    enum store_req_kind kind,
+				    struct store_op *op);
+/* On the completing thread: the op's apply (port thread, or waiter). */
+void store_ops_apply(struct mt_store_req *req);
+
 /* store-async.c */
 struct mt_store_req *store_req_new(struct mt_store *store,
 				   enum store_req_kind kind,
@@ -472,6 +608,16 @@ void store_mailbox_table_deinit(struct mt_store *store);
 enum mt_store_status store_mailbox_open(struct mt_store *store, const char *name,
 					struct mt_store_mailbox **mbox_r,
 					const char **error_r);
+/* The same for user's folder (NULL: INBOX); NOT_FOUND if a folder is not
+ * there (INBOX opens empty). */
+enum mt_store_status store_folder_open(struct mt_store *store, const char *user,
+				       const char *folder,
+				       struct mt_store_mailbox **mbox_r,
+				       const char **error_r);
+/* True while the mailbox at key (or, prefix true, any whose key begins
+ * with it) is open in the process (the folder changes refuse it). */
+bool store_mailbox_in_use(struct mt_store *store, const unsigned char *key,
+			  size_t key_len, bool prefix);
 struct mt_store_mailbox *store_mailbox_ref(struct mt_store_mailbox *mbox);
 void store_mailbox_unref(struct mt_store_mailbox **mbox_p);
 /* An expunge request holding mbox starts (add) or is freed. */

@@ -1,18 +1,25 @@
-/* store-records.c — the store's on-disk records (format version 4) and the
+/* store-records.c — the store's on-disk records (format version 5) and the
  * transactions over them: deliver, expunge, purge queued chunks, load a
  * mailbox's snapshot, read a message range, and the format records. The
- * records of shared bodies themselves are in store-chunks.c.
+ * records of shared bodies themselves are in store-chunks.c, IMAP's
+ * folders and flags in store-folders.c and store-flags.c.
  *
  * Layout (all integers big-endian, so the default byte-wise Btree order is
  * numeric order and one mailbox's records sit together):
- *   meta.db     "format-version" → u32 4; "chunk-size" → u32;
- *               "next-mailbox-id" → u64; "created" → u64 Unix time
- *   mailbox.db  mailbox name → id u64, next_uid u32, count u32, bytes u64,
- *               uidl_validity u32, flags u32 (0), created u64     (40 bytes)
+ *   meta.db     "format-version" → u32 5; "chunk-size" → u32;
+ *               "next-mailbox-id" → u64; "created" → u64 Unix time;
+ *               "last-uidvalidity" → u32 (version 5, store_uidvalidity_next)
+ *   mailbox.db  mailbox key → id u64, next_uid u32, count u32, bytes u64,
+ *               uidl_validity u32, attrs u32, created u64 (40 bytes, all a
+ *               version 4 record has), highest_modseq u64, seen u32,
+ *               deleted u32 (56 bytes); the key is the directory's mailbox
+ *               name for INBOX, name NUL folder for an IMAP folder
  *   message.db  id u64 + uid u32 → size u64, arrival u64, flags u32,
  *               uidl_len u8, uidl, and with flag STORE_MSG_SHARED (every
- *               message delivered by version 4) body id u64, prefix_len
- *               u32                          (the STAT/LIST/UIDL data)
+ *               message delivered by version 4 or later) body id u64,
+ *               prefix_len u32, and with STORE_MSG_IMAP (version 5) modseq
+ *               u64, keywords u64; the flag word's bits 8-12 are the
+ *               system flags          (the STAT/LIST/UIDL and FLAGS data)
  *   body.db     id u64 + uid u32 + chunk u32 → chunk_size bytes (the last
  *               chunk shorter; none for an empty one) of the message's
  *               own bytes: its prefix (Return-Path:/Received:) if shared,
@@ -26,6 +33,10 @@
  *               the ids of recent deliveries (version 3, store-dedupe.c)
  *   refs.db, partial.db  the shared bodies' references and the bodies
  *               being written (version 4, store-chunks.c)
+ *   imap.db     subscriptions, keyword tables, expunged uids by MODSEQ
+ *               (version 5, store-folders.c, store-flags.c)
+ * A version 4 store is upgraded by creating imap.db: its records read as
+ * version 5 ones with defaults and are rewritten as such when they change.
  *
  * A delivery is one body shared by its recipients: each recipient's
  * transaction writes its message record, its prefix and one reference to
@@ -68,16 +79,22 @@
 #include <string.h>
 #include <time.h>
 
-#define MAILBOX_REC_SIZE 40
+#define MAILBOX_REC_SIZE_V4 40
+#define MAILBOX_REC_SIZE 56
 #define MESSAGE_REC_FIXED 21
 /* After the UIDL, with STORE_MSG_SHARED: body id u64, prefix length u32. */
 #define MESSAGE_REC_SHARED 12
+/* After those, with STORE_MSG_IMAP: MODSEQ u64, keywords u64. */
+#define MESSAGE_REC_IMAP 16
+#define MESSAGE_REC_MAX (MESSAGE_REC_FIXED + MT_STORE_UIDL_MAX + \
+			 MESSAGE_REC_SHARED + MESSAGE_REC_IMAP)
 #define PURGE_REC_SIZE 12
 
 static const char META_FORMAT[] = "format-version";
 static const char META_CHUNK[] = "chunk-size";
 static const char META_NEXT_ID[] = "next-mailbox-id";
 static const char META_CREATED[] = "created";
+static const char META_UIDVALIDITY[] = "last-uidvalidity";
 
 static void mailbox_rec_encode(const struct store_mailbox_rec *rec,
 			       unsigned char *p)
@@ -87,21 +104,35 @@ static void mailbox_rec_encode(const struct store_mailbox_rec *rec,
 	store_put_be32(p + 12, rec->count);
 	store_put_be64(p + 16, rec->bytes);
 	store_put_be32(p + 24, rec->uidl_validity);
-	store_put_be32(p + 28, 0);
+	store_put_be32(p + 28, rec->attrs);
 	store_put_be64(p + 32, rec->created);
+	store_put_be64(p + 40, rec->highest_modseq);
+	store_put_be32(p + 48, rec->seen);
+	store_put_be32(p + 52, rec->deleted);
 }
 
-static int mailbox_rec_decode(const DBT *data, struct store_mailbox_rec *rec)
+int store_mailbox_rec_decode(const DBT *data, struct store_mailbox_rec *rec)
 {
 	const unsigned char *p = data->data;
-	if (data->size < MAILBOX_REC_SIZE)
+	if (data->size < MAILBOX_REC_SIZE_V4)
 		return STORE_ERR_DAMAGED;
 	rec->id = store_get_be64(p);
 	rec->next_uid = store_get_be32(p + 8);
 	rec->count = store_get_be32(p + 12);
 	rec->bytes = store_get_be64(p + 16);
 	rec->uidl_validity = store_get_be32(p + 24);
+	rec->attrs = store_get_be32(p + 28);
 	rec->created = store_get_be64(p + 32);
+	rec->highest_modseq = 1;
+	rec->seen = rec->deleted = 0;
+	if (data->size >= MAILBOX_REC_SIZE) {
+		rec->highest_modseq = store_get_be64(p + 40);
+		rec->seen = store_get_be32(p + 48);
+		rec->deleted = store_get_be32(p + 52);
+		if (rec->highest_modseq == 0 || rec->seen > rec->count ||
+		    rec->deleted > rec->count)
+			return STORE_ERR_DAMAGED;
+	}
 	return 0;
 }
 
@@ -111,12 +142,22 @@ static size_t message_rec_encode(const struct mt_store_msg *msg,
 	size_t uidl_len = strlen(msg->uidl);
 	store_put_be64(p, msg->size);
 	store_put_be64(p + 8, (uint64_t)msg->arrival);
-	store_put_be32(p + 16, STORE_MSG_SHARED);
+	uint32_t flags = STORE_MSG_IMAP |
+		(msg->flags & MT_STORE_FLAGS_ALL) << STORE_MSG_FLAGS_SHIFT;
+	if (loc->body_id != 0)
+		flags |= STORE_MSG_SHARED;
+	store_put_be32(p + 16, flags);
 	p[20] = (unsigned char)uidl_len;
 	memcpy(p + MESSAGE_REC_FIXED, msg->uidl, uidl_len);
-	store_put_be64(p + MESSAGE_REC_FIXED + uidl_len, loc->body_id);
-	store_put_be32(p + MESSAGE_REC_FIXED + uidl_len + 8, loc->prefix_len);
-	return MESSAGE_REC_FIXED + uidl_len + MESSAGE_REC_SHARED;
+	size_t end = MESSAGE_REC_FIXED + uidl_len;
+	if (loc->body_id != 0) {
+		store_put_be64(p + end, loc->body_id);
+		store_put_be32(p + end + 8, loc->prefix_len);
+		end += MESSAGE_REC_SHARED;
+	}
+	store_put_be64(p + end, msg->modseq);
+	store_put_be64(p + end + 8, msg->keywords);
+	return end + MESSAGE_REC_IMAP;
 }
 
 static int message_rec_decode(const DBT *data, struct mt_store_msg *msg,
@@ -126,13 +167,14 @@ static int message_rec_decode(const DBT *data, struct mt_store_msg *msg,
 	if (data->size < MESSAGE_REC_FIXED || p[20] == 0 ||
 	    p[20] > MT_STORE_UIDL_MAX || data->size < MESSAGE_REC_FIXED + (u_int32_t)p[20])
 		return STORE_ERR_DAMAGED;
-	const size_t end = MESSAGE_REC_FIXED + p[20];
+	size_t end = MESSAGE_REC_FIXED + p[20];
+	const uint32_t flags = store_get_be32(p + 16);
 	msg->size = store_get_be64(p);
 	msg->arrival = (int64_t)store_get_be64(p + 8);
 	memcpy(msg->uidl, p + MESSAGE_REC_FIXED, p[20]);
 	msg->uidl[p[20]] = '\0';
 	*loc = (struct store_msg_loc){ 0, 0 };
-	if ((store_get_be32(p + 16) & STORE_MSG_SHARED) != 0) {
+	if ((flags & STORE_MSG_SHARED) != 0) {
 		if (data->size < end + MESSAGE_REC_SHARED)
 			return STORE_ERR_DAMAGED;
 		loc->body_id = store_get_be64(p + end);
@@ -140,8 +182,50 @@ static int message_rec_decode(const DBT *data, struct mt_store_msg *msg,
 		if ((loc->body_id & STORE_BODY_ID_BIT) == 0 ||
 		    loc->prefix_len > msg->size)
 			return STORE_ERR_DAMAGED;
+		end += MESSAGE_REC_SHARED;
+	}
+	msg->flags = 0;
+	msg->keywords = 0;
+	msg->modseq = 1;
+	if ((flags & STORE_MSG_IMAP) != 0) {
+		if (data->size < end + MESSAGE_REC_IMAP)
+			return STORE_ERR_DAMAGED;
+		msg->flags = flags >> STORE_MSG_FLAGS_SHIFT & MT_STORE_FLAGS_ALL;
+		msg->modseq = store_get_be64(p + end);
+		msg->keywords = store_get_be64(p + end + 8);
+		if (msg->modseq == 0)
+			return STORE_ERR_DAMAGED;
 	}
 	return 0;
+}
+
+int store_message_get(struct mt_store *store, DB_TXN *txn, uint64_t id,
+		      uint32_t uid, struct mt_store_msg *msg,
+		      struct store_msg_loc *loc, u_int32_t flags)
+{
+	unsigned char kbuf[STORE_MESSAGE_KEY_SIZE], vbuf[MESSAGE_REC_MAX + 64];
+	DBT key, data;
+	store_message_key(kbuf, id, uid);
+	store_dbt_in(&key, kbuf, sizeof(kbuf));
+	store_dbt_out(&data, vbuf, sizeof(vbuf));
+	int ret = store->messages->get(store->messages, txn, &key, &data, flags);
+	if (ret == 0)
+		ret = message_rec_decode(&data, msg, loc);
+	if (ret == 0)
+		msg->uid = uid;
+	return ret;
+}
+
+int store_message_put(struct mt_store *store, DB_TXN *txn, uint64_t id,
+		      const struct mt_store_msg *msg,
+		      const struct store_msg_loc *loc, u_int32_t flags)
+{
+	unsigned char kbuf[STORE_MESSAGE_KEY_SIZE], vbuf[MESSAGE_REC_MAX];
+	DBT key, data;
+	store_message_key(kbuf, id, msg->uid);
+	store_dbt_in(&key, kbuf, sizeof(kbuf));
+	store_dbt_in(&data, vbuf, message_rec_encode(msg, loc, vbuf));
+	return store->messages->put(store->messages, txn, &key, &data, flags);
 }
 
 int store_txn_run(struct mt_store *store,
@@ -164,31 +248,87 @@ int store_txn_run(struct mt_store *store,
 	}
 }
 
-static int mailbox_get(struct mt_store *store, DB_TXN *txn, const char *name,
-		       struct store_mailbox_rec *rec, u_int32_t flags)
+size_t store_mailbox_key(unsigned char *key, const char *user,
+			 const char *folder)
+{
+	size_t len = strlen(user);
+	memcpy(key, user, len);
+	if (folder != NULL && strcmp(folder, "INBOX") != 0) {
+		size_t flen = strlen(folder);
+		key[len++] = '\0';
+		memcpy(key + len, folder, flen);
+		len += flen;
+	}
+	return len;
+}
+
+int store_mailbox_get(struct mt_store *store, DB_TXN *txn,
+		      const unsigned char *kbuf, size_t key_len,
+		      struct store_mailbox_rec *rec, u_int32_t flags)
 {
 	unsigned char buf[MAILBOX_REC_SIZE + 64];
 	DBT key, data;
-	store_dbt_in(&key, name, strlen(name));
+	store_dbt_in(&key, kbuf, key_len);
 	store_dbt_out(&data, buf, sizeof(buf));
 	int ret = store->mailboxes->get(store->mailboxes, txn, &key, &data, flags);
-	return ret != 0 ? ret : mailbox_rec_decode(&data, rec);
+	return ret != 0 ? ret : store_mailbox_rec_decode(&data, rec);
+}
+
+int store_mailbox_put(struct mt_store *store, DB_TXN *txn,
+		      const unsigned char *kbuf, size_t key_len,
+		      const struct store_mailbox_rec *rec)
+{
+	unsigned char buf[MAILBOX_REC_SIZE];
+	DBT key, data;
+	mailbox_rec_encode(rec, buf);
+	store_dbt_in(&key, kbuf, key_len);
+	store_dbt_in(&data, buf, sizeof(buf));
+	return store->mailboxes->put(store->mailboxes, txn, &key, &data, 0);
+}
+
+static int mailbox_get(struct mt_store *store, DB_TXN *txn, const char *name,
+		       struct store_mailbox_rec *rec, u_int32_t flags)
+{
+	return store_mailbox_get(store, txn, (const unsigned char *)name,
+				 strlen(name), rec, flags);
 }
 
 static int mailbox_put(struct mt_store *store, DB_TXN *txn, const char *name,
 		       const struct store_mailbox_rec *rec)
 {
-	unsigned char buf[MAILBOX_REC_SIZE];
+	return store_mailbox_put(store, txn, (const unsigned char *)name,
+				 strlen(name), rec);
+}
+
+int store_uidvalidity_next(struct mt_store *store, DB_TXN *txn, uint64_t now,
+			   uint32_t *uidvalidity_r)
+{
+	unsigned char buf[4];
 	DBT key, data;
-	mailbox_rec_encode(rec, buf);
-	store_dbt_in(&key, name, strlen(name));
+	store_dbt_in(&key, META_UIDVALIDITY, sizeof(META_UIDVALIDITY) - 1);
+	store_dbt_out(&data, buf, sizeof(buf));
+	int ret = store->meta->get(store->meta, txn, &key, &data, DB_RMW);
+	uint32_t last = 0;
+	if (ret == 0 && data.size != 4)
+		return STORE_ERR_DAMAGED;
+	if (ret == 0)
+		last = store_get_be32(buf);
+	else if (ret != DB_NOTFOUND)
+		return ret;
+	uint32_t next = (uint32_t)now > last ? (uint32_t)now : last + 1;
+	if (next == 0)
+		next = 1;	/* UIDVALIDITY is nz-number */
+	store_put_be32(buf, next);
 	store_dbt_in(&data, buf, sizeof(buf));
-	return store->mailboxes->put(store->mailboxes, txn, &key, &data, 0);
+	if ((ret = store->meta->put(store->meta, txn, &key, &data, 0)) != 0)
+		return ret;
+	*uidvalidity_r = next;
+	return 0;
 }
 
 /* A new mailbox record with the next mailbox id (meta.db's counter). */
-static int mailbox_new(struct mt_store *store, DB_TXN *txn, uint64_t now,
-		       struct store_mailbox_rec *rec)
+int store_mailbox_new(struct mt_store *store, DB_TXN *txn, uint64_t now,
+		      uint32_t uidvalidity, struct store_mailbox_rec *rec)
 {
 	unsigned char buf[8];
 	DBT key, data;
@@ -205,8 +345,8 @@ static int mailbox_new(struct mt_store *store, DB_TXN *txn, uint64_t now,
 	if ((ret = store->meta->put(store->meta, txn, &key, &data, 0)) != 0)
 		return ret;
 	*rec = (struct store_mailbox_rec){
-		.id = id, .next_uid = 1, .uidl_validity = (uint32_t)now,
-		.created = now,
+		.id = id, .next_uid = 1, .uidl_validity = uidvalidity,
+		.created = now, .highest_modseq = 1,
 	};
 	return 0;
 }
@@ -256,8 +396,13 @@ static int deliver_txn(struct mt_store *store, DB_TXN *txn, void *context)
 	/* DB_RMW: take the write lock now, not by upgrading a read lock, which
 	 * deadlocks two deliveries to one mailbox. */
 	ret = mailbox_get(store, txn, rcpt->mailbox, &rec, DB_RMW);
-	if (ret == DB_NOTFOUND)
-		ret = mailbox_new(store, txn, ctx->now, &rec);
+	if (ret == DB_NOTFOUND) {
+		uint32_t uidvalidity;
+		ret = store_uidvalidity_next(store, txn, ctx->now, &uidvalidity);
+		if (ret == 0)
+			ret = store_mailbox_new(store, txn, ctx->now, uidvalidity,
+						&rec);
+	}
 	if (ret != 0)
 		return ret;
 	if (rcpt->quota != 0 && (size > rcpt->quota || rec.bytes > rcpt->quota - size))
@@ -265,22 +410,19 @@ static int deliver_txn(struct mt_store *store, DB_TXN *txn, void *context)
 	if (rec.next_uid == UINT32_MAX || rcpt->prefix_len > UINT32_MAX)
 		return EOVERFLOW;
 
+	if (rec.highest_modseq == UINT64_MAX)
+		return EOVERFLOW;
 	struct mt_store_msg msg = {
 		.uid = rec.next_uid, .size = size, .arrival = (int64_t)ctx->now,
+		.modseq = ++rec.highest_modseq,
 	};
 	const struct store_msg_loc loc = {
 		.body_id = ctx->body->id, .prefix_len = (uint32_t)rcpt->prefix_len,
 	};
 	snprintf(msg.uidl, sizeof(msg.uidl), "%08x%08x", rec.uidl_validity,
 		 msg.uid);
-	unsigned char kbuf[STORE_MESSAGE_KEY_SIZE];
-	unsigned char vbuf[MESSAGE_REC_FIXED + MT_STORE_UIDL_MAX + MESSAGE_REC_SHARED];
-	DBT key, data;
-	store_message_key(kbuf, rec.id, msg.uid);
-	store_dbt_in(&key, kbuf, sizeof(kbuf));
-	store_dbt_in(&data, vbuf, message_rec_encode(&msg, &loc, vbuf));
-	if ((ret = store->messages->put(store->messages, txn, &key, &data,
-					DB_NOOVERWRITE)) != 0)
+	if ((ret = store_message_put(store, txn, rec.id, &msg, &loc,
+				     DB_NOOVERWRITE)) != 0)
 		return ret == DB_KEYEXIST ? STORE_ERR_DAMAGED : ret;
 	if ((ret = object_put(store, txn, rec.id, msg.uid, rcpt->prefix,
 			      rcpt->prefix_len)) != 0 ||
@@ -396,22 +538,16 @@ int store_records_purge_queue(struct mt_store *store, DB_TXN *txn,
 	return store->purge->put(store->purge, txn, &k, &data, 0);
 }
 
-/* Remove uid's message record and queue its own chunks for the purger;
- * its shared body loses a reference (the last one queues it too). */
-static int expunge_one(struct mt_store *store, DB_TXN *txn, uint64_t id,
-		       uint32_t uid, uint64_t *size_r)
+int store_records_expunge_one(struct mt_store *store, DB_TXN *txn,
+			      struct store_mailbox_rec *rec, uint32_t uid)
 {
 	unsigned char kbuf[STORE_MESSAGE_KEY_SIZE];
-	unsigned char vbuf[MESSAGE_REC_FIXED + MT_STORE_UIDL_MAX + MESSAGE_REC_SHARED + 64];
-	DBT key, data;
+	DBT key;
 	struct mt_store_msg msg;
 	struct store_msg_loc loc;
-	store_message_key(kbuf, id, uid);
+	int ret = store_message_get(store, txn, rec->id, uid, &msg, &loc, DB_RMW);
+	store_message_key(kbuf, rec->id, uid);
 	store_dbt_in(&key, kbuf, STORE_MESSAGE_KEY_SIZE);
-	store_dbt_out(&data, vbuf, sizeof(vbuf));
-	int ret = store->messages->get(store->messages, txn, &key, &data, DB_RMW);
-	if (ret == 0)
-		ret = message_rec_decode(&data, &msg, &loc);
 	if (ret == 0)
 		ret = store->messages->del(store->messages, txn, &key, 0);
 	if (ret == 0)
@@ -421,36 +557,73 @@ static int expunge_one(struct mt_store *store, DB_TXN *txn, uint64_t id,
 		ret = store_chunks_unref(store, txn, loc.body_id);
 	if (ret != 0)
 		return ret;
-	*size_r = msg.size;
+	rec->count = rec->count > 0 ? rec->count - 1 : 0;
+	rec->bytes = rec->bytes > msg.size ? rec->bytes - msg.size : 0;
+	if ((msg.flags & MT_STORE_FLAG_SEEN) != 0 && rec->seen > 0)
+		rec->seen--;
+	if ((msg.flags & MT_STORE_FLAG_DELETED) != 0 && rec->deleted > 0)
+		rec->deleted--;
 	return 0;
+}
+
+int store_records_vanished(struct mt_store *store, DB_TXN *txn,
+			   struct store_mailbox_rec *rec, const uint32_t *uids,
+			   unsigned int count)
+{
+	if (rec->highest_modseq == UINT64_MAX)
+		return EOVERFLOW;
+	rec->highest_modseq++;
+	if (store->imap == NULL || count == 0)
+		return 0;
+	unsigned char kbuf[17];
+	kbuf[0] = STORE_IMAP_VANISHED;
+	store_put_be64(kbuf + 1, rec->id);
+	store_put_be64(kbuf + 9, rec->highest_modseq);
+	unsigned char *vbuf = mt_xmalloc((size_t)count * 4);
+	for (unsigned int i = 0; i < count; i++)
+		store_put_be32(vbuf + 4 * i, uids[i]);
+	DBT key, data;
+	store_dbt_in(&key, kbuf, sizeof(kbuf));
+	store_dbt_in(&data, vbuf, (size_t)count * 4);
+	int ret = store->imap->put(store->imap, txn, &key, &data, 0);
+	free(vbuf);
+	return ret;
 }
 
 static int expunge_txn(struct mt_store *store, DB_TXN *txn, void *context)
 {
 	struct expunge_ctx *ctx = context;
+	const struct mt_store_mailbox *mbox = ctx->mbox;
 	struct store_mailbox_rec rec;
 	ctx->removed = 0;
 	ctx->bytes = 0;
-	int ret = mailbox_get(store, txn, ctx->mbox->name, &rec, DB_RMW);
+	int ret = store_mailbox_get(store, txn, mbox->key, mbox->key_len, &rec,
+				    DB_RMW);
 	if (ret == DB_NOTFOUND)
 		return 0;
 	if (ret != 0)
 		return ret;
+	if (rec.id != mbox->id)
+		return 0;	/* another mailbox of that name now */
+	uint32_t *removed = mt_xmalloc((ctx->count + 1) * sizeof(*removed));
+	const uint64_t bytes = rec.bytes;
 	for (unsigned int i = 0; i < ctx->count; i++) {
-		uint64_t size;
-		ret = expunge_one(store, txn, rec.id, ctx->uids[i], &size);
-		if (ret == DB_NOTFOUND)
+		ret = store_records_expunge_one(store, txn, &rec, ctx->uids[i]);
+		if (ret == DB_NOTFOUND) {
+			ret = 0;
 			continue;	/* gone already */
+		}
 		if (ret != 0)
-			return ret;
-		ctx->removed++;
-		ctx->bytes += size;
+			break;
+		removed[ctx->removed++] = ctx->uids[i];
 	}
-	if (ctx->removed == 0)
-		return 0;
-	rec.count = rec.count > ctx->removed ? rec.count - ctx->removed : 0;
-	rec.bytes = rec.bytes > ctx->bytes ? rec.bytes - ctx->bytes : 0;
-	return mailbox_put(store, txn, ctx->mbox->name, &rec);
+	ctx->bytes = bytes - rec.bytes;
+	if (ret == 0 && ctx->removed > 0)
+		ret = store_records_vanished(store, txn, &rec, removed, ctx->removed);
+	free(removed);
+	if (ret != 0 || ctx->removed == 0)
+		return ret;
+	return store_mailbox_put(store, txn, mbox->key, mbox->key_len, &rec);
 }
 
 void store_records_expunge(struct mt_store *store, struct mt_store_req *req)
@@ -654,18 +827,23 @@ int store_records_purge_totals(struct mt_store *store, uint64_t *messages_r,
 static int load_once(struct mt_store *store, struct mt_store_mailbox *mbox)
 {
 	struct store_mailbox_rec rec;
-	int ret = mailbox_get(store, NULL, mbox->name, &rec, 0);
+	int ret = store_mailbox_get(store, NULL, mbox->key, mbox->key_len, &rec, 0);
 	if (ret == DB_NOTFOUND)
 		return 0;
 	if (ret != 0)
 		return ret;
 	mbox->exists = true;
 	mbox->id = rec.id;
+	mbox->uidvalidity = rec.uidl_validity;
+	mbox->uidnext = rec.next_uid;
+	mbox->highest_modseq = rec.highest_modseq;
+	if ((ret = store_flags_load_keywords(store, mbox)) != 0)
+		return ret;
 
 	DBC *cursor;
 	if ((ret = store->messages->cursor(store->messages, NULL, &cursor, 0)) != 0)
 		return ret;
-	unsigned char kbuf[STORE_MESSAGE_KEY_SIZE + 16], vbuf[MESSAGE_REC_FIXED + MT_STORE_UIDL_MAX + 64];
+	unsigned char kbuf[STORE_MESSAGE_KEY_SIZE + 16], vbuf[MESSAGE_REC_MAX + 64];
 	DBT key, data;
 	store_message_key(kbuf, rec.id, 0);
 	store_dbt_out(&key, kbuf, sizeof(kbuf));
@@ -703,6 +881,10 @@ int store_records_load(struct mt_store *store, struct mt_store_mailbox *mbox)
 		store_counter_add(&store->n_retries, 1);
 		MT_FREE(&mbox->msgs);
 		MT_FREE(&mbox->locs);
+		for (unsigned int i = 0; i < mbox->keyword_count; i++)
+			free(mbox->keywords[i]);
+		MT_FREE(&mbox->keywords);
+		mbox->keyword_count = 0;
 		mbox->count = 0;
 		mbox->bytes = 0;
 		mbox->exists = false;
@@ -864,12 +1046,14 @@ enum mt_store_status store_records_format_check(struct mt_store *store,
 	/* Version 1 is version 2 without purge.db, version 2 is version 3
 	 * without delivered.db, version 3 is version 4 without refs.db and
 	 * partial.db (and without shared bodies: its messages are read as
-	 * they are): store-env.c upgrades them (SERVE mode) by creating what
-	 * they lack, in the transaction that rewrites the version record. */
+	 * they are), version 4 is version 5 without imap.db (its records read
+	 * with the defaults of version 5's fields): store-env.c upgrades them
+	 * (SERVE mode) by creating what they lack, in the transaction that
+	 * rewrites the version record. */
 	if (version < 1 || version > MT_STORE_FORMAT_VERSION) {
 		*error_r = store_error("store %s has format version %u; this "
 				       "mailtier-popstore reads version %u (and "
-				       "upgrades versions 1 to 3) only: refusing "
+				       "upgrades versions 1 to 4) only: refusing "
 				       "to open it", store->home, version,
 				       MT_STORE_FORMAT_VERSION);
 		return MT_STORE_BAD_FORMAT;
@@ -886,6 +1070,38 @@ enum mt_store_status store_records_format_check(struct mt_store *store,
 	return MT_STORE_OK;
 }
 
+int store_records_walk(DB *db, DB_TXN *txn, const unsigned char *prefix,
+		       size_t prefix_len, u_int32_t flags,
+		       int (*visit)(DBC *cursor, const DBT *key, const DBT *data,
+				    void *context),
+		       void *context)
+{
+	DBC *cursor;
+	int ret = db->cursor(db, txn, &cursor, 0);
+	if (ret != 0)
+		return ret;
+	unsigned char kbuf[STORE_MAILBOX_KEY_MAX + 64], vbuf[256];
+	DBT key, data;
+	store_dbt_out(&key, kbuf, sizeof(kbuf));
+	memcpy(kbuf, prefix, prefix_len);
+	key.size = (u_int32_t)prefix_len;
+	store_dbt_out(&data, vbuf, sizeof(vbuf));
+	data.flags |= DB_DBT_PARTIAL;	/* records by their head: up to vbuf */
+	data.doff = 0;
+	data.dlen = sizeof(vbuf);
+	for (ret = cursor->get(cursor, &key, &data, DB_SET_RANGE | flags); ret == 0;
+	     ret = cursor->get(cursor, &key, &data, DB_NEXT | flags)) {
+		if (key.size < prefix_len || memcmp(kbuf, prefix, prefix_len) != 0)
+			break;
+		if ((ret = visit(cursor, &key, &data, context)) != 0)
+			break;
+	}
+	int t_ret = cursor->close(cursor);
+	if (ret == DB_NOTFOUND)
+		ret = 0;
+	return ret != 0 ? ret : t_ret;
+}
+
 int store_records_totals(struct mt_store *store, uint64_t *mailboxes_r,
 			 uint64_t *messages_r, uint64_t *bytes_r)
 {
@@ -894,13 +1110,13 @@ int store_records_totals(struct mt_store *store, uint64_t *mailboxes_r,
 	int ret = store->mailboxes->cursor(store->mailboxes, NULL, &cursor, 0);
 	if (ret != 0)
 		return ret;
-	unsigned char kbuf[MT_STORE_MAILBOX_MAX + 1], vbuf[MAILBOX_REC_SIZE + 64];
+	unsigned char kbuf[STORE_MAILBOX_KEY_MAX + 1], vbuf[MAILBOX_REC_SIZE + 64];
 	DBT key, data;
 	store_dbt_out(&key, kbuf, sizeof(kbuf));
 	store_dbt_out(&data, vbuf, sizeof(vbuf));
 	while ((ret = cursor->get(cursor, &key, &data, DB_NEXT)) == 0) {
 		struct store_mailbox_rec rec;
-		if ((ret = mailbox_rec_decode(&data, &rec)) != 0)
+		if ((ret = store_mailbox_rec_decode(&data, &rec)) != 0)
 			break;
 		(*mailboxes_r)++;
 		*messages_r += rec.count;

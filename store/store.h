@@ -78,10 +78,15 @@ enum mt_store_status {
 				   must exit non-zero; restarting recovers */
 	MT_STORE_BAD_FORMAT,	/* open: not a store, or a format this code refuses */
 	MT_STORE_INVALID,	/* bad argument or setting */
+	/* Folders (format 5): IMAP's [ALREADYEXISTS], [HASCHILDREN], [LIMIT]. */
+	MT_STORE_EXISTS,	/* CREATE/RENAME: the name is taken */
+	MT_STORE_HAS_CHILDREN,	/* DELETE: the folder has inferiors */
+	MT_STORE_LIMIT,		/* folders per user, keywords per folder */
 };
 
 /* "ok", "not-found", "in-use", "over-quota", "no-space", "tempfail",
- * "fatal", "bad-format", "invalid" (for log lines). */
+ * "fatal", "bad-format", "invalid", "exists", "has-children", "limit"
+ * (for log lines). */
 const char *mt_store_status_name(enum mt_store_status status);
 
 /* Opening */
@@ -134,7 +139,7 @@ void mt_store_close(struct mt_store **store_p);
  * recovery (systemd Restart=on-failure). */
 bool mt_store_failed(struct mt_store *store);
 
-#define MT_STORE_FORMAT_VERSION 4
+#define MT_STORE_FORMAT_VERSION 5
 #define MT_STORE_MAILBOX_MAX 255
 #define MT_STORE_UIDL_MAX 70		/* RFC 1939: 1 to 70 characters */
 #define MT_STORE_READ_MAX (1024 * 1024)	/* largest range one read returns */
@@ -244,8 +249,12 @@ enum mt_store_status mt_store_deliver_wait(struct mt_store *store,
 struct mt_store_msg {
 	uint32_t uid;
 	uint64_t size;			/* exact octets as stored */
-	int64_t arrival;		/* Unix time of delivery */
+	int64_t arrival;		/* Unix time of delivery (INTERNALDATE) */
 	char uidl[MT_STORE_UIDL_MAX + 1];
+	/* IMAP's (format 5; a message stored before reads as none, MODSEQ 1). */
+	uint32_t flags;			/* MT_STORE_FLAG_* */
+	uint64_t keywords;		/* bit i: the mailbox's keyword i */
+	uint64_t modseq;		/* RFC 7162 MODSEQ of its last change */
 };
 
 /* Open name's mailbox (an absent one opens empty; it is not created). The
@@ -296,6 +305,180 @@ enum mt_store_status mt_store_expunge_wait(struct mt_store_mailbox *mbox,
 					   const uint32_t *uids,
 					   unsigned int count,
 					   const char **error_r);
+
+/* IMAP's folders, flags and MODSEQs (format 5).
+ *
+ * A user's mailboxes are INBOX — the record a delivery and POP3 name by
+ * the directory's mailbox name, untouched by the upgrade from format 4 —
+ * and folders named in UTF-8 with MT_IMAP_DELIMITER '/' levels, checked
+ * and put in normal form by the caller (lib-mail/imap-mailbox.h: "INBOX"
+ * spelled so for the inbox, no control characters, no empty level);
+ * here a folder name is opaque bytes of 1 to MT_STORE_FOLDER_MAX. Each
+ * mailbox has its UIDVALIDITY, UIDNEXT, HIGHESTMODSEQ and counts (messages,
+ * \Seen, \Deleted, bytes) kept in the transaction of every change;
+ * every delivery, flag change and expunge takes the next MODSEQ of its
+ * mailbox, and an expunge leaves the uids it removed under its MODSEQ
+ * (RFC 7162 QRESYNC's VANISHED (EARLIER)) until the folder is deleted.
+ * A folder open for reading is a snapshot as a POP3 mailbox is, holding
+ * the same in-process lock. */
+
+#define MT_STORE_FOLDER_MAX 1024	/* octets of a folder name */
+#define MT_STORE_KEYWORDS_MAX 64	/* keywords one mailbox can name */
+#define MT_STORE_KEYWORD_MAX 64		/* octets of one keyword */
+
+/* System flags (RFC 9051 2.3.2), in mt_store_msg.flags. */
+#define MT_STORE_FLAG_SEEN 0x01u
+#define MT_STORE_FLAG_ANSWERED 0x02u
+#define MT_STORE_FLAG_FLAGGED 0x04u
+#define MT_STORE_FLAG_DELETED 0x08u
+#define MT_STORE_FLAG_DRAFT 0x10u
+#define MT_STORE_FLAGS_ALL 0x1fu
+
+/* RFC 6154 special-use attributes, one per folder. */
+enum mt_store_special_use {
+	MT_STORE_USE_NONE = 0,
+	MT_STORE_USE_SENT,
+	MT_STORE_USE_DRAFTS,
+	MT_STORE_USE_TRASH,
+	MT_STORE_USE_JUNK,
+	MT_STORE_USE_ARCHIVE,
+};
+/* "\\Sent", ... (NULL for NONE): the attribute as LIST writes it. */
+const char *mt_store_special_use_name(enum mt_store_special_use use);
+
+/* One line of a user's LIST: a mailbox, or a subscription to a name that
+ * is no mailbox (exists false: LIST-EXTENDED's \NonExistent). */
+struct mt_store_folder {
+	char *name;			/* "INBOX" or the folder's name */
+	bool exists, subscribed;
+	enum mt_store_special_use special_use;
+	uint32_t uidvalidity, uidnext;
+	uint32_t messages, seen, deleted;
+	uint64_t bytes;
+	uint64_t highest_modseq;
+};
+
+/* Every mailbox and subscription of user, INBOX first, then in byte order
+ * of their names (a user who never got mail still has an empty INBOX).
+ * The result (mt_store_req_folders) is valid as the request. */
+struct mt_store_req *mt_store_folders_list(struct mt_store_port *port,
+					   const char *user, mt_store_cb_t *cb,
+					   void *context);
+const struct mt_store_folder *mt_store_req_folders(const struct mt_store_req *req,
+						   unsigned int *count_r);
+/* Blocking: *folders_r freed with mt_store_folders_free. */
+enum mt_store_status mt_store_folders_list_sync(struct mt_store *store,
+						const char *user,
+						struct mt_store_folder **folders_r,
+						unsigned int *count_r,
+						const char **error_r);
+void mt_store_folders_free(struct mt_store_folder **folders_p,
+			   unsigned int count);
+
+/* The folder changes, each one durable transaction (group commit) before
+ * its callback. As requests, they return only a status. */
+enum mt_store_folder_change {
+	/* CREATE name (RFC 9051 6.3.4) with special_use: EXISTS if taken,
+	 * LIMIT if the user has folder_max folders (0: no limit). Its
+	 * UIDVALIDITY is new, never one the name had before. Creates no
+	 * superior (a name's levels need not exist, as RFC 9051 allows). */
+	MT_STORE_FOLDER_CREATE,
+	/* DELETE name: its messages expunged (bodies purged lazily) and the
+	 * folder gone, its subscription kept (RFC 9051 6.3.5). HAS_CHILDREN
+	 * if a folder below it exists; INVALID for INBOX; IN_USE while open. */
+	MT_STORE_FOLDER_DELETE,
+	/* RENAME name to new_name with every folder below it (RFC 9051
+	 * 6.3.6), keeping their UIDVALIDITY and messages; EXISTS if a new name
+	 * is taken, IN_USE while one is open. INBOX's messages move to a new
+	 * folder new_name (they keep their UIDs and UIDLs there) and INBOX
+	 * starts over empty with a new UIDVALIDITY; its inferiors stay. */
+	MT_STORE_FOLDER_RENAME,
+	/* SUBSCRIBE / UNSUBSCRIBE name (which need not exist). */
+	MT_STORE_FOLDER_SUBSCRIBE,
+	MT_STORE_FOLDER_UNSUBSCRIBE,
+	/* The user's first IMAP login: Sent, Drafts, Trash, Junk and Archive
+	 * created with their special-use attributes and subscribed, and INBOX
+	 * subscribed, once (a mark in the INBOX record), so folders the user
+	 * deleted later do not come back. name is ignored. */
+	MT_STORE_FOLDER_PREPARE,
+};
+
+struct mt_store_folder_args {
+	enum mt_store_folder_change change;
+	const char *user;
+	const char *name;
+	const char *new_name;		/* RENAME */
+	enum mt_store_special_use special_use;	/* CREATE */
+	unsigned int folder_max;	/* CREATE, RENAME of INBOX, PREPARE */
+};
+struct mt_store_req *mt_store_folder_change(struct mt_store_port *port,
+					    const struct mt_store_folder_args *args,
+					    mt_store_cb_t *cb, void *context);
+enum mt_store_status mt_store_folder_change_wait(struct mt_store *store,
+						 const struct mt_store_folder_args *args,
+						 const char **error_r);
+
+/* Open user's mailbox name ("INBOX": the same mailbox as
+ * mt_store_mailbox_open(user)), a snapshot as above; NOT_FOUND for a
+ * folder that does not exist. */
+struct mt_store_req *mt_store_folder_open(struct mt_store_port *port,
+					  const char *user, const char *name,
+					  mt_store_cb_t *cb, void *context);
+enum mt_store_status mt_store_folder_open_sync(struct mt_store *store,
+					       const char *user,
+					       const char *name,
+					       struct mt_store_mailbox **mbox_r,
+					       const char **error_r);
+/* The open mailbox's state as of its snapshot (or its own last change). */
+uint32_t mt_store_mailbox_uidvalidity(const struct mt_store_mailbox *mbox);
+uint32_t mt_store_mailbox_uidnext(const struct mt_store_mailbox *mbox);
+uint64_t mt_store_mailbox_highest_modseq(const struct mt_store_mailbox *mbox);
+/* Its keywords: bit i of mt_store_msg.keywords is keyword i; NULL past
+ * the last. */
+const char *mt_store_mailbox_keyword(const struct mt_store_mailbox *mbox,
+				     unsigned int index);
+/* The index of message uid in the snapshot, or -1. */
+int mt_store_mailbox_find(const struct mt_store_mailbox *mbox, uint32_t uid);
+
+/* STORE (RFC 9051 6.4.6, RFC 7162 3.1.3): change the flags of uids in one
+ * durable transaction. Keywords are atoms the caller checked (RFC 9051
+ * flag-keyword), compared case-insensitively and kept as first spelled;
+ * a keyword the mailbox does not know yet is added to its table (LIMIT
+ * when MT_STORE_KEYWORDS_MAX are named: nothing changes). Each message
+ * whose flags change gets the one new MODSEQ of the transaction; with
+ * unchanged_since set (CONDSTORE UNCHANGEDSINCE), a message whose MODSEQ
+ * is above it is left alone and reported as modified. Uids that are gone
+ * are skipped. On OK the mailbox's snapshot has the new flags, keywords
+ * and MODSEQs (the STORE's untagged FETCH replies read them there). */
+enum mt_store_flag_op { MT_STORE_FLAGS_ADD, MT_STORE_FLAGS_REMOVE,
+			MT_STORE_FLAGS_REPLACE };
+struct mt_store_flag_args {
+	enum mt_store_flag_op op;
+	uint32_t flags;			/* MT_STORE_FLAG_* */
+	const char *const *keywords;
+	unsigned int keyword_count;
+	uint64_t unchanged_since;	/* 0: none */
+	const uint32_t *uids;
+	unsigned int uid_count;
+};
+/* Per uid of the arguments (mt_store_req_flag_results, valid as the
+ * request; in the _wait form written into results_r, uid_count of them). */
+enum mt_store_flag_result {
+	MT_STORE_FLAG_UNCHANGED,	/* its flags were already so */
+	MT_STORE_FLAG_CHANGED,
+	MT_STORE_FLAG_MODIFIED,		/* MODSEQ above unchanged_since */
+	MT_STORE_FLAG_GONE,		/* expunged */
+};
+struct mt_store_req *mt_store_flags_store(struct mt_store_port *port,
+					  struct mt_store_mailbox *mbox,
+					  const struct mt_store_flag_args *args,
+					  mt_store_cb_t *cb, void *context);
+const enum mt_store_flag_result *mt_store_req_flag_results(
+	const struct mt_store_req *req, unsigned int *count_r);
+enum mt_store_status mt_store_flags_store_wait(struct mt_store_mailbox *mbox,
+					       const struct mt_store_flag_args *args,
+					       enum mt_store_flag_result *results_r,
+					       const char **error_r);
 
 /* Counters and administration */
 

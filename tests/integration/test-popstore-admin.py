@@ -66,7 +66,7 @@ def test(h):
     st = stat(h, env.conf, "s1")
     assert st["mailboxes"] == "2" and st["messages"] == "8", st
     assert int(st["bytes"]) > sum(len(m) for m in msgs[:4]) * 2, st
-    assert st["format_version"] == "4" and int(st["env_commits"]) >= 4, st
+    assert st["format_version"] == "5" and int(st["env_commits"]) >= 4, st
     # The lazy expunge's backlog (once mailtierctl prints it).
     assert st.get("purge_messages", "0") == "0" and st.get("purge_bytes", "0") == "0", st
     assert st["partial_bodies"] == "0" and st["partial_bytes"] == "0", st

@@ -372,7 +372,7 @@ static void test_format_version(void **state)
 	assert_int_equal(mt_store_open(&set, &store, &error), MT_STORE_BAD_FORMAT);
 	assert_null(store);
 	assert_non_null(strstr(error, "format version 99"));
-	assert_non_null(strstr(error, "reads version 4"));
+	assert_non_null(strstr(error, "reads version 5"));
 	set.mode = MT_STORE_MODE_ADMIN;
 	assert_int_equal(mt_store_open(&set, &store, &error), MT_STORE_BAD_FORMAT);
 
