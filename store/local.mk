@@ -19,7 +19,8 @@ store_libmtstore_a_SOURCES = \
 	store/store-chunks.c \
 	store/store-ops.c \
 	store/store-folders.c \
-	store/store-flags.c
+	store/store-flags.c \
+	store/store-copy.c
 store_libmtstore_a_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS)
 
 # What a program using the store links (after its own objects).

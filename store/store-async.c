@@ -88,9 +88,14 @@ struct mt_store_req *store_req_new(struct mt_store *store,
 void store_req_free(struct mt_store_req *req)
 {
 	for (unsigned int i = 0; i < req->rcpt_count; i++) {
-		free((char *)req->rcpts[i].mailbox);
-		free((char *)req->rcpts[i].prefix);
-		free((char *)req->rcpts[i].delivery_id);
+		struct mt_store_rcpt *r = &req->rcpts[i];
+		free((char *)r->mailbox);
+		free((char *)r->prefix);
+		free((char *)r->delivery_id);
+		free((char *)r->folder);
+		for (unsigned int k = 0; k < r->keyword_count; k++)
+			free((char *)r->keywords[k]);
+		free((void *)r->keywords);
 	}
 	free(req->rcpts);
 	free(req->body_owned);
@@ -337,6 +342,13 @@ static bool name_ok(const char *name)
 	return len > 0 && len <= MT_STORE_MAILBOX_MAX;
 }
 
+/* NULL (INBOX) or a folder name. */
+static bool folder_ok(const char *folder)
+{
+	size_t len = folder == NULL ? 1 : strlen(folder);
+	return len > 0 && len <= MT_STORE_FOLDER_MAX;
+}
+
 struct mt_store_req *store_deliver_new(struct mt_store *store,
 				       struct mt_store_port *port,
 				       const struct mt_store_rcpt *rcpts,
@@ -350,8 +362,36 @@ struct mt_store_req *store_deliver_new(struct mt_store *store,
 		struct mt_store_rcpt *r = &req->rcpts[i];
 		*r = rcpts[i];
 		r->uid = 0;
+		r->uidvalidity = 0;
 		r->status = MT_STORE_OK;
 		r->duplicate = false;
+		r->folder = rcpts[i].folder != NULL &&
+			strcmp(rcpts[i].folder, "INBOX") != 0 ?
+			mt_xstrdup(rcpts[i].folder) : NULL;
+		r->keywords = NULL;
+		r->keyword_count = 0;
+		bool args_ok = folder_ok(rcpts[i].folder) &&
+			(rcpts[i].flags & ~MT_STORE_FLAGS_ALL) == 0 &&
+			rcpts[i].keyword_count <= MT_STORE_KEYWORDS_MAX &&
+			(rcpts[i].keyword_count == 0 || rcpts[i].keywords != NULL);
+		if (args_ok && rcpts[i].keyword_count > 0) {
+			char **k = mt_xcalloc(rcpts[i].keyword_count, sizeof(char *));
+			for (unsigned int j = 0; j < rcpts[i].keyword_count; j++) {
+				const char *kw = rcpts[i].keywords[j];
+				size_t len = kw != NULL ? strlen(kw) : 0;
+				args_ok &= len > 0 && len <= MT_STORE_KEYWORD_MAX &&
+					kw[0] != '\\';
+				k[j] = mt_xstrdup(kw != NULL ? kw : "");
+			}
+			r->keywords = (const char *const *)k;
+			r->keyword_count = rcpts[i].keyword_count;
+		}
+		if (!args_ok && name_ok(rcpts[i].mailbox)) {
+			r->status = MT_STORE_INVALID;
+			if (req->status == MT_STORE_OK)
+				store_req_set_error(req, MT_STORE_INVALID,
+						    "bad folder, flags or keywords");
+		}
 		r->delivery_id = rcpts[i].delivery_id != NULL ?
 			mt_xstrdup(rcpts[i].delivery_id) : NULL;
 		r->mailbox = mt_xstrdup(name_ok(rcpts[i].mailbox) ? rcpts[i].mailbox : "");

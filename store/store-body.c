@@ -318,6 +318,7 @@ enum mt_store_status mt_store_deliver_wait(struct mt_store *store,
 	for (unsigned int i = 0; i < count; i++) {
 		rcpts[i].status = req->rcpts[i].status;
 		rcpts[i].uid = req->rcpts[i].uid;
+		rcpts[i].uidvalidity = req->rcpts[i].uidvalidity;
 		rcpts[i].duplicate = req->rcpts[i].duplicate;
 	}
 	enum mt_store_status status = req->status;

@@ -165,28 +165,61 @@ static uint64_t set_apply(enum mt_store_flag_op op, uint64_t old, uint64_t arg)
 	return arg;
 }
 
-/* The arguments' keywords as indexes into the table, added to it where
- * new (but not for -FLAGS: removing an unknown keyword changes nothing);
- * *grown_r if the table changed. */
-static int keywords_resolve(struct flags_op *f, bool *grown_r)
+/* names as a set of indexes into table (count names), added to it where
+ * new if add (not for -FLAGS: removing an unknown keyword changes
+ * nothing); *grown_r if the table changed. */
+static int table_resolve(char **table, unsigned int *count,
+			 const char *const *names, unsigned int n, bool add,
+			 uint64_t *set_r, bool *grown_r)
 {
 	*grown_r = false;
-	f->keyword_set = 0;
-	for (unsigned int k = 0; k < f->args.keyword_count; k++) {
+	*set_r = 0;
+	for (unsigned int k = 0; k < n; k++) {
 		unsigned int i = 0;
-		while (i < f->table_count && strcasecmp(f->table[i], f->keywords[k]) != 0)
+		while (i < *count && strcasecmp(table[i], names[k]) != 0)
 			i++;
-		if (i == f->table_count) {
-			if (f->args.op == MT_STORE_FLAGS_REMOVE)
+		if (i == *count) {
+			if (!add)
 				continue;
-			if (f->table_count == MT_STORE_KEYWORDS_MAX)
+			if (*count == MT_STORE_KEYWORDS_MAX)
 				return STORE_ERR_LIMIT;
-			f->table[f->table_count++] = mt_xstrdup(f->keywords[k]);
+			table[(*count)++] = mt_xstrdup(names[k]);
 			*grown_r = true;
 		}
-		f->keyword_set |= UINT64_C(1) << i;
+		*set_r |= UINT64_C(1) << i;
 	}
 	return 0;
+}
+
+int store_flags_keywords_map(struct mt_store *store, DB_TXN *txn, uint64_t id,
+			     const char *const *names, unsigned int count,
+			     uint64_t *set_r)
+{
+	*set_r = 0;
+	if (count == 0)
+		return 0;
+	char *table[MT_STORE_KEYWORDS_MAX];
+	unsigned int table_count;
+	bool grown = false;
+	int ret = keywords_get(store, txn, id, table, &table_count, DB_RMW);
+	if (ret == 0)
+		ret = table_resolve(table, &table_count, names, count, true, set_r,
+				    &grown);
+	if (ret == 0 && grown)
+		ret = keywords_put(store, txn, id, table, table_count);
+	names_free(table, table_count);
+	return ret;
+}
+
+int store_flags_keywords_names(struct mt_store *store, DB_TXN *txn, uint64_t id,
+			       char **names, unsigned int *count_r)
+{
+	int ret = keywords_get(store, txn, id, names, count_r, 0);
+	if (ret != 0) {
+		names_free(names, *count_r);
+		*count_r = 0;
+	}
+	return ret;
 }
 
 static int flags_run(struct mt_store *store, DB_TXN *txn, struct store_op *op)
@@ -206,7 +239,11 @@ static int flags_run(struct mt_store *store, DB_TXN *txn, struct store_op *op)
 	bool grown;
 	if ((ret = keywords_get(store, txn, rec.id, f->table, &f->table_count,
 				DB_RMW)) != 0 ||
-	    (ret = keywords_resolve(f, &grown)) != 0)
+	    (ret = table_resolve(f->table, &f->table_count,
+				 (const char *const *)f->keywords,
+				 f->args.keyword_count,
+				 f->args.op != MT_STORE_FLAGS_REMOVE,
+				 &f->keyword_set, &grown)) != 0)
 		return ret;
 	if (rec.highest_modseq == UINT64_MAX)
 		return EOVERFLOW;

@@ -15,7 +15,8 @@
  *                     body ids, the orphan sweep at open
  *   store-folders.c   IMAP's folders and subscriptions (format 5)
  *   store-flags.c     IMAP's flags, keywords and MODSEQs: STORE
- *   store-ops.c       the requests of those two: one transaction or query
+ *   store-copy.c      IMAP's COPY and MOVE
+ *   store-ops.c       the requests of those three: one transaction or query
  * Trust boundary: as store.h. */
 #ifndef MT_POPSTORE_STORE_PRIVATE_H
 #define MT_POPSTORE_STORE_PRIVATE_H
@@ -419,6 +420,12 @@ enum mt_store_status store_records_format_check(struct mt_store *store,
 /* Sum every mailbox record. */
 int store_records_totals(struct mt_store *store, uint64_t *mailboxes_r,
 			 uint64_t *messages_r, uint64_t *bytes_r);
+/* The bytes of all of user's mailboxes (the quota's), rec being the one
+ * at key, read in the caller's transaction (and maybe changed in it). */
+int store_records_user_bytes(struct mt_store *store, DB_TXN *txn,
+			     const char *user, const unsigned char *key,
+			     size_t key_len, const struct store_mailbox_rec *rec,
+			     uint64_t *bytes_r);
 /* Walk db's records from prefix on while their keys begin with it, each
  * (its first 256 octets) given to visit with the cursor on it (which may
  * delete it); a non-zero return ends the walk with that result. flags:
@@ -548,6 +555,15 @@ void store_purge_drop_retry(struct mt_store *store, uint64_t body_id,
 /* Load the keyword table of mailbox id into mbox (no transaction). */
 int store_flags_load_keywords(struct mt_store *store,
 			      struct mt_store_mailbox *mbox);
+/* names (keywords) as a set of indexes into mailbox id's table, new ones
+ * added to it (STORE_ERR_LIMIT when it is full). */
+int store_flags_keywords_map(struct mt_store *store, DB_TXN *txn, uint64_t id,
+			     const char *const *names, unsigned int count,
+			     uint64_t *set_r);
+/* Mailbox id's table into names (MT_STORE_KEYWORDS_MAX, the caller frees
+ * each), *count_r. */
+int store_flags_keywords_names(struct mt_store *store, DB_TXN *txn, uint64_t id,
+			       char **names, unsigned int *count_r);
 /* Delete every imap.db record of mailbox id (kind K and V). */
 int store_flags_drop_mailbox(struct mt_store *store, DB_TXN *txn, uint64_t id);
 

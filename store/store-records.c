@@ -293,13 +293,6 @@ static int mailbox_get(struct mt_store *store, DB_TXN *txn, const char *name,
 				 strlen(name), rec, flags);
 }
 
-static int mailbox_put(struct mt_store *store, DB_TXN *txn, const char *name,
-		       const struct store_mailbox_rec *rec)
-{
-	return store_mailbox_put(store, txn, (const unsigned char *)name,
-				 strlen(name), rec);
-}
-
 int store_uidvalidity_next(struct mt_store *store, DB_TXN *txn, uint64_t now,
 			   uint32_t *uidvalidity_r)
 {
@@ -373,7 +366,7 @@ struct deliver_ctx {
 	uint64_t body_size;
 	uint64_t now;
 	bool referenced;	/* a committed copy holds the body */
-	uint32_t uid;
+	uint32_t uid, uidvalidity;
 	bool duplicate;		/* the delivery id was remembered: nothing stored */
 };
 
@@ -395,8 +388,10 @@ static int deliver_txn(struct mt_store *store, DB_TXN *txn, void *context)
 		return ret;
 	/* DB_RMW: take the write lock now, not by upgrading a read lock, which
 	 * deadlocks two deliveries to one mailbox. */
-	ret = mailbox_get(store, txn, rcpt->mailbox, &rec, DB_RMW);
-	if (ret == DB_NOTFOUND) {
+	unsigned char key[STORE_MAILBOX_KEY_MAX];
+	const size_t key_len = store_mailbox_key(key, rcpt->mailbox, rcpt->folder);
+	ret = store_mailbox_get(store, txn, key, key_len, &rec, DB_RMW);
+	if (ret == DB_NOTFOUND && rcpt->folder == NULL) {
 		uint32_t uidvalidity;
 		ret = store_uidvalidity_next(store, txn, ctx->now, &uidvalidity);
 		if (ret == 0)
@@ -404,18 +399,30 @@ static int deliver_txn(struct mt_store *store, DB_TXN *txn, void *context)
 						&rec);
 	}
 	if (ret != 0)
-		return ret;
-	if (rcpt->quota != 0 && (size > rcpt->quota || rec.bytes > rcpt->quota - size))
-		return STORE_ERR_QUOTA;
+		return ret;	/* an APPEND's absent folder: NOT_FOUND */
+	if (rcpt->quota != 0) {
+		uint64_t used;
+		if ((ret = store_records_user_bytes(store, txn, rcpt->mailbox, key,
+						    key_len, &rec, &used)) != 0)
+			return ret;
+		if (size > rcpt->quota || used > rcpt->quota - size)
+			return STORE_ERR_QUOTA;
+	}
 	if (rec.next_uid == UINT32_MAX || rcpt->prefix_len > UINT32_MAX)
 		return EOVERFLOW;
 
 	if (rec.highest_modseq == UINT64_MAX)
 		return EOVERFLOW;
 	struct mt_store_msg msg = {
-		.uid = rec.next_uid, .size = size, .arrival = (int64_t)ctx->now,
+		.uid = rec.next_uid, .size = size,
+		.arrival = rcpt->arrival != 0 ? rcpt->arrival : (int64_t)ctx->now,
+		.flags = rcpt->flags & MT_STORE_FLAGS_ALL,
 		.modseq = ++rec.highest_modseq,
 	};
+	if ((ret = store_flags_keywords_map(store, txn, rec.id, rcpt->keywords,
+					    rcpt->keyword_count,
+					    &msg.keywords)) != 0)
+		return ret;
 	const struct store_msg_loc loc = {
 		.body_id = ctx->body->id, .prefix_len = (uint32_t)rcpt->prefix_len,
 	};
@@ -433,12 +440,62 @@ static int deliver_txn(struct mt_store *store, DB_TXN *txn, void *context)
 	rec.next_uid++;
 	rec.count++;
 	rec.bytes += size;
-	if ((ret = mailbox_put(store, txn, rcpt->mailbox, &rec)) != 0)
+	rec.seen += (msg.flags & MT_STORE_FLAG_SEEN) != 0;
+	rec.deleted += (msg.flags & MT_STORE_FLAG_DELETED) != 0;
+	if ((ret = store_mailbox_put(store, txn, key, key_len, &rec)) != 0)
 		return ret;
 	if ((ret = store_dedupe_record(store, txn, rcpt, ctx->now, msg.uid)) != 0)
 		return ret;
 	ctx->uid = msg.uid;
+	ctx->uidvalidity = rec.uidl_validity;
 	return 0;
+}
+
+struct bytes_ctx {
+	uint64_t bytes;
+	const unsigned char *skip;	/* the key whose record the caller holds */
+	size_t skip_len;
+};
+
+static int bytes_visit(DBC *cursor, const DBT *key, const DBT *data,
+		       void *context)
+{
+	(void)cursor;
+	struct bytes_ctx *b = context;
+	struct store_mailbox_rec rec;
+	int ret = store_mailbox_rec_decode(data, &rec);
+	if (ret == 0 && (key->size != b->skip_len ||
+			 memcmp(key->data, b->skip, b->skip_len) != 0))
+		b->bytes += rec.bytes;
+	return ret;
+}
+
+int store_records_user_bytes(struct mt_store *store, DB_TXN *txn,
+			     const char *user, const unsigned char *key,
+			     size_t key_len, const struct store_mailbox_rec *rec,
+			     uint64_t *bytes_r)
+{
+	const size_t user_len = strlen(user);
+	struct bytes_ctx b = { .bytes = rec->bytes, .skip = key,
+			       .skip_len = key_len };
+	unsigned char prefix[MT_STORE_MAILBOX_MAX + 1];
+	memcpy(prefix, user, user_len);
+	prefix[user_len] = '\0';
+	int ret = 0;
+	if (key_len != user_len) {
+		/* A folder's: INBOX too. */
+		struct store_mailbox_rec inbox;
+		ret = mailbox_get(store, txn, user, &inbox, 0);
+		if (ret == 0)
+			b.bytes += inbox.bytes;
+		else if (ret == DB_NOTFOUND)
+			ret = 0;
+	}
+	if (ret == 0)
+		ret = store_records_walk(store->mailboxes, txn, prefix,
+					 user_len + 1, 0, bytes_visit, &b);
+	*bytes_r = b.bytes;
+	return ret;
 }
 
 /* A streamed body that failed, or that no recipient took: every
@@ -502,6 +559,7 @@ void store_records_deliver(struct mt_store *store, struct mt_store_req *req)
 			rcpt->status = MT_STORE_NO_SPACE;
 		if (ret == 0) {
 			rcpt->uid = ctx.uid;
+			rcpt->uidvalidity = ctx.duplicate ? 0 : ctx.uidvalidity;
 			rcpt->duplicate = ctx.duplicate;
 			ctx.referenced |= !ctx.duplicate;
 			/* A duplicate's first copy may not be durable yet either. */
@@ -510,7 +568,10 @@ void store_records_deliver(struct mt_store *store, struct mt_store_req *req)
 		}
 		const char *error = store_error("delivery to mailbox %s failed: %s",
 						rcpt->mailbox, store_strerror(ret));
-		if (ret != STORE_ERR_QUOTA)
+		/* Over quota, an APPEND's absent folder or full keyword table:
+		 * the client's answer, not the store's trouble. */
+		if (ret != STORE_ERR_QUOTA && ret != DB_NOTFOUND &&
+		    ret != STORE_ERR_LIMIT)
 			mt_error("store: %s", error);
 		if (req->status == MT_STORE_OK)
 			store_req_set_error(req, rcpt->status, error);

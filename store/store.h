@@ -179,9 +179,20 @@ struct mt_store_rcpt {
 	 * 250) is not stored again: it succeeds with the first copy's uid
 	 * and duplicate set. */
 	const char *delivery_id;
+	/* IMAP APPEND (RFC 9051 6.3.12; format 5): the user's folder (NULL or
+	 * "INBOX": the INBOX above), which must exist (NOT_FOUND: the client's
+	 * [TRYCREATE]); the message's flags and keywords (atoms the caller
+	 * checked; LIMIT if the folder cannot name one more) and INTERNALDATE
+	 * (0: now). The quota counts all of the user's folders. */
+	const char *folder;
+	uint32_t flags;
+	const char *const *keywords;
+	unsigned int keyword_count;
+	int64_t arrival;
 	/* Results, one per recipient: the LMTP reply after DATA. */
 	enum mt_store_status status;
 	uint32_t uid;
+	uint32_t uidvalidity;		/* of the mailbox it went to (APPENDUID) */
 	bool duplicate;
 };
 
@@ -479,6 +490,37 @@ enum mt_store_status mt_store_flags_store_wait(struct mt_store_mailbox *mbox,
 					       const struct mt_store_flag_args *args,
 					       enum mt_store_flag_result *results_r,
 					       const char **error_r);
+
+/* COPY / MOVE (RFC 9051 6.4.7, RFC 6851) uids of the open mailbox into
+ * its user's mailbox dest ("INBOX" or a folder; the same one too), in one
+ * durable transaction: each copy shares its original's body, keeps its
+ * flags, keywords and INTERNALDATE, and gets dest's next uid, one new
+ * MODSEQ and a UIDL of its own. NOT_FOUND if dest does not exist (the
+ * client's [TRYCREATE]), OVER_QUOTA if a COPY would pass quota (all the
+ * user's mailboxes; 0: none; a MOVE adds nothing), LIMIT if dest cannot
+ * name one more keyword. A MOVE expunges the originals in the same
+ * transaction. Uids that are gone are skipped. Results (UIDPLUS's
+ * COPYUID): per uid its copy's uid (0: it was gone), and dest's
+ * UIDVALIDITY. */
+struct mt_store_copy_args {
+	const uint32_t *uids;
+	unsigned int uid_count;
+	const char *dest;
+	bool move;
+	uint64_t quota;
+};
+struct mt_store_req *mt_store_copy(struct mt_store_port *port,
+				   struct mt_store_mailbox *mbox,
+				   const struct mt_store_copy_args *args,
+				   mt_store_cb_t *cb, void *context);
+const uint32_t *mt_store_req_copy_uids(const struct mt_store_req *req,
+				       unsigned int *count_r,
+				       uint32_t *uidvalidity_r);
+enum mt_store_status mt_store_copy_wait(struct mt_store_mailbox *mbox,
+					const struct mt_store_copy_args *args,
+					uint32_t *new_uids_r,
+					uint32_t *uidvalidity_r,
+					const char **error_r);
 
 /* Counters and administration */
 

@@ -97,8 +97,43 @@ static struct mt_store_mailbox *open_folder(const char *user, const char *name)
 	return mbox;
 }
 
-/* Append a message to a folder the way the upgrade test reads them: a
- * delivery to INBOX, then RENAME INBOX moves it (no APPEND yet). */
+/* APPEND size bytes of message seed to user's folder. */
+static enum mt_store_status append(const char *user, const char *folder,
+				   unsigned int seed, size_t size, uint32_t flags,
+				   const char *const *keywords,
+				   unsigned int keyword_count, int64_t arrival,
+				   uint64_t quota, uint32_t *uid_r,
+				   uint32_t *uidvalidity_r)
+{
+	char *data = test_message(seed, size);
+	struct mt_store_rcpt rcpt = {
+		.mailbox = user, .folder = folder, .flags = flags,
+		.keywords = keywords, .keyword_count = keyword_count,
+		.arrival = arrival, .quota = quota,
+	};
+	const char *error;
+	enum mt_store_status status =
+		mt_store_deliver_wait(store, &rcpt, 1, data, size, &error);
+	free(data);
+	if (uid_r != NULL)
+		*uid_r = rcpt.uid;
+	if (uidvalidity_r != NULL)
+		*uidvalidity_r = rcpt.uidvalidity;
+	return status;
+}
+
+static enum mt_store_status copy(struct mt_store_mailbox *mbox, const uint32_t *uids,
+				 unsigned int count, const char *dest, bool move,
+				 uint64_t quota, uint32_t *new_uids,
+				 uint32_t *uidvalidity_r)
+{
+	const struct mt_store_copy_args args = {
+		.uids = uids, .uid_count = count, .dest = dest, .move = move,
+		.quota = quota,
+	};
+	const char *error;
+	return mt_store_copy_wait(mbox, &args, new_uids, uidvalidity_r, &error);
+}
 
 static void store_flags(struct mt_store_mailbox *mbox, enum mt_store_flag_op op,
 			uint32_t flags, const char *const *keywords,
@@ -605,6 +640,167 @@ static void test_keyword_limit(void **state)
 	mt_store_mailbox_close(&mbox);
 }
 
+/* APPEND and COPY / MOVE */
+
+static void test_append(void **state)
+{
+	(void)state;
+	store = test_store_open();
+	const char *u = "ap@x";
+	assert_int_equal(folder_change(MT_STORE_FOLDER_PREPARE, u, NULL, NULL, 0),
+			 MT_STORE_OK);
+	const char *kw[] = { "$MDNSent" };
+	uint32_t uid, uidvalidity;
+	assert_int_equal(append(u, "Sent", 1, 3000, MT_STORE_FLAG_SEEN, kw, 1,
+				1700000000, 0, &uid, &uidvalidity), MT_STORE_OK);
+	assert_int_equal(uid, 1);
+	struct mt_store_folder sent = folder_get(u, "Sent");
+	assert_int_equal(uidvalidity, sent.uidvalidity);
+	assert_int_equal(sent.messages, 1);
+	assert_int_equal(sent.seen, 1);
+	assert_int_equal(sent.bytes, 3000);
+	struct mt_store_mailbox *mbox = open_folder(u, "Sent");
+	const struct mt_store_msg *msg = mt_store_mailbox_msg(mbox, 0);
+	assert_int_equal(msg->arrival, 1700000000);
+	assert_int_equal(msg->flags, MT_STORE_FLAG_SEEN);
+	assert_int_equal(msg->keywords, 1);
+	assert_string_equal(mt_store_mailbox_keyword(mbox, 0), "$MDNSent");
+	char *want = test_message(1, 3000), *got = test_read_all(mbox, 0, 1000);
+	assert_memory_equal(got, want, 3000);
+	free(want);
+	free(got);
+	mt_store_mailbox_close(&mbox);
+	/* An absent folder: NOT_FOUND ([TRYCREATE]); nothing made. */
+	assert_int_equal(append(u, "Nope", 2, 100, 0, NULL, 0, 0, 0, NULL, NULL),
+			 MT_STORE_NOT_FOUND);
+	assert_int_equal(folder_get(u, "Nope").exists, false);
+	/* "INBOX" is INBOX; POP3 sees it. */
+	assert_int_equal(append(u, "INBOX", 3, 200, 0, NULL, 0, 0, 0, &uid, NULL),
+			 MT_STORE_OK);
+	assert_int_equal(uid, 1);
+	mbox = open_folder(u, "INBOX");
+	struct mt_store_mailbox *pop;
+	const char *error;
+	assert_int_equal(mt_store_mailbox_open_sync(store, u, &pop, &error),
+			 MT_STORE_IN_USE);
+	mt_store_mailbox_close(&mbox);
+	assert_int_equal(mt_store_mailbox_open_sync(store, u, &pop, &error), MT_STORE_OK);
+	assert_int_equal(mt_store_mailbox_count(pop), 1);
+	mt_store_mailbox_close(&pop);
+	/* The quota counts every folder: 3200 used. */
+	assert_int_equal(append(u, "Drafts", 4, 800, 0, NULL, 0, 0, 4000, NULL, NULL),
+			 MT_STORE_OK);
+	assert_int_equal(append(u, "Drafts", 5, 1, 0, NULL, 0, 0, 4000, NULL, NULL),
+			 MT_STORE_OVER_QUOTA);
+	struct mt_store_rcpt lmtp = { .mailbox = u, .quota = 4000 };
+	assert_int_equal(mt_store_deliver_wait(store, &lmtp, 1, "x", 1, &error),
+			 MT_STORE_OVER_QUOTA);
+	/* Bad flags or keywords are refused before any work. */
+	const char *bad[] = { "\\Seen" };
+	assert_int_equal(append(u, "Sent", 6, 10, 0x40, NULL, 0, 0, 0, NULL, NULL),
+			 MT_STORE_INVALID);
+	assert_int_equal(append(u, "Sent", 6, 10, 0, bad, 1, 0, 0, NULL, NULL),
+			 MT_STORE_INVALID);
+}
+
+static void test_copy_move(void **state)
+{
+	(void)state;
+	store = test_store_open();
+	const char *u = "cp@x";
+	for (unsigned int i = 1; i <= 3; i++)
+		test_deliver(store, u, i, i == 2 ? 150000 : 2000);
+	assert_int_equal(folder_change(MT_STORE_FOLDER_CREATE, u, "A", NULL, 0),
+			 MT_STORE_OK);
+	/* A has a keyword of its own first: indexes differ from INBOX's. */
+	const char *own[] = { "aaa" }, *kw[] = { "zzz", "$Label1" };
+	uint32_t uid;
+	assert_int_equal(append(u, "A", 9, 100, 0, own, 1, 0, 0, &uid, NULL), MT_STORE_OK);
+	struct mt_store_mailbox *inbox = open_folder(u, "INBOX");
+	uint32_t two = 2;
+	store_flags(inbox, MT_STORE_FLAGS_ADD, MT_STORE_FLAG_FLAGGED, kw, 2, 0, &two,
+		    1, NULL, MT_STORE_OK);
+	unsigned int bodies = test_db_records(store->bodies);
+
+	uint32_t uids[] = { 1, 2, 99 }, new_uids[3], uidvalidity;
+	assert_int_equal(copy(inbox, uids, 3, "A", false, 0, new_uids, &uidvalidity),
+			 MT_STORE_OK);
+	assert_int_equal(new_uids[0], 2);
+	assert_int_equal(new_uids[1], 3);
+	assert_int_equal(new_uids[2], 0);
+	assert_int_equal(uidvalidity, folder_get(u, "A").uidvalidity);
+	/* Shared bodies: no chunk written (these have no prefix). */
+	assert_int_equal(test_db_records(store->bodies), bodies);
+	struct mt_store_mailbox *a = open_folder(u, "A");
+	assert_int_equal(mt_store_mailbox_count(a), 3);
+	const struct mt_store_msg *c2 = mt_store_mailbox_msg(a, 2);
+	assert_int_equal(c2->uid, 3);
+	assert_int_equal(c2->flags, MT_STORE_FLAG_FLAGGED);
+	assert_string_equal(mt_store_mailbox_keyword(a, 0), "aaa");
+	assert_int_equal(c2->keywords, 6);	/* zzz, $Label1 after aaa */
+	assert_string_equal(mt_store_mailbox_keyword(a, 1), "zzz");
+	assert_int_equal(c2->modseq, mt_store_mailbox_highest_modseq(a));
+	assert_int_equal(c2->arrival, mt_store_mailbox_msg(inbox, 1)->arrival);
+	assert_string_not_equal(c2->uidl, mt_store_mailbox_msg(inbox, 1)->uidl);
+	char *orig = test_read_all(inbox, 1, 65536), *dup = test_read_all(a, 2, 65536);
+	assert_memory_equal(orig, dup, 150000);
+	free(orig);
+	free(dup);
+	mt_store_mailbox_close(&a);
+
+	/* COPY to an absent folder; one over quota (a MOVE is not). */
+	assert_int_equal(copy(inbox, uids, 1, "B", false, 0, NULL, NULL),
+			 MT_STORE_NOT_FOUND);
+	struct mt_store_folder before = folder_get(u, "INBOX");
+	uint64_t used = before.bytes + folder_get(u, "A").bytes;
+	assert_int_equal(copy(inbox, uids, 1, "A", false, used + 1999, NULL, NULL),
+			 MT_STORE_OVER_QUOTA);
+
+	/* MOVE 2 and 3: gone from INBOX (VANISHED recorded), in A. */
+	unsigned int imap_records = test_db_records(store->imap);
+	uint32_t move[] = { 2, 3 };
+	assert_int_equal(copy(inbox, move, 2, "A", true, used, new_uids, NULL),
+			 MT_STORE_OK);
+	assert_int_equal(new_uids[0], 4);
+	assert_int_equal(new_uids[1], 5);
+	assert_int_equal(test_db_records(store->imap), imap_records + 1);
+	mt_store_mailbox_close(&inbox);
+	struct mt_store_folder after = folder_get(u, "INBOX");
+	assert_int_equal(after.messages, 1);
+	assert_true(after.highest_modseq > before.highest_modseq);
+	assert_int_equal(folder_get(u, "A").messages, 5);
+
+	/* The originals' bodies stay while copies hold them. */
+	a = open_folder(u, "A");
+	uint32_t gone[] = { 3 };
+	const char *error;
+	assert_int_equal(mt_store_expunge_wait(a, gone, 1, &error), MT_STORE_OK);
+	unsigned int purged;
+	assert_int_equal(mt_store_purge_sync(store, &purged, &error), MT_STORE_OK);
+	char *moved = test_read_all(a, 3, 65536), *want = test_message(2, 150000);
+	assert_memory_equal(moved, want, 150000);
+	free(moved);
+	free(want);
+
+	/* Back into INBOX: POP3 sees a new message with a new UIDL; a copy
+	 * within one mailbox works too. */
+	uint32_t back = 4;
+	assert_int_equal(copy(a, &back, 1, "INBOX", false, 0, new_uids, NULL),
+			 MT_STORE_OK);
+	assert_int_equal(new_uids[0], 4);
+	assert_int_equal(copy(a, &back, 1, "A", false, 0, new_uids, NULL), MT_STORE_OK);
+	assert_int_equal(new_uids[0], 6);
+	mt_store_mailbox_close(&a);
+	struct mt_store_mailbox *pop;
+	assert_int_equal(mt_store_mailbox_open_sync(store, u, &pop, &error), MT_STORE_OK);
+	assert_int_equal(mt_store_mailbox_count(pop), 2);
+	assert_int_equal(mt_store_mailbox_msg(pop, 1)->uid, 4);
+	assert_string_not_equal(mt_store_mailbox_msg(pop, 0)->uidl,
+				mt_store_mailbox_msg(pop, 1)->uidl);
+	mt_store_mailbox_close(&pop);
+	assert_int_equal(folder_get(u, "A").messages, 5);
+}
+
 /* The async forms, on a loop: results applied before the callback, and
  * the callback after a log flush. */
 
@@ -699,6 +895,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_subscriptions, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_flags, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_keyword_limit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_append, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_copy_move, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_async, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
