@@ -14,6 +14,7 @@ popstore_daemon_sources = \
 	popstore/pop3-commands.c \
 	popstore/pop3-parse.c popstore/pop3-parse.h \
 	popstore/pop3-auth.c \
+	popstore/login.c popstore/login.h \
 	popstore/pop3-fetch.c \
 	popstore/pop3-top.c popstore/pop3-top.h
 

@@ -39,7 +39,6 @@ const char *const pop3_state_names[POP3_STATE_COUNT] = {
 	[POP3_STATE_AUTHORIZATION] = "authorization",
 	[POP3_STATE_SASL] = "sasl",
 	[POP3_STATE_LOGIN] = "login",
-	[POP3_STATE_AUTH_DELAY] = "auth-delay",
 	[POP3_STATE_STLS] = "stls",
 	[POP3_STATE_TRANSACTION] = "transaction",
 	[POP3_STATE_UPDATE] = "update",
@@ -277,7 +276,7 @@ static void conn_eof(struct mt_conn *conn, bool error)
 static bool conn_busy(struct mt_conn *conn)
 {
 	struct pop3_session *s = conn_session(conn);
-	return s->state == POP3_STATE_LOGIN || s->state == POP3_STATE_AUTH_DELAY ||
+	return s->state == POP3_STATE_LOGIN ||
 		s->state == POP3_STATE_UPDATE || pop3_fetch_busy(s);
 }
 
@@ -319,7 +318,9 @@ static void conn_closed(struct mt_conn *conn, const char *reason)
 		mt_buf_cstr(&counts), (unsigned long long)s->drop.retrieved,
 		(unsigned long long)s->drop.retrieved_bytes, s->errors);
 	mt_buf_free(&counts);
-	mt_dirsvc_request_cancel(&s->dir_req);
+	/* A login in flight, or a failed login's answer pending: neither may
+	 * fire on a freed session (the client closed meanwhile). */
+	popstore_login_free(&s->verify);
 	if (s->store_req != NULL) {
 		/* An expunge in flight may still commit; its client got no
 		 * +OK, which RFC 1939 allows (the deletion was not promised). */
@@ -328,11 +329,6 @@ static void conn_closed(struct mt_conn *conn, const char *reason)
 	}
 	pop3_fetch_free(s);
 	pop3_maildrop_reset(&s->drop);
-	/* A failed login's answer pending: it must not fire on a freed
-	 * session (the client closed during the delay). */
-	if (s->auth_delay_timer != NULL)
-		event_free(s->auth_delay_timer);
-	s->auth_delay_timer = NULL;
 	pop3_enter_state(s, POP3_STATE_CLOSING);
 	popstore_session_remove(s->ps);
 }

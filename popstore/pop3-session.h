@@ -23,6 +23,7 @@
 #include "loop.h"
 #include "conn.h"
 #include "pop3-login.h"
+#include "login.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -51,8 +52,8 @@ struct pop3_prefetch;
 enum pop3_state {
 	POP3_STATE_AUTHORIZATION,
 	POP3_STATE_SASL,	/* AUTH PLAIN: waiting for the response line */
-	POP3_STATE_LOGIN,	/* waiting on the directory or the mailbox open */
-	POP3_STATE_AUTH_DELAY,	/* a failed login's -ERR waits (pop3-auth.c) */
+	POP3_STATE_LOGIN,	/* waiting on the directory, a failed login's
+				   delay (login.h) or the mailbox open */
 	POP3_STATE_STLS,	/* "+OK Begin TLS" queued; TLS once it is written */
 	POP3_STATE_TRANSACTION,
 	POP3_STATE_UPDATE,	/* QUIT: the deletions are being made durable */
@@ -94,12 +95,9 @@ struct pop3_session {
 	bool input_eof;			/* the client closed its side */
 
 	struct mt_pop3_login login_phase;	/* pop3-auth.c's ops */
+	struct popstore_login verify;	/* the credentials' check (login.c) */
 	char *user;			/* from USER, until PASS */
 	char *login;			/* the authenticated mailbox owner */
-	const char *login_method;	/* "user", "plain", "proxy" */
-	uint64_t login_started_ms;	/* PASS or AUTH arrived (authfail clock) */
-	struct event *auth_delay_timer;	/* a failed login's -ERR waits */
-	struct mt_dirsvc_request *dir_req;
 	struct mt_store_req *store_req;	/* open or expunge */
 	struct pop3_maildrop drop;
 	struct pop3_fetch *fetch;	/* a multi-line reply being streamed */

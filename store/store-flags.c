@@ -102,8 +102,11 @@ int store_flags_load_keywords(struct mt_store *store, struct mt_store_mailbox *m
 		names_free(names, count);
 		return ret;
 	}
-	mbox->keywords = count == 0 ? NULL : mt_xmalloc(count * sizeof(char *));
-	memcpy(mbox->keywords, names, count * sizeof(char *));
+	mbox->keywords = NULL;
+	if (count > 0) {
+		mbox->keywords = mt_xmalloc(count * sizeof(char *));
+		memcpy(mbox->keywords, names, count * sizeof(char *));
+	}
 	mbox->keyword_count = count;
 	return 0;
 }
