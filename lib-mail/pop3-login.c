@@ -45,30 +45,8 @@ enum mt_pop3_auth_kind mt_pop3_parse_auth(const char *arg, const char **initial_
 bool mt_pop3_parse_plain(const char *b64, bool authzid_allowed,
 			 struct mt_sasl_plain *plain_r, const char **error_r)
 {
-	if (strcmp(b64, "=") == 0) {
-		/* RFC 5034 4: "=" is an empty response, no valid PLAIN message. */
-		memset(plain_r, 0, sizeof(*plain_r));
-		*error_r = "empty response";
-		return false;
-	}
-	if (mt_sasl_plain_decode(b64, plain_r, error_r) != MT_SASL_OK)
-		return false;	/* zeroed by lib/sasl */
-	if (strlen(plain_r->authcid) > MT_POP3_USER_MAX ||
-	    strlen(plain_r->authzid) > MT_POP3_USER_MAX) {
-		mt_sasl_plain_wipe(plain_r);
-		*error_r = "user name too long";
-		return false;
-	}
-	/* RFC 4616 2: an authzid equal to the authcid asks for nothing more. */
-	if (strcasecmp(plain_r->authzid, plain_r->authcid) == 0)
-		plain_r->authzid[0] = '\0';
-	if (plain_r->authzid[0] != '\0' && !authzid_allowed) {
-		/* Users may not act as someone else. */
-		mt_sasl_plain_wipe(plain_r);
-		*error_r = "authorization identity not permitted";
-		return false;
-	}
-	return true;
+	return mt_sasl_plain_accept(b64, MT_POP3_USER_MAX, authzid_allowed,
+				    plain_r, error_r);
 }
 
 static bool plaintext_ok(struct mt_pop3_login *l)

@@ -14,6 +14,7 @@
 
 #include <stdint.h>
 #include <string.h>
+#include <strings.h>
 
 #include <openssl/evp.h>
 
@@ -193,6 +194,35 @@ enum mt_sasl_status mt_sasl_plain_decode(const char *b64,
 void mt_sasl_plain_wipe(struct mt_sasl_plain *plain)
 {
 	explicit_bzero(plain, sizeof(*plain));
+}
+
+bool mt_sasl_plain_accept(const char *b64, size_t id_max, bool authzid_allowed,
+			  struct mt_sasl_plain *plain_r, const char **error_r)
+{
+	if (strcmp(b64, "=") == 0) {
+		/* RFC 5034 4, RFC 4959 3: "=" is an empty response, no valid
+		 * PLAIN message. */
+		memset(plain_r, 0, sizeof(*plain_r));
+		*error_r = "empty response";
+		return false;
+	}
+	if (mt_sasl_plain_decode(b64, plain_r, error_r) != MT_SASL_OK)
+		return false;	/* zeroed */
+	if (strlen(plain_r->authcid) > id_max || strlen(plain_r->authzid) > id_max) {
+		mt_sasl_plain_wipe(plain_r);
+		*error_r = "user name too long";
+		return false;
+	}
+	/* RFC 4616 2: an authzid equal to the authcid asks for nothing more. */
+	if (strcasecmp(plain_r->authzid, plain_r->authcid) == 0)
+		plain_r->authzid[0] = '\0';
+	if (plain_r->authzid[0] != '\0' && !authzid_allowed) {
+		/* Users may not act as someone else. */
+		mt_sasl_plain_wipe(plain_r);
+		*error_r = "authorization identity not permitted";
+		return false;
+	}
+	return true;
 }
 
 void mt_sasl_plain_encode(struct mt_buf *out, const char *authzid,

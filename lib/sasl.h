@@ -71,6 +71,15 @@ enum mt_sasl_status mt_sasl_plain_decode(const char *b64,
 					 struct mt_sasl_plain *plain_r,
 					 const char **error_r);
 void mt_sasl_plain_wipe(struct mt_sasl_plain *plain);
+/* A client's PLAIN response as a server takes it (the POP3 and IMAP login
+ * phases): not "=" (an empty response), strict base64, an RFC 4616
+ * message whose names fit id_max octets; an authorization identity equal
+ * to the authentication identity (ignoring case) is dropped, another one
+ * refused unless authzid_allowed. On success *plain_r holds the fields
+ * (wipe it); on failure it is zeroed and *error_r says why (never quoting
+ * the input). */
+bool mt_sasl_plain_accept(const char *b64, size_t id_max, bool authzid_allowed,
+			  struct mt_sasl_plain *plain_r, const char **error_r);
 /* Append base64(authzid NUL authcid NUL passwd) to out (a client's PLAIN
  * response; the intermediate copy holding the password is wiped). */
 void mt_sasl_plain_encode(struct mt_buf *out, const char *authzid,
