@@ -15,6 +15,10 @@ popstore_daemon_sources = \
 	popstore/pop3-parse.c popstore/pop3-parse.h \
 	popstore/pop3-auth.c \
 	popstore/login.c popstore/login.h \
+	popstore/imap-session.c popstore/imap-session.h \
+	popstore/imap-auth.c \
+	popstore/imap-commands.c \
+	popstore/imap-mailbox.c \
 	popstore/pop3-fetch.c \
 	popstore/pop3-top.c popstore/pop3-top.h
 
@@ -67,6 +71,7 @@ tests_integration_popstore_panic_LDADD = $(BDB_LIBS)
 popstore_integration_tests = \
 	tests/integration/test-popstore-lmtp.py \
 	tests/integration/test-popstore-pop3.py \
+	tests/integration/test-popstore-imap.py \
 	tests/integration/test-popstore-admin.py \
 	tests/integration/test-popstore-crash.py \
 	tests/integration/test-popstore-diskfull.py \

@@ -49,12 +49,14 @@ static void log_stats(struct popstore *ps, const char *when)
 		" aborted=%" PRIu64 " swept=%" PRIu64
 		" reads=%" PRIu64 " retries=%" PRIu64 " checkpoints=%" PRIu64
 		" sessions=%u lmtp_connections=%" PRIu64 " pop3_connections=%" PRIu64
+		" imap_connections=%" PRIu64
 		" refused=%" PRIu64 " logins=%" PRIu64 " logins_failed=%" PRIu64,
 		when, c.deliveries, c.delivery_requests, c.flushes, per,
 		c.flushed_requests, c.max_batch, c.expunges, c.expunged, c.purged,
 		c.purge_txns, c.chunk_writes, c.aborted, c.swept, c.reads,
 		c.retries, c.checkpoints, ps->sessions, ps->lmtp_connections,
-		ps->pop3_connections, ps->refused_connections, ps->logins,
+		ps->pop3_connections, ps->imap_connections, ps->refused_connections,
+		ps->logins,
 		ps->logins_failed);
 }
 
@@ -91,6 +93,7 @@ static void drain(struct mt_daemon *d)
 	mt_info("draining sessions=%u", ps->sessions);
 	lmtp_sessions_drain(ps);
 	pop3_sessions_drain(ps);
+	imap_sessions_drain(ps);
 	if (ps->sessions == 0)
 		mt_loop_drain_done(ps->loop);
 }
@@ -111,6 +114,18 @@ static void pop3s_accept_cb(int fd, const struct sockaddr *peer, socklen_t len,
 			    void *context)
 {
 	pop3_session_accept(context, fd, peer, true);
+}
+
+static void imap_accept_cb(int fd, const struct sockaddr *peer, socklen_t len,
+			   void *context)
+{
+	imap_session_accept(context, fd, peer, false);
+}
+
+static void imaps_accept_cb(int fd, const struct sockaddr *peer, socklen_t len,
+			    void *context)
+{
+	imap_session_accept(context, fd, peer, true);
 }
 
 /* Start-up */
@@ -188,6 +203,11 @@ static void listen_all(struct mt_daemon *d)
 	(void)mt_daemon_listen(d, "pop3_listen", &ps->set->pop3_listen, pop3_accept_cb, ps);
 	(void)mt_daemon_listen(d, "pop3s_listen", &ps->set->pop3s_listen,
 			       pop3s_accept_cb, ps);
+	if (ps->set->imaps_listen.host != NULL && ps->tls == NULL)
+		mt_fatal("[popstore] imaps_listen needs [tls] cert_file and key_file");
+	(void)mt_daemon_listen(d, "imap_listen", &ps->set->imap_listen, imap_accept_cb, ps);
+	(void)mt_daemon_listen(d, "imaps_listen", &ps->set->imaps_listen,
+			       imaps_accept_cb, ps);
 }
 
 static void start(struct mt_daemon *d)
@@ -221,6 +241,7 @@ static void stop(struct mt_daemon *d, int status)
 		_exit(1);
 	}
 	lmtp_sessions_free_all(ps);
+	imap_sessions_free_all(ps);
 	pop3_sessions_free_all(ps);
 	/* Run the deferred frees the closes just posted. */
 	event_base_loop(mt_loop_base(ps->loop), EVLOOP_NONBLOCK);

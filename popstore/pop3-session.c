@@ -27,8 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -349,35 +347,12 @@ void pop3_session_accept(struct popstore *ps, int fd, const struct sockaddr *pee
 {
 	char addr[MT_SOCKADDR_STRLEN];
 	struct mt_logctx log = { .session_id = mt_session_id_new() };
-	const char *error;
 
-	mt_sockaddr_str(peer, addr, sizeof(addr));
-	if (!popstore_session_add(ps)) {
-		mt_slog(MT_LOG_WARNING, &log,
-			"pop3 refused peer=%s reason=max-sessions limit=%llu", addr,
-			(unsigned long long)ps->set->max_sessions);
-		ps->refused_connections++;
-		if (!implicit_tls) {
-			static const char busy[] = "-ERR [SYS/TEMP] Too many sessions, try again later\r\n";
-			(void)send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-		}
-		close(fd);
+	static const char busy[] = "-ERR [SYS/TEMP] Too many sessions, try again later\r\n";
+	struct bufferevent *bev = popstore_accept(ps, fd, peer, implicit_tls, "pop3",
+						  busy, &log, addr);
+	if (bev == NULL)
 		return;
-	}
-	popstore_socket_setup(fd);
-	struct bufferevent *bev;
-	if (implicit_tls)
-		bev = mt_tls_bev_accept(ps->tls, mt_loop_base(ps->loop), fd, &error);
-	else {
-		bev = bufferevent_socket_new(mt_loop_base(ps->loop), fd,
-					     BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
-		error = "bufferevent_socket_new failed";
-	}
-	if (bev == NULL) {
-		mt_slog(MT_LOG_ERROR, &log, "pop3 peer=%s: %s", addr, error);
-		popstore_session_remove(ps);
-		return;
-	}
 	ps->pop3_connections++;
 
 	struct pop3_session *s = mt_xcalloc(1, sizeof(*s));

@@ -32,8 +32,24 @@ static const struct mt_setting_def popstore_settings[] = {
 	  .flags = MT_SETTING_REQUIRED, .doc = "POP3 listener (STLS when [tls] has a certificate)." },
 	{ .name = "pop3s_listen", .type = MT_SETTING_HOSTPORT, .offset = S(pop3s_listen),
 	  .doc = "POP3 over implicit TLS (RFC 8314); empty: off. Needs [tls]." },
+	{ .name = "imap_listen", .type = MT_SETTING_HOSTPORT, .offset = S(imap_listen),
+	  .doc = "IMAP listener (STARTTLS when [tls] has a certificate); empty: off." },
+	{ .name = "imaps_listen", .type = MT_SETTING_HOSTPORT, .offset = S(imaps_listen),
+	  .doc = "IMAP over implicit TLS (RFC 8314); empty: off. Needs [tls]." },
+	{ .name = "imap_idle_timeout", .type = MT_SETTING_DURATION,
+	  .offset = S(imap_idle_timeout), .default_value = "30m", .min = 30 * 60000,
+	  .doc = "Idle time allowed in an IMAP session (RFC 9051 5.4: at least 30 minutes)." },
+	{ .name = "max_folders", .type = MT_SETTING_UINT, .offset = S(max_folders),
+	  .default_value = "1000", .min = 5, .max = 1000000,
+	  .doc = "Most IMAP folders per user (besides INBOX; CREATE answers NO [LIMIT] beyond)." },
+	{ .name = "max_folder_name", .type = MT_SETTING_UINT, .offset = S(max_folder_name),
+	  .default_value = "255", .min = 16, .max = 1024,
+	  .doc = "Longest IMAP folder name, in octets of UTF-8." },
+	{ .name = "max_folder_depth", .type = MT_SETTING_UINT, .offset = S(max_folder_depth),
+	  .default_value = "16", .min = 1, .max = 64,
+	  .doc = "Most levels of an IMAP folder name (\"a/b/c\" has 3)." },
 	{ .name = "max_sessions", .type = MT_SETTING_UINT, .offset = S(max_sessions),
-	  .default_value = "1000", .min = 1, .doc = "Most concurrent LMTP + POP3 sessions." },
+	  .default_value = "1000", .min = 1, .doc = "Most concurrent LMTP + POP3 + IMAP sessions." },
 	{ .name = "max_message_size", .type = MT_SETTING_SIZE,
 	  .offset = S(max_message_size), .default_value = "50M", .min = 1024,
 	  .doc = "Largest message accepted over LMTP (552 5.3.4 beyond)." },
@@ -132,12 +148,14 @@ static void popstore_check(struct mt_config_checker *checker,
 			"shard '%s' is not listed in [shards]", name);
 	check_cidr_list(checker, section, "lmtp_clients", &set->lmtp_clients);
 	check_cidr_list(checker, section, "proxy_addresses", &set->proxy_addresses);
-	if (set->pop3s_listen.host != NULL) {
-		const struct mt_tls_config *tls = mt_config_get(config, "tls", NULL);
-		if (tls != NULL && tls->cert_file[0] == '\0')
-			mt_config_check_error(checker, section, "pop3s_listen",
-				"pop3s_listen needs a certificate: set [tls] cert_file and key_file");
-	}
+	const struct mt_tls_config *tls = mt_config_get(config, "tls", NULL);
+	const bool no_cert = tls != NULL && tls->cert_file[0] == '\0';
+	if (set->pop3s_listen.host != NULL && no_cert)
+		mt_config_check_error(checker, section, "pop3s_listen",
+			"pop3s_listen needs a certificate: set [tls] cert_file and key_file");
+	if (set->imaps_listen.host != NULL && no_cert)
+		mt_config_check_error(checker, section, "imaps_listen",
+			"imaps_listen needs a certificate: set [tls] cert_file and key_file");
 }
 
 const struct mt_section_def mt_popstore_section = {

@@ -45,6 +45,13 @@ struct mt_popstore_settings {
 	uint64_t redelivery_window;	/* milliseconds */
 	uint64_t auth_fail_delay;	/* ms, the first failed login's; 0: off */
 	uint64_t auth_fail_window;	/* ms */
+	/* IMAP (all optional: older files still load). */
+	struct mt_hostport imap_listen;
+	struct mt_hostport imaps_listen;
+	uint64_t imap_idle_timeout;	/* ms */
+	uint64_t max_folders;
+	uint64_t max_folder_name;	/* octets */
+	uint64_t max_folder_depth;
 };
 
 #endif

@@ -12,11 +12,16 @@
 #include "loop.h"
 #include "sdnotify.h"
 #include "store/store.h"
+#include "tls.h"
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
+
+#include <event2/bufferevent.h>
 
 #define FATAL_EXIT_MSECS 200
 
@@ -38,6 +43,40 @@ void popstore_socket_setup(int fd)
 {
 	int one = 1;
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+struct bufferevent *popstore_accept(struct popstore *ps, int fd,
+				    const struct sockaddr *peer, bool implicit_tls,
+				    const char *proto, const char *busy,
+				    const struct mt_logctx *log,
+				    char addr[MT_SOCKADDR_STRLEN])
+{
+	const char *error;
+	mt_sockaddr_str(peer, addr, MT_SOCKADDR_STRLEN);
+	if (!popstore_session_add(ps)) {
+		mt_slog(MT_LOG_WARNING, log,
+			"%s refused peer=%s reason=max-sessions limit=%llu", proto, addr,
+			(unsigned long long)ps->set->max_sessions);
+		ps->refused_connections++;
+		if (!implicit_tls)
+			(void)send(fd, busy, strlen(busy), MSG_NOSIGNAL | MSG_DONTWAIT);
+		close(fd);
+		return NULL;
+	}
+	popstore_socket_setup(fd);
+	struct bufferevent *bev;
+	if (implicit_tls)
+		bev = mt_tls_bev_accept(ps->tls, mt_loop_base(ps->loop), fd, &error);
+	else {
+		bev = bufferevent_socket_new(mt_loop_base(ps->loop), fd,
+					     BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+		error = "bufferevent_socket_new failed";
+	}
+	if (bev == NULL) {
+		mt_slog(MT_LOG_ERROR, log, "%s peer=%s: %s", proto, addr, error);
+		popstore_session_remove(ps);
+	}
+	return bev;
 }
 
 bool popstore_is_proxy(const struct popstore *ps, const struct sockaddr *peer)

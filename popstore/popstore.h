@@ -1,7 +1,7 @@
 /* popstore.h — what mailtier-popstore's parts share: the daemon object
  * (config, store, directory client, TLS, the session registry) that main.c
- * builds, and the entry points of the two protocols, LMTP in
- * (lmtp-session.c) and POP3 out (pop3-session.c).
+ * builds, and the entry points of the protocols, LMTP in
+ * (lmtp-session.c), POP3 and IMAP out (pop3-session.c, imap-session.c).
  *
  * Trust boundary: none of its own; see each protocol's files. Everything
  * runs on the one main loop thread; the store and the directory do their
@@ -12,6 +12,7 @@
 #include "popstore-settings.h"
 #include "mailtier-settings.h"
 #include "conn.h"
+#include "loop.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -55,9 +56,10 @@ struct popstore {
 	size_t n_lmtp_clients, n_proxy_addresses;
 	char *proxy_password;		/* NULL: proxy logins refused */
 
-	unsigned int sessions;		/* LMTP + POP3 now */
+	unsigned int sessions;		/* LMTP + POP3 + IMAP now */
 	struct mt_conn_list lmtp_sessions;	/* lib-mail/conn.h */
 	struct mt_conn_list pop3_sessions;
+	struct mt_conn_list imap_sessions;
 	/* Failed POP3 logins per client address (pop3-auth.c; made on the
 	 * first failure, freed by pop3_sessions_free_all). */
 	struct mt_authfail *auth_failures;
@@ -65,7 +67,8 @@ struct popstore {
 	struct mt_timer *failed_check;	/* main.c: a panic seen off-session */
 
 	/* Daemon-wide counters for the stats line. */
-	uint64_t lmtp_connections, pop3_connections, refused_connections;
+	uint64_t lmtp_connections, pop3_connections, imap_connections,
+		refused_connections;
 	uint64_t messages_delivered, logins, logins_failed;
 };
 
@@ -85,6 +88,18 @@ void popstore_store_fatal(struct popstore *ps, const char *error);
  * Nagle's algorithm would hold the second back for the client's delayed
  * ACK (40 ms per command). */
 void popstore_socket_setup(int fd);
+struct bufferevent;
+struct mt_logctx;
+/* An accepted POP3 or IMAP connection (proto names it in log lines): the
+ * session count (when max_sessions are open: busy written to a plain
+ * socket, fd closed), the socket's options and its bufferevent (TLS for
+ * implicit_tls); addr gets the peer's text. NULL when refused or failed
+ * (logged; nothing counted). */
+struct bufferevent *popstore_accept(struct popstore *ps, int fd,
+				    const struct sockaddr *peer, bool implicit_tls,
+				    const char *proto, const char *busy,
+				    const struct mt_logctx *log,
+				    char addr[MT_SOCKADDR_STRLEN]);
 /* Is peer allowed to log in with the proxy credential? */
 bool popstore_is_proxy(const struct popstore *ps, const struct sockaddr *peer);
 struct mt_strlist;
@@ -110,5 +125,12 @@ void pop3_session_accept(struct popstore *ps, int fd, const struct sockaddr *pee
 			 bool implicit_tls);
 void pop3_sessions_drain(struct popstore *ps);
 void pop3_sessions_free_all(struct popstore *ps);
+
+/* imap-session.c */
+
+void imap_session_accept(struct popstore *ps, int fd, const struct sockaddr *peer,
+			 bool implicit_tls);
+void imap_sessions_drain(struct popstore *ps);
+void imap_sessions_free_all(struct popstore *ps);
 
 #endif

@@ -17,6 +17,7 @@ Trust boundary: test code only; the daemon under test is not trusted to
 behave, so every socket has a timeout.
 """
 
+import imaplib
 import os
 import poplib
 import smtplib
@@ -73,8 +74,9 @@ class Env:
         self.dir = self.ds["dir"]
         self.ports = {}
         for s in shards:
-            lmtp, pop3, pop3s = h.free_ports(3)
-            self.ports[s] = {"lmtp": lmtp, "pop3": pop3, "pop3s": pop3s}
+            lmtp, pop3, pop3s, imap, imaps = h.free_ports(5)
+            self.ports[s] = {"lmtp": lmtp, "pop3": pop3, "pop3s": pop3s,
+                             "imap": imap, "imaps": imaps}
         self.tls = tls
         self.cert = self.key = None
         if tls:
@@ -118,9 +120,11 @@ class Env:
             home = (db_homes or {}).get(s, self.db_home(s))
             text += (f"\n[popstore.{s}]\ndb_home = {home}\n"
                      f"lmtp_listen = 127.0.0.1:{p['lmtp']}\n"
-                     f"pop3_listen = 127.0.0.1:{p['pop3']}\n")
+                     f"pop3_listen = 127.0.0.1:{p['pop3']}\n"
+                     f"imap_listen = 127.0.0.1:{p['imap']}\n")
             if self.tls:
                 text += f"pop3s_listen = 127.0.0.1:{p['pop3s']}\n"
+                text += f"imaps_listen = 127.0.0.1:{p['imaps']}\n"
             text += self.shard_extra.get(s, "")
         with open(path or self.conf, "w") as f:
             f.write(text)
@@ -199,6 +203,27 @@ class Env:
             p.user(user)
             p.pass_(password)
         return p
+
+    def imap(self, shard, user=None, password=None, tls=None, source=None):
+        """An imaplib client (tls: None, "starttls" or "implicit"); logged
+        in with LOGIN if user is given."""
+        if tls == "implicit":
+            c = imaplib.IMAP4_SSL("127.0.0.1", self.ports[shard]["imaps"],
+                                  ssl_context=insecure_context(), timeout=30)
+        elif source is not None:
+            class Bound(imaplib.IMAP4):
+                def _create_socket(self, timeout):
+                    return socket.create_connection(
+                        (self.host, self.port), timeout,
+                        source_address=(source, 0))
+            c = Bound("127.0.0.1", self.ports[shard]["imap"], timeout=30)
+        else:
+            c = imaplib.IMAP4("127.0.0.1", self.ports[shard]["imap"], timeout=30)
+        if tls == "starttls":
+            c.starttls(ssl_context=insecure_context())
+        if user is not None:
+            c.login(user, password)
+        return c
 
     def raw(self, shard, proto="pop3", source=None, rcvbuf=None):
         """A plain socket to a listener, for byte-level scenarios. rcvbuf

@@ -1,0 +1,178 @@
+/* imap-auth.c — IMAP login for mailtier-popstore: the store's ops for the
+ * one IMAP not-authenticated state (lib-mail/imap-login.h: LOGIN,
+ * AUTHENTICATE PLAIN, STARTTLS, ID, the plaintext refusal), what a login
+ * means on this shard (login.h: the directory, the MMP's proxy credential,
+ * the mailHost check, the failure delay), and the user's first login's
+ * folders (Sent, Drafts, Trash, Junk, Archive with their special-use
+ * attributes, made once by the store).
+ *
+ * Trust boundary: names and passwords are the client's; passwords go only
+ * to login.c and are never logged. Every failed login gets the same
+ * "NO [AUTHENTICATIONFAILED] Authentication failed", whether the user
+ * exists or not, and counts towards max_errors. Plaintext credentials are
+ * refused before TLS unless the client is in proxy_addresses or
+ * allow_plaintext_auth is set (RFC 9051 6.2.3, LOGINDISABLED). ID fields
+ * are logged only from proxy_addresses (the MMP's x-originating-ip), as a
+ * user could write anything there.
+ *
+ * RFC 9051 6.2.2, 6.2.3, 7.1 (AUTHENTICATIONFAILED, UNAVAILABLE,
+ * CAPABILITY in the tagged OK); RFC 4616; RFC 6154 (the special-use
+ * folders); RFC 2971 (ID). */
+#include "imap-session.h"
+#include "alloc.h"
+#include "store/store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <event2/buffer.h>
+
+/* What this store offers before login (imap-login adds STARTTLS,
+ * LOGINDISABLED and AUTH=PLAIN as the connection allows). */
+#define CAPABILITIES_PRE "IMAP4rev2 IMAP4rev1 SASL-IR LITERAL+ ID ENABLE"
+
+static void prepared(struct mt_store_req *req, void *context)
+{
+	struct imap_session *s = context;
+	const char *error;
+	enum mt_store_status status = mt_store_req_status(req, &error);
+	s->store_req = NULL;
+	if (status == MT_STORE_FATAL) {
+		imap_store_fatal(s, s->login_tag, error);
+		return;
+	}
+	if (status != MT_STORE_OK) {
+		/* The folders are a convenience: the login stands. */
+		mt_slog(MT_LOG_WARNING, &s->log, "imap user=%s first-login folders: %s: %s",
+			s->user, mt_store_status_name(status), error);
+	}
+	s->ps->logins++;
+	mt_slog(MT_LOG_INFO, &s->log, "imap login user=%s method=%s", s->user,
+		popstore_login_method(&s->verify));
+	imap_tagged(s, s->login_tag, "OK [CAPABILITY %s] Logged in",
+		    imap_capabilities_auth());
+	imap_resume_in(s, IMAP_STATE_AUTH);
+}
+
+static void verified(void *context, enum popstore_login_outcome outcome,
+		     const char *address)
+{
+	struct imap_session *s = context;
+	switch (outcome) {
+	case POPSTORE_LOGIN_OK: {
+		s->user = mt_xstrdup(address);
+		const struct mt_store_folder_args args = {
+			.change = MT_STORE_FOLDER_PREPARE, .user = address,
+			.folder_max = (unsigned int)s->ps->set->max_folders,
+		};
+		s->store_req = mt_store_folder_change(s->ps->port, &args, prepared, s);
+		return;
+	}
+	case POPSTORE_LOGIN_FAILED:
+		imap_error(s, s->login_tag, "NO [AUTHENTICATIONFAILED] Authentication failed.");
+		break;
+	case POPSTORE_LOGIN_WRONG_SHARD:
+		imap_tagged(s, s->login_tag, "NO [UNAVAILABLE] This mailbox is not on "
+			    "this server.");
+		break;
+	case POPSTORE_LOGIN_TEMPFAIL:
+		imap_tagged(s, s->login_tag, "NO [UNAVAILABLE] Authentication "
+			    "temporarily unavailable.");
+		break;
+	}
+	imap_resume_in(s, IMAP_STATE_NOT_AUTH);
+}
+
+/* The login phase's ops (lib-mail/imap-login.h) on a store session. */
+
+static void login_reply(void *context, const char *line)
+{
+	struct imap_session *s = context;
+	imap_line(s, "%s", line);
+	/* A tagged reply ends the command; "*" and "+" lines do not. */
+	if (line[0] != '*' && line[0] != '+')
+		mt_commands_reply(&s->commands, strstr(line, " OK ") != NULL);
+}
+
+static void login_error(void *context, const char *line)
+{
+	imap_error_line(context, line);
+}
+
+static bool login_plaintext_ok(void *context)
+{
+	return imap_plaintext_ok(context);
+}
+
+static bool login_tls_active(void *context)
+{
+	const struct imap_session *s = context;
+	return s->tls;
+}
+
+static bool login_tls_available(void *context)
+{
+	const struct imap_session *s = context;
+	return s->ps->tls != NULL;
+}
+
+static void login_sasl_wait(void *context, bool waiting)
+{
+	struct imap_session *s = context;
+	mt_line_reader_init(&s->reader, IMAP_SASL_LINE_MAX, MT_LINE_ACCEPT_LF);
+	imap_enter_state(s, waiting ? IMAP_STATE_SASL : IMAP_STATE_NOT_AUTH);
+}
+
+static void login_starttls(void *context)
+{
+	imap_starttls_pending(context);
+}
+
+/* A user's own password, or (an authorization identity) the MMP's proxy
+ * credential acting for that user. */
+static void login_start(void *context, const char *tag,
+			const struct mt_imap_credentials *cred)
+{
+	struct imap_session *s = context;
+	snprintf(s->login_tag, sizeof(s->login_tag), "%s", tag);
+	imap_enter_state(s, IMAP_STATE_LOGIN);
+	popstore_login_start(&s->verify, cred->authzid, cred->authcid,
+			     cred->password, cred->method);
+}
+
+static void login_id(void *context, const char *const *names,
+		     const char *const *values, size_t count)
+{
+	struct imap_session *s = context;
+	if (!s->from_proxy)
+		return;
+	for (size_t i = 0; i < count; i++)
+		if (strcasecmp(names[i], "x-originating-ip") == 0 && values[i] != NULL)
+			mt_slog(MT_LOG_INFO, &s->log, "imap id x-originating-ip=%.64s",
+				values[i]);
+}
+
+static const struct mt_imap_login_ops login_ops = {
+	.reply = login_reply, .error = login_error,
+	.plaintext_ok = login_plaintext_ok, .tls_active = login_tls_active,
+	.tls_available = login_tls_available, .sasl_wait = login_sasl_wait,
+	.starttls = login_starttls, .login = login_start, .id = login_id,
+};
+
+void imap_login_init(struct imap_session *s)
+{
+	s->verify = (struct popstore_login){
+		.ps = s->ps, .log = &s->log, .protocol = "imap",
+		.from_proxy = s->from_proxy, .peer_ip = s->peer_ip,
+		.cb = verified, .context = s,
+	};
+	/* An authorization identity is the MMP's proxy login (login.c checks
+	 * where it comes from and its credential). */
+	s->login_phase = (struct mt_imap_login){
+		.ops = &login_ops, .context = s, .authzid_allowed = true,
+		.capabilities = CAPABILITIES_PRE,
+		.id_reply = "(\"name\" \"" POPSTORE_NAME "\" \"vendor\" \"mailtier\")",
+	};
+}

@@ -1,0 +1,197 @@
+/* imap-commands.c — mailtier-popstore's IMAP command table, its dispatch
+ * by state, and the commands of any state that are not the login phase's:
+ * CAPABILITY after login, ENABLE, NAMESPACE, CHECK; the login commands
+ * are lib-mail's (imap-login.h, through imap-auth.c), the mailbox ones in
+ * imap-mailbox.c.
+ *
+ * Trust boundary: the client's parsed commands; each handler checks its
+ * arguments' number and types. A command not valid in the state is a
+ * tagged BAD that counts towards max_errors, and the session goes on.
+ *
+ * RFC 9051 6 (commands by state: any, not authenticated, authenticated,
+ * selected), 6.1.1 (CAPABILITY), 6.3.1 (ENABLE; RFC 5161), 6.3.10
+ * (NAMESPACE; RFC 2342), Appendix E (CHECK from IMAP4rev1 clients: a
+ * NOOP here, every change being durable when answered). */
+#include "imap-session.h"
+#include "alloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* After login: what this store implements so far (grows with it). */
+#define CAPABILITIES_AUTH "IMAP4rev2 IMAP4rev1 SASL-IR LITERAL+ ID ENABLE " \
+	"NAMESPACE UNSELECT SPECIAL-USE LIST-EXTENDED LIST-STATUS UTF8=ACCEPT"
+
+const char *imap_capabilities_auth(void)
+{
+	return CAPABILITIES_AUTH;
+}
+
+/* The states a command may run in (lib-mail/command.h's tier states). */
+#define NOT_AUTH MT_CMD_STATE(0)
+#define AUTH MT_CMD_STATE(1)
+#define SELECTED MT_CMD_STATE(2)
+#define ANY (NOT_AUTH | AUTH | SELECTED)
+
+typedef void imap_handler_t(struct imap_session *s, const struct mt_imap_command *cmd);
+
+struct imap_command {
+	struct mt_command_def def;
+	imap_handler_t *handler;
+};
+
+static imap_handler_t cmd_capability, cmd_noop, cmd_logout, cmd_id, cmd_starttls,
+	cmd_login, cmd_authenticate, cmd_enable, cmd_namespace;
+
+static const struct imap_command commands[] = {
+	{ { "CAPABILITY", ANY }, cmd_capability },
+	{ { "NOOP", ANY }, cmd_noop },
+	{ { "LOGOUT", ANY }, cmd_logout },
+	{ { "ID", ANY }, cmd_id },
+	{ { "STARTTLS", NOT_AUTH }, cmd_starttls },
+	{ { "LOGIN", NOT_AUTH | MT_CMD_SECRET }, cmd_login },
+	{ { "AUTHENTICATE", NOT_AUTH | MT_CMD_SECRET }, cmd_authenticate },
+	{ { "ENABLE", AUTH }, cmd_enable },
+	{ { "NAMESPACE", AUTH | SELECTED }, cmd_namespace },
+	{ { "SELECT", AUTH | SELECTED }, imap_cmd_select },
+	{ { "EXAMINE", AUTH | SELECTED }, imap_cmd_examine },
+	{ { "CREATE", AUTH | SELECTED }, imap_cmd_create },
+	{ { "DELETE", AUTH | SELECTED }, imap_cmd_delete },
+	{ { "RENAME", AUTH | SELECTED }, imap_cmd_rename },
+	{ { "SUBSCRIBE", AUTH | SELECTED }, imap_cmd_subscribe },
+	{ { "UNSUBSCRIBE", AUTH | SELECTED }, imap_cmd_unsubscribe },
+	{ { "LIST", AUTH | SELECTED }, imap_cmd_list },
+	{ { "LSUB", AUTH | SELECTED }, imap_cmd_lsub },
+	{ { "STATUS", AUTH | SELECTED }, imap_cmd_status },
+	{ { "CHECK", SELECTED }, cmd_noop },
+	{ { "CLOSE", SELECTED }, imap_cmd_close },
+	{ { "UNSELECT", SELECTED }, imap_cmd_unselect },
+};
+
+const struct mt_command_table imap_command_table = MT_COMMAND_TABLE(commands);
+
+static unsigned int state_flag(const struct imap_session *s)
+{
+	switch (s->state) {
+	case IMAP_STATE_NOT_AUTH:
+		return NOT_AUTH;
+	case IMAP_STATE_AUTH:
+		return AUTH;
+	case IMAP_STATE_SELECTED:
+		return SELECTED;
+	default:
+		return 0;
+	}
+}
+
+void imap_command_dispatch(struct imap_session *s, const struct mt_imap_command *cmd)
+{
+	const struct mt_command_gate gate = { .state = state_flag(s) };
+	struct mt_command_call call;
+	switch (mt_command_check(&imap_command_table, &s->commands, &gate, cmd->name,
+				 &call)) {
+	case MT_COMMAND_RUN:
+		commands[call.index].handler(s, cmd);
+		return;
+	case MT_COMMAND_BAD_STATE:
+		imap_error(s, cmd->tag, "BAD Command not valid in this state.");
+		return;
+	default:
+		imap_error(s, cmd->tag, "BAD Unknown command.");
+		return;
+	}
+}
+
+static void cmd_capability(struct imap_session *s, const struct mt_imap_command *cmd)
+{
+	if (s->state == IMAP_STATE_NOT_AUTH) {
+		mt_imap_login_capability(&s->login_phase, cmd);
+		return;
+	}
+	if (cmd->count != 0) {
+		imap_error(s, cmd->tag, "BAD CAPABILITY takes no arguments.");
+		return;
+	}
+	imap_line(s, "* CAPABILITY %s", CAPABILITIES_AUTH);
+	imap_tagged(s, cmd->tag, "OK CAPABILITY completed.");
+}
+
+static void cmd_noop(struct imap_session *s, const struct mt_imap_command *cmd)
+{
+	mt_imap_login_noop(&s->login_phase, cmd);
+}
+
+static void cmd_logout(struct imap_session *s, const struct mt_imap_command *cmd)
+{
+	mt_imap_login_logout(&s->login_phase, cmd);
+	if (cmd->count == 0)
+		imap_close_after(s, "logout");
+}
+
+static void cmd_id(struct imap_session *s, const struct mt_imap_command *cmd)
+{
+	mt_imap_login_id(&s->login_phase, cmd);
+}
+
+static void cmd_starttls(struct imap_session *s, const struct mt_imap_command *cmd)
+{
+	mt_imap_login_starttls(&s->login_phase, cmd);
+}
+
+static void cmd_login(struct imap_session *s, const struct mt_imap_command *cmd)
+{
+	mt_imap_login_login(&s->login_phase, cmd);
+}
+
+static void cmd_authenticate(struct imap_session *s, const struct mt_imap_command *cmd)
+{
+	mt_imap_login_authenticate(&s->login_phase, cmd);
+}
+
+/* RFC 5161: the extensions a client turns on; those this store knows are
+ * answered in "* ENABLED", the others ignored. */
+static void cmd_enable(struct imap_session *s, const struct mt_imap_command *cmd)
+{
+	if (cmd->count == 0) {
+		imap_error(s, cmd->tag, "BAD ENABLE takes capability names.");
+		return;
+	}
+	struct mt_buf enabled = MT_BUF_INIT;
+	for (size_t i = 0; i < cmd->count; i++) {
+		const struct mt_imap_arg *a = &cmd->args[i];
+		if (a->type != MT_IMAP_ARG_ATOM) {
+			mt_buf_free(&enabled);
+			imap_error(s, cmd->tag, "BAD ENABLE takes capability names.");
+			return;
+		}
+		bool *flag = NULL;
+		if (strcasecmp(a->str, "IMAP4rev2") == 0)
+			flag = &s->rev2;
+		else if (strcasecmp(a->str, "UTF8=ACCEPT") == 0)
+			flag = &s->utf8;
+		if (flag == NULL || *flag)
+			continue;	/* unknown, or enabled already: not repeated */
+		*flag = true;
+		mt_buf_append_str(&enabled, " ");
+		mt_buf_append_str(&enabled, strcasecmp(a->str, "IMAP4rev2") == 0 ?
+				  "IMAP4rev2" : "UTF8=ACCEPT");
+	}
+	/* RFC 9051 6.3.1: IMAP4rev2 brings UTF-8 mailbox names. */
+	if (s->rev2)
+		s->utf8 = true;
+	imap_line(s, "* ENABLED%s", mt_buf_cstr(&enabled));
+	mt_buf_free(&enabled);
+	imap_tagged(s, cmd->tag, "OK ENABLE completed.");
+}
+
+/* One personal namespace, no prefix, '/' as the delimiter. */
+static void cmd_namespace(struct imap_session *s, const struct mt_imap_command *cmd)
+{
+	if (cmd->count != 0) {
+		imap_error(s, cmd->tag, "BAD NAMESPACE takes no arguments.");
+		return;
+	}
+	imap_line(s, "* NAMESPACE ((\"\" \"/\")) NIL NIL");
+	imap_tagged(s, cmd->tag, "OK NAMESPACE completed.");
+}

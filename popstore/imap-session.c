@@ -1,0 +1,475 @@
+/* imap-session.c — one IMAP connection of mailtier-popstore: accepting it
+ * (plain on imap_listen, implicit TLS on imaps_listen), STARTTLS, reading
+ * commands and their literals with lib-mail's imap-parse (the "+"
+ * continuation for synchronising literals), AUTHENTICATE's response line,
+ * replies, flow control, the idle timeout, drain and the deferred free.
+ * Commands are in imap-commands.c, imap-mailbox.c and imap-auth.c.
+ *
+ * Trust boundary: every byte is the client's. Commands are bounded by the
+ * parser's limits (IMAP_LINE_MAX a line, IMAP_COMMAND_MAX a command,
+ * IMAP_DEPTH_MAX nesting, IMAP_ARGS_MAX arguments; over them a tagged BAD
+ * [TOOBIG] where the client can still be followed, a BYE where not);
+ * pipelined input is read ahead at most POPSTORE_INPUT_HIGH octets, and a
+ * client that does not read its replies stops being read (output over
+ * POPSTORE_OUTPUT_HIGH pauses command processing). After STARTTLS nothing
+ * received before the TLS handshake is used (RFC 9051 6.2.1, lib/tls.h
+ * mt_tls_bev_starttls()). A parsed command's buffers are wiped after a
+ * command of the not-authenticated state (LOGIN's password is in them).
+ * The socket, idle timer, close-after-flush and deferred free are the
+ * connection core's (lib-mail/conn.h); here are its ops for IMAP.
+ * RFC 9051 2.2 (commands, continuation requests, responses), 3 (states),
+ * 5.4 (the autologout timer: at least 30 minutes), 7.1.4 (the greeting's
+ * [CAPABILITY]), 7.1.5 (BYE); RFC 7888 (LITERAL+); RFC 8314. */
+#include "imap-session.h"
+#include "alloc.h"
+#include "store/store.h"
+#include "tls.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/event.h>
+
+const char *const imap_state_names[IMAP_STATE_COUNT] = {
+	[IMAP_STATE_NOT_AUTH] = "not-authenticated",
+	[IMAP_STATE_SASL] = "sasl",
+	[IMAP_STATE_LOGIN] = "login",
+	[IMAP_STATE_STARTTLS] = "starttls",
+	[IMAP_STATE_AUTH] = "authenticated",
+	[IMAP_STATE_SELECTED] = "selected",
+	[IMAP_STATE_WAIT] = "wait",
+	[IMAP_STATE_LOGOUT] = "logout",
+};
+
+static void imap_process(struct imap_session *s);
+static void imap_close(struct imap_session *s, const char *reason);
+
+void imap_enter_state(struct imap_session *s, enum imap_state state)
+{
+	if (s->state == state)
+		return;
+	mt_slog(MT_LOG_DEBUG, &s->log, "imap state %s -> %s",
+		imap_state_names[s->state], imap_state_names[state]);
+	s->state = state;
+}
+
+struct evbuffer *imap_output(struct imap_session *s)
+{
+	return mt_conn_output(&s->conn);
+}
+
+void imap_line(struct imap_session *s, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	evbuffer_add_vprintf(imap_output(s), fmt, ap);
+	va_end(ap);
+	evbuffer_add(imap_output(s), "\r\n", 2);
+}
+
+static void vtagged(struct imap_session *s, const char *tag, const char *fmt,
+		    va_list ap) __attribute__((format(printf, 3, 0)));
+static void vtagged(struct imap_session *s, const char *tag, const char *fmt,
+		    va_list ap)
+{
+	struct evbuffer *out = imap_output(s);
+	evbuffer_add_printf(out, "%s ", tag);
+	evbuffer_add_vprintf(out, fmt, ap);
+	evbuffer_add(out, "\r\n", 2);
+	mt_commands_reply(&s->commands, strncmp(fmt, "OK", 2) == 0);
+}
+
+void imap_tagged(struct imap_session *s, const char *tag, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vtagged(s, tag, fmt, ap);
+	va_end(ap);
+}
+
+void imap_close_after(struct imap_session *s, const char *reason)
+{
+	if (s->state == IMAP_STATE_LOGOUT)
+		return;
+	imap_enter_state(s, IMAP_STATE_LOGOUT);
+	mt_conn_close_after(&s->conn, reason);
+}
+
+/* One error more: too many end the session (RFC 9051 7.1.5's BYE). */
+static void count_error(struct imap_session *s)
+{
+	if (++s->errors >= s->ps->set->max_errors) {
+		mt_slog(MT_LOG_WARNING, &s->log, "imap too many errors=%u: disconnecting",
+			s->errors);
+		imap_line(s, "* BYE Too many errors, closing connection");
+		imap_close_after(s, "errors");
+	}
+}
+
+void imap_error(struct imap_session *s, const char *tag, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vtagged(s, tag, fmt, ap);
+	va_end(ap);
+	count_error(s);
+}
+
+void imap_error_line(struct imap_session *s, const char *line)
+{
+	imap_line(s, "%s", line);
+	mt_commands_reply(&s->commands, false);
+	count_error(s);
+}
+
+bool imap_plaintext_ok(const struct imap_session *s)
+{
+	return s->tls || s->from_proxy || s->ps->set->allow_plaintext_auth;
+}
+
+void imap_wait(struct imap_session *s)
+{
+	if (s->state != IMAP_STATE_WAIT)
+		s->resume_state = s->state;
+	imap_enter_state(s, IMAP_STATE_WAIT);
+}
+
+void imap_resume_in(struct imap_session *s, enum imap_state state)
+{
+	if (s->state == IMAP_STATE_LOGOUT || mt_conn_is_closed(&s->conn))
+		return;
+	imap_enter_state(s, state);
+	imap_process(s);
+}
+
+void imap_resume(struct imap_session *s)
+{
+	imap_resume_in(s, s->state == IMAP_STATE_WAIT ? s->resume_state : s->state);
+}
+
+void imap_store_fatal(struct imap_session *s, const char *tag, const char *error)
+{
+	imap_tagged(s, tag, "NO [UNAVAILABLE] Mailbox store failed");
+	imap_line(s, "* BYE Server restarting");
+	imap_close_after(s, "store-failed");
+	popstore_store_fatal(s->ps, error);
+}
+
+void imap_starttls_pending(struct imap_session *s)
+{
+	imap_enter_state(s, IMAP_STATE_STARTTLS);
+	/* Nothing more is read in plaintext; what the client pipelined after
+	 * STARTTLS is dropped with the plain bufferevent. */
+	bufferevent_disable(s->conn.bev, EV_READ);
+}
+
+/* The tagged OK is written: wrap the socket in TLS. */
+static void imap_starttls_now(struct imap_session *s)
+{
+	size_t discarded = 0;
+	const char *error;
+	struct bufferevent *bev = mt_tls_bev_starttls(s->ps->tls, &s->conn.bev, NULL,
+						      &discarded, &error);
+	if (bev == NULL) {
+		mt_slog(MT_LOG_WARNING, &s->log, "imap starttls failed: %s", error);
+		imap_close(s, "tls-failed");
+		return;
+	}
+	mt_conn_set_bev(&s->conn, bev);
+	s->tls = true;
+	/* RFC 9051 6.2.1: the client discards what it knew; a half-read
+	 * command is forgotten too. */
+	mt_imap_parser_reset(&s->parser);
+	imap_enter_state(s, IMAP_STATE_NOT_AUTH);
+	mt_slog(MT_LOG_INFO, &s->log, "imap starttls discarded=%zu", discarded);
+}
+
+static void wipe_parser(struct imap_session *s)
+{
+	struct mt_imap_parser *p = &s->parser;
+	if (p->input.data != NULL)
+		explicit_bzero(p->input.data, p->input.cap);
+	if (p->strings.data != NULL)
+		explicit_bzero(p->strings.data, p->strings.cap);
+}
+
+/* AUTHENTICATE's response line. */
+static bool process_sasl_line(struct imap_session *s, struct evbuffer *in)
+{
+	const char *error;
+	enum mt_line_status st = mt_line_read(&s->reader, in, &s->line, &error);
+	switch (st) {
+	case MT_LINE_NEED_MORE:
+		if (s->input_eof)
+			imap_close(s, "eof");
+		return false;
+	case MT_LINE_OK:
+		mt_imap_login_sasl_response(&s->login_phase, s->line.data);
+		break;
+	default:
+		/* Too long, a bare CR or a NUL: the exchange is over. */
+		mt_imap_login_sasl_response(&s->login_phase, "*");
+		break;
+	}
+	if (s->line.data != NULL)
+		explicit_bzero(s->line.data, s->line.cap);
+	s->line.len = 0;
+	return true;
+}
+
+/* Feed the parser what the input holds; false when nothing more can be
+ * done now. */
+static bool process_command(struct imap_session *s, struct evbuffer *in)
+{
+	size_t len = evbuffer_get_contiguous_space(in);
+	if (len == 0) {
+		if (s->input_eof)
+			imap_close(s, "eof");
+		return false;
+	}
+	const unsigned char *data = evbuffer_pullup(in, (ssize_t)len);
+	size_t used = 0;
+	enum mt_imap_parse st = mt_imap_parser_feed(&s->parser, data, len, &used);
+	evbuffer_drain(in, used);
+	struct mt_imap_parser *p = &s->parser;
+	const bool not_auth = s->state == IMAP_STATE_NOT_AUTH;
+	switch (st) {
+	case MT_IMAP_PARSE_MORE:
+		return true;	/* the next contiguous piece, if any */
+	case MT_IMAP_PARSE_LITERAL:
+		imap_line(s, "+ Ready for literal data");
+		return true;
+	case MT_IMAP_PARSE_DONE:
+		imap_command_dispatch(s, &p->command);
+		break;
+	case MT_IMAP_PARSE_ERROR:
+		mt_commands_unknown(&s->commands);
+		if (p->tag[0] != '\0')
+			imap_error(s, p->tag, "BAD %s%s%s%s", p->error_code[0] != '\0' ? "[" : "",
+				   p->error_code, p->error_code[0] != '\0' ? "] " : "",
+				   p->error);
+		else {
+			imap_line(s, "* BAD %s", p->error);
+			mt_commands_reply(&s->commands, false);
+			count_error(s);
+		}
+		break;
+	case MT_IMAP_PARSE_FATAL:
+		mt_slog(MT_LOG_INFO, &s->log, "imap unfollowable input: %s", p->error);
+		imap_line(s, "* BYE %s", p->error);
+		imap_close_after(s, "protocol-error");
+		break;
+	}
+	if (not_auth)
+		wipe_parser(s);
+	mt_imap_parser_reset(p);
+	return true;
+}
+
+/* Run what the input holds until it is used up or a command waits. */
+static void imap_process(struct imap_session *s)
+{
+	for (;;) {
+		if (mt_conn_is_closed(&s->conn))
+			return;
+		if (s->state != IMAP_STATE_NOT_AUTH && s->state != IMAP_STATE_AUTH &&
+		    s->state != IMAP_STATE_SELECTED && s->state != IMAP_STATE_SASL)
+			return;
+		struct evbuffer *in = mt_conn_input(&s->conn);
+		if (evbuffer_get_length(imap_output(s)) > POPSTORE_OUTPUT_HIGH)
+			return;
+		if (s->drain) {
+			imap_line(s, "* BYE [UNAVAILABLE] Server shutting down");
+			imap_close_after(s, "shutdown");
+			return;
+		}
+		bool more = s->state == IMAP_STATE_SASL ? process_sasl_line(s, in) :
+			process_command(s, in);
+		if (!more)
+			return;
+	}
+}
+
+/* The connection core's ops (lib-mail/conn.h) */
+
+static struct imap_session *conn_session(struct mt_conn *conn)
+{
+	return MT_CONN_OWNER(conn, struct imap_session, conn);
+}
+
+static void conn_input(struct mt_conn *conn)
+{
+	imap_process(conn_session(conn));
+}
+
+static void conn_output(struct mt_conn *conn)
+{
+	struct imap_session *s = conn_session(conn);
+	if (s->state == IMAP_STATE_STARTTLS) {
+		if (mt_conn_output_pending(conn) == 0)
+			imap_starttls_now(s);
+		return;
+	}
+	imap_process(s);
+}
+
+static void conn_connected(struct mt_conn *conn)
+{
+	struct imap_session *s = conn_session(conn);
+	char buf[256];
+	SSL *ssl = bufferevent_openssl_get_ssl(conn->bev);
+	if (ssl != NULL)
+		mt_slog(MT_LOG_INFO, &s->log, "imap tls=\"%s\"",
+			mt_tls_describe(ssl, buf, sizeof(buf)));
+}
+
+static void conn_eof(struct mt_conn *conn, bool error)
+{
+	struct imap_session *s = conn_session(conn);
+	char buf[256];
+	if (!error) {
+		/* Run what was pipelined before the close; a command in flight
+		 * finishes first. */
+		s->input_eof = true;
+		if (s->state != IMAP_STATE_WAIT && s->state != IMAP_STATE_LOGIN)
+			imap_process(s);
+		return;
+	}
+	if (s->tls)
+		mt_slog(MT_LOG_INFO, &s->log, "imap tls error: %s",
+			mt_tls_bev_error(conn->bev, buf, sizeof(buf)));
+	imap_close(s, "error");
+}
+
+static bool conn_busy(struct mt_conn *conn)
+{
+	struct imap_session *s = conn_session(conn);
+	return s->state == IMAP_STATE_LOGIN || s->state == IMAP_STATE_WAIT;
+}
+
+static void conn_idle_timeout(struct mt_conn *conn)
+{
+	struct imap_session *s = conn_session(conn);
+	if (s->state == IMAP_STATE_STARTTLS) {
+		imap_close(s, "idle-timeout");
+		return;
+	}
+	/* RFC 9051 5.4: the autologout; the core closes once this is written. */
+	imap_line(s, "* BYE Disconnected for inactivity");
+	imap_enter_state(s, IMAP_STATE_LOGOUT);
+}
+
+static void conn_free(struct mt_conn *conn)
+{
+	struct imap_session *s = conn_session(conn);
+	mt_buf_free(&s->line);
+	mt_imap_parser_free(&s->parser);
+	free(s->user);
+	free(s->arg_name);
+	mt_commands_free(&s->commands);
+	free(s);
+}
+
+extern const struct mt_command_table imap_command_table;
+
+/* The summary line; cancel what is in flight (the core frees the socket
+ * and, after the callback, the session). */
+static void conn_closed(struct mt_conn *conn, const char *reason)
+{
+	struct imap_session *s = conn_session(conn);
+	struct mt_buf counts = MT_BUF_INIT;
+	mt_commands_summary(&imap_command_table, &s->commands, "cmd_", &counts);
+	mt_slog(MT_LOG_INFO, &s->log, "imap disconnect peer=%s user=%s reason=%s%s errors=%u",
+		s->peer, s->user != NULL ? s->user : "-", reason,
+		mt_buf_cstr(&counts), s->errors);
+	mt_buf_free(&counts);
+	popstore_login_free(&s->verify);
+	if (s->store_req != NULL) {
+		/* A change in flight may still commit; its client got no OK. */
+		mt_store_req_cancel(s->store_req);
+		s->store_req = NULL;
+	}
+	imap_selected_reset(s);
+	imap_enter_state(s, IMAP_STATE_LOGOUT);
+	popstore_session_remove(s->ps);
+}
+
+static const struct mt_conn_ops conn_ops = {
+	.input = conn_input, .output = conn_output, .connected = conn_connected,
+	.eof = conn_eof, .busy = conn_busy, .idle_timeout = conn_idle_timeout,
+	.closed = conn_closed, .free = conn_free,
+};
+
+static void imap_close(struct imap_session *s, const char *reason)
+{
+	mt_conn_close(&s->conn, reason);
+}
+
+void imap_session_accept(struct popstore *ps, int fd, const struct sockaddr *peer,
+			 bool implicit_tls)
+{
+	char addr[MT_SOCKADDR_STRLEN];
+	struct mt_logctx log = { .session_id = mt_session_id_new() };
+
+	static const char busy[] = "* BYE [UNAVAILABLE] Too many sessions, try again later\r\n";
+	struct bufferevent *bev = popstore_accept(ps, fd, peer, implicit_tls, "imap",
+						  busy, &log, addr);
+	if (bev == NULL)
+		return;
+	ps->imap_connections++;
+
+	struct imap_session *s = mt_xcalloc(1, sizeof(*s));
+	s->ps = ps;
+	s->log = log;
+	memcpy(s->peer, addr, sizeof(s->peer));
+	(void)mt_authfail_key(peer, s->peer_ip, sizeof(s->peer_ip));
+	s->from_proxy = popstore_is_proxy(ps, peer);
+	s->tls = implicit_tls;
+	s->state = IMAP_STATE_NOT_AUTH;
+	const struct mt_imap_limits limits = {
+		.line_max = IMAP_LINE_MAX, .literal_max = ps->set->max_message_size,
+		.command_max = IMAP_COMMAND_MAX + ps->set->max_message_size,
+		.depth_max = IMAP_DEPTH_MAX, .args_max = IMAP_ARGS_MAX,
+		.literal_plus = true,
+	};
+	mt_imap_parser_init(&s->parser, &limits);
+	mt_commands_init(&s->commands, &imap_command_table);
+	imap_login_init(s);
+	mt_conn_start(&s->conn, &ps->imap_sessions, ps->loop, bev, &conn_ops,
+		      ps->set->imap_idle_timeout, POPSTORE_INPUT_HIGH, IMAP_OUTPUT_LOW);
+
+	mt_slog(MT_LOG_INFO, &s->log, "imap connect peer=%s%s%s", addr,
+		implicit_tls ? " tls=implicit" : "", s->from_proxy ? " proxy=yes" : "");
+	/* RFC 9051 7.1.1 and 7.1.4: the greeting, with the capabilities. */
+	struct mt_buf caps = MT_BUF_INIT;
+	mt_imap_login_capability_list(&s->login_phase, &caps);
+	imap_line(s, "* OK [CAPABILITY %s] %s ready", mt_buf_cstr(&caps), POPSTORE_NAME);
+	mt_buf_free(&caps);
+	if (mt_loop_is_draining(ps->loop)) {
+		s->drain = true;
+		imap_process(s);
+	}
+}
+
+static void session_drain(struct mt_conn *conn)
+{
+	struct imap_session *s = conn_session(conn);
+	s->drain = true;
+	if (s->state != IMAP_STATE_WAIT && s->state != IMAP_STATE_LOGIN)
+		imap_process(s);
+}
+
+void imap_sessions_drain(struct popstore *ps)
+{
+	mt_conn_list_each(&ps->imap_sessions, session_drain);
+}
+
+void imap_sessions_free_all(struct popstore *ps)
+{
+	mt_conn_list_close_all(&ps->imap_sessions, "shutdown");
+}

@@ -1,0 +1,155 @@
+/* imap-session.h — an IMAP connection of mailtier-popstore, shared by the
+ * session code (imap-session.c: socket, TLS, reading commands and
+ * literals, replies, life cycle), the login (imap-auth.c) and the
+ * commands of the authenticated and selected states (imap-commands.c,
+ * imap-mailbox.c).
+ *
+ * Trust boundary: every byte comes from an IMAP client — the MMP on a
+ * proxy address, or a user directly. Commands are read by lib-mail's
+ * imap-parse within the limits here (a line, a literal, a whole command,
+ * list nesting, argument count); mailbox names are checked by
+ * lib-mail/imap-mailbox before the store sees them; credentials go only
+ * to login.c.
+ * RFC 9051 (IMAP4rev2, IMAP4rev1 clients served as its Appendix E says),
+ * RFC 7888 (LITERAL+), RFC 4959 (SASL-IR), RFC 2971 (ID), RFC 5161
+ * (ENABLE), RFC 6154 (SPECIAL-USE), RFC 8314 (implicit TLS). */
+#ifndef MT_IMAP_SESSION_H
+#define MT_IMAP_SESSION_H
+
+#include "popstore.h"
+#include "authfail.h"
+#include "buf.h"
+#include "command.h"
+#include "conn.h"
+#include "imap-login.h"
+#include "imap-parse.h"
+#include "lineio.h"
+#include "log.h"
+#include "login.h"
+#include "loop.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct mt_store_req;
+struct mt_store_mailbox;
+
+/* A command line (literals not counted): RFC 7162 4 asks for at least
+ * 8192; long UID sets from clients that resynchronise need more. */
+#define IMAP_LINE_MAX (64 * 1024)
+/* A whole command other than APPEND's message, and its arguments. */
+#define IMAP_COMMAND_MAX (256 * 1024)
+#define IMAP_DEPTH_MAX 16
+#define IMAP_ARGS_MAX 4096
+/* AUTHENTICATE's response line. */
+#define IMAP_SASL_LINE_MAX 2048
+/* Replies are produced while the output holds less than this. */
+#define IMAP_OUTPUT_LOW (64 * 1024)
+
+/* RFC 9051 3: the connection's states, plus the moments it waits. */
+enum imap_state {
+	IMAP_STATE_NOT_AUTH,
+	IMAP_STATE_SASL,	/* AUTHENTICATE: waiting for the response line */
+	IMAP_STATE_LOGIN,	/* the credentials' check, the first-login folders */
+	IMAP_STATE_STARTTLS,	/* tagged OK queued; TLS once it is written */
+	IMAP_STATE_AUTH,
+	IMAP_STATE_SELECTED,
+	IMAP_STATE_WAIT,	/* a command waits on the store */
+	IMAP_STATE_LOGOUT,	/* BYE queued; close once written */
+	IMAP_STATE_COUNT
+};
+
+extern const char *const imap_state_names[IMAP_STATE_COUNT];
+
+/* The selected mailbox. */
+struct imap_selected {
+	struct mt_store_mailbox *mbox;
+	char *name;			/* as the client named it (normal form) */
+	bool read_only;			/* EXAMINE */
+};
+
+struct imap_session {
+	struct mt_conn conn;		/* socket, idle timer, list (lib-mail) */
+	struct popstore *ps;
+	struct mt_logctx log;
+	char peer[MT_SOCKADDR_STRLEN];
+	char peer_ip[MT_AUTHFAIL_KEY_MAX];	/* no port; "" if not IP */
+	bool from_proxy;		/* peer is in proxy_addresses */
+	bool tls;			/* TLS is on (STARTTLS done or implicit) */
+
+	enum imap_state state;
+	enum imap_state resume_state;	/* after IMAP_STATE_WAIT */
+	struct mt_imap_parser parser;
+	struct mt_line_reader reader;	/* AUTHENTICATE's response line */
+	struct mt_buf line;
+	unsigned int errors;
+	bool drain;
+	bool input_eof;			/* the client closed its side */
+
+	struct mt_imap_login login_phase;	/* imap-auth.c's ops */
+	struct popstore_login verify;	/* the credentials' check (login.c) */
+	char login_tag[MT_IMAP_TAG_MAX + 1];	/* LOGIN/AUTHENTICATE's */
+	char *user;			/* the authenticated mailbox owner */
+	bool utf8;			/* ENABLE UTF8=ACCEPT (or IMAP4rev2) */
+	bool rev2;			/* ENABLE IMAP4rev2 */
+
+	/* The command waiting on the store, and what it needs after. */
+	struct mt_store_req *store_req;
+	char tag[MT_IMAP_TAG_MAX + 1];
+	char *arg_name;			/* its mailbox name (normal form) */
+	unsigned int status_items;	/* STATUS: IMAP_STATUS_* */
+	bool examine;
+
+	struct imap_selected selected;
+	struct mt_commands commands;	/* lib-mail/command: counters */
+};
+
+/* imap-session.c */
+void imap_enter_state(struct imap_session *s, enum imap_state state);
+struct evbuffer *imap_output(struct imap_session *s);
+/* One line (CRLF added); untagged lines start "* ". */
+void imap_line(struct imap_session *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* A tagged OK / NO / BAD (the command's final reply; BAD and NO through
+ * imap_error count towards max_errors). */
+void imap_tagged(struct imap_session *s, const char *tag, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void imap_error(struct imap_session *s, const char *tag, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void imap_error_line(struct imap_session *s, const char *line);
+void imap_close_after(struct imap_session *s, const char *reason);
+/* A command waits on the store (or the directory): read nothing more. */
+void imap_wait(struct imap_session *s);
+/* It is done: back to the state it came from, go on with pipelined input. */
+void imap_resume(struct imap_session *s);
+void imap_resume_in(struct imap_session *s, enum imap_state state);
+bool imap_plaintext_ok(const struct imap_session *s);
+/* Switch the socket to TLS once the tagged OK is written (STARTTLS). */
+void imap_starttls_pending(struct imap_session *s);
+/* The store failed: BYE, close, and the daemon exits for recovery. */
+void imap_store_fatal(struct imap_session *s, const char *tag, const char *error);
+
+/* imap-commands.c */
+void imap_command_dispatch(struct imap_session *s, const struct mt_imap_command *cmd);
+/* The post-login capabilities (a CAPABILITY response's list). */
+const char *imap_capabilities_auth(void);
+
+/* imap-mailbox.c (SELECT and the mailbox commands) */
+void imap_cmd_select(struct imap_session *s, const struct mt_imap_command *cmd);
+void imap_cmd_examine(struct imap_session *s, const struct mt_imap_command *cmd);
+void imap_cmd_create(struct imap_session *s, const struct mt_imap_command *cmd);
+void imap_cmd_delete(struct imap_session *s, const struct mt_imap_command *cmd);
+void imap_cmd_rename(struct imap_session *s, const struct mt_imap_command *cmd);
+void imap_cmd_subscribe(struct imap_session *s, const struct mt_imap_command *cmd);
+void imap_cmd_unsubscribe(struct imap_session *s, const struct mt_imap_command *cmd);
+void imap_cmd_list(struct imap_session *s, const struct mt_imap_command *cmd);
+void imap_cmd_lsub(struct imap_session *s, const struct mt_imap_command *cmd);
+void imap_cmd_status(struct imap_session *s, const struct mt_imap_command *cmd);
+void imap_cmd_close(struct imap_session *s, const struct mt_imap_command *cmd);
+void imap_cmd_unselect(struct imap_session *s, const struct mt_imap_command *cmd);
+void imap_selected_reset(struct imap_session *s);
+
+/* imap-auth.c */
+void imap_login_init(struct imap_session *s);
+
+#endif
