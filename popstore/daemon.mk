@@ -19,6 +19,8 @@ popstore_daemon_sources = \
 	popstore/imap-auth.c \
 	popstore/imap-commands.c \
 	popstore/imap-mailbox.c \
+	popstore/imap-message.c \
+	popstore/imap-fetch.c \
 	popstore/pop3-fetch.c \
 	popstore/pop3-top.c popstore/pop3-top.h
 

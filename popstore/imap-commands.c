@@ -21,7 +21,8 @@
 
 /* After login: what this store implements so far (grows with it). */
 #define CAPABILITIES_AUTH "IMAP4rev2 IMAP4rev1 SASL-IR LITERAL+ ID ENABLE " \
-	"NAMESPACE UNSELECT SPECIAL-USE LIST-EXTENDED LIST-STATUS UTF8=ACCEPT"
+	"NAMESPACE UNSELECT SPECIAL-USE LIST-EXTENDED LIST-STATUS UTF8=ACCEPT " \
+	"UIDPLUS MOVE"
 
 const char *imap_capabilities_auth(void)
 {
@@ -42,7 +43,8 @@ struct imap_command {
 };
 
 static imap_handler_t cmd_capability, cmd_noop, cmd_logout, cmd_id, cmd_starttls,
-	cmd_login, cmd_authenticate, cmd_enable, cmd_namespace;
+	cmd_login, cmd_authenticate, cmd_enable, cmd_namespace, cmd_fetch, cmd_store,
+	cmd_copy, cmd_move, cmd_expunge;
 
 static const struct imap_command commands[] = {
 	{ { "CAPABILITY", ANY }, cmd_capability },
@@ -67,6 +69,13 @@ static const struct imap_command commands[] = {
 	{ { "CHECK", SELECTED }, cmd_noop },
 	{ { "CLOSE", SELECTED }, imap_cmd_close },
 	{ { "UNSELECT", SELECTED }, imap_cmd_unselect },
+	{ { "APPEND", AUTH | SELECTED }, imap_cmd_append },
+	{ { "FETCH", SELECTED }, cmd_fetch },
+	{ { "STORE", SELECTED }, cmd_store },
+	{ { "COPY", SELECTED }, cmd_copy },
+	{ { "MOVE", SELECTED }, cmd_move },
+	{ { "EXPUNGE", SELECTED }, cmd_expunge },
+	{ { "UID", SELECTED }, imap_cmd_uid },
 };
 
 const struct mt_command_table imap_command_table = MT_COMMAND_TABLE(commands);
@@ -183,6 +192,31 @@ static void cmd_enable(struct imap_session *s, const struct mt_imap_command *cmd
 	imap_line(s, "* ENABLED%s", mt_buf_cstr(&enabled));
 	mt_buf_free(&enabled);
 	imap_tagged(s, cmd->tag, "OK ENABLE completed.");
+}
+
+static void cmd_fetch(struct imap_session *s, const struct mt_imap_command *cmd)
+{
+	imap_cmd_fetch(s, cmd, false);
+}
+
+static void cmd_store(struct imap_session *s, const struct mt_imap_command *cmd)
+{
+	imap_cmd_store(s, cmd, false);
+}
+
+static void cmd_copy(struct imap_session *s, const struct mt_imap_command *cmd)
+{
+	imap_cmd_copy(s, cmd, false, false);
+}
+
+static void cmd_move(struct imap_session *s, const struct mt_imap_command *cmd)
+{
+	imap_cmd_copy(s, cmd, false, true);
+}
+
+static void cmd_expunge(struct imap_session *s, const struct mt_imap_command *cmd)
+{
+	imap_cmd_expunge(s, cmd, false);
 }
 
 /* One personal namespace, no prefix, '/' as the delimiter. */

@@ -60,8 +60,6 @@
 #define LIST_LSUB 0x100u
 #define LIST_PATTERNS_MAX 16
 
-static void store_failed(struct imap_session *s, const char *tag,
-			 enum mt_store_status status, const char *error);
 
 /* Names */
 
@@ -95,8 +93,8 @@ static bool name_to_utf8(const struct imap_session *s, const char *str, size_t l
 
 /* The mailbox name argument in normal form into out (NUL-terminated);
  * false, and the refusal sent, if it is not one. */
-static bool mailbox_arg(struct imap_session *s, const char *tag,
-			const struct mt_imap_arg *arg, struct mt_buf *out)
+bool imap_mailbox_arg(struct imap_session *s, const char *tag,
+		      const struct mt_imap_arg *arg, struct mt_buf *out)
 {
 	const char *str, *error;
 	size_t len;
@@ -136,7 +134,7 @@ static void change_done(struct mt_store_req *req, void *context)
 	if (status == MT_STORE_OK)
 		imap_tagged(s, s->tag, "OK %s completed.", s->arg_name);
 	else
-		store_failed(s, s->tag, status, error);
+		imap_store_failed(s, s->tag, status, error);
 	MT_FREE(&s->arg_name);
 	imap_resume(s);
 }
@@ -159,7 +157,7 @@ static bool one_name(struct imap_session *s, const struct mt_imap_command *cmd,
 		imap_error(s, cmd->tag, "BAD %s takes a mailbox name.", verb);
 		return false;
 	}
-	return mailbox_arg(s, cmd->tag, &cmd->args[0], name);
+	return imap_mailbox_arg(s, cmd->tag, &cmd->args[0], name);
 }
 
 static void folder_command(struct imap_session *s, const struct mt_imap_command *cmd,
@@ -213,8 +211,8 @@ void imap_cmd_rename(struct imap_session *s, const struct mt_imap_command *cmd)
 		return;
 	}
 	struct mt_buf from = MT_BUF_INIT, to = MT_BUF_INIT;
-	if (mailbox_arg(s, cmd->tag, &cmd->args[0], &from) &&
-	    mailbox_arg(s, cmd->tag, &cmd->args[1], &to)) {
+	if (imap_mailbox_arg(s, cmd->tag, &cmd->args[0], &from) &&
+	    imap_mailbox_arg(s, cmd->tag, &cmd->args[1], &to)) {
 		if (s->selected.mbox != NULL &&
 		    strcmp(s->selected.name, mt_buf_cstr(&from)) == 0) {
 			imap_error(s, cmd->tag, "NO [INUSE] The mailbox is selected.");
@@ -231,9 +229,8 @@ void imap_cmd_rename(struct imap_session *s, const struct mt_imap_command *cmd)
 	mt_buf_free(&to);
 }
 
-/* A store refusal as IMAP's response code (RFC 9051 7.1). */
-static void store_failed(struct imap_session *s, const char *tag,
-			 enum mt_store_status status, const char *error)
+void imap_store_failed(struct imap_session *s, const char *tag,
+		       enum mt_store_status status, const char *error)
 {
 	switch (status) {
 	case MT_STORE_NOT_FOUND:
@@ -449,7 +446,7 @@ static void list_done(struct mt_store_req *req, void *context)
 	unsigned int count;
 	const struct mt_store_folder *folders = mt_store_req_folders(req, &count);
 	if (status != MT_STORE_OK) {
-		store_failed(s, s->tag, status, error);
+		imap_store_failed(s, s->tag, status, error);
 	} else if (ctx->status) {
 		const struct mt_store_folder *f = NULL;
 		for (unsigned int i = 0; i < count && f == NULL; i++)
@@ -611,7 +608,7 @@ void imap_cmd_status(struct imap_session *s, const struct mt_imap_command *cmd)
 			   "of status items.");
 		return;
 	}
-	if (!mailbox_arg(s, cmd->tag, &cmd->args[0], &name)) {
+	if (!imap_mailbox_arg(s, cmd->tag, &cmd->args[0], &name)) {
 		mt_buf_free(&name);
 		return;
 	}
@@ -629,6 +626,8 @@ void imap_selected_reset(struct imap_session *s)
 	if (s->selected.mbox != NULL)
 		mt_store_mailbox_close(&s->selected.mbox);
 	MT_FREE(&s->selected.name);
+	MT_FREE(&s->selected.view);
+	s->selected.count = 0;
 	s->selected.read_only = false;
 }
 
@@ -661,7 +660,7 @@ static void select_done(struct mt_store_req *req, void *context)
 	s->store_req = NULL;
 	if (status != MT_STORE_OK) {
 		MT_FREE(&s->arg_name);
-		store_failed(s, s->tag, status, error);
+		imap_store_failed(s, s->tag, status, error);
 		/* RFC 9051 6.3.2: a failed SELECT leaves no mailbox selected. */
 		imap_resume_in(s, IMAP_STATE_AUTH);
 		return;
@@ -673,6 +672,10 @@ static void select_done(struct mt_store_req *req, void *context)
 	sel->read_only = s->examine;
 	const struct mt_store_mailbox *mbox = sel->mbox;
 	const unsigned int count = mt_store_mailbox_count(mbox);
+	sel->view = mt_xmalloc((count + 1) * sizeof(*sel->view));
+	for (unsigned int i = 0; i < count; i++)
+		sel->view[i] = i;
+	sel->count = count;
 	imap_line(s, "* %u EXISTS", count);
 	if (!s->rev2)
 		imap_line(s, "* 0 RECENT");
@@ -680,7 +683,7 @@ static void select_done(struct mt_store_req *req, void *context)
 	if (!s->rev2) {
 		/* IMAP4rev1's UNSEEN: the first message without \Seen. */
 		for (unsigned int i = 0; i < count; i++) {
-			if ((mt_store_mailbox_msg(mbox, i)->flags & MT_STORE_FLAG_SEEN) == 0) {
+			if ((imap_view_msg(s, i)->flags & MT_STORE_FLAG_SEEN) == 0) {
 				imap_line(s, "* OK [UNSEEN %u] First unseen.", i + 1);
 				break;
 			}
@@ -745,7 +748,7 @@ static void close_done(struct mt_store_req *req, void *context)
 	if (status == MT_STORE_OK)
 		imap_tagged(s, s->tag, "OK CLOSE completed.");
 	else
-		store_failed(s, s->tag, status, error);
+		imap_store_failed(s, s->tag, status, error);
 	imap_resume_in(s, IMAP_STATE_AUTH);
 }
 
@@ -755,11 +758,10 @@ void imap_cmd_close(struct imap_session *s, const struct mt_imap_command *cmd)
 		imap_error(s, cmd->tag, "BAD CLOSE takes no arguments.");
 		return;
 	}
-	const struct mt_store_mailbox *mbox = s->selected.mbox;
-	unsigned int count = mt_store_mailbox_count(mbox), deleted = 0;
+	unsigned int count = s->selected.count, deleted = 0;
 	uint32_t *uids = mt_xmalloc((count + 1) * sizeof(*uids));
 	for (unsigned int i = 0; i < count && !s->selected.read_only; i++) {
-		const struct mt_store_msg *m = mt_store_mailbox_msg(mbox, i);
+		const struct mt_store_msg *m = imap_view_msg(s, i);
 		if (m->flags & MT_STORE_FLAG_DELETED)
 			uids[deleted++] = m->uid;
 	}

@@ -315,7 +315,10 @@ static void conn_output(struct mt_conn *conn)
 			imap_starttls_now(s);
 		return;
 	}
-	imap_process(s);
+	if (s->fetch != NULL)
+		imap_fetch_continue(s);
+	else
+		imap_process(s);
 }
 
 static void conn_connected(struct mt_conn *conn)
@@ -349,7 +352,8 @@ static void conn_eof(struct mt_conn *conn, bool error)
 static bool conn_busy(struct mt_conn *conn)
 {
 	struct imap_session *s = conn_session(conn);
-	return s->state == IMAP_STATE_LOGIN || s->state == IMAP_STATE_WAIT;
+	return s->state == IMAP_STATE_LOGIN ||
+		(s->state == IMAP_STATE_WAIT && (s->fetch == NULL || imap_fetch_busy(s)));
 }
 
 static void conn_idle_timeout(struct mt_conn *conn)
@@ -394,6 +398,7 @@ static void conn_closed(struct mt_conn *conn, const char *reason)
 		mt_store_req_cancel(s->store_req);
 		s->store_req = NULL;
 	}
+	imap_fetch_free(s);
 	imap_selected_reset(s);
 	imap_enter_state(s, IMAP_STATE_LOGOUT);
 	popstore_session_remove(s->ps);

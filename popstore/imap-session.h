@@ -2,7 +2,7 @@
  * session code (imap-session.c: socket, TLS, reading commands and
  * literals, replies, life cycle), the login (imap-auth.c) and the
  * commands of the authenticated and selected states (imap-commands.c,
- * imap-mailbox.c).
+ * imap-mailbox.c, imap-message.c, imap-fetch.c).
  *
  * Trust boundary: every byte comes from an IMAP client — the MMP on a
  * proxy address, or a user directly. Commands are read by lib-mail's
@@ -27,12 +27,11 @@
 #include "log.h"
 #include "login.h"
 #include "loop.h"
+#include "store/store.h"
 
 #include <stdbool.h>
 #include <stdint.h>
 
-struct mt_store_req;
-struct mt_store_mailbox;
 
 /* A command line (literals not counted): RFC 7162 4 asks for at least
  * 8192; long UID sets from clients that resynchronise need more. */
@@ -61,12 +60,18 @@ enum imap_state {
 
 extern const char *const imap_state_names[IMAP_STATE_COUNT];
 
-/* The selected mailbox. */
+/* The selected mailbox: the store's snapshot and this session's view of
+ * it (message sequence number n is snapshot index view[n - 1]; an
+ * EXPUNGE takes entries out). */
 struct imap_selected {
 	struct mt_store_mailbox *mbox;
 	char *name;			/* as the client named it (normal form) */
 	bool read_only;			/* EXAMINE */
+	unsigned int *view;
+	unsigned int count;
 };
+
+struct imap_fetch;
 
 struct imap_session {
 	struct mt_conn conn;		/* socket, idle timer, list (lib-mail) */
@@ -101,6 +106,7 @@ struct imap_session {
 	bool examine;
 
 	struct imap_selected selected;
+	struct imap_fetch *fetch;	/* a FETCH being streamed */
 	struct mt_commands commands;	/* lib-mail/command: counters */
 };
 
@@ -148,6 +154,42 @@ void imap_cmd_status(struct imap_session *s, const struct mt_imap_command *cmd);
 void imap_cmd_close(struct imap_session *s, const struct mt_imap_command *cmd);
 void imap_cmd_unselect(struct imap_session *s, const struct mt_imap_command *cmd);
 void imap_selected_reset(struct imap_session *s);
+/* The mailbox name argument in normal form into out (NUL-terminated);
+ * false, and the refusal sent, if it is not one. */
+bool imap_mailbox_arg(struct imap_session *s, const char *tag,
+		      const struct mt_imap_arg *arg, struct mt_buf *out);
+/* A store refusal as IMAP's response code (RFC 9051 7.1) for tag. */
+void imap_store_failed(struct imap_session *s, const char *tag,
+		       enum mt_store_status status, const char *error);
+
+/* imap-fetch.c */
+void imap_cmd_fetch(struct imap_session *s, const struct mt_imap_command *cmd,
+		    bool uid);
+/* Produce more of a FETCH if the output has room (write progress). */
+void imap_fetch_continue(struct imap_session *s);
+void imap_fetch_free(struct imap_session *s);
+bool imap_fetch_busy(const struct imap_session *s);
+
+/* imap-message.c (the selected state's other commands) */
+/* The view's positions (0-based) named by a sequence set (uid: a UID set)
+ * into *positions_r (freed by the caller), *count_r of them; false, and
+ * BAD sent, if arg is not a set. */
+bool imap_set_arg(struct imap_session *s, const char *tag,
+		  const struct mt_imap_arg *arg, bool uid,
+		  unsigned int **positions_r, unsigned int *count_r);
+const struct mt_store_msg *imap_view_msg(const struct imap_session *s,
+					 unsigned int position);
+void imap_cmd_store(struct imap_session *s, const struct mt_imap_command *cmd,
+		    bool uid);
+void imap_cmd_copy(struct imap_session *s, const struct mt_imap_command *cmd,
+		   bool uid, bool move);
+void imap_cmd_expunge(struct imap_session *s, const struct mt_imap_command *cmd,
+		      bool uid);
+void imap_cmd_uid(struct imap_session *s, const struct mt_imap_command *cmd);
+void imap_cmd_append(struct imap_session *s, const struct mt_imap_command *cmd);
+/* " FLAGS (...)" of msg (its system flags and keywords) appended. */
+void imap_flags_write(struct mt_buf *out, const struct mt_store_mailbox *mbox,
+		      const struct mt_store_msg *msg);
 
 /* imap-auth.c */
 void imap_login_init(struct imap_session *s);

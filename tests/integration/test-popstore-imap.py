@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""test-popstore-imap.py -- mailtier-popstore's IMAP server, first slice
-(login, folders, SELECT; FETCH and the rest come next), with Python's
-imaplib, curl imap:// and raw sockets against a real slapd, messages
+"""test-popstore-imap.py -- mailtier-popstore's IMAP server as far as it
+goes (login, folders, SELECT, FETCH, STORE, COPY/MOVE, EXPUNGE, APPEND;
+MIME structure, SEARCH and IDLE come next), with Python's imaplib, curl
+imap://, fetchmail and raw sockets against a real slapd, messages
 delivered over LMTP:
 
   - the greeting's CAPABILITY; from a non-proxy address without TLS:
@@ -17,6 +18,11 @@ delivered over LMTP:
     modified UTF-7 names and UTF-8 ones after ENABLE UTF8=ACCEPT;
   - SELECT / EXAMINE (EXISTS, FLAGS, UIDVALIDITY, UIDNEXT, READ-WRITE /
     READ-ONLY), CLOSE, UNSELECT; POP3's exclusive INBOX ([INUSE]);
+  - FETCH of UID, FLAGS, INTERNALDATE, RFC822.SIZE and every body section
+    byte for byte (a 2.8 MB one streamed), \\Seen set by BODY[], STORE
+    with keywords and .SILENT, COPY (COPYUID), MOVE (EXPUNGE responses),
+    EXPUNGE, UID EXPUNGE, APPEND with flags and date (APPENDUID,
+    TRYCREATE), bad sets; curl's UID fetch; fetchmail over IMAP;
   - synchronising literals and LITERAL+, bad commands answered BAD with
     the session going on, too many errors end it;
   - folders survive kill -9 and a restart (every change durable when
@@ -25,6 +31,7 @@ delivered over LMTP:
 
 import base64
 import imaplib
+import os
 import socket
 import subprocess
 
@@ -284,6 +291,178 @@ def test_durable(env, h):
     c.logout()
 
 
+def fetch_one(c, num, item, uid=False):
+    """The literal of item for message num."""
+    typ, data = (c.uid("FETCH", num, item) if uid else c.fetch(num, item))
+    assert typ == "OK", (typ, data)
+    for d in data:
+        if isinstance(d, tuple):
+            return d[0], d[1]
+    raise AssertionError(data)
+
+
+def test_messages(env):
+    user = f"erin@{D}"
+    bodies = [message("first", "one\r\n.two\r\n"),
+              message("second", b"8-bit \xc3\xa4\r\n" * 3,
+                      "X-Tag: a\r\n  folded\r\n"),
+              message("big", b"x" * 76 + b"\r\n" * 1) * 1]
+    big = message("large", (b"0123456789" * 7 + b"\r\n") * 40000)   # ~2.8 MB
+    for b in bodies + [big]:
+        env.deliver("s1", "x@remote.test", [user], b)
+    c = env.imap("s1", user=user, password=PW)
+    typ, data = c.select("INBOX")
+    assert data == [b"4"], data
+    # Attributes without a body.
+    typ, data = c.fetch("1:*", "(UID FLAGS RFC822.SIZE INTERNALDATE)")
+    assert typ == "OK" and len(data) == 4, data
+    assert b"UID 1 " in data[0] and b"FLAGS ()" in data[0], data
+    assert b'INTERNALDATE "' in data[0] and b"RFC822.SIZE " in data[0], data
+    # Bodies, byte for byte (after the store's trace lines).
+    for i, b in enumerate(bodies + [big], start=1):
+        label, got = fetch_one(c, str(i), "(BODY.PEEK[])")
+        assert popstorelib.strip_trace(got) == b, (i, got[:200])
+        assert b"BODY[] {" in label, label
+    # Sections: HEADER, TEXT, HEADER.FIELDS (.NOT), partial.
+    label, full = fetch_one(c, "2", "(BODY.PEEK[])")
+    split = full.index(b"\r\n\r\n") + 4
+    assert fetch_one(c, "2", "(BODY.PEEK[HEADER])")[1] == full[:split]
+    assert fetch_one(c, "2", "(BODY.PEEK[TEXT])")[1] == full[split:]
+    label, fields = fetch_one(c, "2", "(BODY.PEEK[HEADER.FIELDS (SUBJECT x-tag)])")
+    assert fields == b"Subject: second\r\nX-Tag: a\r\n  folded\r\n\r\n", fields
+    assert b"BODY[HEADER.FIELDS (SUBJECT x-tag)]" in label, label
+    label, rest = fetch_one(c, "2", "(BODY.PEEK[HEADER.FIELDS.NOT (Received Return-Path)])")
+    assert rest.startswith(b"From: sender@remote.test\r\n"), rest
+    label, part = fetch_one(c, "2", "(BODY.PEEK[]<10.20>)")
+    assert part == full[10:30] and b"BODY[]<10>" in label, (label, part)
+    label, part = fetch_one(c, "2", "(BODY.PEEK[TEXT]<5000.10>)")
+    assert part == b"", part
+    assert fetch_one(c, "2", "(RFC822.HEADER)")[1] == full[:split]
+    # Not yet (the MIME slice): BAD, and the session goes on.
+    for item in ("(ENVELOPE)", "(BODYSTRUCTURE)", "(BODY.PEEK[1])"):
+        try:
+            c.fetch("1", item)
+            raise AssertionError(f"{item} answered")
+        except imaplib.IMAP4.error as e:
+            assert "unsupported item" in str(e), e
+    # BODY[] sets \Seen and says so.
+    typ, data = c.fetch("1", "(BODY[])")
+    assert data[1] == b" FLAGS (\\Seen))", data
+    typ, data = c.fetch("1", "(FLAGS)")
+    assert data == [b"1 (FLAGS (\\Seen))"], data
+    # STORE: +FLAGS with a keyword, -FLAGS, .SILENT, UID STORE.
+    typ, data = c.store("2:3", "+FLAGS", "(\\Flagged $Work)")
+    assert typ == "OK" and len(data) == 2, data
+    assert b"\\Flagged" in data[0] and b"$Work" in data[0], data
+    typ, data = c.store("3", "-FLAGS", "(\\Flagged)")
+    assert data == [b"3 (FLAGS ($Work))"], data
+    typ, data = c.store("2", "+FLAGS.SILENT", "(\\Answered)")
+    assert typ == "OK" and data == [None], data
+    typ, data = c.uid("STORE", "4", "+FLAGS", "(\\Deleted)")
+    assert b"UID 4" in data[0], data
+    try:
+        c.store("1", "+FLAGS", "(\\Recent)")
+        raise AssertionError("\\Recent stored")
+    except imaplib.IMAP4.error as e:
+        assert "STORE takes" in str(e), e
+    # The FLAGS in SELECT name the keyword now.
+    typ, data = c.select("INBOX")
+    assert b"$Work" in c.untagged_responses["FLAGS"][0], c.untagged_responses
+    # COPY with COPYUID; MOVE with EXPUNGE; a missing folder: TRYCREATE.
+    ok(c.create("Saved"))
+    typ, data = c.copy("1:2", "Saved")
+    assert typ == "OK" and b"[COPYUID " in data[0] and b" 1:2 1:2]" in data[0], data
+    typ, data = c.copy("1", "NoSuch")
+    assert typ == "NO" and b"[TRYCREATE]" in data[0], data
+    typ, data = c._simple_command("MOVE", "3", "Saved")
+    assert typ == "OK", (typ, data)
+    assert c.untagged_responses.pop("EXPUNGE") == [b"3"], c.untagged_responses
+    # EXPUNGE: the \Deleted one (now message 3, uid 4).
+    typ, data = c.expunge()
+    assert typ == "OK" and data == [b"3"], data
+    typ, data = c.fetch("1:*", "(UID)")
+    assert data == [b"1 (UID 1)", b"2 (UID 2)"], data
+    # The copies are whole, with their flags.
+    typ, data = c.select("Saved")
+    assert data == [b"3"], data
+    label, got = fetch_one(c, "3", "(BODY.PEEK[])")
+    assert popstorelib.strip_trace(got) == bodies[2], got[:100]
+    typ, data = c.fetch("2", "(FLAGS)")
+    assert b"$Work" in data[0] and b"\\Answered" in data[0], data
+    # UID EXPUNGE only the named ones.
+    c.store("1:2", "+FLAGS.SILENT", "(\\Deleted)")
+    c.untagged_responses.pop("EXPUNGE", None)
+    typ, data = c.uid("EXPUNGE", "2")     # imaplib returns FETCH responses
+    assert typ == "OK" and c.untagged_responses.pop("EXPUNGE") == [b"2"], data
+    typ, data = c.fetch("1:*", "(UID)")
+    assert data == [b"1 (UID 1)", b"2 (UID 3)"], data
+    # APPEND with flags and a date; APPENDUID; read back exactly.
+    msg = message("appended", "draft body\r\n")
+    typ, data = c.append("Drafts", "(\\Draft $Later)", '"05-Dec-2026 09:30:00 +0100"', msg)
+    assert typ == "OK" and b"[APPENDUID " in data[0], data
+    typ, data = c.append("NoSuch", None, None, msg)
+    assert typ == "NO" and b"[TRYCREATE]" in data[0], data
+    typ, data = c.select("Drafts")
+    assert data == [b"1"], data
+    typ, data = c.fetch("1", "(FLAGS INTERNALDATE BODY.PEEK[])")
+    meta = data[0][0]
+    assert b"\\Draft" in meta and b"$Later" in meta, meta
+    assert b'"05-Dec-2026 08:30:00 +0000"' in meta, meta
+    assert data[0][1] == msg, data
+    # Bad sets.
+    s = env.raw("s1", "imap")
+    r = Lines(s)
+    r.line()
+    assert r.cmd(f"a LOGIN {user} {PW}").startswith(b"a OK ")
+    line = r.cmd("b SELECT INBOX")
+    while not line.startswith(b"b "):
+        line = r.line()
+    assert line == b"b OK [READ-WRITE] SELECT completed.", line
+    assert r.cmd("c FETCH 9 (UID)") == b"c BAD Invalid message sequence number."
+    assert r.cmd("d FETCH x (UID)") == b"d BAD Invalid sequence set."
+    line = r.cmd("e UID FETCH 100:200 (UID)")
+    assert line == b"e OK UID FETCH completed.", line
+    s.close()
+    c.logout()
+    # curl fetches a message by UID (UID FETCH ... BODY[]).
+    out = subprocess.run(
+        ["curl", "-sS", "--max-time", "30", "-u", f"{user}:{PW}",
+         f"imap://127.0.0.1:{env.ports['s1']['imap']}/INBOX;UID=2"],
+        capture_output=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert popstorelib.strip_trace(out.stdout) == bodies[1], out.stdout[:200]
+
+
+def test_fetchmail(env, h):
+    """fetchmail over IMAP fetches a mailbox and deletes what it fetched
+    (\\Deleted and EXPUNGE)."""
+    user = f"fred@{D}"
+    for i in range(3):
+        env.deliver("s1", "s@remote.test", [user],
+                    message(f"fetchmail {i}", f"body {i}\r\n.dot {i}\r\n"))
+    mbox = os.path.join(h.tmpdir, "fetched.mbox")
+    rc = os.path.join(h.tmpdir, "fetchmailrc")
+    with open(rc, "w") as f:
+        f.write(f"poll 127.0.0.1 protocol imap port {env.ports['s1']['imap']}\n"
+                f'  user "{user}" password "{PW}" is "tester" here\n'
+                f'  sslproto "" fetchall nokeep\n'
+                f"  mda \"/bin/sh -c 'cat >> {mbox}'\"\n")
+    os.chmod(rc, 0o600)
+    r = subprocess.run(["fetchmail", "-f", rc, "--nosyslog", "--pidfile",
+                        os.path.join(h.tmpdir, "fetchmail.pid"), "-v"],
+                       capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, HOME=h.tmpdir))
+    assert r.returncode == 0, r.stdout + r.stderr
+    got = open(mbox, "rb").read()
+    for i in range(3):
+        assert b"Subject: fetchmail %d" % i in got, got[:500]
+        assert b".dot %d" % i in got, got[:500]
+    c = env.imap("s1", user=user, password=PW)
+    typ, data = c.select("INBOX")
+    assert data == [b"0"], ("fetchmail's deletions were not applied", data)
+    c.logout()
+
+
 def test_curl(env):
     # curl lists the mailboxes (LIST) after LOGIN.
     out = subprocess.run(
@@ -298,7 +477,7 @@ def test_curl(env):
 def test(h):
     env = popstorelib.Env(h, tls=True, popstore_extra="auth_fail_delay = 0\n")
     for user, shard in (("alice", "s1"), ("bob", "s2"), ("carol", "s1"),
-                        ("dave", "s1")):
+                        ("dave", "s1"), ("erin", "s1"), ("fred", "s1")):
         env.add_user(f"{user}@{D}", PW, shard=shard)
     env.start("s1")
     env.start("s2")
@@ -307,6 +486,8 @@ def test(h):
     test_select(env)
     test_bad_input(env)
     test_curl(env)
+    test_messages(env)
+    test_fetchmail(env, h)
     test_durable(env, h)
 
 

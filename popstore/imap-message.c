@@ -1,0 +1,553 @@
+/* imap-message.c — mailtier-popstore's IMAP commands on messages, besides
+ * FETCH (imap-fetch.c): STORE, COPY, MOVE, EXPUNGE, the UID forms of
+ * them all, and APPEND; the session's view of the selected mailbox
+ * (sequence numbers, EXPUNGE responses) and sequence / UID sets.
+ *
+ * Trust boundary: the client's parsed arguments: sets are read by
+ * lib-mail's seqset reader (at most SET_RANGES_MAX ranges), a sequence
+ * number beyond the view is BAD (RFC 9051 6.4.8: UID sets may name uids
+ * that do not exist), flags are checked to be system flags or
+ * flag-keyword atoms of at most MT_STORE_KEYWORD_MAX octets, APPEND's
+ * message is a literal within max_message_size (imap-parse's limit).
+ * Every change is answered OK only once the store made it durable.
+ *
+ * RFC 9051 6.3.12 (APPEND), 6.4.3 (EXPUNGE), 6.4.6 (STORE and the FETCH
+ * FLAGS it answers with unless .SILENT), 6.4.7 (COPY, [TRYCREATE]),
+ * 6.4.8 (MOVE: COPYUID untagged, then EXPUNGEs), 6.4.9 (UID), 7.5.1
+ * (EXPUNGE responses renumber at once); RFC 4315 (UIDPLUS: APPENDUID,
+ * COPYUID, UID EXPUNGE); RFC 6851 (MOVE). */
+#include "imap-session.h"
+#include "alloc.h"
+#include "imap-date.h"
+#include "store/store.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define SET_RANGES_MAX 1024
+
+const struct mt_store_msg *imap_view_msg(const struct imap_session *s,
+					 unsigned int position)
+{
+	return mt_store_mailbox_msg(s->selected.mbox, s->selected.view[position]);
+}
+
+bool imap_set_arg(struct imap_session *s, const char *tag,
+		  const struct mt_imap_arg *arg, bool uid,
+		  unsigned int **positions_r, unsigned int *count_r)
+{
+	struct mt_imap_seq_range *ranges = mt_xmalloc(SET_RANGES_MAX * sizeof(*ranges));
+	struct mt_imap_seqset set;
+	const struct imap_selected *sel = &s->selected;
+	*positions_r = NULL;
+	*count_r = 0;
+	if (arg->type != MT_IMAP_ARG_ATOM ||
+	    !mt_imap_seqset_parse(arg->str, &set, ranges, SET_RANGES_MAX) || set.saved) {
+		free(ranges);
+		imap_error(s, tag, "BAD Invalid sequence set.");
+		return false;
+	}
+	if (!uid) {
+		/* RFC 9051 6.4.5: a number beyond the mailbox is an error ('*'
+		 * of an empty mailbox too). */
+		for (size_t i = 0; i < set.count; i++) {
+			uint32_t high = set.ranges[i].high;
+			if ((high != MT_IMAP_SEQ_STAR && high > sel->count) ||
+			    (sel->count == 0)) {
+				free(ranges);
+				imap_error(s, tag, "BAD Invalid message sequence number.");
+				return false;
+			}
+		}
+	}
+	const uint32_t largest = sel->count == 0 ? 0 : uid ?
+		imap_view_msg(s, sel->count - 1)->uid : sel->count;
+	unsigned int *positions = mt_xmalloc((sel->count + 1) * sizeof(*positions));
+	unsigned int n = 0;
+	for (unsigned int i = 0; i < sel->count; i++) {
+		uint32_t key = uid ? imap_view_msg(s, i)->uid : i + 1;
+		if (mt_imap_seqset_contains(&set, key, largest))
+			positions[n++] = i;
+	}
+	free(ranges);
+	*positions_r = positions;
+	*count_r = n;
+	return true;
+}
+
+void imap_flags_write(struct mt_buf *out, const struct mt_store_mailbox *mbox,
+		      const struct mt_store_msg *msg)
+{
+	static const struct { uint32_t bit; const char *name; } system[] = {
+		{ MT_STORE_FLAG_SEEN, "\\Seen" }, { MT_STORE_FLAG_ANSWERED, "\\Answered" },
+		{ MT_STORE_FLAG_FLAGGED, "\\Flagged" }, { MT_STORE_FLAG_DELETED, "\\Deleted" },
+		{ MT_STORE_FLAG_DRAFT, "\\Draft" },
+	};
+	const char *sep = "";
+	mt_buf_append_str(out, "FLAGS (");
+	for (size_t i = 0; i < sizeof(system) / sizeof(system[0]); i++) {
+		if (msg->flags & system[i].bit) {
+			mt_buf_appendf(out, "%s%s", sep, system[i].name);
+			sep = " ";
+		}
+	}
+	for (unsigned int i = 0; i < MT_STORE_KEYWORDS_MAX; i++) {
+		const char *k;
+		if ((msg->keywords & UINT64_C(1) << i) && (k = mt_store_mailbox_keyword(mbox, i))) {
+			mt_buf_appendf(out, "%s%s", sep, k);
+			sep = " ";
+		}
+	}
+	mt_buf_append_str(out, ")");
+}
+
+/* A flag-keyword (RFC 9051 9: atom, not starting with '\'). */
+static bool keyword_ok(const struct mt_imap_arg *a)
+{
+	if (a->type != MT_IMAP_ARG_ATOM || a->len == 0 || a->len > MT_STORE_KEYWORD_MAX ||
+	    a->str[0] == '\\')
+		return false;
+	for (size_t i = 0; i < a->len; i++)
+		if (!mt_imap_is_atom_char((unsigned char)a->str[i]) || a->str[i] == ']')
+			return false;
+	return true;
+}
+
+/* A flag list (or one flag, or several bare ones from args[first..]) into
+ * system flags and keywords (pointers into the arguments). */
+static bool flags_parse(const struct mt_imap_arg *args, size_t count,
+			uint32_t *flags_r, const char **keywords, unsigned int *nkw_r)
+{
+	static const struct { const char *name; uint32_t bit; } system[] = {
+		{ "\\Seen", MT_STORE_FLAG_SEEN }, { "\\Answered", MT_STORE_FLAG_ANSWERED },
+		{ "\\Flagged", MT_STORE_FLAG_FLAGGED }, { "\\Deleted", MT_STORE_FLAG_DELETED },
+		{ "\\Draft", MT_STORE_FLAG_DRAFT },
+	};
+	const struct mt_imap_arg *list = args;
+	if (count == 1 && args[0].type == MT_IMAP_ARG_LIST) {
+		list = args[0].list;
+		count = args[0].len;
+	}
+	*flags_r = 0;
+	*nkw_r = 0;
+	for (size_t i = 0; i < count; i++) {
+		const struct mt_imap_arg *a = &list[i];
+		size_t k = 0;
+		if (a->type != MT_IMAP_ARG_ATOM)
+			return false;
+		while (k < sizeof(system) / sizeof(system[0]) &&
+		       strcasecmp(a->str, system[k].name) != 0)
+			k++;
+		if (k < sizeof(system) / sizeof(system[0])) {
+			*flags_r |= system[k].bit;
+			continue;
+		}
+		if (!keyword_ok(a) || *nkw_r == MT_STORE_KEYWORDS_MAX)
+			return false;	/* \Recent, other \ flags: not settable */
+		keywords[(*nkw_r)++] = a->str;
+	}
+	return true;
+}
+
+/* Messages left the view (the store made it durable): "* n EXPUNGE" for
+ * each, highest first so every number is right when it is read. */
+static void view_remove(struct imap_session *s, const uint32_t *uids, unsigned int n)
+{
+	struct imap_selected *sel = &s->selected;
+	for (unsigned int i = sel->count; i-- > 0;) {
+		uint32_t uid = imap_view_msg(s, i)->uid;
+		bool gone = false;
+		for (unsigned int k = 0; k < n && !gone; k++)
+			gone = uids[k] == uid;
+		if (!gone)
+			continue;
+		imap_line(s, "* %u EXPUNGE", i + 1);
+		memmove(&sel->view[i], &sel->view[i + 1],
+			(sel->count - i - 1) * sizeof(*sel->view));
+		sel->count--;
+	}
+}
+
+/* The request in flight and what its completion needs. */
+struct message_op {
+	struct imap_session *s;
+	char tag[MT_IMAP_TAG_MAX + 1];
+	bool uid, silent, move;
+	unsigned int *positions;
+	unsigned int count;
+	uint32_t *uids;
+	char *dest;
+};
+
+static struct message_op *op_new(struct imap_session *s, const char *tag, bool uid,
+				 unsigned int *positions, unsigned int count)
+{
+	struct message_op *op = mt_xcalloc(1, sizeof(*op));
+	op->s = s;
+	snprintf(op->tag, sizeof(op->tag), "%s", tag);
+	op->uid = uid;
+	op->positions = positions;
+	op->count = count;
+	op->uids = mt_xmalloc((count + 1) * sizeof(*op->uids));
+	for (unsigned int i = 0; i < count; i++)
+		op->uids[i] = imap_view_msg(s, positions[i])->uid;
+	return op;
+}
+
+static void op_free(struct message_op *op)
+{
+	free(op->positions);
+	free(op->uids);
+	free(op->dest);
+	free(op);
+}
+
+/* op's request finished: true if it succeeded, else its refusal is sent
+ * (NOT_FOUND of a destination: [TRYCREATE]). */
+static bool op_succeeded(struct mt_store_req *req, struct message_op *op)
+{
+	struct imap_session *s = op->s;
+	const char *error;
+	enum mt_store_status status = mt_store_req_status(req, &error);
+	s->store_req = NULL;
+	if (status == MT_STORE_OK)
+		return true;
+	if (status == MT_STORE_NOT_FOUND && op->dest != NULL)
+		imap_error(s, op->tag, "NO [TRYCREATE] Mailbox does not exist.");
+	else
+		imap_store_failed(s, op->tag, status, error);
+	return false;
+}
+
+/* The command is over: the session goes on with pipelined input. */
+static void op_finish(struct message_op *op)
+{
+	struct imap_session *s = op->s;
+	op_free(op);
+	imap_resume(s);
+}
+
+/* STORE */
+
+static void store_done(struct mt_store_req *req, void *context)
+{
+	struct message_op *op = context;
+	struct imap_session *s = op->s;
+	if (op_succeeded(req, op)) {
+		unsigned int n;
+		const enum mt_store_flag_result *r = mt_store_req_flag_results(req, &n);
+		for (unsigned int i = 0; i < op->count && i < n; i++) {
+			/* RFC 9051 6.4.6: the flags of each message, but for
+			 * .SILENT. */
+			if (r[i] == MT_STORE_FLAG_GONE || op->silent)
+				continue;
+			const struct mt_store_msg *m = imap_view_msg(s, op->positions[i]);
+			struct mt_buf line = MT_BUF_INIT;
+			mt_buf_appendf(&line, "* %u FETCH (", op->positions[i] + 1);
+			imap_flags_write(&line, s->selected.mbox, m);
+			if (op->uid)
+				mt_buf_appendf(&line, " UID %u", m->uid);
+			mt_buf_append_str(&line, ")");
+			imap_line(s, "%s", mt_buf_cstr(&line));
+			mt_buf_free(&line);
+		}
+		imap_tagged(s, op->tag, "OK %sSTORE completed.", op->uid ? "UID " : "");
+	}
+	op_finish(op);
+}
+
+void imap_cmd_store(struct imap_session *s, const struct mt_imap_command *cmd, bool uid)
+{
+	if (cmd->count < 3 || cmd->args[1].type != MT_IMAP_ARG_ATOM) {
+		imap_error(s, cmd->tag, "BAD STORE takes a set, an item and flags.");
+		return;
+	}
+	if (s->selected.read_only) {
+		imap_error(s, cmd->tag, "NO [READ-ONLY] The mailbox is read-only.");
+		return;
+	}
+	const char *item = cmd->args[1].str;
+	enum mt_store_flag_op fop = MT_STORE_FLAGS_REPLACE;
+	if (item[0] == '+' || item[0] == '-') {
+		fop = item[0] == '+' ? MT_STORE_FLAGS_ADD : MT_STORE_FLAGS_REMOVE;
+		item++;
+	}
+	bool silent = strcasecmp(item, "FLAGS.SILENT") == 0;
+	uint32_t flags;
+	const char *keywords[MT_STORE_KEYWORDS_MAX];
+	unsigned int nkw;
+	if ((!silent && strcasecmp(item, "FLAGS") != 0) ||
+	    !flags_parse(&cmd->args[2], cmd->count - 2, &flags, keywords, &nkw)) {
+		imap_error(s, cmd->tag, "BAD STORE takes +FLAGS, -FLAGS or FLAGS and a "
+			   "list of flags.");
+		return;
+	}
+	unsigned int *positions, count;
+	if (!imap_set_arg(s, cmd->tag, &cmd->args[0], uid, &positions, &count))
+		return;
+	struct message_op *op = op_new(s, cmd->tag, uid, positions, count);
+	op->silent = silent;
+	const struct mt_store_flag_args args = {
+		.op = fop, .flags = flags, .keywords = keywords, .keyword_count = nkw,
+		.uids = op->uids, .uid_count = count,
+	};
+	imap_wait(s);
+	s->store_req = mt_store_flags_store(s->ps->port, s->selected.mbox, &args,
+					    store_done, op);
+}
+
+/* COPY, MOVE */
+
+/* "1:3,7" of the uids (in the order given, runs joined). */
+static void uid_set_write(struct mt_buf *out, const uint32_t *uids, unsigned int n)
+{
+	for (unsigned int i = 0; i < n;) {
+		unsigned int j = i;
+		while (j + 1 < n && uids[j + 1] == uids[j] + 1)
+			j++;
+		mt_buf_appendf(out, "%s%u", i > 0 ? "," : "", uids[i]);
+		if (j > i)
+			mt_buf_appendf(out, ":%u", uids[j]);
+		i = j + 1;
+	}
+}
+
+static void copy_done(struct mt_store_req *req, void *context)
+{
+	struct message_op *op = context;
+	struct imap_session *s = op->s;
+	const char *verb = op->move ? "MOVE" : "COPY";
+	if (op_succeeded(req, op)) {
+		unsigned int n;
+		uint32_t uidvalidity;
+		const uint32_t *new_uids = mt_store_req_copy_uids(req, &n, &uidvalidity);
+		uint32_t *src = mt_xmalloc((n + 1) * sizeof(*src));
+		uint32_t *dst = mt_xmalloc((n + 1) * sizeof(*dst));
+		unsigned int copied = 0;
+		for (unsigned int i = 0; i < n; i++) {
+			if (new_uids[i] != 0) {
+				src[copied] = op->uids[i];
+				dst[copied++] = new_uids[i];
+			}
+		}
+		struct mt_buf code = MT_BUF_INIT;
+		if (copied > 0) {
+			mt_buf_appendf(&code, "[COPYUID %u ", uidvalidity);
+			uid_set_write(&code, src, copied);
+			mt_buf_append_str(&code, " ");
+			uid_set_write(&code, dst, copied);
+			mt_buf_append_str(&code, "] ");
+		}
+		if (op->move) {
+			/* RFC 6851 4.3: COPYUID first, then the EXPUNGEs. */
+			if (copied > 0)
+				imap_line(s, "* OK %sMoved.", mt_buf_cstr(&code));
+			view_remove(s, src, copied);
+			imap_tagged(s, op->tag, "OK %s%s completed.", op->uid ? "UID " : "", verb);
+		} else {
+			imap_tagged(s, op->tag, "OK %s%s%s completed.", mt_buf_cstr(&code),
+				    op->uid ? "UID " : "", verb);
+		}
+		mt_buf_free(&code);
+		free(src);
+		free(dst);
+	}
+	op_finish(op);
+}
+
+void imap_cmd_copy(struct imap_session *s, const struct mt_imap_command *cmd,
+		   bool uid, bool move)
+{
+	const char *verb = move ? "MOVE" : "COPY";
+	if (cmd->count != 2) {
+		imap_error(s, cmd->tag, "BAD %s takes a set and a mailbox name.", verb);
+		return;
+	}
+	if (move && s->selected.read_only) {
+		imap_error(s, cmd->tag, "NO [READ-ONLY] The mailbox is read-only.");
+		return;
+	}
+	struct mt_buf dest = MT_BUF_INIT;
+	unsigned int *positions, count;
+	if (!imap_mailbox_arg(s, cmd->tag, &cmd->args[1], &dest)) {
+		mt_buf_free(&dest);
+		return;
+	}
+	if (!imap_set_arg(s, cmd->tag, &cmd->args[0], uid, &positions, &count)) {
+		mt_buf_free(&dest);
+		return;
+	}
+	struct message_op *op = op_new(s, cmd->tag, uid, positions, count);
+	op->move = move;
+	op->dest = mt_xstrdup(mt_buf_cstr(&dest));
+	mt_buf_free(&dest);
+	const struct mt_store_copy_args args = {
+		.uids = op->uids, .uid_count = count, .dest = op->dest, .move = move,
+		.quota = s->ps->set->default_quota,
+	};
+	imap_wait(s);
+	s->store_req = mt_store_copy(s->ps->port, s->selected.mbox, &args, copy_done, op);
+}
+
+/* EXPUNGE, UID EXPUNGE */
+
+static void expunge_done(struct mt_store_req *req, void *context)
+{
+	struct message_op *op = context;
+	struct imap_session *s = op->s;
+	if (op_succeeded(req, op)) {
+		view_remove(s, op->uids, op->count);
+		imap_tagged(s, op->tag, "OK %sEXPUNGE completed.", op->uid ? "UID " : "");
+	}
+	op_finish(op);
+}
+
+void imap_cmd_expunge(struct imap_session *s, const struct mt_imap_command *cmd, bool uid)
+{
+	if (cmd->count != (uid ? 1u : 0u)) {
+		imap_error(s, cmd->tag, uid ? "BAD UID EXPUNGE takes a UID set." :
+			   "BAD EXPUNGE takes no arguments.");
+		return;
+	}
+	if (s->selected.read_only) {
+		imap_error(s, cmd->tag, "NO [READ-ONLY] The mailbox is read-only.");
+		return;
+	}
+	unsigned int *positions = NULL, count = s->selected.count;
+	if (uid) {
+		if (!imap_set_arg(s, cmd->tag, &cmd->args[0], true, &positions, &count))
+			return;
+	} else {
+		positions = mt_xmalloc((count + 1) * sizeof(*positions));
+		for (unsigned int i = 0; i < count; i++)
+			positions[i] = i;
+	}
+	unsigned int deleted = 0;
+	for (unsigned int i = 0; i < count; i++)
+		if (imap_view_msg(s, positions[i])->flags & MT_STORE_FLAG_DELETED)
+			positions[deleted++] = positions[i];
+	struct message_op *op = op_new(s, cmd->tag, uid, positions, deleted);
+	if (deleted == 0) {
+		imap_tagged(s, cmd->tag, "OK %sEXPUNGE completed.", uid ? "UID " : "");
+		op_free(op);
+		return;
+	}
+	imap_wait(s);
+	s->store_req = mt_store_expunge(s->ps->port, s->selected.mbox, op->uids, deleted,
+					expunge_done, op);
+}
+
+/* UID */
+
+void imap_cmd_uid(struct imap_session *s, const struct mt_imap_command *cmd)
+{
+	if (cmd->count < 1 || cmd->args[0].type != MT_IMAP_ARG_ATOM) {
+		imap_error(s, cmd->tag, "BAD UID takes a command.");
+		return;
+	}
+	const struct mt_imap_command sub = {
+		.tag = cmd->tag, .name = cmd->args[0].str, .args = cmd->args + 1,
+		.count = cmd->count - 1,
+	};
+	const char *n = sub.name;
+	if (strcasecmp(n, "FETCH") == 0)
+		imap_cmd_fetch(s, &sub, true);
+	else if (strcasecmp(n, "STORE") == 0)
+		imap_cmd_store(s, &sub, true);
+	else if (strcasecmp(n, "COPY") == 0)
+		imap_cmd_copy(s, &sub, true, false);
+	else if (strcasecmp(n, "MOVE") == 0)
+		imap_cmd_copy(s, &sub, true, true);
+	else if (strcasecmp(n, "EXPUNGE") == 0)
+		imap_cmd_expunge(s, &sub, true);
+	else
+		imap_error(s, cmd->tag, "BAD Unknown UID command.");
+}
+
+/* APPEND */
+
+struct append_op {
+	struct imap_session *s;
+	char tag[MT_IMAP_TAG_MAX + 1];
+	bool selected;		/* into the selected mailbox: EXISTS may follow */
+};
+
+static void append_done(struct mt_store_req *req, void *context)
+{
+	struct append_op *op = context;
+	struct imap_session *s = op->s;
+	const char *error;
+	enum mt_store_status status = mt_store_req_status(req, &error);
+	s->store_req = NULL;
+	unsigned int n;
+	const struct mt_store_rcpt *r = mt_store_req_rcpts(req, &n);
+	if (status == MT_STORE_NOT_FOUND)
+		imap_error(s, op->tag, "NO [TRYCREATE] Mailbox does not exist.");
+	else if (status != MT_STORE_OK)
+		imap_store_failed(s, op->tag, status, error);
+	else
+		imap_tagged(s, op->tag, "OK [APPENDUID %u %u] APPEND completed.",
+			    r[0].uidvalidity, r[0].uid);
+	free(op);
+	imap_resume(s);
+}
+
+void imap_cmd_append(struct imap_session *s, const struct mt_imap_command *cmd)
+{
+	/* mailbox [flag-list] [date-time] literal */
+	const struct mt_imap_arg *a = cmd->args;
+	size_t n = cmd->count;
+	if (n < 2 || n > 4 || a[n - 1].type != MT_IMAP_ARG_LITERAL) {
+		imap_error(s, cmd->tag, "BAD APPEND takes a mailbox name, optional flags "
+			   "and date-time, and the message as a literal.");
+		return;
+	}
+	uint32_t flags = 0;
+	const char *keywords[MT_STORE_KEYWORDS_MAX];
+	unsigned int nkw = 0;
+	int64_t arrival = 0;
+	int zone;
+	size_t i = 1;
+	if (i < n - 1 && a[i].type == MT_IMAP_ARG_LIST) {
+		if (!flags_parse(&a[i], 1, &flags, keywords, &nkw)) {
+			imap_error(s, cmd->tag, "BAD APPEND: invalid flags.");
+			return;
+		}
+		i++;
+	}
+	if (i < n - 1) {
+		if (a[i].type != MT_IMAP_ARG_QUOTED ||
+		    !mt_imap_datetime_parse(a[i].str, a[i].len, &arrival, &zone) ||
+		    arrival <= 0) {
+			imap_error(s, cmd->tag, "BAD APPEND: invalid date-time.");
+			return;
+		}
+		i++;
+	}
+	if (i != n - 1) {
+		imap_error(s, cmd->tag, "BAD APPEND: invalid arguments.");
+		return;
+	}
+	struct mt_buf name = MT_BUF_INIT;
+	if (!imap_mailbox_arg(s, cmd->tag, &a[0], &name)) {
+		mt_buf_free(&name);
+		return;
+	}
+	struct mt_buf body = MT_BUF_INIT;
+	mt_buf_append(&body, a[n - 1].str, a[n - 1].len);
+	const struct mt_store_rcpt rcpt = {
+		.mailbox = s->user, .folder = mt_buf_cstr(&name), .flags = flags,
+		.keywords = keywords, .keyword_count = nkw, .arrival = arrival,
+		.quota = s->ps->set->default_quota,
+	};
+	struct append_op *op = mt_xcalloc(1, sizeof(*op));
+	op->s = s;
+	snprintf(op->tag, sizeof(op->tag), "%s", cmd->tag);
+	imap_wait(s);
+	s->store_req = mt_store_deliver(s->ps->port, &rcpt, 1, &body, append_done, op);
+	mt_buf_free(&body);
+	mt_buf_free(&name);
+}
