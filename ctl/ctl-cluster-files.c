@@ -142,8 +142,10 @@ static void append_stores(struct mt_buf *conf, const struct cluster *c)
 	for (unsigned int n = 1; n <= c->shards; n++)
 		mt_buf_appendf(conf,
 			"[popstore.shard%u]\ndb_home = %s/store-shard%u\n"
-			"lmtp_listen = 127.0.0.1:%u\npop3_listen = 127.0.0.1:%u\n\n",
-			n, c->dir, n, cluster_shard_lmtp(c, n), cluster_shard_pop3(c, n));
+			"lmtp_listen = 127.0.0.1:%u\npop3_listen = 127.0.0.1:%u\n"
+			"imap_listen = 127.0.0.1:%u\n\n",
+			n, c->dir, n, cluster_shard_lmtp(c, n), cluster_shard_pop3(c, n),
+			cluster_shard_imap(c, n));
 }
 
 bool cluster_write_config(const struct cluster *c, char **error_r)
@@ -208,8 +210,9 @@ bool cluster_write_endpoints(const struct cluster *c, char **error_r)
 		cluster_port(c, CLUSTER_PORT_POP3S), cluster_port(c, CLUSTER_PORT_LDAP),
 		c->shards, c->users, c->base_port);
 	for (unsigned int n = 1; n <= c->shards; n++)
-		mt_buf_appendf(&env, "SHARD%u_LMTP_PORT=%u\nSHARD%u_POP3_PORT=%u\n",
-			       n, cluster_shard_lmtp(c, n), n, cluster_shard_pop3(c, n));
+		mt_buf_appendf(&env, "SHARD%u_LMTP_PORT=%u\nSHARD%u_POP3_PORT=%u\n"
+			       "SHARD%u_IMAP_PORT=%u\n", n, cluster_shard_lmtp(c, n), n,
+			       cluster_shard_pop3(c, n), n, cluster_shard_imap(c, n));
 	char *path = cluster_path(c, "endpoints.env");
 	const char *error;
 	bool ok = ctl_write_private(path, mt_buf_cstr(&env), &error);

@@ -60,7 +60,8 @@ static size_t cluster_daemons(const struct cluster *c, struct cluster_daemon *ou
 		struct cluster_daemon *d = &out[n++];
 		*d = (struct cluster_daemon){ .kind = DAEMON_STORE, .shard = s,
 			.ports = { { "lmtp", cluster_shard_lmtp(c, s) },
-				   { "pop3", cluster_shard_pop3(c, s) } }, .n_ports = 2 };
+				   { "pop3", cluster_shard_pop3(c, s) },
+				   { "imap", cluster_shard_imap(c, s) } }, .n_ports = 3 };
 		snprintf(d->name, sizeof(d->name), "shard%u", s);
 	}
 	out[n++] = (struct cluster_daemon){ .name = "mta", .kind = DAEMON_MTA,
@@ -174,7 +175,7 @@ static bool parse_cluster_opts(int argc, char **argv, struct cluster_opts *o)
 			o->given_users = true;
 			break;
 		case 'p':
-			if (!parse_number("base-port", optarg, 1024, 65535 - 10 - 2 * CLUSTER_MAX_SHARDS, &v))
+			if (!parse_number("base-port", optarg, 1024, 65535 - 10 - 3 * CLUSTER_MAX_SHARDS, &v))
 				return false;
 			o->c.base_port = (unsigned int)v;
 			o->given_base = true;

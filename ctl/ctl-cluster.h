@@ -51,6 +51,12 @@ static inline unsigned int cluster_shard_pop3(const struct cluster *c, unsigned 
 {
 	return c->base_port + 11 + 2 * (n - 1);
 }
+/* After every shard's LMTP and POP3 ports (the shard count of a cluster
+ * does not change: `cluster up` refuses another). */
+static inline unsigned int cluster_shard_imap(const struct cluster *c, unsigned int n)
+{
+	return c->base_port + 10 + 2 * c->shards + (n - 1);
+}
 
 /* DIR/NAME; caller frees. */
 char *cluster_path(const struct cluster *c, const char *name);

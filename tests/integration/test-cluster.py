@@ -9,6 +9,7 @@ longer listens on the notify socket). Then: a killed daemon shows as stopped and
 it; other mailtierctl commands work on the cluster with -c; `down` stops
 everything and frees the ports."""
 
+import imaplib
 import os
 import poplib
 import re
@@ -96,6 +97,7 @@ def test(h):
     for n in (1, 2):
         assert int(env[f"SHARD{n}_LMTP_PORT"]) == base + 8 + 2 * n
         assert int(env[f"SHARD{n}_POP3_PORT"]) == base + 9 + 2 * n
+        assert int(env[f"SHARD{n}_IMAP_PORT"]) == base + 13 + n
     conf = env["CONF"]
     smtp, pop, pops = int(env["SMTP_PORT"]), int(env["POP3_PORT"]), int(env["POP3S_PORT"])
 
@@ -145,6 +147,15 @@ def test(h):
         got = b"\r\n".join(p.retr(n)[1])
         p.quit()
         assert f"body for user{k}".encode() in got, got
+        # The same message over IMAP, straight from the user's shard.
+        n_shard = int(shard[len("shard"):])
+        c = imaplib.IMAP4("127.0.0.1", int(env[f"SHARD{n_shard}_IMAP_PORT"]), timeout=10)
+        c.login(f"user{k}@example.test", f"secret{k}")
+        typ, data = c.select("INBOX")
+        assert typ == "OK", data
+        typ, data = c.fetch(data[0].decode(), "(BODY.PEEK[TEXT])")
+        assert typ == "OK" and f"body for user{k}".encode() in data[0][1], data
+        c.logout()
 
     # Remote mail goes to the sink (never off this machine).
     sink = subprocess.Popen([mtharness.binary("loadgen/mailtier-load"), "sink",
