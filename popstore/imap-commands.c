@@ -22,7 +22,7 @@
 /* After login: what this store implements so far (grows with it). */
 #define CAPABILITIES_AUTH "IMAP4rev2 IMAP4rev1 SASL-IR LITERAL+ ID ENABLE " \
 	"NAMESPACE UNSELECT SPECIAL-USE LIST-EXTENDED LIST-STATUS UTF8=ACCEPT " \
-	"UIDPLUS MOVE"
+	"UIDPLUS MOVE IDLE"
 
 const char *imap_capabilities_auth(void)
 {
@@ -44,7 +44,7 @@ struct imap_command {
 
 static imap_handler_t cmd_capability, cmd_noop, cmd_logout, cmd_id, cmd_starttls,
 	cmd_login, cmd_authenticate, cmd_enable, cmd_namespace, cmd_fetch, cmd_store,
-	cmd_copy, cmd_move, cmd_expunge;
+	cmd_copy, cmd_move, cmd_expunge, cmd_check;
 
 static const struct imap_command commands[] = {
 	{ { "CAPABILITY", ANY }, cmd_capability },
@@ -66,7 +66,8 @@ static const struct imap_command commands[] = {
 	{ { "LIST", AUTH | SELECTED }, imap_cmd_list },
 	{ { "LSUB", AUTH | SELECTED }, imap_cmd_lsub },
 	{ { "STATUS", AUTH | SELECTED }, imap_cmd_status },
-	{ { "CHECK", SELECTED }, cmd_noop },
+	{ { "CHECK", SELECTED }, cmd_check },
+	{ { "IDLE", AUTH | SELECTED }, imap_cmd_idle },
 	{ { "CLOSE", SELECTED }, imap_cmd_close },
 	{ { "UNSELECT", SELECTED }, imap_cmd_unselect },
 	{ { "APPEND", AUTH | SELECTED }, imap_cmd_append },
@@ -128,7 +129,15 @@ static void cmd_capability(struct imap_session *s, const struct mt_imap_command 
 
 static void cmd_noop(struct imap_session *s, const struct mt_imap_command *cmd)
 {
-	mt_imap_login_noop(&s->login_phase, cmd);
+	if (s->state == IMAP_STATE_SELECTED)
+		imap_cmd_poll(s, cmd, "NOOP");
+	else
+		mt_imap_login_noop(&s->login_phase, cmd);
+}
+
+static void cmd_check(struct imap_session *s, const struct mt_imap_command *cmd)
+{
+	imap_cmd_poll(s, cmd, "CHECK");
 }
 
 static void cmd_logout(struct imap_session *s, const struct mt_imap_command *cmd)

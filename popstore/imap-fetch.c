@@ -529,6 +529,7 @@ static void seen_done(struct mt_store_req *req, void *context)
 		imap_resume(s);
 		return;
 	}
+	imap_changed(s, s->selected.name);
 	fetch_run(f);
 }
 

@@ -623,6 +623,7 @@ void imap_cmd_status(struct imap_session *s, const struct mt_imap_command *cmd)
 
 void imap_selected_reset(struct imap_session *s)
 {
+	imap_watch_stop(s);
 	if (s->selected.mbox != NULL)
 		mt_store_mailbox_close(&s->selected.mbox);
 	MT_FREE(&s->selected.name);
@@ -633,7 +634,7 @@ void imap_selected_reset(struct imap_session *s)
 
 /* "* FLAGS" and PERMANENTFLAGS: the system flags and the mailbox's
  * keywords, and "\*" while it can name more. */
-static void flags_lines(struct imap_session *s, const struct mt_store_mailbox *mbox)
+void imap_flags_announce(struct imap_session *s, const struct mt_store_mailbox *mbox)
 {
 	struct mt_buf kw = MT_BUF_INIT;
 	unsigned int n = 0;
@@ -679,7 +680,7 @@ static void select_done(struct mt_store_req *req, void *context)
 	imap_line(s, "* %u EXISTS", count);
 	if (!s->rev2)
 		imap_line(s, "* 0 RECENT");
-	flags_lines(s, mbox);
+	imap_flags_announce(s, mbox);
 	if (!s->rev2) {
 		/* IMAP4rev1's UNSEEN: the first message without \Seen. */
 		for (unsigned int i = 0; i < count; i++) {
@@ -698,6 +699,7 @@ static void select_done(struct mt_store_req *req, void *context)
 		imap_line(s, "%s", mt_buf_cstr(&line));
 		mt_buf_free(&line);
 	}
+	imap_watch_start(s);
 	imap_tagged(s, s->tag, "OK [%s] %s completed.",
 		    sel->read_only ? "READ-ONLY" : "READ-WRITE",
 		    sel->read_only ? "EXAMINE" : "SELECT");
@@ -744,6 +746,8 @@ static void close_done(struct mt_store_req *req, void *context)
 	const char *error;
 	enum mt_store_status status = mt_store_req_status(req, &error);
 	s->store_req = NULL;
+	if (status == MT_STORE_OK)
+		imap_changed(s, s->selected.name);
 	imap_selected_reset(s);
 	if (status == MT_STORE_OK)
 		imap_tagged(s, s->tag, "OK CLOSE completed.");

@@ -29,6 +29,11 @@
 
 #define SET_RANGES_MAX 1024
 
+void imap_changed(struct imap_session *s, const char *folder)
+{
+	popstore_watch_changed(s->ps, s->user, folder, &s->watch);
+}
+
 const struct mt_store_msg *imap_view_msg(const struct imap_session *s,
 					 unsigned int position)
 {
@@ -255,6 +260,7 @@ static void store_done(struct mt_store_req *req, void *context)
 			mt_buf_free(&line);
 		}
 		imap_tagged(s, op->tag, "OK %sSTORE completed.", op->uid ? "UID " : "");
+		imap_changed(s, s->selected.name);
 	}
 	op_finish(op);
 }
@@ -354,6 +360,9 @@ static void copy_done(struct mt_store_req *req, void *context)
 		mt_buf_free(&code);
 		free(src);
 		free(dst);
+		imap_changed(s, op->dest);
+		if (op->move)
+			imap_changed(s, s->selected.name);
 	}
 	op_finish(op);
 }
@@ -401,6 +410,7 @@ static void expunge_done(struct mt_store_req *req, void *context)
 	if (op_succeeded(req, op)) {
 		view_remove(s, op->uids, op->count);
 		imap_tagged(s, op->tag, "OK %sEXPUNGE completed.", op->uid ? "UID " : "");
+		imap_changed(s, s->selected.name);
 	}
 	op_finish(op);
 }
@@ -472,7 +482,7 @@ void imap_cmd_uid(struct imap_session *s, const struct mt_imap_command *cmd)
 struct append_op {
 	struct imap_session *s;
 	char tag[MT_IMAP_TAG_MAX + 1];
-	bool selected;		/* into the selected mailbox: EXISTS may follow */
+	char *folder;
 };
 
 static void append_done(struct mt_store_req *req, void *context)
@@ -488,9 +498,14 @@ static void append_done(struct mt_store_req *req, void *context)
 		imap_error(s, op->tag, "NO [TRYCREATE] Mailbox does not exist.");
 	else if (status != MT_STORE_OK)
 		imap_store_failed(s, op->tag, status, error);
-	else
+	else {
 		imap_tagged(s, op->tag, "OK [APPENDUID %u %u] APPEND completed.",
 			    r[0].uidvalidity, r[0].uid);
+		/* Its own view too, when it appended to the selected mailbox:
+		 * the EXISTS comes at the next NOOP or IDLE. */
+		popstore_watch_changed(s->ps, s->user, op->folder, NULL);
+	}
+	free(op->folder);
 	free(op);
 	imap_resume(s);
 }
@@ -546,6 +561,7 @@ void imap_cmd_append(struct imap_session *s, const struct mt_imap_command *cmd)
 	struct append_op *op = mt_xcalloc(1, sizeof(*op));
 	op->s = s;
 	snprintf(op->tag, sizeof(op->tag), "%s", cmd->tag);
+	op->folder = mt_xstrdup(mt_buf_cstr(&name));
 	imap_wait(s);
 	s->store_req = mt_store_deliver(s->ps->port, &rcpt, 1, &body, append_done, op);
 	mt_buf_free(&body);

@@ -43,6 +43,7 @@ const char *const imap_state_names[IMAP_STATE_COUNT] = {
 	[IMAP_STATE_AUTH] = "authenticated",
 	[IMAP_STATE_SELECTED] = "selected",
 	[IMAP_STATE_WAIT] = "wait",
+	[IMAP_STATE_IDLE] = "idle",
 	[IMAP_STATE_LOGOUT] = "logout",
 };
 
@@ -198,9 +199,10 @@ static void wipe_parser(struct imap_session *s)
 		explicit_bzero(p->strings.data, p->strings.cap);
 }
 
-/* AUTHENTICATE's response line. */
-static bool process_sasl_line(struct imap_session *s, struct evbuffer *in)
+/* AUTHENTICATE's response line, or IDLE's DONE. */
+static bool process_raw_line(struct imap_session *s, struct evbuffer *in)
 {
+	const bool idle = s->state == IMAP_STATE_IDLE;
 	const char *error;
 	enum mt_line_status st = mt_line_read(&s->reader, in, &s->line, &error);
 	switch (st) {
@@ -209,11 +211,17 @@ static bool process_sasl_line(struct imap_session *s, struct evbuffer *in)
 			imap_close(s, "eof");
 		return false;
 	case MT_LINE_OK:
-		mt_imap_login_sasl_response(&s->login_phase, s->line.data);
+		if (idle)
+			imap_idle_line(s, s->line.data);
+		else
+			mt_imap_login_sasl_response(&s->login_phase, s->line.data);
 		break;
 	default:
 		/* Too long, a bare CR or a NUL: the exchange is over. */
-		mt_imap_login_sasl_response(&s->login_phase, "*");
+		if (idle)
+			imap_idle_line(s, "");
+		else
+			mt_imap_login_sasl_response(&s->login_phase, "*");
 		break;
 	}
 	if (s->line.data != NULL)
@@ -278,8 +286,11 @@ static void imap_process(struct imap_session *s)
 		if (mt_conn_is_closed(&s->conn))
 			return;
 		if (s->state != IMAP_STATE_NOT_AUTH && s->state != IMAP_STATE_AUTH &&
-		    s->state != IMAP_STATE_SELECTED && s->state != IMAP_STATE_SASL)
+		    s->state != IMAP_STATE_SELECTED && s->state != IMAP_STATE_SASL &&
+		    s->state != IMAP_STATE_IDLE)
 			return;
+		if (s->state == IMAP_STATE_IDLE && s->refresh_req != NULL)
+			return;		/* its updates first, then DONE */
 		struct evbuffer *in = mt_conn_input(&s->conn);
 		if (evbuffer_get_length(imap_output(s)) > POPSTORE_OUTPUT_HIGH)
 			return;
@@ -288,8 +299,8 @@ static void imap_process(struct imap_session *s)
 			imap_close_after(s, "shutdown");
 			return;
 		}
-		bool more = s->state == IMAP_STATE_SASL ? process_sasl_line(s, in) :
-			process_command(s, in);
+		bool more = s->state == IMAP_STATE_SASL || s->state == IMAP_STATE_IDLE ?
+			process_raw_line(s, in) : process_command(s, in);
 		if (!more)
 			return;
 	}

@@ -28,6 +28,7 @@
 #include "login.h"
 #include "loop.h"
 #include "store/store.h"
+#include "watch.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -54,6 +55,7 @@ enum imap_state {
 	IMAP_STATE_AUTH,
 	IMAP_STATE_SELECTED,
 	IMAP_STATE_WAIT,	/* a command waits on the store */
+	IMAP_STATE_IDLE,	/* IDLE: updates pushed until DONE */
 	IMAP_STATE_LOGOUT,	/* BYE queued; close once written */
 	IMAP_STATE_COUNT
 };
@@ -106,6 +108,16 @@ struct imap_session {
 	bool examine;
 
 	struct imap_selected selected;
+	/* Changes made elsewhere (imap-idle.c): the watch on the selected
+	 * mailbox, a re-read of it in flight, NOOP/CHECK waiting for it,
+	 * IDLE's tag and the state it returns to. */
+	struct popstore_watch watch;
+	bool stale;
+	struct mt_store_req *refresh_req;
+	bool noop_pending;
+	const char *noop_verb;
+	char idle_tag[MT_IMAP_TAG_MAX + 1];
+	enum imap_state idle_from;
 	struct imap_fetch *fetch;	/* a FETCH being streamed */
 	struct mt_commands commands;	/* lib-mail/command: counters */
 };
@@ -190,6 +202,22 @@ void imap_cmd_append(struct imap_session *s, const struct mt_imap_command *cmd);
 /* " FLAGS (...)" of msg (its system flags and keywords) appended. */
 void imap_flags_write(struct mt_buf *out, const struct mt_store_mailbox *mbox,
 		      const struct mt_store_msg *msg);
+
+/* imap-idle.c */
+void imap_watch_start(struct imap_session *s);
+void imap_watch_stop(struct imap_session *s);
+/* Read the selected mailbox again and send what changed. */
+void imap_refresh(struct imap_session *s);
+void imap_cmd_poll(struct imap_session *s, const struct mt_imap_command *cmd,
+		   const char *verb);
+void imap_cmd_idle(struct imap_session *s, const struct mt_imap_command *cmd);
+/* IDLE's ending line. */
+void imap_idle_line(struct imap_session *s, const char *line);
+/* "* FLAGS" and PERMANENTFLAGS of mbox (imap-mailbox.c). */
+void imap_flags_announce(struct imap_session *s, const struct mt_store_mailbox *mbox);
+/* The selected mailbox (or user's folder) changed by this session: tell
+ * the others watching it. */
+void imap_changed(struct imap_session *s, const char *folder);
 
 /* imap-auth.c */
 void imap_login_init(struct imap_session *s);

@@ -22,6 +22,7 @@
  * lines and written into the Received: line, so one grep follows a
  * message from the MTA into the store. */
 #include "lmtp-session.h"
+#include "watch.h"
 #include "lmtp-headers.h"
 #include "lmtp-parse.h"
 #include "alloc.h"
@@ -347,6 +348,8 @@ static void deliver_done(struct mt_store_req *req, void *context)
 				r->address, r->mailbox, uid,
 				mt_smtpd_content_size(&s->smtpd));
 			mt_smtpd_reply(&s->smtpd, 250, "2.0.0 <%s> Delivered uid=%" PRIu32, r->address, uid);
+			/* IMAP sessions with the INBOX selected (IDLE, NOOP). */
+			popstore_watch_changed(s->ps, r->mailbox, NULL, NULL);
 			continue;
 		}
 		s->rejected++;

@@ -252,6 +252,7 @@ static void stop(struct mt_daemon *d, int status)
 	mt_store_port_free(&ps->port);
 	mt_store_close(&ps->store);
 	mt_secret_free(&ps->proxy_password);
+	free(ps->watches);
 	free(ps->lmtp_clients);
 	free(ps->proxy_addresses);
 	free(ps->hostname);

@@ -19,6 +19,7 @@
  * RFC 2449 5 and 6 (CAPA and its tags), RFC 2595 4 (STLS). */
 #include "pop3-session.h"
 #include "pop3-parse.h"
+#include "watch.h"
 #include "alloc.h"
 #include "store/store.h"
 
@@ -237,6 +238,9 @@ static void expunge_done(struct mt_store_req *req, void *context)
 		mt_slog(MT_LOG_INFO, &s->log, "pop3 logout user=%s deleted=%u",
 			s->login, s->drop.deleted_count);
 		pop3_ok(s, "Logging out, %u messages deleted", s->drop.deleted_count);
+		/* IMAP sessions with the INBOX selected see the EXPUNGEs. */
+		if (s->drop.deleted_count > 0)
+			popstore_watch_changed(s->ps, s->login, NULL, NULL);
 		release_mailbox(s);
 		pop3_close_after(s, "quit");
 		return;

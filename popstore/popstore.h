@@ -29,6 +29,7 @@ struct mt_tls;
 struct mt_authfail;
 struct lmtp_session;
 struct pop3_session;
+struct popstore_watch;
 
 #define POPSTORE_NAME "mailtier-popstore"
 
@@ -60,6 +61,8 @@ struct popstore {
 	struct mt_conn_list lmtp_sessions;	/* lib-mail/conn.h */
 	struct mt_conn_list pop3_sessions;
 	struct mt_conn_list imap_sessions;
+	/* The IMAP sessions' selected mailboxes (watch.c; made at the first). */
+	struct popstore_watch **watches;
 	/* Failed POP3 logins per client address (pop3-auth.c; made on the
 	 * first failure, freed by pop3_sessions_free_all). */
 	struct mt_authfail *auth_failures;

@@ -236,7 +236,7 @@ static void reader_run(struct mt_store *store, struct mt_store_req *req)
 	if (req->kind == STORE_REQ_OPEN) {
 		enum mt_store_status status =
 			store_folder_open(store, req->name, req->folder,
-					  &req->result, &error);
+					  req->folder == NULL, &req->result, &error);
 		if (status != MT_STORE_OK)
 			store_req_set_error(req, status, error);
 		return;
@@ -461,7 +461,7 @@ enum mt_store_status mt_store_folder_open_sync(struct mt_store *store,
 		return MT_STORE_INVALID;
 	}
 	store_counter_add(&store->n_reads, 1);
-	return store_folder_open(store, user, name, mbox_r, error_r);
+	return store_folder_open(store, user, name, false, mbox_r, error_r);
 }
 
 struct mt_store_req *mt_store_read(struct mt_store_port *port,

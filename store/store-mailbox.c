@@ -1,7 +1,8 @@
-/* store-mailbox.c — open mailboxes: the in-process table that keeps a
- * mailbox (INBOX or an IMAP folder, by its mailbox.db key) open in at most
- * one session, the snapshot of its messages taken at open, and reading
- * message bytes by range.
+/* store-mailbox.c — open mailboxes: the in-process table of open
+ * mailboxes (INBOX or an IMAP folder, by its mailbox.db key) that keeps a
+ * mailbox open in at most one exclusive session (POP3's, RFC 1939 8) and
+ * in any number of shared ones (IMAP's) beside it, the snapshot of its
+ * messages taken at open, and reading message bytes by range.
  *
  * Trust boundary: mailbox names from the caller (already authenticated and
  * resolved through the directory); message indexes and offsets from POP3
@@ -18,8 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* One open mailbox object; several may share a key (one exclusive). */
 struct store_open_entry {
 	struct store_open_entry *next;
+	bool exclusive;
 	size_t len;
 	unsigned char key[];
 };
@@ -50,14 +53,17 @@ void store_mailbox_table_deinit(struct mt_store *store)
 	pthread_mutex_destroy(&store->open_lock);
 }
 
-/* Take key's lock; NULL if someone holds it. */
+/* Take key's lock (exclusive, or shared); NULL if an exclusive open of
+ * it is wanted and another one holds it. */
 static struct store_open_entry *table_take(struct mt_store *store,
-					   const unsigned char *key, size_t len)
+					   const unsigned char *key, size_t len,
+					   bool exclusive)
 {
 	unsigned int b = key_bucket(key, len);
 	pthread_mutex_lock(&store->open_lock);
-	for (struct store_open_entry *e = store->open_table[b]; e != NULL; e = e->next) {
-		if (e->len == len && memcmp(e->key, key, len) == 0) {
+	for (struct store_open_entry *e = store->open_table[b];
+	     e != NULL && exclusive; e = e->next) {
+		if (e->exclusive && e->len == len && memcmp(e->key, key, len) == 0) {
 			pthread_mutex_unlock(&store->open_lock);
 			return NULL;
 		}
@@ -65,6 +71,7 @@ static struct store_open_entry *table_take(struct mt_store *store,
 	struct store_open_entry *entry = mt_xmalloc(sizeof(*entry) + len);
 	memcpy(entry->key, key, len);
 	entry->len = len;
+	entry->exclusive = exclusive;
 	entry->next = store->open_table[b];
 	store->open_table[b] = entry;
 	store->open_count++;
@@ -108,7 +115,7 @@ bool store_mailbox_in_use(struct mt_store *store, const unsigned char *key,
 }
 
 enum mt_store_status store_folder_open(struct mt_store *store, const char *user,
-				       const char *folder,
+				       const char *folder, bool exclusive,
 				       struct mt_store_mailbox **mbox_r,
 				       const char **error_r)
 {
@@ -121,7 +128,7 @@ enum mt_store_status store_folder_open(struct mt_store *store, const char *user,
 		folder = NULL;
 	unsigned char key[STORE_MAILBOX_KEY_MAX];
 	size_t key_len = store_mailbox_key(key, user, folder);
-	struct store_open_entry *entry = table_take(store, key, key_len);
+	struct store_open_entry *entry = table_take(store, key, key_len, exclusive);
 	if (entry == NULL) {
 		*error_r = store_error("mailbox %s%s%s is in use", user,
 				       folder != NULL ? " folder " : "",
@@ -165,7 +172,7 @@ enum mt_store_status store_mailbox_open(struct mt_store *store, const char *name
 					struct mt_store_mailbox **mbox_r,
 					const char **error_r)
 {
-	return store_folder_open(store, name, NULL, mbox_r, error_r);
+	return store_folder_open(store, name, NULL, true, mbox_r, error_r);
 }
 
 enum mt_store_status mt_store_mailbox_open_sync(struct mt_store *store,

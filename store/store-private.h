@@ -624,10 +624,11 @@ void store_mailbox_table_deinit(struct mt_store *store);
 enum mt_store_status store_mailbox_open(struct mt_store *store, const char *name,
 					struct mt_store_mailbox **mbox_r,
 					const char **error_r);
-/* The same for user's folder (NULL: INBOX); NOT_FOUND if a folder is not
- * there (INBOX opens empty). */
+/* The same for user's folder (NULL: INBOX), exclusive (POP3: IN_USE if
+ * another exclusive open holds it) or shared (IMAP: never IN_USE);
+ * NOT_FOUND if a folder is not there (INBOX opens empty). */
 enum mt_store_status store_folder_open(struct mt_store *store, const char *user,
-				       const char *folder,
+				       const char *folder, bool exclusive,
 				       struct mt_store_mailbox **mbox_r,
 				       const char **error_r);
 /* True while the mailbox at key (or, prefix true, any whose key begins

@@ -330,8 +330,10 @@ enum mt_store_status mt_store_expunge_wait(struct mt_store_mailbox *mbox,
  * every delivery, flag change and expunge takes the next MODSEQ of its
  * mailbox, and an expunge leaves the uids it removed under its MODSEQ
  * (RFC 7162 QRESYNC's VANISHED (EARLIER)) until the folder is deleted.
- * A folder open for reading is a snapshot as a POP3 mailbox is, holding
- * the same in-process lock. */
+ * A folder (or INBOX) open for IMAP is a snapshot as a POP3 mailbox is,
+ * but shared: any number of IMAP sessions may have it open, beside the
+ * one POP3 session the exclusive open allows (RFC 1939's lock is among
+ * POP3 sessions); a folder open anywhere is not deleted or renamed. */
 
 #define MT_STORE_FOLDER_MAX 1024	/* octets of a folder name */
 #define MT_STORE_KEYWORDS_MAX 64	/* keywords one mailbox can name */
@@ -430,8 +432,8 @@ enum mt_store_status mt_store_folder_change_wait(struct mt_store *store,
 						 const char **error_r);
 
 /* Open user's mailbox name ("INBOX": the same mailbox as
- * mt_store_mailbox_open(user)), a snapshot as above; NOT_FOUND for a
- * folder that does not exist. */
+ * mt_store_mailbox_open(user)) shared (never IN_USE), a snapshot as
+ * above; NOT_FOUND for a folder that does not exist. */
 struct mt_store_req *mt_store_folder_open(struct mt_store_port *port,
 					  const char *user, const char *name,
 					  mt_store_cb_t *cb, void *context);

@@ -227,14 +227,18 @@ def test_select(env):
     assert c.untagged_responses.get("UIDVALIDITY"), c.untagged_responses
     assert c.untagged_responses.get("UIDNEXT") == [b"4"], c.untagged_responses
     assert c.untagged_responses.get("READ-WRITE") is not None, c.untagged_responses
-    # POP3 wants the same INBOX: in use while it is selected.
-    p = env.pop("s1")
-    p.user(f"carol@{D}")
+    # POP3's lock is among POP3 sessions (RFC 1939 8): it may open the
+    # INBOX an IMAP session has selected; a second POP3 session may not.
+    p = env.pop("s1", user=f"carol@{D}", password=PW)
+    assert p.stat()[0] == 3
+    p2 = env.pop("s1")
+    p2.user(f"carol@{D}")
     try:
-        p.pass_(PW)
-        raise AssertionError("POP3 login while INBOX is selected")
+        p2.pass_(PW)
+        raise AssertionError("two POP3 sessions on one maildrop")
     except Exception as e:
         assert "IN-USE" in str(e), e
+    p2.quit()
     p.quit()
     ok(c.close())
     # EXAMINE: read-only; UNSELECT.
@@ -463,6 +467,83 @@ def test_fetchmail(env, h):
     c.logout()
 
 
+def idle_expect(r, pattern, timeout=10.0):
+    """Lines pushed during IDLE until one matches pattern (bytes)."""
+    r.sock.settimeout(timeout)
+    got = []
+    while True:
+        line = r.line()
+        assert line is not None, ("closed while idling", got)
+        got.append(line)
+        if pattern in line:
+            return got
+
+
+def test_concurrent(env):
+    """Several sessions on one mailbox: each sees the others' changes at
+    NOOP and as they happen in IDLE; POP3 beside them."""
+    user = f"gina@{D}"
+    for i in range(2):
+        env.deliver("s1", "x@remote.test", [user], message(f"c{i}", f"body {i}\r\n"))
+    a = env.imap("s1", user=user, password=PW)
+    b = env.imap("s1", user=user, password=PW)
+    assert a.select("INBOX")[1] == [b"2"]
+    assert b.select("INBOX")[1] == [b"2"]
+    # B flags and expunges; A sees it at NOOP.
+    ok(b.store("2", "+FLAGS", "(\\Flagged)"))
+    ok(b.store("1", "+FLAGS", "(\\Deleted)"))
+    ok(b.expunge())
+    a.untagged_responses.clear()
+    ok(a.noop())
+    assert a.untagged_responses.get("EXPUNGE") == [b"1"], a.untagged_responses
+    assert a.untagged_responses.get("FETCH") == [b"1 (FLAGS (\\Flagged) UID 2)"], \
+        a.untagged_responses
+    # A delivery: EXISTS at the next NOOP.
+    env.deliver("s1", "x@remote.test", [user], message("c2", "body 2\r\n"))
+    a.untagged_responses.clear()
+    ok(a.noop())
+    assert a.untagged_responses.get("EXISTS") == [b"2"], a.untagged_responses
+    typ, data = a.fetch("2", "(UID)")
+    assert data == [b"2 (UID 3)"], data
+    # IDLE: a delivery and a POP3 QUIT's deletion pushed as they happen.
+    s = env.raw("s1", "imap")
+    r = Lines(s)
+    r.line()
+    assert r.cmd(f"a LOGIN {user} {PW}").startswith(b"a OK ")
+    line = r.cmd("b SELECT INBOX")
+    while not line.startswith(b"b "):
+        line = r.line()
+    assert r.cmd("c IDLE") == b"+ idling"
+    env.deliver("s1", "x@remote.test", [user], message("c3", "body 3\r\n"))
+    assert idle_expect(r, b"EXISTS")[-1] == b"* 3 EXISTS"
+    p = env.pop("s1", user=user, password=PW)
+    p.dele(1)
+    p.quit()
+    assert idle_expect(r, b"EXPUNGE")[-1] == b"* 1 EXPUNGE"
+    # Flags set by another IMAP session, pushed too.
+    ok(b.noop())
+    ok(b.store("1", "+FLAGS", "($Pushed)"))
+    pushed = idle_expect(r, b"FETCH")
+    assert any(b"$Pushed" in l for l in pushed), pushed
+    # The new keyword is announced (FLAGS, PERMANENTFLAGS), then DONE.
+    line = r.cmd("DONE")
+    rest = []
+    while not line.startswith(b"c "):
+        rest.append(line)
+        line = r.line()
+    assert line == b"c OK IDLE terminated.", (line, rest)
+    assert any(l.startswith(b"* FLAGS (") and b"$Pushed" in l for l in pushed + rest), \
+        (pushed, rest)
+    assert r.cmd("d NOOP") == b"d OK NOOP completed."
+    # A bad IDLE ending: BAD, and the session goes on.
+    assert r.cmd("e IDLE") == b"+ idling"
+    assert r.cmd("STOP") == b"e BAD Expected DONE."
+    assert r.cmd("f NOOP") == b"f OK NOOP completed."
+    s.close()
+    a.logout()
+    b.logout()
+
+
 def test_curl(env):
     # curl lists the mailboxes (LIST) after LOGIN.
     out = subprocess.run(
@@ -477,7 +558,7 @@ def test_curl(env):
 def test(h):
     env = popstorelib.Env(h, tls=True, popstore_extra="auth_fail_delay = 0\n")
     for user, shard in (("alice", "s1"), ("bob", "s2"), ("carol", "s1"),
-                        ("dave", "s1"), ("erin", "s1"), ("fred", "s1")):
+                        ("dave", "s1"), ("erin", "s1"), ("fred", "s1"), ("gina", "s1")):
         env.add_user(f"{user}@{D}", PW, shard=shard)
     env.start("s1")
     env.start("s2")
@@ -488,6 +569,7 @@ def test(h):
     test_curl(env)
     test_messages(env)
     test_fetchmail(env, h)
+    test_concurrent(env)
     test_durable(env, h)
 
 

@@ -678,14 +678,19 @@ static void test_append(void **state)
 	assert_int_equal(append(u, "INBOX", 3, 200, 0, NULL, 0, 0, 0, &uid, NULL),
 			 MT_STORE_OK);
 	assert_int_equal(uid, 1);
+	/* IMAP's opens are shared: two of them and one POP3 session at once;
+	 * POP3's is exclusive among POP3 sessions (RFC 1939 8). */
 	mbox = open_folder(u, "INBOX");
-	struct mt_store_mailbox *pop;
+	struct mt_store_mailbox *pop, *pop2, *imap2 = open_folder(u, "INBOX");
 	const char *error;
-	assert_int_equal(mt_store_mailbox_open_sync(store, u, &pop, &error),
-			 MT_STORE_IN_USE);
-	mt_store_mailbox_close(&mbox);
 	assert_int_equal(mt_store_mailbox_open_sync(store, u, &pop, &error), MT_STORE_OK);
 	assert_int_equal(mt_store_mailbox_count(pop), 1);
+	assert_int_equal(mt_store_mailbox_open_sync(store, u, &pop2, &error),
+			 MT_STORE_IN_USE);
+	mt_store_mailbox_close(&mbox);
+	mt_store_mailbox_close(&imap2);
+	mt_store_mailbox_close(&pop);
+	assert_int_equal(mt_store_mailbox_open_sync(store, u, &pop, &error), MT_STORE_OK);
 	mt_store_mailbox_close(&pop);
 	/* The quota counts every folder: 3200 used. */
 	assert_int_equal(append(u, "Drafts", 4, 800, 0, NULL, 0, 0, 4000, NULL, NULL),
