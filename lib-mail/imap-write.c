@@ -105,3 +105,16 @@ void mt_imap_write_astring(struct mt_buf *out, const void *value, size_t len,
 	else
 		mt_imap_write_string(out, s, len, flags);
 }
+
+void mt_imap_write_seqset(struct mt_buf *out, const uint32_t *n, size_t count)
+{
+	for (size_t i = 0; i < count;) {
+		size_t j = i;
+		while (j + 1 < count && n[j + 1] == n[j] + 1)
+			j++;
+		mt_buf_appendf(out, "%s%u", i > 0 ? "," : "", n[i]);
+		if (j > i)
+			mt_buf_appendf(out, ":%u", n[j]);
+		i = j + 1;
+	}
+}

@@ -62,4 +62,8 @@ void mt_imap_write_literal_prefix(struct mt_buf *out, uint64_t size, bool binary
  * the caller streaming after mt_imap_write_literal_prefix(.., false)). */
 void mt_imap_write_literal_data(struct mt_buf *out, const void *data, size_t len);
 
+/* Sorted, distinct numbers (message numbers, UIDs) as a sequence set:
+ * runs joined ("1:3,7"); nothing for none. */
+void mt_imap_write_seqset(struct mt_buf *out, const uint32_t *numbers, size_t count);
+
 #endif

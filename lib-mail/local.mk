@@ -18,7 +18,8 @@ lib_mail_libmtmail_a_SOURCES = \
 	lib-mail/imap-utf7.c lib-mail/imap-utf7.h \
 	lib-mail/imap-mailbox.c lib-mail/imap-mailbox.h \
 	lib-mail/imap-date.c lib-mail/imap-date.h \
-	lib-mail/imap-login.c lib-mail/imap-login.h
+	lib-mail/imap-login.c lib-mail/imap-login.h \
+	lib-mail/imap-search.c lib-mail/imap-search.h
 
 # What a program linking lib-mail needs (before MAILTIER_LIBS).
 MTMAIL_LIBS = lib-mail/libmtmail.a $(MAILTIER_LIBS)
@@ -28,7 +29,8 @@ lib_mail_unit_tests = tests/unit/test-smtp-reply tests/unit/test-command-find \
 	tests/unit/test-smtp-params tests/unit/test-pop3-login tests/unit/test-conn \
 	tests/unit/test-smtpd tests/unit/test-imap-parse \
 	tests/unit/test-imap-write tests/unit/test-imap-mailbox \
-	tests/unit/test-imap-date tests/unit/test-imap-login
+	tests/unit/test-imap-date tests/unit/test-imap-login \
+	tests/unit/test-imap-search
 check_PROGRAMS += $(lib_mail_unit_tests)
 TESTS += $(lib_mail_unit_tests)
 tests_unit_test_smtp_reply_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
@@ -45,3 +47,4 @@ tests_unit_test_imap_write_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_imap_mailbox_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_imap_date_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_imap_login_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
+tests_unit_test_imap_search_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)

@@ -22,6 +22,7 @@ popstore_daemon_sources = \
 	popstore/imap-message.c \
 	popstore/imap-fetch.c \
 	popstore/imap-idle.c \
+	popstore/imap-search.c \
 	popstore/watch.c popstore/watch.h \
 	popstore/pop3-fetch.c \
 	popstore/pop3-top.c popstore/pop3-top.h

@@ -22,7 +22,7 @@
 /* After login: what this store implements so far (grows with it). */
 #define CAPABILITIES_AUTH "IMAP4rev2 IMAP4rev1 SASL-IR LITERAL+ ID ENABLE " \
 	"NAMESPACE UNSELECT SPECIAL-USE LIST-EXTENDED LIST-STATUS UTF8=ACCEPT " \
-	"UIDPLUS MOVE IDLE"
+	"UIDPLUS MOVE IDLE ESEARCH"
 
 const char *imap_capabilities_auth(void)
 {
@@ -44,7 +44,7 @@ struct imap_command {
 
 static imap_handler_t cmd_capability, cmd_noop, cmd_logout, cmd_id, cmd_starttls,
 	cmd_login, cmd_authenticate, cmd_enable, cmd_namespace, cmd_fetch, cmd_store,
-	cmd_copy, cmd_move, cmd_expunge, cmd_check;
+	cmd_copy, cmd_move, cmd_expunge, cmd_check, cmd_search;
 
 static const struct imap_command commands[] = {
 	{ { "CAPABILITY", ANY }, cmd_capability },
@@ -77,6 +77,7 @@ static const struct imap_command commands[] = {
 	{ { "MOVE", SELECTED }, cmd_move },
 	{ { "EXPUNGE", SELECTED }, cmd_expunge },
 	{ { "UID", SELECTED }, imap_cmd_uid },
+	{ { "SEARCH", SELECTED }, cmd_search },
 };
 
 const struct mt_command_table imap_command_table = MT_COMMAND_TABLE(commands);
@@ -221,6 +222,11 @@ static void cmd_copy(struct imap_session *s, const struct mt_imap_command *cmd)
 static void cmd_move(struct imap_session *s, const struct mt_imap_command *cmd)
 {
 	imap_cmd_copy(s, cmd, false, true);
+}
+
+static void cmd_search(struct imap_session *s, const struct mt_imap_command *cmd)
+{
+	imap_cmd_search(s, cmd, false);
 }
 
 static void cmd_expunge(struct imap_session *s, const struct mt_imap_command *cmd)

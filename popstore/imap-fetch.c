@@ -275,18 +275,6 @@ bool imap_fetch_busy(const struct imap_session *s)
 
 /* The header */
 
-/* Where the header ends in head (after its empty line), or 0. */
-static size_t header_end(const char *data, size_t len)
-{
-	if (len >= 2 && data[0] == '\r' && data[1] == '\n')
-		return 2;	/* no header fields */
-	for (size_t i = 0; i + 3 < len; i++)
-		if (data[i] == '\r' && data[i + 1] == '\n' && data[i + 2] == '\r' &&
-		    data[i + 3] == '\n')
-			return i + 4;
-	return 0;
-}
-
 static bool field_listed(const struct fetch_item *item, const char *line, size_t len)
 {
 	const char *colon = memchr(line, ':', len);
@@ -352,7 +340,7 @@ static void head_read_done(struct mt_store_req *req, void *context)
 		return;
 	}
 	mt_buf_append(&f->head, data, len);
-	size_t end = header_end(f->head.data != NULL ? f->head.data : "", f->head.len);
+	size_t end = imap_header_end(f->head.data != NULL ? f->head.data : "", f->head.len);
 	if (end == 0 && len > 0 && f->head.len < HEAD_MAX && f->head.len < m->size) {
 		f->req = mt_store_read(s->ps->port, s->selected.mbox,
 				       s->selected.view[f->positions[f->pos]], f->head.len,

@@ -19,6 +19,7 @@
 #include "imap-session.h"
 #include "alloc.h"
 #include "imap-date.h"
+#include "imap-write.h"
 #include "store/store.h"
 
 #include <inttypes.h>
@@ -28,6 +29,16 @@
 #include <strings.h>
 
 #define SET_RANGES_MAX 1024
+
+size_t imap_header_end(const char *p, size_t len)
+{
+	if (len >= 2 && p[0] == '\r' && p[1] == '\n')
+		return 2;	/* no header fields */
+	for (size_t i = 0; i + 3 < len; i++)
+		if (p[i] == '\r' && p[i + 1] == '\n' && p[i + 2] == '\r' && p[i + 3] == '\n')
+			return i + 4;
+	return 0;
+}
 
 void imap_changed(struct imap_session *s, const char *folder)
 {
@@ -307,20 +318,6 @@ void imap_cmd_store(struct imap_session *s, const struct mt_imap_command *cmd, b
 
 /* COPY, MOVE */
 
-/* "1:3,7" of the uids (in the order given, runs joined). */
-static void uid_set_write(struct mt_buf *out, const uint32_t *uids, unsigned int n)
-{
-	for (unsigned int i = 0; i < n;) {
-		unsigned int j = i;
-		while (j + 1 < n && uids[j + 1] == uids[j] + 1)
-			j++;
-		mt_buf_appendf(out, "%s%u", i > 0 ? "," : "", uids[i]);
-		if (j > i)
-			mt_buf_appendf(out, ":%u", uids[j]);
-		i = j + 1;
-	}
-}
-
 static void copy_done(struct mt_store_req *req, void *context)
 {
 	struct message_op *op = context;
@@ -342,9 +339,9 @@ static void copy_done(struct mt_store_req *req, void *context)
 		struct mt_buf code = MT_BUF_INIT;
 		if (copied > 0) {
 			mt_buf_appendf(&code, "[COPYUID %u ", uidvalidity);
-			uid_set_write(&code, src, copied);
+			mt_imap_write_seqset(&code, src, copied);
 			mt_buf_append_str(&code, " ");
-			uid_set_write(&code, dst, copied);
+			mt_imap_write_seqset(&code, dst, copied);
 			mt_buf_append_str(&code, "] ");
 		}
 		if (op->move) {
@@ -473,6 +470,8 @@ void imap_cmd_uid(struct imap_session *s, const struct mt_imap_command *cmd)
 		imap_cmd_copy(s, &sub, true, true);
 	else if (strcasecmp(n, "EXPUNGE") == 0)
 		imap_cmd_expunge(s, &sub, true);
+	else if (strcasecmp(n, "SEARCH") == 0)
+		imap_cmd_search(s, &sub, true);
 	else
 		imap_error(s, cmd->tag, "BAD Unknown UID command.");
 }

@@ -410,6 +410,7 @@ static void conn_closed(struct mt_conn *conn, const char *reason)
 		s->store_req = NULL;
 	}
 	imap_fetch_free(s);
+	imap_search_free(s);
 	imap_selected_reset(s);
 	imap_enter_state(s, IMAP_STATE_LOGOUT);
 	popstore_session_remove(s->ps);

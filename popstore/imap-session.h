@@ -74,6 +74,7 @@ struct imap_selected {
 };
 
 struct imap_fetch;
+struct imap_search_run;
 
 struct imap_session {
 	struct mt_conn conn;		/* socket, idle timer, list (lib-mail) */
@@ -119,6 +120,7 @@ struct imap_session {
 	char idle_tag[MT_IMAP_TAG_MAX + 1];
 	enum imap_state idle_from;
 	struct imap_fetch *fetch;	/* a FETCH being streamed */
+	struct imap_search_run *search;	/* a SEARCH reading messages */
 	struct mt_commands commands;	/* lib-mail/command: counters */
 };
 
@@ -182,6 +184,11 @@ void imap_fetch_continue(struct imap_session *s);
 void imap_fetch_free(struct imap_session *s);
 bool imap_fetch_busy(const struct imap_session *s);
 
+/* imap-search.c */
+void imap_cmd_search(struct imap_session *s, const struct mt_imap_command *cmd,
+		     bool uid);
+void imap_search_free(struct imap_session *s);
+
 /* imap-message.c (the selected state's other commands) */
 /* The view's positions (0-based) named by a sequence set (uid: a UID set)
  * into *positions_r (freed by the caller), *count_r of them; false, and
@@ -199,6 +206,9 @@ void imap_cmd_expunge(struct imap_session *s, const struct mt_imap_command *cmd,
 		      bool uid);
 void imap_cmd_uid(struct imap_session *s, const struct mt_imap_command *cmd);
 void imap_cmd_append(struct imap_session *s, const struct mt_imap_command *cmd);
+/* Where a message's header ends (after its empty line) in its first len
+ * octets, or 0 if not within them. */
+size_t imap_header_end(const char *p, size_t len);
 /* " FLAGS (...)" of msg (its system flags and keywords) appended. */
 void imap_flags_write(struct mt_buf *out, const struct mt_store_mailbox *mbox,
 		      const struct mt_store_msg *msg);

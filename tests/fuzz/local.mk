@@ -18,6 +18,7 @@ fuzz_regression_tests = \
 	tests/fuzz/fuzz-imap-write \
 	tests/fuzz/fuzz-imap-mailbox \
 	tests/fuzz/fuzz-imap-date \
+	tests/fuzz/fuzz-imap-search \
 	tests/fuzz/fuzz-sasl \
 	tests/fuzz/fuzz-smtp-cmd \
 	tests/fuzz/fuzz-smtp-data \
@@ -52,6 +53,8 @@ tests_fuzz_fuzz_imap_mailbox_SOURCES = tests/fuzz/fuzz-imap-mailbox.c $(fuzz_com
 tests_fuzz_fuzz_imap_mailbox_LDADD = lib-mail/libmtmail.a $(UNIT_LIBS)
 tests_fuzz_fuzz_imap_date_SOURCES = tests/fuzz/fuzz-imap-date.c $(fuzz_common)
 tests_fuzz_fuzz_imap_date_LDADD = lib-mail/libmtmail.a $(UNIT_LIBS)
+tests_fuzz_fuzz_imap_search_SOURCES = tests/fuzz/fuzz-imap-search.c $(fuzz_common)
+tests_fuzz_fuzz_imap_search_LDADD = lib-mail/libmtmail.a $(UNIT_LIBS)
 tests_fuzz_fuzz_sasl_SOURCES = tests/fuzz/fuzz-sasl.c $(fuzz_common)
 tests_fuzz_fuzz_smtp_cmd_SOURCES = tests/fuzz/fuzz-smtp-cmd.c $(fuzz_common)
 tests_fuzz_fuzz_smtp_cmd_LDADD = mta/libmta.a lib-mail/libmtmail.a $(UNIT_LIBS)
@@ -86,7 +89,7 @@ EXTRA_DIST += tests/fuzz/README.md tests/fuzz/corpus scripts/fuzz \
 	tests/fuzz/ldap-escape.dict tests/fuzz/pwhash.dict \
 	tests/fuzz/reply.dict tests/fuzz/sasl.dict tests/fuzz/imap-cmd.dict \
 	tests/fuzz/imap-write.dict tests/fuzz/imap-mailbox.dict \
-	tests/fuzz/imap-date.dict \
+	tests/fuzz/imap-date.dict tests/fuzz/imap-search.dict \
 	tests/fuzz/smtp-cmd.dict tests/fuzz/smtp-data.dict \
 	tests/fuzz/bounce.dict \
 	tests/fuzz/pop3-cmd.dict tests/fuzz/lmtp-cmd.dict \
@@ -106,6 +109,7 @@ fuzz_binaries = \
 	tests/fuzz/bin/fuzz-imap-write \
 	tests/fuzz/bin/fuzz-imap-mailbox \
 	tests/fuzz/bin/fuzz-imap-date \
+	tests/fuzz/bin/fuzz-imap-search \
 	tests/fuzz/bin/fuzz-sasl \
 	tests/fuzz/bin/fuzz-smtp-cmd \
 	tests/fuzz/bin/fuzz-smtp-data \
@@ -188,6 +192,8 @@ tests/fuzz/bin/fuzz-imap-mailbox: tests/fuzz/fuzz-imap-mailbox.c lib-mail/imap-m
 	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-imap-mailbox.c $(srcdir)/lib-mail/imap-mailbox.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
 tests/fuzz/bin/fuzz-imap-date: tests/fuzz/fuzz-imap-date.c lib-mail/imap-date.c lib-mail/imap-date.h $(fuzz_headers) $(FUZZ_LIBMAILTIER)
 	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-imap-date.c $(srcdir)/lib-mail/imap-date.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
+tests/fuzz/bin/fuzz-imap-search: tests/fuzz/fuzz-imap-search.c lib-mail/imap-search.c lib-mail/imap-search.h lib-mail/imap-parse.c lib-mail/imap-date.c $(fuzz_headers) $(FUZZ_LIBMAILTIER)
+	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-imap-search.c $(srcdir)/lib-mail/imap-search.c $(srcdir)/lib-mail/imap-parse.c $(srcdir)/lib-mail/imap-date.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
 tests/fuzz/bin/fuzz-sasl: tests/fuzz/fuzz-sasl.c $(fuzz_headers) $(FUZZ_LIBMAILTIER)
 	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-sasl.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
 tests/fuzz/bin/fuzz-smtp-cmd: tests/fuzz/fuzz-smtp-cmd.c mta/smtp-parse.c mta/smtp-parse.h lib-mail/smtp-params.c lib-mail/smtp-params.h $(fuzz_headers) $(FUZZ_LIBMAILTIER)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """test-popstore-imap.py -- mailtier-popstore's IMAP server as far as it
-goes (login, folders, SELECT, FETCH, STORE, COPY/MOVE, EXPUNGE, APPEND;
-MIME structure, SEARCH and IDLE come next), with Python's imaplib, curl
+goes (login, folders, SELECT, FETCH, STORE, COPY/MOVE, EXPUNGE, APPEND,
+SEARCH, IDLE, several sessions; MIME structure comes next), with Python's imaplib, curl
 imap://, fetchmail and raw sockets against a real slapd, messages
 delivered over LMTP:
 
@@ -23,6 +23,12 @@ delivered over LMTP:
     with keywords and .SILENT, COPY (COPYUID), MOVE (EXPUNGE responses),
     EXPUNGE, UID EXPUNGE, APPEND with flags and date (APPENDUID,
     TRYCREATE), bad sets; curl's UID fetch; fetchmail over IMAP;
+  - several sessions on one mailbox: each other's flags and expunges at
+    NOOP, deliveries' EXISTS, IDLE pushing a delivery, a POP3 QUIT's
+    deletion and another session's keyword; POP3 beside IMAP;
+  - SEARCH with flag, keyword, header, body (330 KB in), text, size, date
+    and set keys, UID SEARCH, ESEARCH's RETURN (MIN MAX COUNT / ALL),
+    BADCHARSET and BAD;
   - synchronising literals and LITERAL+, bad commands answered BAD with
     the session going on, too many errors end it;
   - folders survive kill -9 and a restart (every change durable when
@@ -544,6 +550,57 @@ def test_concurrent(env):
     b.logout()
 
 
+def test_search(env):
+    user = f"hank@{D}"
+    msgs = [message("Quarterly report", "numbers inside\r\n"),
+            message("lunch", "see you at noon\r\n", "Cc: team@example.test\r\n"),
+            message("big one", b"filler line of text\r\n" * 15000 + b"the NEEDLE is here\r\n"),
+            message("report draft", "draft body\r\n")]
+    for m in msgs:
+        env.deliver("s1", "x@remote.test", [user], m)
+    c = env.imap("s1", user=user, password=PW)
+    c.select("INBOX")
+    c.store("1,4", "+FLAGS", "(\\Seen)")
+    c.store("4", "+FLAGS", "($Work)")
+
+    def search(*criteria):
+        typ, data = c.search(None, *criteria)
+        assert typ == "OK", (typ, data)
+        return data[0].decode().split()
+
+    assert search("ALL") == ["1", "2", "3", "4"]
+    assert search("SEEN") == ["1", "4"] and search("UNSEEN") == ["2", "3"]
+    assert search("KEYWORD", "$Work") == ["4"]
+    assert search("SUBJECT", "report") == ["1", "4"]
+    assert search("SEEN", "SUBJECT", "draft") == ["4"]
+    assert search("OR", "SUBJECT", "lunch", "SUBJECT", "big") == ["2", "3"]
+    assert search("CC", "team") == ["2"]
+    assert search("FROM", "sender@remote.test") == ["1", "2", "3", "4"]
+    assert search("BODY", "needle") == ["3"]         # 330 KB into the message
+    assert search("TEXT", "noon") == ["2"] and search("TEXT", "lunch") == ["2"]
+    assert search("LARGER", "100000") == ["3"] and search("NOT", "SMALLER", "100000") == ["3"]
+    assert search("BEFORE", "1-Jan-2000") == [] and search("SINCE", "1-Jan-2000") == ["1", "2", "3", "4"]
+    assert search("2:3", "UNSEEN") == ["2", "3"]
+    typ, data = c.uid("SEARCH", "BODY", "draft")
+    assert data == [b"4"], data
+    # ESEARCH (RFC 4731).
+    typ, data = c._simple_command("SEARCH", "RETURN", "(MIN MAX COUNT)", "UNSEEN")
+    got = c._untagged_response(typ, data, "ESEARCH")[1]
+    assert typ == "OK" and got[0].endswith(b" MIN 2 MAX 3 COUNT 2"), got
+    typ, data = c._simple_command("UID", "SEARCH", "RETURN", "()", "SEEN")
+    got = c._untagged_response(typ, data, "ESEARCH")[1]
+    assert got[0].endswith(b" UID ALL 1,4"), got
+    # Errors.
+    typ, data = c.search(None, "CHARSET", "KOI8-R", "ALL")
+    assert typ == "NO" and b"[BADCHARSET" in data[0], (typ, data)
+    try:
+        c.search(None, "FROBNICATE")
+        raise AssertionError("SEARCH FROBNICATE answered")
+    except imaplib.IMAP4.error as e:
+        assert "unknown search key" in str(e), e
+    c.logout()
+
+
 def test_curl(env):
     # curl lists the mailboxes (LIST) after LOGIN.
     out = subprocess.run(
@@ -558,7 +615,7 @@ def test_curl(env):
 def test(h):
     env = popstorelib.Env(h, tls=True, popstore_extra="auth_fail_delay = 0\n")
     for user, shard in (("alice", "s1"), ("bob", "s2"), ("carol", "s1"),
-                        ("dave", "s1"), ("erin", "s1"), ("fred", "s1"), ("gina", "s1")):
+                        ("dave", "s1"), ("erin", "s1"), ("fred", "s1"), ("gina", "s1"), ("hank", "s1")):
         env.add_user(f"{user}@{D}", PW, shard=shard)
     env.start("s1")
     env.start("s2")
@@ -570,6 +627,7 @@ def test(h):
     test_messages(env)
     test_fetchmail(env, h)
     test_concurrent(env)
+    test_search(env)
     test_durable(env, h)
 
 

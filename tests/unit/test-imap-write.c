@@ -275,10 +275,34 @@ static void test_utf7_every_char(void **state)
 	mt_buf_free(&dec);
 }
 
+static void test_seqset(void **state)
+{
+	(void)state;
+	const uint32_t n[] = { 1, 2, 3, 7, 9, 10, 4294967294u, 4294967295u };
+	struct mt_buf out = MT_BUF_INIT;
+	mt_imap_write_seqset(&out, n, 0);
+	assert_int_equal(out.len, 0);
+	mt_imap_write_seqset(&out, n, 1);
+	assert_string_equal(mt_buf_cstr(&out), "1");
+	mt_buf_reset(&out);
+	mt_imap_write_seqset(&out, n, 8);
+	assert_string_equal(mt_buf_cstr(&out), "1:3,7,9:10,4294967294:4294967295");
+	/* It reads back as the same numbers. */
+	struct mt_imap_seq_range ranges[8];
+	struct mt_imap_seqset set;
+	assert_true(mt_imap_seqset_parse(mt_buf_cstr(&out), &set, ranges, 8));
+	for (uint32_t k = 1; k < 12; k++) {
+		bool in = k <= 3 || k == 7 || k == 9 || k == 10;
+		assert_int_equal(mt_imap_seqset_contains(&set, k, 4294967295u), in);
+	}
+	mt_buf_free(&out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_forms),
+		cmocka_unit_test(test_seqset),
 		cmocka_unit_test(test_long),
 		cmocka_unit_test(test_read_back),
 		cmocka_unit_test(test_utf7),
