@@ -29,6 +29,9 @@ delivered over LMTP:
   - SEARCH with flag, keyword, header, body (330 KB in), text, size, date
     and set keys, UID SEARCH, ESEARCH's RETURN (MIN MAX COUNT / ALL),
     BADCHARSET and BAD;
+  - isync/mbsync syncs INBOX and a folder both ways (flags, a local
+    deletion expunged, a local message appended, a server flag brought
+    down), and a third run changes nothing;
   - synchronising literals and LITERAL+, bad commands answered BAD with
     the session going on, too many errors end it;
   - folders survive kill -9 and a restart (every change durable when
@@ -38,6 +41,7 @@ delivered over LMTP:
 import base64
 import imaplib
 import os
+import shutil
 import socket
 import subprocess
 
@@ -601,6 +605,86 @@ def test_search(env):
     c.logout()
 
 
+def maildir_files(root, folder):
+    """{name: flags} of a maildir folder's cur/ and new/ messages."""
+    out = {}
+    for sub in ("cur", "new"):
+        d = os.path.join(root, folder, sub)
+        for f in os.listdir(d) if os.path.isdir(d) else ():
+            out[f] = f.split(":2,")[1] if ":2," in f else ""
+    return out
+
+
+def test_mbsync(env, h):
+    """isync/mbsync syncs folders and flags both ways; a second run after
+    the changes finds nothing more to do."""
+    if shutil.which("mbsync") is None:
+        raise mtharness.Skip("mbsync is not installed (Debian package isync)")
+    user = f"ivan@{D}"
+    for i in range(3):
+        env.deliver("s1", "x@remote.test", [user], message(f"sync {i}", f"body {i}\r\n"))
+    c = env.imap("s1", user=user, password=PW)
+    ok(c.create("Work"))
+    ok(c.append("Work", "(\\Flagged)", None, message("work item", "do it\r\n")))
+    c.logout()
+    local = os.path.join(h.tmpdir, "maildir")
+    os.makedirs(local)
+    rc = os.path.join(h.tmpdir, "mbsyncrc")
+    with open(rc, "w") as f:
+        f.write(f"IMAPAccount acct\nHost 127.0.0.1\nPort {env.ports['s1']['imap']}\n"
+                f"User {user}\nPass {PW}\nSSLType None\nAuthMechs LOGIN\n\n"
+                "IMAPStore remote\nAccount acct\n\n"
+                f"MaildirStore local\nPath {local}/\nInbox {local}/INBOX\n"
+                "SubFolders Verbatim\n\n"
+                "Channel ch\nFar :remote:\nNear :local:\nPatterns INBOX Work\n"
+                f"Create Both\nExpunge Both\nSyncState *\nSync All\n")
+
+    def mbsync():
+        r = subprocess.run(["mbsync", "-c", rc, "-V", "-a"], capture_output=True,
+                           text=True, timeout=120, env=dict(os.environ, HOME=h.tmpdir))
+        assert r.returncode == 0, r.stdout + r.stderr
+        return r.stdout + r.stderr
+
+    mbsync()
+    inbox = maildir_files(local, "INBOX")
+    work = maildir_files(local, "Work")
+    assert len(inbox) == 3 and len(work) == 1, (inbox, work)
+    assert list(work.values()) == ["F"], work
+    # Local changes: one seen, one deleted (trashed), one new in Work.
+    names = sorted(inbox)
+    cur = os.path.join(local, "INBOX", "cur")
+    for sub in ("cur", "new"):
+        for n in names:
+            p = os.path.join(local, "INBOX", sub, n)
+            if os.path.exists(p) and n == names[0]:
+                os.rename(p, os.path.join(cur, n.split(":2,")[0] + ":2,S"))
+            elif os.path.exists(p) and n == names[1]:
+                os.rename(p, os.path.join(cur, n.split(":2,")[0] + ":2,T"))
+    with open(os.path.join(local, "Work", "new", "12345.local.new"), "wb") as f:
+        f.write(message("from the laptop", "written offline\r\n"))
+    mbsync()
+    # The server has them: \Seen on one, one expunged, one appended.
+    c = env.imap("s1", user=user, password=PW)
+    typ, data = c.select("INBOX")
+    assert data == [b"2"], data
+    typ, data = c.search(None, "SEEN")
+    assert len(data[0].split()) == 1, data
+    typ, data = c.select("Work")
+    assert data == [b"2"], data
+    typ, data = c.search(None, "SUBJECT", "laptop")
+    assert data[0] != b"", data
+    # A server-side change comes down.
+    ok(c.store("1", "+FLAGS", "(\\Seen)"))
+    c.logout()
+    mbsync()
+    work = maildir_files(local, "Work")
+    assert sorted(work.values()) == ["", "FS"], work
+    # Nothing left to do: a third run changes nothing on either side.
+    before = (maildir_files(local, "INBOX"), maildir_files(local, "Work"))
+    mbsync()
+    assert (maildir_files(local, "INBOX"), maildir_files(local, "Work")) == before
+
+
 def test_curl(env):
     # curl lists the mailboxes (LIST) after LOGIN.
     out = subprocess.run(
@@ -615,7 +699,7 @@ def test_curl(env):
 def test(h):
     env = popstorelib.Env(h, tls=True, popstore_extra="auth_fail_delay = 0\n")
     for user, shard in (("alice", "s1"), ("bob", "s2"), ("carol", "s1"),
-                        ("dave", "s1"), ("erin", "s1"), ("fred", "s1"), ("gina", "s1"), ("hank", "s1")):
+                        ("dave", "s1"), ("erin", "s1"), ("fred", "s1"), ("gina", "s1"), ("hank", "s1"), ("ivan", "s1")):
         env.add_user(f"{user}@{D}", PW, shard=shard)
     env.start("s1")
     env.start("s2")
@@ -628,6 +712,7 @@ def test(h):
     test_fetchmail(env, h)
     test_concurrent(env)
     test_search(env)
+    test_mbsync(env, h)
     test_durable(env, h)
 
 
