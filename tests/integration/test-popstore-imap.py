@@ -31,7 +31,8 @@ delivered over LMTP:
     BADCHARSET and BAD;
   - isync/mbsync syncs INBOX and a folder both ways (flags, a local
     deletion expunged, a local message appended, a server flag brought
-    down), and a third run changes nothing;
+    down), and a third run changes nothing; offlineimap3 mirrors the
+    folders and uploads a message written into the local Sent;
   - synchronising literals and LITERAL+, bad commands answered BAD with
     the session going on, too many errors end it;
   - folders survive kill -9 and a restart (every change durable when
@@ -685,6 +686,42 @@ def test_mbsync(env, h):
     assert (maildir_files(local, "INBOX"), maildir_files(local, "Work")) == before
 
 
+def test_offlineimap(env, h):
+    """offlineimap3 mirrors the folders into a maildir and back."""
+    if shutil.which("offlineimap") is None:
+        raise mtharness.Skip("offlineimap is not installed (Debian package offlineimap3)")
+    user = f"judy@{D}"
+    for i in range(2):
+        env.deliver("s1", "x@remote.test", [user], message(f"oi {i}", f"body {i}\r\n"))
+    local = os.path.join(h.tmpdir, "oimap")
+    rc = os.path.join(h.tmpdir, "offlineimaprc")
+    with open(rc, "w") as f:
+        f.write("[general]\naccounts = a\nmetadata = " + os.path.join(h.tmpdir, "oimeta") +
+                "\n\n[Account a]\nlocalrepository = l\nremoterepository = r\n\n"
+                f"[Repository l]\ntype = Maildir\nlocalfolders = {local}\n\n"
+                f"[Repository r]\ntype = IMAP\nremotehost = 127.0.0.1\n"
+                f"remoteport = {env.ports['s1']['imap']}\nremoteuser = {user}\n"
+                f"remotepass = {PW}\nssl = no\nstarttls = no\n")
+
+    def run():
+        r = subprocess.run(["offlineimap", "-c", rc, "-o", "-u", "basic"],
+                           capture_output=True, text=True, timeout=120,
+                           env=dict(os.environ, HOME=h.tmpdir))
+        assert r.returncode == 0, r.stdout + r.stderr
+        return r.stdout + r.stderr
+
+    run()
+    assert len(maildir_files(local, "INBOX")) == 2, os.listdir(local)
+    assert os.path.isdir(os.path.join(local, "Sent")), os.listdir(local)
+    with open(os.path.join(local, "Sent", "new", "1.local"), "wb") as f:
+        f.write(message("sent offline", "hello\r\n"))
+    run()
+    c = env.imap("s1", user=user, password=PW)
+    typ, data = c.select("Sent")
+    assert data == [b"1"], data
+    c.logout()
+
+
 def test_curl(env):
     # curl lists the mailboxes (LIST) after LOGIN.
     out = subprocess.run(
@@ -699,7 +736,7 @@ def test_curl(env):
 def test(h):
     env = popstorelib.Env(h, tls=True, popstore_extra="auth_fail_delay = 0\n")
     for user, shard in (("alice", "s1"), ("bob", "s2"), ("carol", "s1"),
-                        ("dave", "s1"), ("erin", "s1"), ("fred", "s1"), ("gina", "s1"), ("hank", "s1"), ("ivan", "s1")):
+                        ("dave", "s1"), ("erin", "s1"), ("fred", "s1"), ("gina", "s1"), ("hank", "s1"), ("ivan", "s1"), ("judy", "s1")):
         env.add_user(f"{user}@{D}", PW, shard=shard)
     env.start("s1")
     env.start("s2")
@@ -713,6 +750,7 @@ def test(h):
     test_concurrent(env)
     test_search(env)
     test_mbsync(env, h)
+    test_offlineimap(env, h)
     test_durable(env, h)
 
 
