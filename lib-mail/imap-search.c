@@ -249,6 +249,30 @@ static bool key_read(struct reader *r, const struct mt_imap_arg *args, size_t co
 		*node_r = n;
 		return true;
 	}
+	if (strcasecmp(k, "MODSEQ") == 0) {
+		/* MODSEQ [entry-name entry-type-req] mod-sequence-value, the
+		 * entry name is a quoted "/flags/..." string. */
+		uint64_t v;
+		if (*i + 2 < count && args[*i].type != MT_IMAP_ARG_ATOM) {
+			const char *entry;
+			size_t len;
+			const struct mt_imap_arg *type = &args[*i + 1];
+			if (!string_arg(&args[*i], &entry, &len) ||
+			    !(mt_imap_arg_atom_is(type, "priv") ||
+			      mt_imap_arg_atom_is(type, "shared") ||
+			      mt_imap_arg_atom_is(type, "all")))
+				return fail(r, "MODSEQ entry name and type expected");
+			*i += 2;
+		}
+		if (*i >= count || !number_arg(&args[*i], &v))
+			return fail(r, "MODSEQ value expected");
+		(*i)++;
+		n = node_new(r, MT_IMAP_SEARCH_MODSEQ);
+		r->s->nodes[n].number = v;
+		r->s->uses_modseq = true;
+		*node_r = n;
+		return true;
+	}
 	if (strcasecmp(k, "UID") == 0) {
 		struct mt_imap_seqset set;
 		if (next == NULL || !set_arg(r, next, &set))
@@ -561,6 +585,8 @@ static enum mt_imap_search_match node_match(const struct mt_imap_search *s,
 		return yes(m->size > n->number);
 	case MT_IMAP_SEARCH_SMALLER:
 		return yes(m->size < n->number);
+	case MT_IMAP_SEARCH_MODSEQ:
+		return yes(m->modseq >= n->number);
 	case MT_IMAP_SEARCH_BEFORE:
 		return yes(day_of(m->internaldate) < day);
 	case MT_IMAP_SEARCH_ON:

@@ -9,7 +9,9 @@
  * DRAFT, FLAGGED, FROM, HEADER, KEYWORD, LARGER, NOT, ON, OR, SEEN,
  * SENTBEFORE, SENTON, SENTSINCE, SINCE, SMALLER, SUBJECT, TEXT, TO, UID,
  * UNANSWERED, UNDELETED, UNDRAFT, UNFLAGGED, UNKEYWORD, UNSEEN, a sequence
- * set and a parenthesised list; IMAP4rev1's NEW, OLD and RECENT (no message
+ * set and a parenthesised list; CONDSTORE's MODSEQ (RFC 7162 3.1.5, its
+ * optional flag entry name and type read and, as the store keeps one
+ * MODSEQ per message, not told apart); IMAP4rev1's NEW, OLD and RECENT (no message
  * is \Recent here), and CHARSET US-ASCII / UTF-8 (others: BADCHARSET).
  * Strings match as RFC 9051 says: case-insensitive substrings (ASCII case
  * folding; other octets compare as they are), header fields by name with
@@ -50,6 +52,7 @@ enum mt_imap_search_kind {
 	MT_IMAP_SEARCH_HEADER,		/* field name, substring of its value */
 	MT_IMAP_SEARCH_BODY,
 	MT_IMAP_SEARCH_TEXT,		/* header or body */
+	MT_IMAP_SEARCH_MODSEQ,		/* RFC 7162 3.1.5: MODSEQ >= number */
 };
 
 struct mt_imap_search_node {
@@ -74,6 +77,8 @@ struct mt_imap_search {
 	size_t ranges_used, ranges_max;
 	bool needs_header, needs_body;
 	bool uses_saved;		/* "$": refused (no SEARCHRES) */
+	bool uses_modseq;		/* a MODSEQ key: the answer names the
+					   highest MODSEQ found */
 };
 
 /* Read the criteria from args[0..count) (after SEARCH's RETURN, if any):
@@ -94,6 +99,7 @@ struct mt_imap_search_msg {
 	uint32_t flags;			/* the system flags as bits: */
 	uint64_t size;
 	int64_t internaldate;		/* Unix time */
+	uint64_t modseq;
 	/* Does the message carry this keyword (case-insensitive)? */
 	bool (*keyword)(void *context, const char *name);
 	void *context;

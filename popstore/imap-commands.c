@@ -22,7 +22,7 @@
 /* After login: what this store implements so far (grows with it). */
 #define CAPABILITIES_AUTH "IMAP4rev2 IMAP4rev1 SASL-IR LITERAL+ ID ENABLE " \
 	"NAMESPACE UNSELECT SPECIAL-USE LIST-EXTENDED LIST-STATUS UTF8=ACCEPT " \
-	"UIDPLUS MOVE IDLE ESEARCH"
+	"UIDPLUS MOVE IDLE ESEARCH CONDSTORE"
 
 const char *imap_capabilities_auth(void)
 {
@@ -189,12 +189,14 @@ static void cmd_enable(struct imap_session *s, const struct mt_imap_command *cmd
 			flag = &s->rev2;
 		else if (strcasecmp(a->str, "UTF8=ACCEPT") == 0)
 			flag = &s->utf8;
+		else if (strcasecmp(a->str, "CONDSTORE") == 0)
+			flag = &s->condstore;
 		if (flag == NULL || *flag)
 			continue;	/* unknown, or enabled already: not repeated */
 		*flag = true;
 		mt_buf_append_str(&enabled, " ");
-		mt_buf_append_str(&enabled, strcasecmp(a->str, "IMAP4rev2") == 0 ?
-				  "IMAP4rev2" : "UTF8=ACCEPT");
+		mt_buf_append_str(&enabled, flag == &s->rev2 ? "IMAP4rev2" :
+				  flag == &s->utf8 ? "UTF8=ACCEPT" : "CONDSTORE");
 	}
 	/* RFC 9051 6.3.1: IMAP4rev2 brings UTF-8 mailbox names. */
 	if (s->rev2)

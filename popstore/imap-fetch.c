@@ -42,7 +42,8 @@
 #define FIELDS_MAX 64
 #define ITEMS_MAX 64
 
-enum item_kind { ITEM_UID, ITEM_FLAGS, ITEM_INTERNALDATE, ITEM_SIZE, ITEM_BODY };
+enum item_kind { ITEM_UID, ITEM_FLAGS, ITEM_INTERNALDATE, ITEM_SIZE, ITEM_MODSEQ,
+		 ITEM_BODY };
 enum section { SEC_ALL, SEC_HEADER, SEC_TEXT, SEC_FIELDS, SEC_FIELDS_NOT };
 
 struct fetch_item {
@@ -201,6 +202,10 @@ static bool item_parse(struct imap_fetch *f, const struct mt_imap_arg *a)
 		item->kind = ITEM_INTERNALDATE;
 	else if (strcasecmp(t, "RFC822.SIZE") == 0)
 		item->kind = ITEM_SIZE;
+	else if (strcasecmp(t, "MODSEQ") == 0) {
+		item->kind = ITEM_MODSEQ;
+		f->s->condstore = true;	/* RFC 7162 3.1 */
+	}
 	else if (strcasecmp(t, "RFC822") == 0 || strcasecmp(t, "RFC822.HEADER") == 0 ||
 		 strcasecmp(t, "RFC822.TEXT") == 0) {
 		item->kind = ITEM_BODY;
@@ -404,6 +409,9 @@ static bool item_write(struct imap_fetch *f, const struct fetch_item *item,
 	case ITEM_SIZE:
 		mt_buf_appendf(&out, "%sRFC822.SIZE %" PRIu64, sp, m->size);
 		break;
+	case ITEM_MODSEQ:
+		mt_buf_appendf(&out, "%sMODSEQ (%" PRIu64 ")", sp, m->modseq);
+		break;
 	case ITEM_BODY: {
 		uint64_t base = 0, size = m->size;
 		struct mt_buf filtered = MT_BUF_INIT;
@@ -523,7 +531,21 @@ static void seen_done(struct mt_store_req *req, void *context)
 
 void imap_cmd_fetch(struct imap_session *s, const struct mt_imap_command *cmd, bool uid)
 {
-	if (cmd->count != 2) {
+	/* RFC 7162 3.1.4: FETCH set items (CHANGEDSINCE modseq). */
+	uint64_t changed_since = 0;
+	if (cmd->count == 3) {
+		const struct mt_imap_arg *mods = &cmd->args[2];
+		char *end = NULL;
+		if (mods->type == MT_IMAP_ARG_LIST && mods->len == 2 &&
+		    mt_imap_arg_atom_is(&mods->list[0], "CHANGEDSINCE") &&
+		    mods->list[1].type == MT_IMAP_ARG_ATOM)
+			changed_since = strtoull(mods->list[1].str, &end, 10);
+		if (end == NULL || *end != '\0' || mods->list[1].str[0] == '-') {
+			imap_error(s, cmd->tag, "BAD FETCH: invalid modifier.");
+			return;
+		}
+		s->condstore = true;
+	} else if (cmd->count != 2) {
 		imap_error(s, cmd->tag, "BAD FETCH takes a set and items.");
 		return;
 	}
@@ -548,6 +570,22 @@ void imap_cmd_fetch(struct imap_session *s, const struct mt_imap_command *cmd, b
 	if (!imap_set_arg(s, cmd->tag, &cmd->args[0], uid, &f->positions, &f->count)) {
 		fetch_destroy(f);
 		return;
+	}
+	if (cmd->count == 3) {
+		/* Only what changed since, and its MODSEQ said. */
+		unsigned int n = 0;
+		for (unsigned int i = 0; i < f->count; i++)
+			if (imap_view_msg(s, f->positions[i])->modseq > changed_since)
+				f->positions[n++] = f->positions[i];
+		f->count = n;
+	}
+	if (s->condstore) {
+		bool has_modseq = false;
+		for (unsigned int i = 0; i < f->item_count; i++)
+			has_modseq |= f->items[i].kind == ITEM_MODSEQ;
+		if (!has_modseq && f->item_count < ITEMS_MAX && (cmd->count == 3 ||
+		    f->sets_seen))
+			f->items[f->item_count++] = (struct fetch_item){ .kind = ITEM_MODSEQ };
 	}
 	snprintf(s->tag, sizeof(s->tag), "%s", cmd->tag);
 	s->fetch = f;

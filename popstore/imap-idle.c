@@ -19,6 +19,7 @@
 #include "alloc.h"
 #include "store/store.h"
 
+#include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,7 +80,10 @@ static void view_update(struct imap_session *s, struct mt_store_mailbox *fresh)
 		struct mt_buf line = MT_BUF_INIT;
 		mt_buf_appendf(&line, "* %u FETCH (", n);
 		imap_flags_write(&line, fresh, now);
-		mt_buf_appendf(&line, " UID %u)", now->uid);
+		mt_buf_appendf(&line, " UID %u", now->uid);
+		if (s->condstore)
+			mt_buf_appendf(&line, " MODSEQ (%" PRIu64 ")", now->modseq);
+		mt_buf_append_str(&line, ")");
 		imap_line(s, "%s", mt_buf_cstr(&line));
 		mt_buf_free(&line);
 	}

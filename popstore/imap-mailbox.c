@@ -692,6 +692,9 @@ static void select_done(struct mt_store_req *req, void *context)
 	}
 	imap_line(s, "* OK [UIDVALIDITY %u] UIDs valid.", mt_store_mailbox_uidvalidity(mbox));
 	imap_line(s, "* OK [UIDNEXT %u] Predicted next UID.", mt_store_mailbox_uidnext(mbox));
+	/* RFC 7162 3.1.2.1: sent to every client of a CONDSTORE server. */
+	imap_line(s, "* OK [HIGHESTMODSEQ %" PRIu64 "] Highest.",
+		  mt_store_mailbox_highest_modseq(mbox));
 	if (s->rev2) {
 		struct mt_buf line = MT_BUF_INIT;
 		mt_buf_append_str(&line, "* LIST () \"/\" ");
@@ -710,7 +713,14 @@ static void select_command(struct imap_session *s, const struct mt_imap_command 
 			   bool examine)
 {
 	struct mt_buf name = MT_BUF_INIT;
-	if (!one_name(s, cmd, examine ? "EXAMINE" : "SELECT", &name)) {
+	/* RFC 7162 3.1.8: SELECT name (CONDSTORE). */
+	struct mt_imap_command plain = *cmd;
+	if (cmd->count == 2 && cmd->args[1].type == MT_IMAP_ARG_LIST &&
+	    cmd->args[1].len == 1 && mt_imap_arg_atom_is(&cmd->args[1].list[0], "CONDSTORE")) {
+		s->condstore = true;
+		plain.count = 1;
+	}
+	if (!one_name(s, &plain, examine ? "EXAMINE" : "SELECT", &name)) {
 		mt_buf_free(&name);
 		return;
 	}

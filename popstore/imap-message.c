@@ -192,6 +192,7 @@ struct message_op {
 	struct imap_session *s;
 	char tag[MT_IMAP_TAG_MAX + 1];
 	bool uid, silent, move;
+	bool all_modified;		/* STORE (UNCHANGEDSINCE 0) */
 	unsigned int *positions;
 	unsigned int count;
 	uint32_t *uids;
@@ -255,22 +256,42 @@ static void store_done(struct mt_store_req *req, void *context)
 	if (op_succeeded(req, op)) {
 		unsigned int n;
 		const enum mt_store_flag_result *r = mt_store_req_flag_results(req, &n);
-		for (unsigned int i = 0; i < op->count && i < n; i++) {
-			/* RFC 9051 6.4.6: the flags of each message, but for
-			 * .SILENT. */
-			if (r[i] == MT_STORE_FLAG_GONE || op->silent)
-				continue;
+		uint32_t *modified = mt_xmalloc((op->count + 1) * sizeof(*modified));
+		unsigned int n_modified = 0;
+		for (unsigned int i = 0; i < op->count; i++) {
 			const struct mt_store_msg *m = imap_view_msg(s, op->positions[i]);
+			if (op->all_modified || (i < n && r[i] == MT_STORE_FLAG_MODIFIED)) {
+				modified[n_modified++] = op->uid ? m->uid : op->positions[i] + 1;
+				continue;
+			}
+			/* RFC 9051 6.4.6: the flags of each message, but for
+			 * .SILENT (RFC 7162 3.1.3: which still reports a
+			 * changed MODSEQ). */
+			if (i >= n || r[i] == MT_STORE_FLAG_GONE ||
+			    (op->silent && !(s->condstore && r[i] == MT_STORE_FLAG_CHANGED)))
+				continue;
 			struct mt_buf line = MT_BUF_INIT;
 			mt_buf_appendf(&line, "* %u FETCH (", op->positions[i] + 1);
-			imap_flags_write(&line, s->selected.mbox, m);
+			if (!op->silent)
+				imap_flags_write(&line, s->selected.mbox, m);
 			if (op->uid)
-				mt_buf_appendf(&line, " UID %u", m->uid);
+				mt_buf_appendf(&line, "%sUID %u", op->silent ? "" : " ", m->uid);
+			if (s->condstore)
+				mt_buf_appendf(&line, "%sMODSEQ (%" PRIu64 ")",
+					       op->silent && !op->uid ? "" : " ", m->modseq);
 			mt_buf_append_str(&line, ")");
 			imap_line(s, "%s", mt_buf_cstr(&line));
 			mt_buf_free(&line);
 		}
-		imap_tagged(s, op->tag, "OK %sSTORE completed.", op->uid ? "UID " : "");
+		if (n_modified > 0) {
+			struct mt_buf set = MT_BUF_INIT;
+			mt_imap_write_seqset(&set, modified, n_modified);
+			imap_tagged(s, op->tag, "OK [MODIFIED %s] Conditional %sSTORE failed "
+				    "for some messages.", mt_buf_cstr(&set), op->uid ? "UID " : "");
+			mt_buf_free(&set);
+		} else
+			imap_tagged(s, op->tag, "OK %sSTORE completed.", op->uid ? "UID " : "");
+		free(modified);
 		imap_changed(s, s->selected.name);
 	}
 	op_finish(op);
@@ -278,7 +299,26 @@ static void store_done(struct mt_store_req *req, void *context)
 
 void imap_cmd_store(struct imap_session *s, const struct mt_imap_command *cmd, bool uid)
 {
-	if (cmd->count < 3 || cmd->args[1].type != MT_IMAP_ARG_ATOM) {
+	/* STORE set [(UNCHANGEDSINCE modseq)] item flags (RFC 7162 3.1.3). */
+	uint64_t unchanged_since = 0;
+	bool conditional = false;
+	size_t at = 1;		/* the item's argument */
+	if (cmd->count >= 4 && cmd->args[1].type == MT_IMAP_ARG_LIST) {
+		const struct mt_imap_arg *mods = &cmd->args[1];
+		char *end = NULL;
+		if (mods->len == 2 && mt_imap_arg_atom_is(&mods->list[0], "UNCHANGEDSINCE") &&
+		    mods->list[1].type == MT_IMAP_ARG_ATOM && mods->list[1].str[0] >= '0' &&
+		    mods->list[1].str[0] <= '9')
+			unchanged_since = strtoull(mods->list[1].str, &end, 10);
+		if (end == NULL || *end != '\0') {
+			imap_error(s, cmd->tag, "BAD STORE: invalid modifier.");
+			return;
+		}
+		conditional = true;
+		s->condstore = true;
+		at = 2;
+	}
+	if (cmd->count < at + 2 || cmd->args[at].type != MT_IMAP_ARG_ATOM) {
 		imap_error(s, cmd->tag, "BAD STORE takes a set, an item and flags.");
 		return;
 	}
@@ -286,7 +326,7 @@ void imap_cmd_store(struct imap_session *s, const struct mt_imap_command *cmd, b
 		imap_error(s, cmd->tag, "NO [READ-ONLY] The mailbox is read-only.");
 		return;
 	}
-	const char *item = cmd->args[1].str;
+	const char *item = cmd->args[at].str;
 	enum mt_store_flag_op fop = MT_STORE_FLAGS_REPLACE;
 	if (item[0] == '+' || item[0] == '-') {
 		fop = item[0] == '+' ? MT_STORE_FLAGS_ADD : MT_STORE_FLAGS_REMOVE;
@@ -297,7 +337,7 @@ void imap_cmd_store(struct imap_session *s, const struct mt_imap_command *cmd, b
 	const char *keywords[MT_STORE_KEYWORDS_MAX];
 	unsigned int nkw;
 	if ((!silent && strcasecmp(item, "FLAGS") != 0) ||
-	    !flags_parse(&cmd->args[2], cmd->count - 2, &flags, keywords, &nkw)) {
+	    !flags_parse(&cmd->args[at + 1], cmd->count - at - 1, &flags, keywords, &nkw)) {
 		imap_error(s, cmd->tag, "BAD STORE takes +FLAGS, -FLAGS or FLAGS and a "
 			   "list of flags.");
 		return;
@@ -307,9 +347,13 @@ void imap_cmd_store(struct imap_session *s, const struct mt_imap_command *cmd, b
 		return;
 	struct message_op *op = op_new(s, cmd->tag, uid, positions, count);
 	op->silent = silent;
+	/* UNCHANGEDSINCE 0 fails for every message (MODSEQs start at 1); the
+	 * store's 0 means "no condition", so that case is decided here. */
+	op->all_modified = conditional && unchanged_since == 0;
 	const struct mt_store_flag_args args = {
 		.op = fop, .flags = flags, .keywords = keywords, .keyword_count = nkw,
-		.uids = op->uids, .uid_count = count,
+		.unchanged_since = unchanged_since,
+		.uids = op->uids, .uid_count = op->all_modified ? 0 : count,
 	};
 	imap_wait(s);
 	s->store_req = mt_store_flags_store(s->ps->port, s->selected.mbox, &args,

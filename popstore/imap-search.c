@@ -20,6 +20,7 @@
 #include "imap-search.h"
 #include "imap-write.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,7 @@ struct imap_search_run {
 	unsigned int pos;		/* the view position being matched */
 	uint32_t *hits;			/* seq or uid numbers */
 	unsigned int hit_count;
+	uint64_t highest_modseq;	/* of the hits (RFC 7162 3.1.5) */
 	/* The current message's bytes read so far. */
 	struct mt_buf data;
 	size_t head_end;
@@ -97,10 +99,14 @@ static void search_finish(struct imap_search_run *r, const char *failure)
 				mt_buf_append_str(&line, " ALL ");
 				mt_imap_write_seqset(&line, r->hits, r->hit_count);
 			}
+			if (r->criteria.uses_modseq && r->hit_count > 0)
+				mt_buf_appendf(&line, " MODSEQ %" PRIu64, r->highest_modseq);
 		} else {
 			mt_buf_append_str(&line, "* SEARCH");
 			for (unsigned int i = 0; i < r->hit_count; i++)
 				mt_buf_appendf(&line, " %u", r->hits[i]);
+			if (r->criteria.uses_modseq && r->hit_count > 0)
+				mt_buf_appendf(&line, " (MODSEQ %" PRIu64 ")", r->highest_modseq);
 		}
 		imap_line(s, "%s", mt_buf_cstr(&line));
 		mt_buf_free(&line);
@@ -178,6 +184,7 @@ static void search_run(struct imap_search_run *r)
 			.seq = r->pos + 1, .uid = m->uid, .largest_seq = sel->count,
 			.largest_uid = imap_view_msg(s, sel->count - 1)->uid,
 			.flags = m->flags, .size = m->size, .internaldate = m->arrival,
+			.modseq = m->modseq,
 			.keyword = has_keyword, .context = r,
 		};
 		const uint64_t head_cap = m->size < SEARCH_HEAD_MAX ? m->size : SEARCH_HEAD_MAX;
@@ -224,6 +231,8 @@ static void search_run(struct imap_search_run *r)
 		if (answer == MT_IMAP_SEARCH_YES) {
 			r->hits = mt_xrealloc(r->hits, (r->hit_count + 1) * sizeof(*r->hits));
 			r->hits[r->hit_count++] = r->uid ? m->uid : r->pos + 1;
+			if (m->modseq > r->highest_modseq)
+				r->highest_modseq = m->modseq;
 		}
 		r->pos++;
 		mt_buf_reset(&r->data);
@@ -286,6 +295,8 @@ void imap_cmd_search(struct imap_session *s, const struct mt_imap_command *cmd, 
 		imap_error(s, cmd->tag, "BAD SEARCH: $ (SEARCHRES) is not supported.");
 		return;
 	}
+	if (r->criteria.uses_modseq)
+		s->condstore = true;	/* RFC 7162 3.1 */
 	r->started_ms = mt_clock_ms();
 	s->search = r;
 	imap_wait(s);

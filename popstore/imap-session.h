@@ -100,6 +100,9 @@ struct imap_session {
 	char *user;			/* the authenticated mailbox owner */
 	bool utf8;			/* ENABLE UTF8=ACCEPT (or IMAP4rev2) */
 	bool rev2;			/* ENABLE IMAP4rev2 */
+	bool condstore;			/* RFC 7162 3.1: enabled (ENABLE, SELECT
+					   (CONDSTORE), a MODSEQ item or
+					   CHANGEDSINCE / UNCHANGEDSINCE) */
 
 	/* The command waiting on the store, and what it needs after. */
 	struct mt_store_req *store_req;

@@ -29,6 +29,8 @@ delivered over LMTP:
   - SEARCH with flag, keyword, header, body (330 KB in), text, size, date
     and set keys, UID SEARCH, ESEARCH's RETURN (MIN MAX COUNT / ALL),
     BADCHARSET and BAD;
+  - CONDSTORE: HIGHESTMODSEQ, FETCH MODSEQ and CHANGEDSINCE, STORE
+    UNCHANGEDSINCE and [MODIFIED], SEARCH MODSEQ, STATUS HIGHESTMODSEQ;
   - isync/mbsync syncs INBOX and a folder both ways (flags, a local
     deletion expunged, a local message appended, a server flag brought
     down), and a third run changes nothing; offlineimap3 mirrors the
@@ -606,6 +608,43 @@ def test_search(env):
     c.logout()
 
 
+def test_condstore(env):
+    """RFC 7162 CONDSTORE: MODSEQs in SELECT, FETCH, STORE, SEARCH."""
+    user = f"kim@{D}"
+    for i in range(3):
+        env.deliver("s1", "x@remote.test", [user], message(f"cs {i}", f"body {i}\r\n"))
+    c = env.imap("s1", user=user, password=PW)
+    typ, data = c._simple_command("ENABLE", "CONDSTORE")
+    assert c.untagged_responses.pop("ENABLED") == [b"CONDSTORE"], data
+    typ, data = c.select("INBOX")
+    highest = int(c.untagged_responses["HIGHESTMODSEQ"][0])
+    typ, data = c.fetch("1:*", "(MODSEQ)")
+    modseqs = [int(d.split(b"MODSEQ (")[1].split(b")")[0]) for d in data]
+    assert len(modseqs) == 3 and max(modseqs) == highest, (data, highest)
+    # UNCHANGEDSINCE: applied while unchanged, refused ([MODIFIED]) after.
+    typ, data = c._simple_command("STORE", "1", f"(UNCHANGEDSINCE {modseqs[0]})",
+                                  "+FLAGS", "(\\Seen)")
+    assert typ == "OK", data
+    got = c.untagged_responses.pop("FETCH")[0]
+    new = int(got.split(b"MODSEQ (")[1].split(b")")[0])
+    assert new > highest and b"\\Seen" in got, got
+    typ, data = c._simple_command("STORE", "1", f"(UNCHANGEDSINCE {modseqs[0]})",
+                                  "+FLAGS", "(\\Flagged)")
+    assert typ == "OK" and b"[MODIFIED 1]" in data[0], data
+    typ, data = c.fetch("1", "(FLAGS)")
+    assert b"\\Flagged" not in data[0], data
+    # CHANGEDSINCE: only what changed, with its MODSEQ.
+    typ, data = c._simple_command("FETCH", "1:*", "(FLAGS)", f"(CHANGEDSINCE {highest})")
+    got = c.untagged_responses.pop("FETCH")
+    assert len(got) == 1 and got[0].startswith(b"1 (") and b"MODSEQ" in got[0], got
+    # SEARCH MODSEQ answers the highest MODSEQ it found.
+    typ, data = c.search(None, "MODSEQ", str(highest + 1))
+    assert data == [f"1 (MODSEQ {new})".encode()], data
+    typ, data = c.status("INBOX", "(HIGHESTMODSEQ)")
+    assert f"HIGHESTMODSEQ {new}".encode() in data[0], data
+    c.logout()
+
+
 def maildir_files(root, folder):
     """{name: flags} of a maildir folder's cur/ and new/ messages."""
     out = {}
@@ -736,7 +775,7 @@ def test_curl(env):
 def test(h):
     env = popstorelib.Env(h, tls=True, popstore_extra="auth_fail_delay = 0\n")
     for user, shard in (("alice", "s1"), ("bob", "s2"), ("carol", "s1"),
-                        ("dave", "s1"), ("erin", "s1"), ("fred", "s1"), ("gina", "s1"), ("hank", "s1"), ("ivan", "s1"), ("judy", "s1")):
+                        ("dave", "s1"), ("erin", "s1"), ("fred", "s1"), ("gina", "s1"), ("hank", "s1"), ("ivan", "s1"), ("judy", "s1"), ("kim", "s1")):
         env.add_user(f"{user}@{D}", PW, shard=shard)
     env.start("s1")
     env.start("s2")
@@ -749,6 +788,7 @@ def test(h):
     test_fetchmail(env, h)
     test_concurrent(env)
     test_search(env)
+    test_condstore(env)
     test_mbsync(env, h)
     test_offlineimap(env, h)
     test_durable(env, h)

@@ -80,6 +80,7 @@ static struct mt_imap_search_msg msg(bool header, bool body)
 		.seq = 3, .uid = 30, .largest_seq = 5, .largest_uid = 50,
 		.flags = MT_IMAP_SEARCH_SEEN | MT_IMAP_SEARCH_FLAGGED, .size = 2000,
 		.internaldate = 1796254200,	/* 2026-12-02T23:30:00Z */
+		.modseq = 620,
 		.keyword = has_keyword, .context = (void *)KEYWORDS,
 		.header = header ? HEADER : NULL, .header_len = header ? strlen(HEADER) : 0,
 		.body = body ? BODY : NULL, .body_len = body ? strlen(BODY) : 0,
@@ -121,6 +122,9 @@ static void test_flags_sizes_sets(void **state)
 	assert_true(yes("3") && yes("1:3") && yes("2,4:*,3") && !yes("4:*") && yes("*:3"));
 	assert_true(yes("UID 30") && yes("UID 1:30") && !yes("UID 31:*"));
 	assert_true(yes("UID *:30") && !yes("UID 31"));
+	/* RFC 7162 3.1.5, with and without an entry. */
+	assert_true(yes("MODSEQ 620") && !yes("MODSEQ 621"));
+	assert_true(yes("MODSEQ \"/flags/\\\\draft\" all 600"));
 }
 
 static void test_logic(void **state)
@@ -194,6 +198,7 @@ static void test_errors(void **state)
 		"FROBNICATE", "FROM", "LARGER x", "LARGER", "BEFORE 32-Jan-2026",
 		"ON 2026-01-01", "NOT", "OR SEEN", "()", "UID", "HEADER X", "KEYWORD",
 		"((((((((((SEEN))))))))))", "NOT NOT NOT NOT NOT NOT NOT NOT NOT SEEN",
+		"MODSEQ", "MODSEQ x", "MODSEQ \"/flags/x\" other 5",
 	};
 	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
 		assert_false(parse(refused[i], &s, &bad, &error));
@@ -214,7 +219,10 @@ static void test_errors(void **state)
 	assert_true(s.needs_header && !s.needs_body);
 	mt_imap_search_free(&s);
 	assert_true(parse("BODY x", &s, &bad, &error));
-	assert_true(s.needs_body);
+	assert_true(s.needs_body && !s.uses_modseq);
+	mt_imap_search_free(&s);
+	assert_true(parse("OR MODSEQ 5 SEEN", &s, &bad, &error));
+	assert_true(s.uses_modseq);
 	mt_imap_search_free(&s);
 }
 
