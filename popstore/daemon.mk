@@ -23,6 +23,7 @@ popstore_daemon_sources = \
 	popstore/imap-fetch.c \
 	popstore/imap-idle.c \
 	popstore/imap-search.c \
+	popstore/imap-quota.c \
 	popstore/watch.c popstore/watch.h \
 	popstore/pop3-fetch.c \
 	popstore/pop3-top.c popstore/pop3-top.h

@@ -21,6 +21,7 @@
 #include "imap-session.h"
 #include "alloc.h"
 #include "store/store.h"
+#include "dirsvc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,8 +53,30 @@ static void prepared(struct mt_store_req *req, void *context)
 	mt_slog(MT_LOG_INFO, &s->log, "imap login user=%s method=%s", s->user,
 		popstore_login_method(&s->verify));
 	imap_tagged(s, s->login_tag, "OK [CAPABILITY %s] Logged in",
-		    imap_capabilities_auth());
+		    imap_capabilities_auth(s));
 	imap_resume_in(s, IMAP_STATE_AUTH);
+}
+
+static void quota_found(const struct mt_dirsvc_recipient *r, void *context)
+{
+	struct imap_session *s = context;
+	s->dir_req = NULL;
+	if (r->status != MT_DIRSVC_FOUND) {
+		/* Just verified, now not found: the directory is in trouble. */
+		mt_slog(MT_LOG_WARNING, &s->log, "imap user=%s quota lookup: %s", s->user,
+			r->reason != NULL ? r->reason : "not found");
+		MT_FREE(&s->user);
+		imap_tagged(s, s->login_tag, "NO [UNAVAILABLE] Authentication "
+			    "temporarily unavailable.");
+		imap_resume_in(s, IMAP_STATE_NOT_AUTH);
+		return;
+	}
+	s->quota = r->quota != 0 ? r->quota : s->ps->set->default_quota;
+	const struct mt_store_folder_args args = {
+		.change = MT_STORE_FOLDER_PREPARE, .user = s->user,
+		.folder_max = (unsigned int)s->ps->set->max_folders,
+	};
+	s->store_req = mt_store_folder_change(s->ps->port, &args, prepared, s);
 }
 
 static void verified(void *context, enum popstore_login_outcome outcome,
@@ -61,15 +84,13 @@ static void verified(void *context, enum popstore_login_outcome outcome,
 {
 	struct imap_session *s = context;
 	switch (outcome) {
-	case POPSTORE_LOGIN_OK: {
+	case POPSTORE_LOGIN_OK:
 		s->user = mt_xstrdup(address);
-		const struct mt_store_folder_args args = {
-			.change = MT_STORE_FOLDER_PREPARE, .user = address,
-			.folder_max = (unsigned int)s->ps->set->max_folders,
-		};
-		s->store_req = mt_store_folder_change(s->ps->port, &args, prepared, s);
+		/* The user's quota (RFC 9208; APPEND and COPY keep to it), as
+		 * LMTP reads it: the directory's, else default_quota. */
+		s->dir_req = mt_dirsvc_lookup_recipient(s->ps->dir, &s->log, address,
+							quota_found, s);
 		return;
-	}
 	case POPSTORE_LOGIN_FAILED:
 		imap_error(s, s->login_tag, "NO [AUTHENTICATIONFAILED] Authentication failed.");
 		break;

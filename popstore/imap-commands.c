@@ -15,6 +15,7 @@
 #include "imap-session.h"
 #include "alloc.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -22,11 +23,15 @@
 /* After login: what this store implements so far (grows with it). */
 #define CAPABILITIES_AUTH "IMAP4rev2 IMAP4rev1 SASL-IR LITERAL+ ID ENABLE " \
 	"NAMESPACE UNSELECT SPECIAL-USE LIST-EXTENDED LIST-STATUS UTF8=ACCEPT " \
-	"UIDPLUS MOVE IDLE ESEARCH CONDSTORE"
+	"UIDPLUS MOVE IDLE ESEARCH CONDSTORE QUOTA QUOTA=RES-STORAGE"
 
-const char *imap_capabilities_auth(void)
+const char *imap_capabilities_auth(const struct imap_session *s)
 {
-	return CAPABILITIES_AUTH;
+	/* RFC 7889 APPENDLIMIT: the largest message APPEND takes. */
+	static char caps[sizeof(CAPABILITIES_AUTH) + 64];
+	snprintf(caps, sizeof(caps), "%s APPENDLIMIT=%llu", CAPABILITIES_AUTH,
+		 (unsigned long long)s->ps->set->max_message_size);
+	return caps;
 }
 
 /* The states a command may run in (lib-mail/command.h's tier states). */
@@ -78,6 +83,9 @@ static const struct imap_command commands[] = {
 	{ { "EXPUNGE", SELECTED }, cmd_expunge },
 	{ { "UID", SELECTED }, imap_cmd_uid },
 	{ { "SEARCH", SELECTED }, cmd_search },
+	{ { "GETQUOTAROOT", AUTH | SELECTED }, imap_cmd_getquotaroot },
+	{ { "GETQUOTA", AUTH | SELECTED }, imap_cmd_getquota },
+	{ { "SETQUOTA", AUTH | SELECTED }, imap_cmd_setquota },
 };
 
 const struct mt_command_table imap_command_table = MT_COMMAND_TABLE(commands);
@@ -124,7 +132,7 @@ static void cmd_capability(struct imap_session *s, const struct mt_imap_command 
 		imap_error(s, cmd->tag, "BAD CAPABILITY takes no arguments.");
 		return;
 	}
-	imap_line(s, "* CAPABILITY %s", CAPABILITIES_AUTH);
+	imap_line(s, "* CAPABILITY %s", imap_capabilities_auth(s));
 	imap_tagged(s, cmd->tag, "OK CAPABILITY completed.");
 }
 

@@ -63,9 +63,8 @@
 
 /* Names */
 
-/* A mailbox name (normal form, UTF-8) as this client reads it. */
-static void write_name(struct mt_buf *out, const struct imap_session *s,
-		       const char *name)
+void imap_write_name(struct mt_buf *out, const struct imap_session *s,
+		     const char *name)
 {
 	if (s->utf8) {
 		mt_imap_write_astring(out, name, strlen(name), MT_IMAP_WRITE_UTF8);
@@ -317,7 +316,7 @@ static void status_line(struct imap_session *s, const struct mt_store_folder *f,
 {
 	struct mt_buf line = MT_BUF_INIT;
 	mt_buf_append_str(&line, "* STATUS ");
-	write_name(&line, s, f->name);
+	imap_write_name(&line, s, f->name);
 	const char *sep = " (";
 	if (items & STATUS_MESSAGES) {
 		mt_buf_appendf(&line, "%sMESSAGES %u", sep, f->messages);
@@ -419,7 +418,7 @@ static void list_one(struct imap_session *s, const struct list_args *a,
 	if (use != NULL && f->exists && !(o & LIST_LSUB))
 		mt_buf_appendf(&line, "%s%s", sep, use);
 	mt_buf_append_str(&line, ") \"/\" ");
-	write_name(&line, s, f->name);
+	imap_write_name(&line, s, f->name);
 	if (childinfo)
 		mt_buf_append_str(&line, " (\"CHILDINFO\" (\"SUBSCRIBED\"))");
 	imap_line(s, "%s", mt_buf_cstr(&line));
@@ -698,7 +697,7 @@ static void select_done(struct mt_store_req *req, void *context)
 	if (s->rev2) {
 		struct mt_buf line = MT_BUF_INIT;
 		mt_buf_append_str(&line, "* LIST () \"/\" ");
-		write_name(&line, s, sel->name);
+		imap_write_name(&line, s, sel->name);
 		imap_line(s, "%s", mt_buf_cstr(&line));
 		mt_buf_free(&line);
 	}

@@ -436,7 +436,7 @@ void imap_cmd_copy(struct imap_session *s, const struct mt_imap_command *cmd,
 	mt_buf_free(&dest);
 	const struct mt_store_copy_args args = {
 		.uids = op->uids, .uid_count = count, .dest = op->dest, .move = move,
-		.quota = s->ps->set->default_quota,
+		.quota = s->quota,
 	};
 	imap_wait(s);
 	s->store_req = mt_store_copy(s->ps->port, s->selected.mbox, &args, copy_done, op);
@@ -599,7 +599,7 @@ void imap_cmd_append(struct imap_session *s, const struct mt_imap_command *cmd)
 	const struct mt_store_rcpt rcpt = {
 		.mailbox = s->user, .folder = mt_buf_cstr(&name), .flags = flags,
 		.keywords = keywords, .keyword_count = nkw, .arrival = arrival,
-		.quota = s->ps->set->default_quota,
+		.quota = s->quota,
 	};
 	struct append_op *op = mt_xcalloc(1, sizeof(*op));
 	op->s = s;

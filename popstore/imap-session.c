@@ -22,6 +22,7 @@
  * [CAPABILITY]), 7.1.5 (BYE); RFC 7888 (LITERAL+); RFC 8314. */
 #include "imap-session.h"
 #include "alloc.h"
+#include "dirsvc.h"
 #include "store/store.h"
 #include "tls.h"
 
@@ -404,6 +405,7 @@ static void conn_closed(struct mt_conn *conn, const char *reason)
 		mt_buf_cstr(&counts), s->errors);
 	mt_buf_free(&counts);
 	popstore_login_free(&s->verify);
+	mt_dirsvc_request_cancel(&s->dir_req);
 	if (s->store_req != NULL) {
 		/* A change in flight may still commit; its client got no OK. */
 		mt_store_req_cancel(s->store_req);

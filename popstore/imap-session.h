@@ -98,6 +98,8 @@ struct imap_session {
 	struct popstore_login verify;	/* the credentials' check (login.c) */
 	char login_tag[MT_IMAP_TAG_MAX + 1];	/* LOGIN/AUTHENTICATE's */
 	char *user;			/* the authenticated mailbox owner */
+	uint64_t quota;			/* bytes (directory, or default_quota); 0: none */
+	struct mt_dirsvc_request *dir_req;	/* the quota's lookup at login */
 	bool utf8;			/* ENABLE UTF8=ACCEPT (or IMAP4rev2) */
 	bool rev2;			/* ENABLE IMAP4rev2 */
 	bool condstore;			/* RFC 7162 3.1: enabled (ENABLE, SELECT
@@ -155,7 +157,7 @@ void imap_store_fatal(struct imap_session *s, const char *tag, const char *error
 /* imap-commands.c */
 void imap_command_dispatch(struct imap_session *s, const struct mt_imap_command *cmd);
 /* The post-login capabilities (a CAPABILITY response's list). */
-const char *imap_capabilities_auth(void);
+const char *imap_capabilities_auth(const struct imap_session *s);
 
 /* imap-mailbox.c (SELECT and the mailbox commands) */
 void imap_cmd_select(struct imap_session *s, const struct mt_imap_command *cmd);
@@ -171,6 +173,9 @@ void imap_cmd_status(struct imap_session *s, const struct mt_imap_command *cmd);
 void imap_cmd_close(struct imap_session *s, const struct mt_imap_command *cmd);
 void imap_cmd_unselect(struct imap_session *s, const struct mt_imap_command *cmd);
 void imap_selected_reset(struct imap_session *s);
+/* A mailbox name (normal form, UTF-8) as this client reads it. */
+void imap_write_name(struct mt_buf *out, const struct imap_session *s,
+		     const char *name);
 /* The mailbox name argument in normal form into out (NUL-terminated);
  * false, and the refusal sent, if it is not one. */
 bool imap_mailbox_arg(struct imap_session *s, const char *tag,
@@ -231,6 +236,11 @@ void imap_flags_announce(struct imap_session *s, const struct mt_store_mailbox *
 /* The selected mailbox (or user's folder) changed by this session: tell
  * the others watching it. */
 void imap_changed(struct imap_session *s, const char *folder);
+
+/* imap-quota.c (RFC 9208) */
+void imap_cmd_getquotaroot(struct imap_session *s, const struct mt_imap_command *cmd);
+void imap_cmd_getquota(struct imap_session *s, const struct mt_imap_command *cmd);
+void imap_cmd_setquota(struct imap_session *s, const struct mt_imap_command *cmd);
 
 /* imap-auth.c */
 void imap_login_init(struct imap_session *s);

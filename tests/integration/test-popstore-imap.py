@@ -31,6 +31,9 @@ delivered over LMTP:
     BADCHARSET and BAD;
   - CONDSTORE: HIGHESTMODSEQ, FETCH MODSEQ and CHANGEDSINCE, STORE
     UNCHANGEDSINCE and [MODIFIED], SEARCH MODSEQ, STATUS HIGHESTMODSEQ;
+  - QUOTA: GETQUOTAROOT / GETQUOTA against the directory's quota, APPEND
+    and COPY refused [OVERQUOTA] (MOVE not), SETQUOTA [NOPERM],
+    APPENDLIMIT;
   - isync/mbsync syncs INBOX and a folder both ways (flags, a local
     deletion expunged, a local message appended, a server flag brought
     down), and a third run changes nothing; offlineimap3 mirrors the
@@ -645,6 +648,35 @@ def test_condstore(env):
     c.logout()
 
 
+def test_quota(env):
+    """RFC 9208 QUOTA against the directory's mailtierQuota (40K here);
+    APPEND and COPY keep to it; APPENDLIMIT is max_message_size."""
+    user = f"lee@{D}"
+    env.deliver("s1", "x@remote.test", [user], message("q", "x" * 22000))
+    c = env.imap("s1", user=user, password=PW)
+    typ, caps = c.capability()
+    assert b"QUOTA" in caps[0] and b"APPENDLIMIT=8388608" in caps[0], caps
+    typ, data = c.getquotaroot("INBOX")
+    assert typ == "OK" and data[0] == [b'INBOX ""'], data
+    used = int(data[1][0].split(b"STORAGE ")[1].split()[0])
+    assert data[1][0].endswith(b" 40)") and 22 <= used <= 23, data
+    typ, data = c.getquota('""')
+    assert typ == "OK" and b"STORAGE" in data[0], data
+    typ, data = c.append("INBOX", None, None, message("big", "y" * 35000))
+    assert typ == "NO" and b"[OVERQUOTA]" in data[0], data
+    ok(c.append("INBOX", None, None, message("small", "z" * 1000)))
+    c.select("INBOX")
+    typ, data = c.copy("1", "Archive")
+    assert typ == "NO" and b"[OVERQUOTA]" in data[0], data
+    typ, data = c._simple_command("MOVE", "1", "Archive")
+    assert typ == "OK", data     # a move adds nothing
+    typ, data = c.getquota('"other"')
+    assert typ == "NO", data
+    typ, data = c.setquota('""', "(STORAGE 100)")
+    assert typ == "NO" and b"[NOPERM]" in data[0], data
+    c.logout()
+
+
 def maildir_files(root, folder):
     """{name: flags} of a maildir folder's cur/ and new/ messages."""
     out = {}
@@ -774,6 +806,7 @@ def test_curl(env):
 
 def test(h):
     env = popstorelib.Env(h, tls=True, popstore_extra="auth_fail_delay = 0\n")
+    env.add_user(f"lee@{D}", PW, shard="s1", quota="40K")
     for user, shard in (("alice", "s1"), ("bob", "s2"), ("carol", "s1"),
                         ("dave", "s1"), ("erin", "s1"), ("fred", "s1"), ("gina", "s1"), ("hank", "s1"), ("ivan", "s1"), ("judy", "s1"), ("kim", "s1")):
         env.add_user(f"{user}@{D}", PW, shard=shard)
@@ -789,6 +822,7 @@ def test(h):
     test_concurrent(env)
     test_search(env)
     test_condstore(env)
+    test_quota(env)
     test_mbsync(env, h)
     test_offlineimap(env, h)
     test_durable(env, h)
