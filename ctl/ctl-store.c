@@ -1,5 +1,6 @@
-/* ctl-store.c — `mailtierctl store stat SHARD` and `mailtierctl store
- * backup SHARD DIR`: a shard's store inspected and copied while its daemon
+/* ctl-store.c — `mailtierctl store stat SHARD`, `mailtierctl store
+ * folders SHARD USER` (a user's IMAP folders and their counts) and
+ * `mailtierctl store backup SHARD DIR`: a shard's store inspected and copied while its daemon
  * serves, by joining the Berkeley DB environment in the store's ADMIN mode
  * (store/store.h; it recovers the environment first if its owner died).
  *
@@ -153,6 +154,47 @@ int ctl_store_backup(struct ctl_context *ctx, int argc, char **argv)
 	} else
 		printf("backup of shard %s (%s) written to %s\n", argv[1], set->db_home,
 		       argv[2]);
+	mt_store_close(&store);
+	mt_config_free(&config);
+	return ret;
+}
+
+int ctl_store_folders(struct ctl_context *ctx, int argc, char **argv)
+{
+	if (argc != 3) {
+		fprintf(stderr, "usage: %s [-c FILE] store folders SHARD USER\n",
+			ctx->progname);
+		return CTL_EXIT_USAGE;
+	}
+	struct mt_config *config;
+	const struct mt_popstore_settings *set;
+	struct mt_store *store;
+	int ret = store_begin(ctx, argv[1], &config, &set, &store);
+	if (ret != CTL_EXIT_OK)
+		return ret;
+	struct mt_store_folder *folders;
+	unsigned int count;
+	const char *error;
+	enum mt_store_status status =
+		mt_store_folders_list_sync(store, argv[2], &folders, &count, &error);
+	if (status != MT_STORE_OK) {
+		fprintf(stderr, "%s: store folders: %s: %s\n", ctx->progname,
+			mt_store_status_name(status), error);
+		ret = CTL_EXIT_FAIL;
+	} else {
+		printf("%-40s %8s %8s %8s %12s %10s %8s %s\n", "folder", "messages", "unseen",
+		       "deleted", "bytes", "uidvalid", "uidnext", "flags");
+		for (unsigned int i = 0; i < count; i++) {
+			const struct mt_store_folder *f = &folders[i];
+			const char *use = mt_store_special_use_name(f->special_use);
+			printf("%-40s %8u %8u %8u %12" PRIu64 " %10u %8u %s%s%s\n", f->name,
+			       f->messages, f->messages - f->seen, f->deleted, f->bytes,
+			       f->uidvalidity, f->uidnext, use != NULL ? use : "",
+			       f->subscribed ? (use != NULL ? " subscribed" : "subscribed") : "",
+			       f->exists ? "" : " nonexistent");
+		}
+		mt_store_folders_free(&folders, count);
+	}
 	mt_store_close(&store);
 	mt_config_free(&config);
 	return ret;

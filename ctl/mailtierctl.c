@@ -45,6 +45,8 @@ static const struct ctl_command ctl_commands[] = {
 	{ "queue", "stats", "", "queue and group-commit counters of the running MTA", ctl_queue },
 	{ "store", "stat", "SHARD", "a store shard's mailboxes, messages, bytes, log and checkpoint state, flush counters",
 	  ctl_store_stat },
+	{ "store", "folders", "SHARD USER", "a user's mailboxes (INBOX and IMAP folders) with their counts, UIDVALIDITY, UIDNEXT, special use",
+	  ctl_store_folders },
 	{ "store", "backup", "SHARD DIR", "hot backup of a store shard into DIR (which then opens as a store)",
 	  ctl_store_backup },
 };

@@ -309,6 +309,12 @@ def test_durable(env, h):
     got = c._untagged_response(typ, data, "LIST")[1]
     assert got and b"Keep/That" in got[0], got
     c.logout()
+    # mailtierctl shows them while the daemon serves.
+    out = h.ctl("store", "folders", "s1", f"dave@{D}", config=env.conf).stdout
+    lines = {l.split()[0]: l.split() for l in out.splitlines()[1:]}
+    assert "INBOX" in lines and "Keep/That" in lines and "Keep" in lines, out
+    assert "\\Sent" in lines["Sent"] and "subscribed" in lines["Sent"], out
+    assert lines["Keep/That"][1] == "0", out
 
 
 def fetch_one(c, num, item, uid=False):
