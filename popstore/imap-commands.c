@@ -23,7 +23,7 @@
 /* After login: what this store implements so far (grows with it). */
 #define CAPABILITIES_AUTH "IMAP4rev2 IMAP4rev1 SASL-IR LITERAL+ ID ENABLE " \
 	"NAMESPACE UNSELECT SPECIAL-USE LIST-EXTENDED LIST-STATUS UTF8=ACCEPT " \
-	"UIDPLUS MOVE IDLE ESEARCH CONDSTORE QUOTA QUOTA=RES-STORAGE"
+	"UIDPLUS MOVE IDLE ESEARCH CONDSTORE QRESYNC QUOTA QUOTA=RES-STORAGE"
 
 const char *imap_capabilities_auth(const struct imap_session *s)
 {
@@ -199,16 +199,22 @@ static void cmd_enable(struct imap_session *s, const struct mt_imap_command *cmd
 			flag = &s->utf8;
 		else if (strcasecmp(a->str, "CONDSTORE") == 0)
 			flag = &s->condstore;
+		else if (strcasecmp(a->str, "QRESYNC") == 0)
+			flag = &s->qresync;
 		if (flag == NULL || *flag)
 			continue;	/* unknown, or enabled already: not repeated */
 		*flag = true;
 		mt_buf_append_str(&enabled, " ");
 		mt_buf_append_str(&enabled, flag == &s->rev2 ? "IMAP4rev2" :
-				  flag == &s->utf8 ? "UTF8=ACCEPT" : "CONDSTORE");
+				  flag == &s->utf8 ? "UTF8=ACCEPT" :
+				  flag == &s->qresync ? "QRESYNC" : "CONDSTORE");
 	}
-	/* RFC 9051 6.3.1: IMAP4rev2 brings UTF-8 mailbox names. */
+	/* RFC 9051 6.3.1: IMAP4rev2 brings UTF-8 mailbox names; RFC 7162
+	 * 3.2.3: QRESYNC implies CONDSTORE. */
 	if (s->rev2)
 		s->utf8 = true;
+	if (s->qresync)
+		s->condstore = true;
 	imap_line(s, "* ENABLED%s", mt_buf_cstr(&enabled));
 	mt_buf_free(&enabled);
 	imap_tagged(s, cmd->tag, "OK ENABLE completed.");

@@ -76,6 +76,7 @@ struct imap_fetch {
 	bool streaming;
 	struct mt_store_req *req;	/* a read in flight */
 	bool async;			/* it waited once: resume the session */
+	char *uid_set;			/* VANISHED: the command's UID set */
 };
 
 /* Items */
@@ -263,6 +264,7 @@ static void fetch_destroy(struct imap_fetch *f)
 		mt_store_req_cancel(f->req);
 	mt_buf_free(&f->head);
 	free(f->positions);
+	free(f->uid_set);
 	free(f);
 }
 
@@ -511,6 +513,39 @@ void imap_fetch_continue(struct imap_session *s)
 		fetch_run(s->fetch);
 }
 
+static void vanished_done(struct mt_store_req *req, void *context)
+{
+	struct imap_fetch *f = context;
+	struct imap_session *s = f->s;
+	f->req = NULL;
+	const char *error;
+	enum mt_store_status status = mt_store_req_status(req, &error);
+	if (status != MT_STORE_OK) {
+		imap_fetch_free(s);
+		imap_store_failed(s, s->tag, status, error);
+		imap_resume(s);
+		return;
+	}
+	unsigned int n;
+	const uint32_t *uids = mt_store_req_vanished(req, &n);
+	struct mt_imap_seq_range *ranges = mt_xmalloc(1024 * sizeof(*ranges));
+	struct mt_imap_seqset set;
+	uint32_t *out = mt_xmalloc((n + 1) * sizeof(*out));
+	unsigned int k = 0;
+	const uint32_t largest = s->selected.count > 0 ?
+		imap_view_msg(s, s->selected.count - 1)->uid : 0;
+	if (mt_imap_seqset_parse(f->uid_set, &set, ranges, 1024))
+		for (unsigned int i = 0; i < n; i++)
+			if (mt_imap_seqset_contains(&set, uids[i], largest > uids[i] ?
+						    largest : uids[i]) &&
+			    (k == 0 || out[k - 1] != uids[i]))
+				out[k++] = uids[i];
+	imap_vanished_line(s, true, out, k);
+	free(out);
+	free(ranges);
+	fetch_run(f);
+}
+
 /* \Seen was set (for non-PEEK sections): fetch. */
 static void seen_done(struct mt_store_req *req, void *context)
 {
@@ -531,16 +566,24 @@ static void seen_done(struct mt_store_req *req, void *context)
 
 void imap_cmd_fetch(struct imap_session *s, const struct mt_imap_command *cmd, bool uid)
 {
-	/* RFC 7162 3.1.4: FETCH set items (CHANGEDSINCE modseq). */
+	/* RFC 7162 3.1.4: FETCH set items (CHANGEDSINCE modseq); 3.2.6: UID
+	 * FETCH ... (CHANGEDSINCE modseq VANISHED). */
 	uint64_t changed_since = 0;
+	bool vanished = false;
 	if (cmd->count == 3) {
 		const struct mt_imap_arg *mods = &cmd->args[2];
 		char *end = NULL;
-		if (mods->type == MT_IMAP_ARG_LIST && mods->len == 2 &&
+		if (mods->type == MT_IMAP_ARG_LIST && (mods->len == 2 || mods->len == 3) &&
 		    mt_imap_arg_atom_is(&mods->list[0], "CHANGEDSINCE") &&
-		    mods->list[1].type == MT_IMAP_ARG_ATOM)
+		    mods->list[1].type == MT_IMAP_ARG_ATOM && mods->list[1].str[0] >= '0' &&
+		    mods->list[1].str[0] <= '9')
 			changed_since = strtoull(mods->list[1].str, &end, 10);
-		if (end == NULL || *end != '\0' || mods->list[1].str[0] == '-') {
+		if (end != NULL && mods->len == 3) {
+			vanished = mt_imap_arg_atom_is(&mods->list[2], "VANISHED");
+			if (!vanished || !uid || !s->qresync)
+				end = NULL;
+		}
+		if (end == NULL || *end != '\0') {
 			imap_error(s, cmd->tag, "BAD FETCH: invalid modifier.");
 			return;
 		}
@@ -590,6 +633,14 @@ void imap_cmd_fetch(struct imap_session *s, const struct mt_imap_command *cmd, b
 	snprintf(s->tag, sizeof(s->tag), "%s", cmd->tag);
 	s->fetch = f;
 	imap_wait(s);
+	if (vanished) {
+		/* The set's uids expunged since, first (VANISHED (EARLIER)). */
+		f->uid_set = mt_xstrdup(cmd->args[0].str);
+		f->async = true;
+		f->req = mt_store_vanished(s->ps->port, s->selected.mbox, changed_since,
+					   vanished_done, f);
+		return;
+	}
 	if (f->sets_seen && !s->selected.read_only) {
 		/* RFC 9051 6.4.5: \Seen set, then the FETCH says so. */
 		uint32_t *uids = mt_xmalloc((f->count + 1) * sizeof(*uids));

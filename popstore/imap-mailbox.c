@@ -652,6 +652,58 @@ void imap_flags_announce(struct imap_session *s, const struct mt_store_mailbox *
 	mt_buf_free(&kw);
 }
 
+static void select_ok(struct imap_session *s)
+{
+	const struct imap_selected *sel = &s->selected;
+	imap_tagged(s, s->tag, "OK [%s] %s completed.",
+		    sel->read_only ? "READ-ONLY" : "READ-WRITE",
+		    sel->read_only ? "EXAMINE" : "SELECT");
+	imap_resume_in(s, IMAP_STATE_SELECTED);
+}
+
+static void qresync_done(struct mt_store_req *req, void *context)
+{
+	struct imap_session *s = context;
+	const char *error;
+	enum mt_store_status status = mt_store_req_status(req, &error);
+	s->store_req = NULL;
+	if (status != MT_STORE_OK) {
+		imap_store_failed(s, s->tag, status, error);
+		imap_selected_reset(s);
+		imap_resume_in(s, IMAP_STATE_AUTH);
+		return;
+	}
+	unsigned int n;
+	const uint32_t *vanished = mt_store_req_vanished(req, &n);
+	/* Only those the client knows of, if it said (known-uids). */
+	struct mt_imap_seq_range *ranges = mt_xmalloc(1024 * sizeof(*ranges));
+	struct mt_imap_seqset known;
+	bool filter = s->qresync_known != NULL &&
+		mt_imap_seqset_parse(s->qresync_known, &known, ranges, 1024) && !known.saved;
+	uint32_t *out = mt_xmalloc((n + 1) * sizeof(*out));
+	unsigned int k = 0;
+	for (unsigned int i = 0; i < n; i++)
+		if ((!filter || mt_imap_seqset_contains(&known, vanished[i], UINT32_MAX)) &&
+		    (k == 0 || out[k - 1] != vanished[i]))
+			out[k++] = vanished[i];
+	imap_vanished_line(s, true, out, k);
+	free(out);
+	free(ranges);
+	const struct imap_selected *sel = &s->selected;
+	for (unsigned int i = 0; i < sel->count; i++) {
+		const struct mt_store_msg *m = imap_view_msg(s, i);
+		if (m->modseq <= s->qresync_modseq)
+			continue;
+		struct mt_buf line = MT_BUF_INIT;
+		mt_buf_appendf(&line, "* %u FETCH (UID %u ", i + 1, m->uid);
+		imap_flags_write(&line, sel->mbox, m);
+		mt_buf_appendf(&line, " MODSEQ (%" PRIu64 "))", m->modseq);
+		imap_line(s, "%s", mt_buf_cstr(&line));
+		mt_buf_free(&line);
+	}
+	select_ok(s);
+}
+
 static void select_done(struct mt_store_req *req, void *context)
 {
 	struct imap_session *s = context;
@@ -702,21 +754,57 @@ static void select_done(struct mt_store_req *req, void *context)
 		mt_buf_free(&line);
 	}
 	imap_watch_start(s);
-	imap_tagged(s, s->tag, "OK [%s] %s completed.",
-		    sel->read_only ? "READ-ONLY" : "READ-WRITE",
-		    sel->read_only ? "EXAMINE" : "SELECT");
-	imap_resume_in(s, IMAP_STATE_SELECTED);
+	if (s->qresync_select && s->qresync_uidvalidity == mt_store_mailbox_uidvalidity(mbox)) {
+		/* RFC 7162 3.2.5.2: what vanished and changed since, first. */
+		s->store_req = mt_store_vanished(s->ps->port, sel->mbox, s->qresync_modseq,
+						 qresync_done, s);
+		return;
+	}
+	select_ok(s);
 }
 
 static void select_command(struct imap_session *s, const struct mt_imap_command *cmd,
 			   bool examine)
 {
 	struct mt_buf name = MT_BUF_INIT;
-	/* RFC 7162 3.1.8: SELECT name (CONDSTORE). */
+	/* RFC 7162 3.1.8: SELECT name (CONDSTORE); 3.2.5: SELECT name
+	 * (QRESYNC (uidvalidity modseq [known-uids])). */
 	struct mt_imap_command plain = *cmd;
-	if (cmd->count == 2 && cmd->args[1].type == MT_IMAP_ARG_LIST &&
-	    cmd->args[1].len == 1 && mt_imap_arg_atom_is(&cmd->args[1].list[0], "CONDSTORE")) {
-		s->condstore = true;
+	s->qresync_select = false;
+	MT_FREE(&s->qresync_known);
+	if (cmd->count == 2 && cmd->args[1].type == MT_IMAP_ARG_LIST) {
+		const struct mt_imap_arg *p = &cmd->args[1];
+		bool ok = p->len == 1 && mt_imap_arg_atom_is(&p->list[0], "CONDSTORE");
+		if (ok)
+			s->condstore = true;
+		else if (p->len == 2 && mt_imap_arg_atom_is(&p->list[0], "QRESYNC") &&
+			 p->list[1].type == MT_IMAP_ARG_LIST && p->list[1].len >= 2 &&
+			 p->list[1].len <= 4 && s->qresync) {
+			const struct mt_imap_arg *q = p->list[1].list;
+			char *end1 = NULL, *end2 = NULL;
+			unsigned long long v = 0, m = 0;
+			if (q[0].type == MT_IMAP_ARG_ATOM && q[1].type == MT_IMAP_ARG_ATOM &&
+			    q[0].str[0] >= '1' && q[0].str[0] <= '9' && q[1].str[0] >= '1' &&
+			    q[1].str[0] <= '9') {
+				v = strtoull(q[0].str, &end1, 10);
+				m = strtoull(q[1].str, &end2, 10);
+			}
+			ok = end1 != NULL && *end1 == '\0' && *end2 == '\0' && v <= UINT32_MAX &&
+				(p->list[1].len < 3 || q[2].type == MT_IMAP_ARG_ATOM);
+			if (ok) {
+				s->qresync_select = true;
+				s->qresync_uidvalidity = (uint32_t)v;
+				s->qresync_modseq = m;
+				if (p->list[1].len >= 3)
+					s->qresync_known = mt_xstrdup(q[2].str);
+			}
+		}
+		if (!ok) {
+			imap_error(s, cmd->tag, "BAD %s: invalid parameters%s.",
+				   examine ? "EXAMINE" : "SELECT",
+				   s->qresync ? "" : " (QRESYNC needs ENABLE QRESYNC)");
+			return;
+		}
 		plain.count = 1;
 	}
 	if (!one_name(s, &plain, examine ? "EXAMINE" : "SELECT", &name)) {

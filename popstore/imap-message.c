@@ -168,11 +168,26 @@ static bool flags_parse(const struct mt_imap_arg *args, size_t count,
 	return true;
 }
 
+void imap_vanished_line(struct imap_session *s, bool earlier, const uint32_t *uids,
+			unsigned int count)
+{
+	if (count == 0)
+		return;
+	struct mt_buf line = MT_BUF_INIT;
+	mt_buf_append_str(&line, earlier ? "* VANISHED (EARLIER) " : "* VANISHED ");
+	mt_imap_write_seqset(&line, uids, count);
+	imap_line(s, "%s", mt_buf_cstr(&line));
+	mt_buf_free(&line);
+}
+
 /* Messages left the view (the store made it durable): "* n EXPUNGE" for
- * each, highest first so every number is right when it is read. */
+ * each, highest first so every number is right when it is read, or (with
+ * QRESYNC) one VANISHED of their uids. */
 static void view_remove(struct imap_session *s, const uint32_t *uids, unsigned int n)
 {
 	struct imap_selected *sel = &s->selected;
+	uint32_t *gone_uids = mt_xmalloc((n + 1) * sizeof(*gone_uids));
+	unsigned int n_gone = 0;
 	for (unsigned int i = sel->count; i-- > 0;) {
 		uint32_t uid = imap_view_msg(s, i)->uid;
 		bool gone = false;
@@ -180,11 +195,22 @@ static void view_remove(struct imap_session *s, const uint32_t *uids, unsigned i
 			gone = uids[k] == uid;
 		if (!gone)
 			continue;
-		imap_line(s, "* %u EXPUNGE", i + 1);
+		if (s->qresync)
+			gone_uids[n_gone++] = uid;
+		else
+			imap_line(s, "* %u EXPUNGE", i + 1);
 		memmove(&sel->view[i], &sel->view[i + 1],
 			(sel->count - i - 1) * sizeof(*sel->view));
 		sel->count--;
 	}
+	/* Found highest first: ascending for the set. */
+	for (unsigned int i = 0; i < n_gone / 2; i++) {
+		uint32_t t = gone_uids[i];
+		gone_uids[i] = gone_uids[n_gone - 1 - i];
+		gone_uids[n_gone - 1 - i] = t;
+	}
+	imap_vanished_line(s, false, gone_uids, n_gone);
+	free(gone_uids);
 }
 
 /* The request in flight and what its completion needs. */

@@ -387,6 +387,7 @@ static void conn_free(struct mt_conn *conn)
 	mt_imap_parser_free(&s->parser);
 	free(s->user);
 	free(s->arg_name);
+	free(s->qresync_known);
 	mt_commands_free(&s->commands);
 	free(s);
 }

@@ -102,6 +102,12 @@ struct imap_session {
 	struct mt_dirsvc_request *dir_req;	/* the quota's lookup at login */
 	bool utf8;			/* ENABLE UTF8=ACCEPT (or IMAP4rev2) */
 	bool rev2;			/* ENABLE IMAP4rev2 */
+	bool qresync;			/* ENABLE QRESYNC: VANISHED, not EXPUNGE */
+	/* SELECT (QRESYNC (uidvalidity modseq [known-uids])): asked for. */
+	bool qresync_select;
+	uint32_t qresync_uidvalidity;
+	uint64_t qresync_modseq;
+	char *qresync_known;		/* known-uids set, or NULL */
 	bool condstore;			/* RFC 7162 3.1: enabled (ENABLE, SELECT
 					   (CONDSTORE), a MODSEQ item or
 					   CHANGEDSINCE / UNCHANGEDSINCE) */
@@ -220,6 +226,11 @@ size_t imap_header_end(const char *p, size_t len);
 /* " FLAGS (...)" of msg (its system flags and keywords) appended. */
 void imap_flags_write(struct mt_buf *out, const struct mt_store_mailbox *mbox,
 		      const struct mt_store_msg *msg);
+
+/* "* VANISHED [(EARLIER) ]set" of sorted uids (RFC 7162 3.2.10), or the
+ * EXPUNGEs of sequence numbers when QRESYNC is not enabled. */
+void imap_vanished_line(struct imap_session *s, bool earlier, const uint32_t *uids,
+			unsigned int count);
 
 /* imap-idle.c */
 void imap_watch_start(struct imap_session *s);

@@ -1,7 +1,8 @@
 /* store-flags.c — IMAP's flags on stored messages (format 5): STORE with
  * its +FLAGS / -FLAGS / FLAGS forms and CONDSTORE's UNCHANGEDSINCE
  * (RFC 9051 6.4.6, RFC 7162 3.1), each mailbox's keyword table, and the
- * imap.db records a deleted folder leaves.
+ * imap.db records a deleted folder leaves, and QRESYNC's expunged uids
+ * read back.
  *
  * Records: a message's system flags are bits of its message.db flag word
  * and its keywords a 64-bit set of indexes into its mailbox's keyword
@@ -434,6 +435,128 @@ enum mt_store_status mt_store_flags_store_wait(struct mt_store_mailbox *mbox,
 	enum mt_store_status status = req->status;
 	if (status == MT_STORE_OK && results_r != NULL && args->uid_count > 0)
 		memcpy(results_r, f->results, args->uid_count * sizeof(*results_r));
+	*error_r = store_error("%s", req->error);
+	store_req_free(req);
+	return status;
+}
+
+/* QRESYNC's VANISHED (EARLIER): the 'V' records above a MODSEQ. */
+
+struct vanished_op {
+	struct store_op op;
+	uint64_t since;
+	uint32_t *uids;
+	unsigned int count, cap;
+};
+
+static int vanished_read(struct mt_store *store, struct vanished_op *v, uint64_t id)
+{
+	DBC *cursor;
+	int ret = store->imap->cursor(store->imap, NULL, &cursor, 0);
+	if (ret != 0)
+		return ret;
+	unsigned char kbuf[17];
+	kbuf[0] = STORE_IMAP_VANISHED;
+	store_put_be64(kbuf + 1, id);
+	store_put_be64(kbuf + 9, v->since + 1);
+	DBT key, data;
+	store_dbt_out(&key, kbuf, sizeof(kbuf));
+	key.size = sizeof(kbuf);
+	memset(&data, 0, sizeof(data));
+	data.flags = DB_DBT_MALLOC;
+	for (ret = cursor->get(cursor, &key, &data, DB_SET_RANGE); ret == 0;
+	     ret = cursor->get(cursor, &key, &data, DB_NEXT)) {
+		if (key.size != 17 || kbuf[0] != STORE_IMAP_VANISHED ||
+		    store_get_be64(kbuf + 1) != id) {
+			free(data.data);
+			break;
+		}
+		const unsigned char *p = data.data;
+		for (u_int32_t off = 0; off + 4 <= data.size; off += 4) {
+			if (v->count == v->cap) {
+				v->cap = v->cap == 0 ? 64 : v->cap * 2;
+				v->uids = mt_xrealloc(v->uids, v->cap * sizeof(*v->uids));
+			}
+			v->uids[v->count++] = store_get_be32(p + off);
+		}
+		free(data.data);
+		data.data = NULL;
+	}
+	int t_ret = cursor->close(cursor);
+	if (ret == DB_NOTFOUND)
+		ret = 0;
+	return ret != 0 ? ret : t_ret;
+}
+
+static int uid_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int vanished_run(struct mt_store *store, DB_TXN *txn, struct store_op *op)
+{
+	(void)txn;
+	struct vanished_op *v = (struct vanished_op *)op;
+	v->count = 0;
+	if (store->imap == NULL || op->mbox->id == 0)
+		return 0;
+	int ret = vanished_read(store, v, op->mbox->id);
+	if (ret == 0 && v->count > 1)
+		qsort(v->uids, v->count, sizeof(*v->uids), uid_cmp);
+	return ret;
+}
+
+static void vanished_free(struct store_op *op)
+{
+	struct vanished_op *v = (struct vanished_op *)op;
+	free(v->uids);
+	free(v);
+}
+
+static struct vanished_op *vanished_new(struct mt_store_mailbox *mbox, uint64_t since)
+{
+	struct vanished_op *v = mt_xcalloc(1, sizeof(*v));
+	v->op.run = vanished_run;
+	v->op.free = vanished_free;
+	v->op.what = "reading expunged uids";
+	v->op.mbox = store_mailbox_ref(mbox);
+	store_mailbox_writer(mbox, true);	/* released with the others' */
+	v->since = since;
+	return v;
+}
+
+struct mt_store_req *mt_store_vanished(struct mt_store_port *port,
+				       struct mt_store_mailbox *mbox, uint64_t since,
+				       mt_store_cb_t *cb, void *context)
+{
+	return store_ops_submit(port->store, port, STORE_REQ_QUERY,
+				&vanished_new(mbox, since)->op, cb, context);
+}
+
+const uint32_t *mt_store_req_vanished(const struct mt_store_req *req,
+				      unsigned int *count_r)
+{
+	const struct vanished_op *v = req->op != NULL && req->op->run == vanished_run ?
+		(const struct vanished_op *)req->op : NULL;
+	*count_r = v != NULL && req->status == MT_STORE_OK ? v->count : 0;
+	return v != NULL ? v->uids : NULL;
+}
+
+enum mt_store_status mt_store_vanished_sync(struct mt_store_mailbox *mbox,
+					    uint64_t since, uint32_t **uids_r,
+					    unsigned int *count_r, const char **error_r)
+{
+	struct vanished_op *v = vanished_new(mbox, since);
+	struct mt_store_req *req = store_ops_wait(mbox->store, STORE_REQ_QUERY, &v->op);
+	enum mt_store_status status = req->status;
+	*uids_r = NULL;
+	*count_r = 0;
+	if (status == MT_STORE_OK) {
+		*uids_r = v->uids;
+		*count_r = v->count;
+		v->uids = NULL;
+	}
 	*error_r = store_error("%s", req->error);
 	store_req_free(req);
 	return status;

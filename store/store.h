@@ -493,6 +493,19 @@ enum mt_store_status mt_store_flags_store_wait(struct mt_store_mailbox *mbox,
 					       enum mt_store_flag_result *results_r,
 					       const char **error_r);
 
+/* QRESYNC (RFC 7162 3.2): the uids expunged from the open mailbox by
+ * changes with a MODSEQ above since, ascending (each expunge left them
+ * under its MODSEQ). The result (mt_store_req_vanished) is valid as the
+ * request; the _sync form hands over *uids_r (free it). */
+struct mt_store_req *mt_store_vanished(struct mt_store_port *port,
+				       struct mt_store_mailbox *mbox, uint64_t since,
+				       mt_store_cb_t *cb, void *context);
+const uint32_t *mt_store_req_vanished(const struct mt_store_req *req,
+				      unsigned int *count_r);
+enum mt_store_status mt_store_vanished_sync(struct mt_store_mailbox *mbox,
+					    uint64_t since, uint32_t **uids_r,
+					    unsigned int *count_r, const char **error_r);
+
 /* COPY / MOVE (RFC 9051 6.4.7, RFC 6851) uids of the open mailbox into
  * its user's mailbox dest ("INBOX" or a folder; the same one too), in one
  * durable transaction: each copy shares its original's body, keeps its

@@ -31,6 +31,9 @@ delivered over LMTP:
     BADCHARSET and BAD;
   - CONDSTORE: HIGHESTMODSEQ, FETCH MODSEQ and CHANGEDSINCE, STORE
     UNCHANGEDSINCE and [MODIFIED], SEARCH MODSEQ, STATUS HIGHESTMODSEQ;
+  - QRESYNC: SELECT (QRESYNC (uidvalidity modseq)) answers VANISHED
+    (EARLIER) and the changed flags, expunges become VANISHED, UID FETCH
+    (CHANGEDSINCE n VANISHED); refused without ENABLE QRESYNC;
   - QUOTA: GETQUOTAROOT / GETQUOTA against the directory's quota, APPEND
     and COPY refused [OVERQUOTA] (MOVE not), SETQUOTA [NOPERM],
     APPENDLIMIT;
@@ -654,6 +657,63 @@ def test_condstore(env):
     c.logout()
 
 
+def test_qresync(env):
+    """RFC 7162 QRESYNC: a client that knew the mailbox at (UIDVALIDITY,
+    MODSEQ) learns what vanished and changed since, in SELECT and UID
+    FETCH; expunges are VANISHED."""
+    user = f"max@{D}"
+    for i in range(4):
+        env.deliver("s1", "x@remote.test", [user], message(f"q {i}", f"body {i}\r\n"))
+    a = env.imap("s1", user=user, password=PW)
+    typ, data = a._simple_command("ENABLE", "QRESYNC")
+    assert a.untagged_responses.pop("ENABLED") == [b"QRESYNC"], data
+    a.select("INBOX")
+    validity = int(a.untagged_responses["UIDVALIDITY"][0])
+    known = int(a.untagged_responses["HIGHESTMODSEQ"][0])
+    a.logout()
+    # Meanwhile: uid 2 expunged, uid 3 flagged.
+    b = env.imap("s1", user=user, password=PW)
+    b.select("INBOX")
+    ok(b.store("2", "+FLAGS", "(\\Deleted)"))
+    ok(b.expunge())
+    ok(b.store("2", "+FLAGS", "($Later)"))     # uid 3 is message 2 now
+    b.logout()
+    s = env.raw("s1", "imap")
+    r = Lines(s)
+    r.line()
+    assert r.cmd(f"a LOGIN {user} {PW}").startswith(b"a OK ")
+    assert r.cmd("b ENABLE QRESYNC") == b"* ENABLED QRESYNC"
+    assert r.line() == b"b OK ENABLE completed."
+    lines = [r.cmd(f"c SELECT INBOX (QRESYNC ({validity} {known}))")]
+    while not lines[-1].startswith(b"c "):
+        lines.append(r.line())
+    assert lines[-1] == b"c OK [READ-WRITE] SELECT completed.", lines
+    assert b"* VANISHED (EARLIER) 2" in lines, lines
+    changed = [l for l in lines if b" FETCH (" in l]
+    assert len(changed) == 1 and b"UID 3 " in changed[0] and b"$Later" in changed[0] \
+        and b"MODSEQ (" in changed[0], lines
+    # Own expunges are VANISHED now.
+    assert r.cmd("d STORE 1 +FLAGS.SILENT (\\Deleted)").startswith(b"* 1 FETCH (MODSEQ")
+    assert r.line().startswith(b"d OK")
+    assert r.cmd("e EXPUNGE") == b"* VANISHED 1"
+    assert r.line() == b"e OK EXPUNGE completed."
+    # UID FETCH (CHANGEDSINCE ... VANISHED).
+    lines = [r.cmd(f"f UID FETCH 1:* (FLAGS) (CHANGEDSINCE {known} VANISHED)")]
+    while not lines[-1].startswith(b"f "):
+        lines.append(r.line())
+    assert lines[0] == b"* VANISHED (EARLIER) 1:2", lines
+    assert lines[-1] == b"f OK UID FETCH completed.", lines
+    # Without ENABLE QRESYNC the parameter is refused.
+    s.close()
+    c = env.imap("s1", user=user, password=PW)
+    try:
+        c._simple_command("SELECT", "INBOX", f"(QRESYNC ({validity} {known}))")
+        raise AssertionError("QRESYNC without ENABLE")
+    except imaplib.IMAP4.error as e:
+        assert "ENABLE QRESYNC" in str(e), e
+    c.logout()
+
+
 def test_quota(env):
     """RFC 9208 QUOTA against the directory's mailtierQuota (40K here);
     APPEND and COPY keep to it; APPENDLIMIT is max_message_size."""
@@ -814,7 +874,7 @@ def test(h):
     env = popstorelib.Env(h, tls=True, popstore_extra="auth_fail_delay = 0\n")
     env.add_user(f"lee@{D}", PW, shard="s1", quota="40K")
     for user, shard in (("alice", "s1"), ("bob", "s2"), ("carol", "s1"),
-                        ("dave", "s1"), ("erin", "s1"), ("fred", "s1"), ("gina", "s1"), ("hank", "s1"), ("ivan", "s1"), ("judy", "s1"), ("kim", "s1")):
+                        ("dave", "s1"), ("erin", "s1"), ("fred", "s1"), ("gina", "s1"), ("hank", "s1"), ("ivan", "s1"), ("judy", "s1"), ("kim", "s1"), ("max", "s1")):
         env.add_user(f"{user}@{D}", PW, shard=shard)
     env.start("s1")
     env.start("s2")
@@ -828,6 +888,7 @@ def test(h):
     test_concurrent(env)
     test_search(env)
     test_condstore(env)
+    test_qresync(env)
     test_quota(env)
     test_mbsync(env, h)
     test_offlineimap(env, h)

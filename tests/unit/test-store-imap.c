@@ -590,6 +590,19 @@ static void test_flags(void **state)
 	const char *error;
 	assert_int_equal(mt_store_expunge_wait(mbox, deleted, 2, &error), MT_STORE_OK);
 	assert_int_equal(test_db_records(store->imap), imap_records + 1);
+	/* QRESYNC reads them back by MODSEQ (the expunge's is 9). */
+	uint32_t *vanished;
+	unsigned int n_vanished;
+	assert_int_equal(mt_store_vanished_sync(mbox, 8, &vanished, &n_vanished, &error),
+			 MT_STORE_OK);
+	assert_int_equal(n_vanished, 2);
+	assert_int_equal(vanished[0], 1);
+	assert_int_equal(vanished[1], 3);
+	free(vanished);
+	assert_int_equal(mt_store_vanished_sync(mbox, 9, &vanished, &n_vanished, &error),
+			 MT_STORE_OK);
+	assert_int_equal(n_vanished, 0);
+	free(vanished);
 	mt_store_mailbox_close(&mbox);
 	f = folder_get(u, "INBOX");
 	assert_int_equal(f.messages, 2);
