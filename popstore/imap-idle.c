@@ -52,6 +52,11 @@ void imap_watch_stop(struct imap_session *s)
 	s->stale = false;
 }
 
+static bool not_in(uint32_t uid, const void *context)
+{
+	return mt_store_mailbox_find(context, uid) < 0;
+}
+
 /* The untagged responses that take the view from the old snapshot to
  * fresh, and fresh as the view. */
 static void view_update(struct imap_session *s, struct mt_store_mailbox *fresh)
@@ -59,27 +64,8 @@ static void view_update(struct imap_session *s, struct mt_store_mailbox *fresh)
 	struct imap_selected *sel = &s->selected;
 	const struct mt_store_mailbox *old = sel->mbox;
 	const uint32_t old_last = sel->count > 0 ? imap_view_msg(s, sel->count - 1)->uid : 0;
-	/* Expunged elsewhere: highest first, so each number is right when
-	 * read (or, with QRESYNC, one VANISHED of their uids). */
-	uint32_t *gone = mt_xmalloc((sel->count + 1) * sizeof(*gone));
-	unsigned int n_gone = 0;
-	for (unsigned int i = sel->count; i-- > 0;) {
-		if (mt_store_mailbox_find(fresh, imap_view_msg(s, i)->uid) >= 0)
-			continue;
-		if (s->qresync)
-			gone[n_gone++] = imap_view_msg(s, i)->uid;
-		else
-			imap_line(s, "* %u EXPUNGE", i + 1);
-		memmove(&sel->view[i], &sel->view[i + 1], (sel->count - i - 1) * sizeof(*sel->view));
-		sel->count--;
-	}
-	for (unsigned int i = 0; i < n_gone / 2; i++) {
-		uint32_t t = gone[i];
-		gone[i] = gone[n_gone - 1 - i];
-		gone[n_gone - 1 - i] = t;
-	}
-	imap_vanished_line(s, false, gone, n_gone);
-	free(gone);
+	/* Expunged elsewhere. */
+	imap_view_expunge(s, not_in, fresh);
 	const unsigned int total = mt_store_mailbox_count(fresh);
 	unsigned int *view = mt_xmalloc((total + 1) * sizeof(*view));
 	unsigned int n = 0;

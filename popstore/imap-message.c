@@ -180,23 +180,19 @@ void imap_vanished_line(struct imap_session *s, bool earlier, const uint32_t *ui
 	mt_buf_free(&line);
 }
 
-/* Messages left the view (the store made it durable): "* n EXPUNGE" for
- * each, highest first so every number is right when it is read, or (with
- * QRESYNC) one VANISHED of their uids. */
-static void view_remove(struct imap_session *s, const uint32_t *uids, unsigned int n)
+void imap_view_expunge(struct imap_session *s,
+		       bool (*gone)(uint32_t uid, const void *context),
+		       const void *context)
 {
 	struct imap_selected *sel = &s->selected;
-	uint32_t *gone_uids = mt_xmalloc((n + 1) * sizeof(*gone_uids));
-	unsigned int n_gone = 0;
+	uint32_t *uids = mt_xmalloc((sel->count + 1) * sizeof(*uids));
+	unsigned int n = 0;
 	for (unsigned int i = sel->count; i-- > 0;) {
 		uint32_t uid = imap_view_msg(s, i)->uid;
-		bool gone = false;
-		for (unsigned int k = 0; k < n && !gone; k++)
-			gone = uids[k] == uid;
-		if (!gone)
+		if (!gone(uid, context))
 			continue;
 		if (s->qresync)
-			gone_uids[n_gone++] = uid;
+			uids[n++] = uid;
 		else
 			imap_line(s, "* %u EXPUNGE", i + 1);
 		memmove(&sel->view[i], &sel->view[i + 1],
@@ -204,13 +200,34 @@ static void view_remove(struct imap_session *s, const uint32_t *uids, unsigned i
 		sel->count--;
 	}
 	/* Found highest first: ascending for the set. */
-	for (unsigned int i = 0; i < n_gone / 2; i++) {
-		uint32_t t = gone_uids[i];
-		gone_uids[i] = gone_uids[n_gone - 1 - i];
-		gone_uids[n_gone - 1 - i] = t;
+	for (unsigned int i = 0; i < n / 2; i++) {
+		uint32_t t = uids[i];
+		uids[i] = uids[n - 1 - i];
+		uids[n - 1 - i] = t;
 	}
-	imap_vanished_line(s, false, gone_uids, n_gone);
-	free(gone_uids);
+	imap_vanished_line(s, false, uids, n);
+	free(uids);
+}
+
+struct uid_list {
+	const uint32_t *uids;
+	unsigned int count;
+};
+
+static bool in_list(uint32_t uid, const void *context)
+{
+	const struct uid_list *l = context;
+	for (unsigned int k = 0; k < l->count; k++)
+		if (l->uids[k] == uid)
+			return true;
+	return false;
+}
+
+/* Messages left the view (the store made it durable). */
+static void view_remove(struct imap_session *s, const uint32_t *uids, unsigned int n)
+{
+	const struct uid_list l = { uids, n };
+	imap_view_expunge(s, in_list, &l);
 }
 
 /* The request in flight and what its completion needs. */

@@ -227,6 +227,12 @@ size_t imap_header_end(const char *p, size_t len);
 void imap_flags_write(struct mt_buf *out, const struct mt_store_mailbox *mbox,
 		      const struct mt_store_msg *msg);
 
+/* Take the view's messages whose uid is gone out: "* n EXPUNGE" each,
+ * highest first so every number is right when it is read, or one
+ * "* VANISHED set" with QRESYNC (RFC 9051 7.5.1, RFC 7162 3.2.10). */
+void imap_view_expunge(struct imap_session *s,
+		       bool (*gone)(uint32_t uid, const void *context),
+		       const void *context);
 /* "* VANISHED [(EARLIER) ]set" of sorted uids (RFC 7162 3.2.10), or the
  * EXPUNGEs of sequence numbers when QRESYNC is not enabled. */
 void imap_vanished_line(struct imap_session *s, bool earlier, const uint32_t *uids,
