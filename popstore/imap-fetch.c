@@ -77,6 +77,9 @@ struct imap_fetch {
 	struct mt_store_req *req;	/* a read in flight */
 	bool async;			/* it waited once: resume the session */
 	char *uid_set;			/* VANISHED: the command's UID set */
+	struct mt_buf prefix;		/* a literal's " BODY[] {n}" not yet sent */
+	bool prefix_pending;
+	bool expunge_issued;		/* a message went away meanwhile */
 };
 
 /* Items */
@@ -263,6 +266,7 @@ static void fetch_destroy(struct imap_fetch *f)
 	if (f->req != NULL)
 		mt_store_req_cancel(f->req);
 	mt_buf_free(&f->head);
+	mt_buf_free(&f->prefix);
 	free(f->positions);
 	free(f->uid_set);
 	free(f);
@@ -368,6 +372,20 @@ static void body_read_done(struct mt_store_req *req, void *context)
 	enum mt_store_status status = mt_store_req_status(req, &error);
 	size_t len;
 	const void *data = mt_store_req_data(req, &len);
+	if (f->prefix_pending && status == MT_STORE_NOT_FOUND) {
+		/* Expunged elsewhere before a byte was promised: the item is
+		 * left out and the FETCH ends NO [EXPUNGEISSUED]. */
+		f->prefix_pending = false;
+		f->streaming = false;
+		f->expunge_issued = true;
+		f->item = f->item_count;
+		fetch_run(f);
+		return;
+	}
+	if (f->prefix_pending && status == MT_STORE_OK && len > 0) {
+		evbuffer_add(imap_output(s), f->prefix.data, f->prefix.len);
+		f->prefix_pending = false;
+	}
 	if (status != MT_STORE_OK || len == 0) {
 		/* The literal's size is promised: a message that went away
 		 * (or a failed read) cannot be finished; the session ends. */
@@ -433,7 +451,16 @@ static bool item_write(struct imap_fetch *f, const struct fetch_item *item,
 		}
 		mt_buf_appendf(&out, "%s%s ", sp, item->label);
 		mt_imap_write_literal_prefix(&out, n, false);
-		evbuffer_add(imap_output(s), out.data, out.len);
+		const bool streamed = !(filtered.data != NULL || item->section == SEC_FIELDS ||
+					item->section == SEC_FIELDS_NOT) && n > 0;
+		if (streamed) {
+			/* The literal's size is a promise: made once the first
+			 * read shows the message is still there. */
+			mt_buf_reset(&f->prefix);
+			mt_buf_append(&f->prefix, out.data, out.len);
+			f->prefix_pending = true;
+		} else
+			evbuffer_add(imap_output(s), out.data, out.len);
 		mt_buf_free(&out);
 		if (filtered.data != NULL || item->section == SEC_FIELDS ||
 		    item->section == SEC_FIELDS_NOT) {
@@ -496,9 +523,13 @@ static void fetch_run(struct imap_fetch *f)
 	}
 	char tag[MT_IMAP_TAG_MAX + 1];
 	snprintf(tag, sizeof(tag), "%s", f->tag);
-	const bool uid = f->uid, async = f->async;
+	const bool uid = f->uid, async = f->async, issued = f->expunge_issued;
 	imap_fetch_free(s);
-	imap_tagged(s, tag, "OK %sFETCH completed.", uid ? "UID " : "");
+	if (issued)
+		imap_tagged(s, tag, "NO [EXPUNGEISSUED] Some messages were expunged "
+			    "meanwhile.");
+	else
+		imap_tagged(s, tag, "OK %sFETCH completed.", uid ? "UID " : "");
 	/* Done inside the command's own dispatch: the session's loop goes
 	 * on by itself; after a wait it must be resumed. */
 	if (async)

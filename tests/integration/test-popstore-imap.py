@@ -565,6 +565,17 @@ def test_concurrent(env):
     assert r.cmd("STOP") == b"e BAD Expected DONE."
     assert r.cmd("f NOOP") == b"f OK NOOP completed."
     s.close()
+    # A FETCH of a message another session expunged (A has not seen the
+    # EXPUNGE yet): no literal promised, NO [EXPUNGEISSUED], A goes on.
+    a.select("INBOX")
+    b.select("INBOX")
+    ok(b.store("1", "+FLAGS", "(\\Deleted)"))
+    ok(b.expunge())
+    typ, data = a.fetch("1", "(UID BODY.PEEK[])")
+    assert typ == "NO" and b"[EXPUNGEISSUED]" in data[-1], (typ, data)
+    a.untagged_responses.clear()
+    ok(a.noop())
+    assert a.untagged_responses.get("EXPUNGE") == [b"1"], a.untagged_responses
     a.logout()
     b.logout()
 
