@@ -19,7 +19,11 @@ lib_mail_libmtmail_a_SOURCES = \
 	lib-mail/imap-mailbox.c lib-mail/imap-mailbox.h \
 	lib-mail/imap-date.c lib-mail/imap-date.h \
 	lib-mail/imap-login.c lib-mail/imap-login.h \
-	lib-mail/imap-search.c lib-mail/imap-search.h
+	lib-mail/imap-search.c lib-mail/imap-search.h \
+	lib-mail/mime-address.c lib-mail/mime-address.h \
+	lib-mail/mime-scan.c lib-mail/mime-scan.h \
+	lib-mail/imap-bodystructure.c lib-mail/imap-bodystructure.h \
+	lib-mail/mime-decode.c lib-mail/mime-decode.h
 
 # What a program linking lib-mail needs (before MAILTIER_LIBS).
 MTMAIL_LIBS = lib-mail/libmtmail.a $(MAILTIER_LIBS)
@@ -30,7 +34,8 @@ lib_mail_unit_tests = tests/unit/test-smtp-reply tests/unit/test-command-find \
 	tests/unit/test-smtpd tests/unit/test-imap-parse \
 	tests/unit/test-imap-write tests/unit/test-imap-mailbox \
 	tests/unit/test-imap-date tests/unit/test-imap-login \
-	tests/unit/test-imap-search
+	tests/unit/test-imap-search tests/unit/test-mime-address \
+	tests/unit/test-mime-scan tests/unit/test-mime-decode
 check_PROGRAMS += $(lib_mail_unit_tests)
 TESTS += $(lib_mail_unit_tests)
 tests_unit_test_smtp_reply_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
@@ -48,3 +53,6 @@ tests_unit_test_imap_mailbox_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_imap_date_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_imap_login_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_imap_search_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
+tests_unit_test_mime_address_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
+tests_unit_test_mime_scan_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
+tests_unit_test_mime_decode_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)

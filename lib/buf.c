@@ -38,6 +38,7 @@ void mt_buf_reserve(struct mt_buf *buf, size_t extra)
 		cap *= 2;
 	buf->data = mt_xrealloc(buf->data, cap);
 	buf->cap = cap;
+	buf->data[buf->len] = '\0';	/* a first reserve keeps the NUL too */
 }
 
 void mt_buf_append(struct mt_buf *buf, const void *data, size_t len)

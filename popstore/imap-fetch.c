@@ -7,9 +7,17 @@
  * IMAP_OUTPUT_LOW, so a FETCH of large messages costs a few reads of
  * memory however slowly the client reads; a non-PEEK body section sets
  * \Seen first (one durable STORE) and the FETCH reports the new FLAGS.
- * ENVELOPE, BODYSTRUCTURE, BODY, MIME part sections and BINARY need the
- * message's MIME structure, which the store does not record yet: they are
- * answered BAD for now (issue 15's next slice).
+ *
+ * ENVELOPE, BODYSTRUCTURE, BODY, the part sections (BODY[1.2],
+ * BODY[3.HEADER], BODY[3.TEXT], BODY[3.HEADER.FIELDS (...)], BODY[2.MIME])
+ * and BINARY[part] / BINARY.SIZE[part] (RFC 3516) come from the message's
+ * structure record, made by the store at delivery (store-structure.c,
+ * lib-mail's imap-bodystructure): one small read per message, the body
+ * never parsed again; a part's octets are then streamed as a whole
+ * message's are. BINARY of a base64 or quoted-printable part is decoded in
+ * memory (parts of at most BINARY_MAX octets: a larger one ends the FETCH
+ * NO [LIMIT], its BODY[part] still served); an unknown encoding ends it
+ * NO [UNKNOWN-CTE]. A part that is not there is NIL.
  *
  * The header is the message's lines up to the first empty one (the
  * store's own Return-Path:/Received: lines included); it is found by
@@ -21,13 +29,17 @@
  * (imap-message.c). The message bytes are the store's, sent as literals
  * of their exact size.
  *
- * RFC 9051 6.4.5 (FETCH and its items, \Seen on BODY[]), 7.5.2 (the FETCH
- * response: BODY[section]<origin>, literals), 6.4.9 (UID FETCH includes
- * UID); RFC 2683 3.2.1.5 (sets may be long). */
+ * RFC 9051 6.4.5 (FETCH and its items, section part numbers, \Seen on
+ * BODY[] and BINARY[]), 7.5.2 (the FETCH response: ENVELOPE, BODY,
+ * BODYSTRUCTURE, BODY[section]<origin>, BINARY, literals and literal8),
+ * 6.4.9 (UID FETCH includes UID), 7.1 (UNKNOWN-CTE, EXPUNGEISSUED); RFC
+ * 3516 (BINARY); RFC 2683 3.2.1.5 (sets may be long). */
 #include "imap-session.h"
 #include "alloc.h"
+#include "imap-bodystructure.h"
 #include "imap-date.h"
 #include "imap-write.h"
+#include "mime-decode.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -41,10 +53,12 @@
 #define HEAD_MAX (1024 * 1024)
 #define FIELDS_MAX 64
 #define ITEMS_MAX 64
+#define BINARY_MAX (8 * 1024 * 1024)
 
 enum item_kind { ITEM_UID, ITEM_FLAGS, ITEM_INTERNALDATE, ITEM_SIZE, ITEM_MODSEQ,
-		 ITEM_BODY };
-enum section { SEC_ALL, SEC_HEADER, SEC_TEXT, SEC_FIELDS, SEC_FIELDS_NOT };
+		 ITEM_BODY, ITEM_BINARY_SIZE, ITEM_ENVELOPE, ITEM_BODYSTRUCTURE,
+		 ITEM_BODY_BASIC };
+enum section { SEC_ALL, SEC_HEADER, SEC_TEXT, SEC_FIELDS, SEC_FIELDS_NOT, SEC_MIME };
 
 struct fetch_item {
 	enum item_kind kind;
@@ -54,6 +68,9 @@ struct fetch_item {
 	uint64_t origin, length;
 	char *fields[FIELDS_MAX];
 	unsigned int field_count;
+	uint32_t path[MT_MIME_DEPTH_MAX];	/* part numbers: "3.1" */
+	unsigned int depth;
+	bool binary;		/* BINARY[]: decoded */
 	char *label;		/* as the response names it: "BODY[HEADER]" */
 };
 
@@ -63,7 +80,7 @@ struct imap_fetch {
 	bool uid;
 	struct fetch_item items[ITEMS_MAX];
 	unsigned int item_count;
-	bool needs_head, sets_seen;
+	bool needs_head, sets_seen, needs_structure;
 	unsigned int *positions;
 	unsigned int count;
 	/* Progress */
@@ -80,6 +97,17 @@ struct imap_fetch {
 	struct mt_buf prefix;		/* a literal's " BODY[] {n}" not yet sent */
 	bool prefix_pending;
 	bool expunge_issued;		/* a message went away meanwhile */
+	/* This message's structure record (needs_structure). */
+	struct mt_buf structure;
+	struct mt_mime_record record;
+	uint64_t shift;			/* its offsets + shift: the message's */
+	bool structure_done;
+	/* One item's part octets gathered (a part header's fields, a part
+	 * BINARY decodes). */
+	struct mt_buf gather;
+	uint64_t gather_from, gather_to;
+	bool gather_done;
+	const char *failure;		/* NO code ending the FETCH: "UNKNOWN-CTE" */
 };
 
 /* Items */
@@ -139,16 +167,53 @@ static bool partial_parse(const char *p, struct fetch_item *item)
 	return true;
 }
 
-/* A BODY[...] / BODY.PEEK[...] atom. */
+/* Part numbers ("1.2.") at the start of a section: into item, *p past
+ * them and their last '.'. */
+static bool part_parse(const char **p, struct fetch_item *item)
+{
+	const char *s = *p;
+	while (*s >= '1' && *s <= '9') {
+		char *end;
+		unsigned long n = strtoul(s, &end, 10);
+		if (n > UINT32_MAX || item->depth == MT_MIME_DEPTH_MAX)
+			return false;
+		item->path[item->depth++] = (uint32_t)n;
+		s = end;
+		if (*s == '\0')
+			break;
+		if (*s != '.' || s[1] == '\0')
+			return false;
+		s++;
+	}
+	*p = s;
+	return true;
+}
+
+/* A BODY[...], BODY.PEEK[...], BINARY[...], BINARY.PEEK[...] or
+ * BINARY.SIZE[...] atom. */
 static bool body_parse(const char *text, struct fetch_item *item)
 {
-	const char *p;
-	if (strncasecmp(text, "BODY.PEEK[", 10) == 0) {
-		item->peek = true;
-		p = text + 10;
-	} else if (strncasecmp(text, "BODY[", 5) == 0)
-		p = text + 5;
-	else
+	static const struct {
+		const char *prefix;
+		bool peek, binary, size;
+	} forms[] = {
+		{ "BODY.PEEK[", true, false, false }, { "BODY[", false, false, false },
+		{ "BINARY.PEEK[", true, true, false }, { "BINARY.SIZE[", true, true, true },
+		{ "BINARY[", false, true, false },
+	};
+	const char *p = NULL, *name = NULL;
+	bool size_only = false;
+	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]) && p == NULL; i++) {
+		size_t n = strlen(forms[i].prefix);
+		if (strncasecmp(text, forms[i].prefix, n) == 0) {
+			p = text + n;
+			item->peek = forms[i].peek;
+			item->binary = forms[i].binary;
+			size_only = forms[i].size;
+			name = forms[i].size ? "BINARY.SIZE" : forms[i].binary ? "BINARY" : "BODY";
+		}
+	}
+	if (p == NULL)
 		return false;
 	const char *close = strrchr(p, ']');
 	if (close == NULL)
@@ -159,31 +224,38 @@ static bool body_parse(const char *text, struct fetch_item *item)
 		return false;
 	memcpy(section, p, len);
 	section[len] = '\0';
-	item->kind = ITEM_BODY;
-	if (len == 0)
+	const char *t = section;
+	if (!part_parse(&t, item))
+		return false;
+	item->kind = size_only ? ITEM_BINARY_SIZE : ITEM_BODY;
+	if (*t == '\0')
 		item->section = SEC_ALL;
-	else if (strcasecmp(section, "HEADER") == 0)
+	else if (item->binary)
+		return false;	/* RFC 3516: part numbers only */
+	else if (strcasecmp(t, "HEADER") == 0)
 		item->section = SEC_HEADER;
-	else if (strcasecmp(section, "TEXT") == 0)
+	else if (strcasecmp(t, "TEXT") == 0)
 		item->section = SEC_TEXT;
-	else if (strncasecmp(section, "HEADER.FIELDS.NOT", 17) == 0 &&
-		 (section[17] == ' ' || section[17] == '(')) {
+	else if (strcasecmp(t, "MIME") == 0 && item->depth > 0)
+		item->section = SEC_MIME;
+	else if (strncasecmp(t, "HEADER.FIELDS.NOT", 17) == 0 &&
+		 (t[17] == ' ' || t[17] == '(')) {
 		item->section = SEC_FIELDS_NOT;
-		if (!fields_parse(section + 17, item))
+		if (!fields_parse(t + 17, item))
 			return false;
-	} else if (strncasecmp(section, "HEADER.FIELDS", 13) == 0 &&
-		   (section[13] == ' ' || section[13] == '(')) {
+	} else if (strncasecmp(t, "HEADER.FIELDS", 13) == 0 &&
+		   (t[13] == ' ' || t[13] == '(')) {
 		item->section = SEC_FIELDS;
-		if (!fields_parse(section + 13, item))
+		if (!fields_parse(t + 13, item))
 			return false;
 	} else
-		return false;	/* part numbers, MIME: not yet */
-	if (!partial_parse(close + 1, item))
+		return false;
+	if (size_only ? close[1] != '\0' : !partial_parse(close + 1, item))
 		return false;
 	/* The response names the section as asked, without PEEK, with the
 	 * partial's origin only (RFC 9051 7.5.2). */
 	struct mt_buf label = MT_BUF_INIT;
-	mt_buf_appendf(&label, "BODY[%s]", section);
+	mt_buf_appendf(&label, "%s[%s]", name, section);
 	if (item->partial)
 		mt_buf_appendf(&label, "<%" PRIu64 ">", item->origin);
 	item->label = mt_xstrdup(mt_buf_cstr(&label));
@@ -210,6 +282,12 @@ static bool item_parse(struct imap_fetch *f, const struct mt_imap_arg *a)
 		item->kind = ITEM_MODSEQ;
 		f->s->condstore = true;	/* RFC 7162 3.1 */
 	}
+	else if (strcasecmp(t, "ENVELOPE") == 0)
+		item->kind = ITEM_ENVELOPE;
+	else if (strcasecmp(t, "BODYSTRUCTURE") == 0)
+		item->kind = ITEM_BODYSTRUCTURE;
+	else if (strcasecmp(t, "BODY") == 0)
+		item->kind = ITEM_BODY_BASIC;
 	else if (strcasecmp(t, "RFC822") == 0 || strcasecmp(t, "RFC822.HEADER") == 0 ||
 		 strcasecmp(t, "RFC822.TEXT") == 0) {
 		item->kind = ITEM_BODY;
@@ -226,20 +304,27 @@ static bool item_parse(struct imap_fetch *f, const struct mt_imap_arg *a)
 	}
 	f->item_count++;
 	if (item->kind == ITEM_BODY) {
-		f->needs_head |= item->section != SEC_ALL;
+		f->needs_head |= item->section != SEC_ALL && item->depth == 0;
 		f->sets_seen |= !item->peek;
 	}
+	f->needs_structure |= item->kind == ITEM_ENVELOPE || item->kind == ITEM_BODYSTRUCTURE ||
+		item->kind == ITEM_BODY_BASIC ||
+		((item->kind == ITEM_BODY || item->kind == ITEM_BINARY_SIZE) && item->depth > 0);
 	return true;
 }
 
 /* FETCH's item argument: a macro, an item, or a list of items. */
 static bool items_parse(struct imap_fetch *f, const struct mt_imap_arg *a)
 {
-	static const char *const fast[] = { "FLAGS", "INTERNALDATE", "RFC822.SIZE" };
-	if (mt_imap_arg_atom_is(a, "FAST")) {
-		for (size_t i = 0; i < 3; i++) {
+	/* RFC 9051 6.4.5: FAST, ALL, FULL */
+	static const char *const macro[] = { "FLAGS", "INTERNALDATE", "RFC822.SIZE",
+					     "ENVELOPE", "BODY" };
+	size_t n = mt_imap_arg_atom_is(a, "FAST") ? 3 : mt_imap_arg_atom_is(a, "ALL") ? 4 :
+		mt_imap_arg_atom_is(a, "FULL") ? 5 : 0;
+	if (n > 0) {
+		for (size_t i = 0; i < n; i++) {
 			const struct mt_imap_arg item = {
-				.type = MT_IMAP_ARG_ATOM, .str = fast[i], .len = strlen(fast[i]),
+				.type = MT_IMAP_ARG_ATOM, .str = macro[i], .len = strlen(macro[i]),
 			};
 			(void)item_parse(f, &item);
 		}
@@ -267,6 +352,8 @@ static void fetch_destroy(struct imap_fetch *f)
 		mt_store_req_cancel(f->req);
 	mt_buf_free(&f->head);
 	mt_buf_free(&f->prefix);
+	mt_buf_free(&f->structure);
+	mt_buf_free(&f->gather);
 	free(f->positions);
 	free(f->uid_set);
 	free(f);
@@ -301,13 +388,11 @@ static bool field_listed(const struct fetch_item *item, const char *line, size_t
 	return false;
 }
 
-/* HEADER.FIELDS (.NOT): the header's fields (with their continuation
- * lines) that are (not) listed, and the empty line. */
-static void fields_filter(const struct imap_fetch *f, const struct fetch_item *item,
+/* HEADER.FIELDS (.NOT): the fields of the header in p[0..end) (with
+ * their continuation lines) that are (not) listed, and the empty line. */
+static void fields_filter(const char *p, size_t end, const struct fetch_item *item,
 			  struct mt_buf *out)
 {
-	const char *p = f->head.data != NULL ? f->head.data : "";
-	const size_t end = (size_t)f->head_end > f->head.len ? f->head.len : (size_t)f->head_end;
 	bool keep = false;
 	for (size_t i = 0; i < end;) {
 		const char *nl = memchr(p + i, '\n', end - i);
@@ -407,6 +492,201 @@ static void body_read_done(struct mt_store_req *req, void *context)
 	fetch_run(f);
 }
 
+/* A message's read failed in a way the FETCH cannot go on from. */
+static void fetch_failed(struct imap_fetch *f, enum mt_store_status status, const char *error)
+{
+	struct imap_session *s = f->s;
+	imap_fetch_free(s);
+	imap_store_failed(s, s->tag, status, error);
+	imap_resume(s);
+}
+
+static void structure_read_done(struct mt_store_req *req, void *context)
+{
+	struct imap_fetch *f = context;
+	f->req = NULL;
+	const char *error;
+	enum mt_store_status status = mt_store_req_status(req, &error);
+	size_t len = 0;
+	const void *data = mt_store_req_structure(req, &len, &f->shift);
+	mt_buf_reset(&f->structure);
+	if (status == MT_STORE_NOT_FOUND) {
+		/* Expunged meanwhile: its items are left out. */
+		f->expunge_issued = true;
+		f->item = f->item_count;
+	} else if (status != MT_STORE_OK) {
+		fetch_failed(f, status, error);
+		return;
+	} else {
+		mt_buf_append(&f->structure, data, len);
+		if (!mt_mime_record_read(&f->record, f->structure.data, f->structure.len)) {
+			fetch_failed(f, MT_STORE_FATAL, "a damaged structure record");
+			return;
+		}
+	}
+	f->structure_done = true;
+	fetch_run(f);
+}
+
+static void gather_read_done(struct mt_store_req *req, void *context)
+{
+	struct imap_fetch *f = context;
+	f->req = NULL;
+	const char *error;
+	enum mt_store_status status = mt_store_req_status(req, &error);
+	size_t len;
+	const void *data = mt_store_req_data(req, &len);
+	if (status == MT_STORE_NOT_FOUND) {
+		f->expunge_issued = true;
+		f->item = f->item_count;
+		f->gather_done = true;
+		fetch_run(f);
+		return;
+	}
+	if (status != MT_STORE_OK) {
+		fetch_failed(f, status, error);
+		return;
+	}
+	mt_buf_append(&f->gather, data, len);
+	if (len == 0 || f->gather_from + f->gather.len >= f->gather_to)
+		f->gather_done = true;
+	fetch_run(f);
+}
+
+/* The octets of the message an item with part numbers names, and the
+ * part's transfer encoding: false if the part (or, for HEADER, TEXT and
+ * HEADER.FIELDS, its encapsulated message) is not there. */
+static bool part_range(const struct imap_fetch *f, const struct fetch_item *item,
+		       const struct mt_store_msg *m, uint64_t *from_r, uint64_t *to_r,
+		       enum mt_mime_encoding *encoding_r)
+{
+	struct mt_mime_part part, message;
+	if (!mt_mime_record_find(&f->record, item->path, item->depth, &part))
+		return false;
+	*encoding_r = part.encoding;
+	uint64_t from, to;
+	const struct mt_mime_part *header = &part;
+	switch (item->section) {
+	case SEC_ALL:
+		from = part.body_offset;
+		to = part.end_offset;
+		break;
+	case SEC_MIME:
+		from = part.header_offset;
+		to = part.body_offset;
+		break;
+	default:
+		if (!mt_mime_record_message(&f->record, &part, &message))
+			return false;
+		header = &message;
+		from = item->section == SEC_TEXT ? message.body_offset : message.header_offset;
+		to = item->section == SEC_TEXT ? message.end_offset : message.body_offset;
+		break;
+	}
+	/* The top header begins the message (the store's own lines first). */
+	from = header->index == 0 && from == header->header_offset ? 0 : from + f->shift;
+	to += f->shift;
+	*to_r = to > m->size ? m->size : to;
+	*from_r = from > *to_r ? *to_r : from;
+	return true;
+}
+
+/* What an item needs gathered in memory first: a part header's fields, or
+ * a part BINARY decodes. */
+static bool item_gathers(const struct fetch_item *item, const struct imap_fetch *f,
+			 const struct mt_store_msg *m, uint64_t *from_r, uint64_t *to_r)
+{
+	enum mt_mime_encoding encoding;
+	if (item->depth == 0 || (item->kind != ITEM_BODY && item->kind != ITEM_BINARY_SIZE) ||
+	    !part_range(f, item, m, from_r, to_r, &encoding))
+		return false;
+	if (item->section == SEC_FIELDS || item->section == SEC_FIELDS_NOT) {
+		if (*to_r - *from_r > HEAD_MAX)
+			*to_r = *from_r + HEAD_MAX;
+		return true;
+	}
+	return item->binary && (encoding == MT_MIME_ENC_BASE64 ||
+				encoding == MT_MIME_ENC_QUOTED_PRINTABLE) &&
+		*to_r - *from_r <= BINARY_MAX;
+}
+
+/* A literal (or literal8, for octets with NUL) of data[from, from + n)
+ * after the label. */
+static void literal_write(struct imap_session *s, const char *sp, const char *label,
+			  const char *data, size_t n)
+{
+	struct mt_buf out = MT_BUF_INIT;
+	mt_buf_appendf(&out, "%s%s ", sp, label);
+	mt_imap_write_literal_prefix(&out, n, memchr(data, '\0', n) != NULL);
+	mt_buf_append(&out, data, n);
+	evbuffer_add(imap_output(s), out.data, out.len);
+	mt_buf_free(&out);
+}
+
+/* An item with part numbers (or a part BINARY): false if it was not sent
+ * but streamed (f->send_*) or left NIL. */
+static void part_write(struct imap_fetch *f, const struct fetch_item *item,
+		       const struct mt_store_msg *m, const char *sp)
+{
+	struct imap_session *s = f->s;
+	uint64_t from, to;
+	enum mt_mime_encoding encoding;
+	if (!part_range(f, item, m, &from, &to, &encoding)) {
+		if (item->kind == ITEM_BINARY_SIZE)
+			evbuffer_add_printf(imap_output(s), "%s%s 0", sp, item->label);
+		else
+			evbuffer_add_printf(imap_output(s), "%s%s NIL", sp, item->label);
+		return;
+	}
+	struct mt_buf decoded = MT_BUF_INIT;
+	const char *data = NULL;
+	uint64_t size = to - from;
+	if (item->section == SEC_FIELDS || item->section == SEC_FIELDS_NOT) {
+		fields_filter(f->gather.data != NULL ? f->gather.data : "", f->gather.len, item,
+			      &decoded);
+		data = decoded.data;
+		size = decoded.len;
+	} else if (item->binary && encoding == MT_MIME_ENC_UNKNOWN) {
+		f->failure = "UNKNOWN-CTE";
+		return;
+	} else if (item->binary && encoding != MT_MIME_ENC_IDENTITY) {
+		if (to - from > BINARY_MAX) {
+			f->failure = "LIMIT";
+			return;
+		}
+		const char *in = f->gather.data != NULL ? f->gather.data : "";
+		if (encoding == MT_MIME_ENC_BASE64)
+			mt_mime_decode_base64(&decoded, in, f->gather.len);
+		else
+			mt_mime_decode_qp(&decoded, in, f->gather.len);
+		data = decoded.data != NULL ? decoded.data : "";
+		size = decoded.len;
+	}
+	if (item->kind == ITEM_BINARY_SIZE) {
+		evbuffer_add_printf(imap_output(s), "%s%s %" PRIu64, sp, item->label, size);
+		mt_buf_free(&decoded);
+		return;
+	}
+	uint64_t start = 0, n = size;
+	if (item->partial) {
+		start = item->origin < size ? item->origin : size;
+		n = size - start < item->length ? size - start : item->length;
+	}
+	if (data != NULL || n == 0) {
+		literal_write(s, sp, item->label, data != NULL ? data + start : "", (size_t)n);
+		mt_buf_free(&decoded);
+		return;
+	}
+	/* Streamed as a whole message is: the size promised at the first read. */
+	mt_buf_reset(&f->prefix);
+	mt_buf_appendf(&f->prefix, "%s%s ", sp, item->label);
+	mt_imap_write_literal_prefix(&f->prefix, n, false);
+	f->prefix_pending = true;
+	f->send_from = from + start;
+	f->send_left = n;
+	f->streaming = true;
+}
+
 /* Write item i of the current message; false if it waits (a read). */
 static bool item_write(struct imap_fetch *f, const struct fetch_item *item,
 		       const struct mt_store_msg *m, unsigned int index)
@@ -432,7 +712,30 @@ static bool item_write(struct imap_fetch *f, const struct fetch_item *item,
 	case ITEM_MODSEQ:
 		mt_buf_appendf(&out, "%sMODSEQ (%" PRIu64 ")", sp, m->modseq);
 		break;
+	case ITEM_ENVELOPE:
+		mt_buf_appendf(&out, "%sENVELOPE ", sp);
+		mt_buf_append(&out, f->record.envelope, f->record.envelope_len);
+		break;
+	case ITEM_BODYSTRUCTURE:
+		mt_buf_appendf(&out, "%sBODYSTRUCTURE ", sp);
+		mt_buf_append(&out, f->record.bodystructure, f->record.bodystructure_len);
+		break;
+	case ITEM_BODY_BASIC:
+		mt_buf_appendf(&out, "%sBODY ", sp);
+		mt_buf_append(&out, f->record.body, f->record.body_len);
+		break;
+	case ITEM_BINARY_SIZE:
+		if (item->depth > 0) {
+			part_write(f, item, m, sp);
+			return true;
+		}
+		mt_buf_appendf(&out, "%s%s %" PRIu64, sp, item->label, m->size);
+		break;
 	case ITEM_BODY: {
+		if (item->depth > 0) {
+			part_write(f, item, m, sp);
+			return true;
+		}
 		uint64_t base = 0, size = m->size;
 		struct mt_buf filtered = MT_BUF_INIT;
 		if (item->section == SEC_HEADER)
@@ -441,7 +744,9 @@ static bool item_write(struct imap_fetch *f, const struct fetch_item *item,
 			base = f->head_end;
 			size = m->size > f->head_end ? m->size - f->head_end : 0;
 		} else if (item->section == SEC_FIELDS || item->section == SEC_FIELDS_NOT) {
-			fields_filter(f, item, &filtered);
+			fields_filter(f->head.data != NULL ? f->head.data : "",
+				      (size_t)f->head_end > f->head.len ? f->head.len :
+				      (size_t)f->head_end, item, &filtered);
 			size = filtered.len;
 		}
 		uint64_t from = 0, n = size;
@@ -506,6 +811,30 @@ static void fetch_run(struct imap_fetch *f)
 			f->async = true;
 			return;
 		}
+		if (f->needs_structure && !f->structure_done) {
+			f->req = mt_store_structure(s->ps->port, s->selected.mbox, index,
+						    structure_read_done, f);
+			f->async = true;
+			return;
+		}
+		uint64_t from, to;
+		if (f->item < f->item_count && !f->gather_done &&
+		    item_gathers(&f->items[f->item], f, m, &from, &to)) {
+			if (f->gather.len == 0 && f->gather_to == 0) {
+				f->gather_from = from;
+				f->gather_to = to;
+			}
+			uint64_t at = f->gather_from + f->gather.len;
+			if (at < f->gather_to) {
+				uint64_t want = f->gather_to - at;
+				f->req = mt_store_read(s->ps->port, s->selected.mbox, index, at,
+						       want < READ_CHUNK ? (size_t)want : READ_CHUNK,
+						       gather_read_done, f);
+				f->async = true;
+				return;
+			}
+			f->gather_done = true;
+		}
 		if (!f->line_open) {
 			evbuffer_add_printf(imap_output(s), "* %u FETCH (", position + 1);
 			f->line_open = true;
@@ -514,18 +843,29 @@ static void fetch_run(struct imap_fetch *f)
 		if (f->item < f->item_count) {
 			(void)item_write(f, &f->items[f->item], m, index);
 			f->item++;
+			mt_buf_reset(&f->gather);
+			f->gather_to = 0;
+			f->gather_done = false;
 			continue;
 		}
 		evbuffer_add(imap_output(s), ")\r\n", 3);
 		f->line_open = false;
 		f->head_done = false;
+		f->structure_done = false;
 		f->pos++;
 	}
 	char tag[MT_IMAP_TAG_MAX + 1];
 	snprintf(tag, sizeof(tag), "%s", f->tag);
 	const bool uid = f->uid, async = f->async, issued = f->expunge_issued;
+	const char *failure = f->failure;
 	imap_fetch_free(s);
-	if (issued)
+	if (failure != NULL && strcmp(failure, "UNKNOWN-CTE") == 0)
+		imap_tagged(s, tag, "NO [UNKNOWN-CTE] A part's Content-Transfer-Encoding "
+			    "is not one BINARY can decode.");
+	else if (failure != NULL)
+		imap_tagged(s, tag, "NO [LIMIT] BINARY decodes parts of at most %u octets: "
+			    "fetch BODY[part] instead.", BINARY_MAX);
+	else if (issued)
 		imap_tagged(s, tag, "NO [EXPUNGEISSUED] Some messages were expunged "
 			    "meanwhile.");
 	else
@@ -629,8 +969,7 @@ void imap_cmd_fetch(struct imap_session *s, const struct mt_imap_command *cmd, b
 	f->uid = uid;
 	if (!items_parse(f, &cmd->args[1])) {
 		fetch_destroy(f);
-		imap_error(s, cmd->tag, "BAD FETCH: unknown or unsupported item "
-			   "(ENVELOPE, BODYSTRUCTURE and MIME parts are not served yet).");
+		imap_error(s, cmd->tag, "BAD FETCH: unknown item or invalid section.");
 		return;
 	}
 	if (uid) {

@@ -20,11 +20,12 @@ store_libmtstore_a_SOURCES = \
 	store/store-ops.c \
 	store/store-folders.c \
 	store/store-flags.c \
-	store/store-copy.c
+	store/store-copy.c \
+	store/store-structure.c
 store_libmtstore_a_CFLAGS = $(AM_CFLAGS) $(LIBEVENT_CFLAGS)
 
 # What a program using the store links (after its own objects).
-STORE_LIBS = store/libmtstore.a $(MTBDB_LIBS) $(MAILTIER_LIBS)
+STORE_LIBS = store/libmtstore.a lib-mail/libmtmail.a $(MTBDB_LIBS) $(MAILTIER_LIBS)
 STORE_TEST_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(LIBEVENT_CFLAGS) \
 	-I$(top_srcdir)/store
 

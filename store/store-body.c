@@ -29,7 +29,9 @@
 #include "store-private.h"
 #include "alloc.h"
 #include "buf.h"
+#include "imap-bodystructure.h"
 #include "log.h"
+#include "mime-scan.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -47,6 +49,7 @@ static struct mt_store_body *body_new(struct mt_store *store,
 	body->cb = cb;
 	body->context = context;
 	pthread_mutex_init(&body->lock, NULL);
+	body->mime = mt_mime_scan_new();
 	if (store->set.mode != MT_STORE_MODE_SERVE) {
 		body->status = MT_STORE_INVALID;
 		snprintf(body->error, sizeof(body->error),
@@ -67,6 +70,8 @@ void store_body_unref(struct mt_store_body *body)
 		return;
 	pthread_mutex_destroy(&body->lock);
 	free(body->buf);
+	mt_mime_scan_free(&body->mime);
+	mt_buf_free(&body->structure);
 	free(body);
 }
 
@@ -125,6 +130,8 @@ void mt_store_body_append(struct mt_store_body *body, const void *data,
 	const size_t chunk = body->store->chunk_size;
 	const char *p = data;
 	body->size += size;
+	if (body->mime != NULL)
+		mt_mime_scan_feed(body->mime, data, size);
 	if (body->stopped || body_failed(body)) {
 		/* Nothing more is written; deliver reports the failure. */
 		body->stopped = true;
@@ -172,6 +179,21 @@ static void body_finish(struct mt_store_body *body)
 	body->finished = true;
 	MT_FREE(&body->buf);
 	body->len = 0;
+	mt_mime_scan_free(&body->mime);
+}
+
+/* The body is complete: its MIME structure becomes the record its first
+ * delivery transaction writes (IMAP's ENVELOPE, BODYSTRUCTURE and part
+ * sections are answered from it, the body never parsed again). */
+static void body_structure(struct mt_store_body *body)
+{
+	if (body->mime == NULL)
+		return;
+	mt_mime_scan_finish(body->mime);
+	unsigned int count;
+	const struct mt_mime_entity *entities = mt_mime_scan_entities(body->mime, &count);
+	mt_mime_record_write(&body->structure, entities, count);
+	mt_mime_scan_free(&body->mime);
 }
 
 void mt_store_body_abort(struct mt_store_body **body_p)
@@ -198,6 +220,7 @@ static struct mt_store_req *deliver_new(struct mt_store_body *body,
 					unsigned int count, mt_store_cb_t *cb,
 					void *context)
 {
+	body_structure(body);
 	struct mt_store_req *req = store_deliver_new(body->store, body->port,
 						     rcpts, count, cb, context);
 	req->body_size = body->len;

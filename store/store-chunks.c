@@ -183,7 +183,8 @@ int store_chunks_unref(struct mt_store *store, DB_TXN *txn, uint64_t body_id)
 	DBT key;
 	store_put_be64(kbuf, body_id);
 	store_dbt_in(&key, kbuf, sizeof(kbuf));
-	if ((ret = store->refs->del(store->refs, txn, &key, 0)) != 0)
+	if ((ret = store->refs->del(store->refs, txn, &key, 0)) != 0 ||
+	    (ret = store_structure_del(store, txn, body_id)) != 0)
 		return ret;
 	return body_purge_queue(store, txn, body_id, size);
 }

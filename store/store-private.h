@@ -24,6 +24,7 @@
 #include "store.h"
 #include "bdb-checkpoint.h"
 #include "bdb-commit.h"
+#include "buf.h"
 
 #include <db.h>
 #include <pthread.h>
@@ -98,6 +99,7 @@
 #define STORE_IMAP_SUBSCRIPTION 'S'	/* + user NUL name → nothing */
 #define STORE_IMAP_KEYWORDS 'K'		/* + mailbox id u64 → names, NUL-ended */
 #define STORE_IMAP_VANISHED 'V'		/* + id u64 + modseq u64 → uids u32 */
+#define STORE_IMAP_STRUCTURE 'M'	/* + body id u64 → MIME structure record */
 
 /* A mailbox.db key: the user's name for INBOX, user NUL folder else. */
 #define STORE_MAILBOX_KEY_MAX (MT_STORE_MAILBOX_MAX + 1 + MT_STORE_FOLDER_MAX)
@@ -159,6 +161,10 @@ struct mt_store_body {
 	uint32_t chunks;		/* full chunks handed to the store */
 	unsigned int writes;		/* of those, callbacks not yet seen */
 	bool finished;			/* delivered or aborted: no callbacks */
+	struct mt_mime_scan *mime;	/* its MIME structure, as it arrives */
+	/* Set at deliver (then read by the executors): the structure
+	 * record (store-structure.c), written with the first reference. */
+	struct mt_buf structure;
 	/* Under lock: written by the executors. */
 	pthread_mutex_t lock;
 	unsigned int executing;		/* chunk writes not yet run */
@@ -485,6 +491,14 @@ int store_dedupe_record(struct mt_store *store, DB_TXN *txn,
 /* Checkpoint thread, every second (*secs its counter): every
  * EXPIRE_EVERY_SECS remove the ids older than the window. */
 void store_dedupe_expire(struct mt_store *store, unsigned int *secs);
+
+/* store-structure.c */
+/* In the transaction of a body's first reference: its structure record
+ * (len 0: none). */
+int store_structure_put(struct mt_store *store, DB_TXN *txn, uint64_t body_id,
+			const void *record, size_t len);
+/* With the body's last reference: its record goes too. */
+int store_structure_del(struct mt_store *store, DB_TXN *txn, uint64_t body_id);
 
 /* store-chunks.c */
 /* Put one chunk of the object (id, uid): a message's own chunks, or a

@@ -435,7 +435,10 @@ static int deliver_txn(struct mt_store *store, DB_TXN *txn, void *context)
 			      rcpt->prefix_len)) != 0 ||
 	    (ret = store_chunks_ref(store, txn, ctx->body->id, !ctx->referenced,
 				    ctx->body->chunks, ctx->tail, ctx->tail_size,
-				    ctx->body_size)) != 0)
+				    ctx->body_size)) != 0 ||
+	    (!ctx->referenced &&
+	     (ret = store_structure_put(store, txn, ctx->body->id, ctx->body->structure.data,
+					ctx->body->structure.len)) != 0))
 		return ret;
 	rec.next_uid++;
 	rec.count++;

@@ -305,6 +305,23 @@ enum mt_store_status mt_store_read_sync(struct mt_store_mailbox *mbox,
 					void *buf, size_t max, size_t *size_r,
 					const char **error_r);
 
+/* The MIME structure record of message index (lib-mail's
+ * imap-bodystructure.h: ENVELOPE, BODY, BODYSTRUCTURE, the part table),
+ * made at delivery and shared by every copy of the body; for a message
+ * stored before records were kept, scanned from its octets now. Its
+ * offsets count from the shared body: add *shift_r (the octets stored
+ * before it for this recipient, which belong to the top header) for the
+ * message's. The result is valid as the request is (in the callback). */
+struct mt_store_req *mt_store_structure(struct mt_store_port *port,
+					struct mt_store_mailbox *mbox, unsigned int index,
+					mt_store_cb_t *cb, void *context);
+const void *mt_store_req_structure(const struct mt_store_req *req, size_t *len_r,
+				   uint64_t *shift_r);
+/* The same, waited for: the record appended to record_r. */
+enum mt_store_status mt_store_structure_sync(struct mt_store_mailbox *mbox, unsigned int index,
+					     struct mt_buf *record_r, uint64_t *shift_r,
+					     const char **error_r);
+
 /* Remove these uids from the mailbox in one transaction and make it durable
  * (POP3 UPDATE state); uids already gone are ignored. Their bodies are
  * purged afterwards by the store (see above). */

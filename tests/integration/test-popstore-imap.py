@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """test-popstore-imap.py -- mailtier-popstore's IMAP server as far as it
 goes (login, folders, SELECT, FETCH, STORE, COPY/MOVE, EXPUNGE, APPEND,
-SEARCH, IDLE, several sessions; MIME structure comes next), with Python's imaplib, curl
+SEARCH, IDLE, several sessions, MIME structure), with Python's imaplib, curl
 imap://, fetchmail and raw sockets against a real slapd, messages
 delivered over LMTP:
 
@@ -23,6 +23,14 @@ delivered over LMTP:
     with keywords and .SILENT, COPY (COPYUID), MOVE (EXPUNGE responses),
     EXPUNGE, UID EXPUNGE, APPEND with flags and date (APPENDUID,
     TRYCREATE), bad sets; curl's UID fetch; fetchmail over IMAP;
+  - MIME structure recorded at delivery: ENVELOPE, BODYSTRUCTURE, BODY
+    and the FULL macro of a multipart/mixed message (alternative text and
+    HTML, a base64 attachment, a forwarded message/rfc822, an x-uuencode
+    part), delivered over LMTP, APPENDed and COPYed; BODY[1.1], [1.2.MIME],
+    [3.HEADER], [3.TEXT], [3.HEADER.FIELDS (Subject)], [3.1] byte for
+    byte against the message; BINARY[...] and BINARY.SIZE[...] equal to
+    Python's own base64 / quoted-printable decoders; a missing part NIL;
+    BINARY of an unknown encoding NO [UNKNOWN-CTE];
   - several sessions on one mailbox: each other's flags and expunges at
     NOOP, deliveries' EXISTS, IDLE pushing a delivery, a POP3 QUIT's
     deletion and another session's keyword; POP3 beside IMAP;
@@ -367,13 +375,16 @@ def test_messages(env):
     label, part = fetch_one(c, "2", "(BODY.PEEK[TEXT]<5000.10>)")
     assert part == b"", part
     assert fetch_one(c, "2", "(RFC822.HEADER)")[1] == full[:split]
-    # Not yet (the MIME slice): BAD, and the session goes on.
-    for item in ("(ENVELOPE)", "(BODYSTRUCTURE)", "(BODY.PEEK[1])"):
+    # A message without MIME: part 1 is its text; bad sections are BAD,
+    # and the session goes on.
+    assert fetch_one(c, "1", "(BODY.PEEK[1])")[1] == fetch_one(c, "1", "(BODY.PEEK[TEXT])")[1]
+    for item in ("(BODY.PEEK[MIME])", "(BODY.PEEK[1.])", "(BINARY.PEEK[TEXT])",
+                 "(BODY.PEEK[0])", "(BINARY.SIZE[1]<0.5>)"):
         try:
             c.fetch("1", item)
             raise AssertionError(f"{item} answered")
         except imaplib.IMAP4.error as e:
-            assert "unsupported item" in str(e), e
+            assert "invalid section" in str(e), e
     # BODY[] sets \Seen and says so.
     typ, data = c.fetch("1", "(BODY[])")
     assert data[1] == b" FLAGS (\\Seen))", data
@@ -870,6 +881,150 @@ def test_offlineimap(env, h):
     c.logout()
 
 
+MIME_PARTS = {
+    "1.1": b"Plain caf=C3=A9 text,\r\nsecond line=\r\n continued",
+    "1.2": b"<p>caf=C3=A9</p>",
+    "2": base64.encodebytes(bytes(range(256)) * 8).replace(b"\n", b"\r\n").rstrip(),
+    "3.1": b"forwarded body\r\n",
+    "4": b"begin 644 x\r\n`\r\nend",
+}
+
+
+def mime_message():
+    """A multipart/mixed message as mail clients send them."""
+    return (b"From: \"Ann Example\" <ann@example.test>\r\n"
+            b"To: Bob <bob@example.test>, carl@example.test\r\n"
+            b"Subject: =?utf-8?q?r=C3=A9sum=C3=A9?=\r\n"
+            b"Date: Tue, 1 Dec 2026 10:00:00 +0000\r\n"
+            b"Message-ID: <mime-1@example.test>\r\n"
+            b"MIME-Version: 1.0\r\n"
+            b"Content-Type: multipart/mixed; boundary=\"outer-b\"\r\n"
+            b"\r\n"
+            b"This is a multi-part message in MIME format.\r\n"
+            b"--outer-b\r\n"
+            b"Content-Type: multipart/alternative; boundary=alt\r\n"
+            b"\r\n"
+            b"--alt\r\n"
+            b"Content-Type: text/plain; charset=utf-8\r\n"
+            b"Content-Transfer-Encoding: quoted-printable\r\n"
+            b"\r\n" + MIME_PARTS["1.1"] + b"\r\n"
+            b"--alt\r\n"
+            b"Content-Type: text/html; charset=utf-8\r\n"
+            b"Content-Transfer-Encoding: quoted-printable\r\n"
+            b"\r\n" + MIME_PARTS["1.2"] + b"\r\n"
+            b"--alt--\r\n"
+            b"--outer-b\r\n"
+            b"Content-Type: application/octet-stream; name=\"bytes.bin\"\r\n"
+            b"Content-Disposition: attachment; filename=\"bytes.bin\"\r\n"
+            b"Content-Transfer-Encoding: base64\r\n"
+            b"\r\n" + MIME_PARTS["2"] + b"\r\n"
+            b"--outer-b\r\n"
+            b"Content-Type: message/rfc822\r\n"
+            b"\r\n"
+            b"From: dan@example.test\r\n"
+            b"Subject: inner\r\n"
+            b"\r\n" + MIME_PARTS["3.1"] + b"\r\n"
+            b"--outer-b\r\n"
+            b"Content-Type: application/x-uu\r\n"
+            b"Content-Transfer-Encoding: x-uuencode\r\n"
+            b"\r\n" + MIME_PARTS["4"] + b"\r\n"
+            b"--outer-b--\r\n")
+
+
+def test_mime(env):
+    import quopri
+    user = f"nora@{D}"
+    msg = mime_message()
+    env.deliver("s1", "x@remote.test", [user], msg)
+    c = env.imap("s1", user=user, password=PW)
+    ok(c.append("Archive", None, None, msg))
+    typ, data = c.select("INBOX")
+    assert data == [b"1"], data
+    typ, data = c.fetch("1", "(ENVELOPE)")
+    assert typ == "OK", data
+    env_line = data[0] if isinstance(data[0], bytes) else data[0][0]
+    assert (b'ENVELOPE ("Tue, 1 Dec 2026 10:00:00 +0000" "=?utf-8?q?r=C3=A9sum=C3=A9?=" '
+            b'(("Ann Example" NIL "ann" "example.test"))') in env_line, env_line
+    assert (b'(("Bob" NIL "bob" "example.test")(NIL NIL "carl" "example.test")) '
+            b'NIL NIL NIL "<mime-1@example.test>")') in env_line, env_line
+    typ, data = c.fetch("1", "(BODYSTRUCTURE)")
+    bs = data[0] if isinstance(data[0], bytes) else data[0][0]
+    size2 = len(MIME_PARTS["2"])
+    for want in (b'(("text" "plain" ("charset" "utf-8") NIL NIL "quoted-printable" %d 3 NIL NIL NIL NIL)'
+                 % len(MIME_PARTS["1.1"]),
+                 b' "alternative" ("boundary" "alt") NIL NIL NIL)',
+                 b'("application" "octet-stream" ("name" "bytes.bin") NIL NIL "base64" %d NIL '
+                 b'("attachment" ("filename" "bytes.bin")) NIL NIL)' % size2,
+                 b'("message" "rfc822" NIL NIL NIL "7bit" ',
+                 b'(NIL "inner" ((NIL NIL "dan" "example.test"))',
+                 b' "mixed" ("boundary" "outer-b") NIL NIL NIL)'):
+        assert want in bs, (want, bs)
+    # BODY is BODYSTRUCTURE without the extension data; FULL has it.
+    typ, data = c.fetch("1", "(BODY)")
+    body = data[0] if isinstance(data[0], bytes) else data[0][0]
+    assert b'"alternative")' in body and b'"mixed"))' in body and b'("boundary"' not in body, body
+    typ, data = c.fetch("1", "FULL")
+    full = data[0] if isinstance(data[0], bytes) else data[0][0]
+    assert b"ENVELOPE (" in full and b"BODY ((" in full and b"RFC822.SIZE" in full, full
+
+    # Part sections byte for byte.
+    for section, want in (("1.1", MIME_PARTS["1.1"]), ("1.2", MIME_PARTS["1.2"]),
+                          ("2", MIME_PARTS["2"]), ("3.1", MIME_PARTS["3.1"]),
+                          ("3.TEXT", MIME_PARTS["3.1"]),
+                          ("3.HEADER", b"From: dan@example.test\r\nSubject: inner\r\n\r\n"),
+                          ("3.HEADER.FIELDS (SUBJECT)", b"Subject: inner\r\n\r\n"),
+                          ("1.2.MIME", b"Content-Type: text/html; charset=utf-8\r\n"
+                           b"Content-Transfer-Encoding: quoted-printable\r\n\r\n"),
+                          ("4", MIME_PARTS["4"])):
+        _, got = fetch_one(c, "1", f"(BODY.PEEK[{section}])")
+        assert got == want, (section, got[:200], want[:200])
+    _, got = fetch_one(c, "1", "(BODY.PEEK[3]<0.10>)")
+    assert got == b"From: dan@", got
+    whole = fetch_one(c, "1", "(BODY.PEEK[3])")[1]
+    assert whole == (b"From: dan@example.test\r\nSubject: inner\r\n\r\n" +
+                     MIME_PARTS["3.1"]), whole
+    typ, data = c.fetch("1", "(BODY.PEEK[9] BODY.PEEK[2.1])")
+    line = data[0] if isinstance(data[0], bytes) else data[0][0]
+    assert b"BODY[9] NIL" in line and b"BODY[2.1] NIL" in line, data
+
+    # BINARY: decoded as Python's own decoders decode.
+    _, got = fetch_one(c, "1", "(BINARY.PEEK[2])")
+    assert got == bytes(range(256)) * 8, got[:40]
+    _, got = fetch_one(c, "1", "(BINARY.PEEK[1.1])")
+    assert got == quopri.decodestring(MIME_PARTS["1.1"]).replace(b"\n", b"\r\n").replace(
+        b"\r\r\n", b"\r\n"), got
+    typ, data = c.fetch("1", "(BINARY.SIZE[2] BINARY.SIZE[1.2] BINARY.SIZE[3.1])")
+    line = data[0]
+    assert b"BINARY.SIZE[2] 2048" in line, line
+    assert b"BINARY.SIZE[1.2] %d" % len("<p>caf\u00e9</p>".encode()) in line, line
+    assert b"BINARY.SIZE[3.1] %d" % len(MIME_PARTS["3.1"]) in line, line
+    typ, data = c.fetch("1", "(BINARY.PEEK[4])")
+    assert typ == "NO" and b"UNKNOWN-CTE" in data[-1], (typ, data)
+    typ, data = c.fetch("1", "(FLAGS)")
+    assert b"\\Seen" not in data[0], data      # PEEK set nothing
+    # BINARY[] (not PEEK) sets \Seen, as BODY[] does.
+    _, got = fetch_one(c, "1", "(BINARY[2])")
+    typ, data = c.fetch("1", "(FLAGS)")
+    assert b"\\Seen" in data[0], data
+    try:
+        c.fetch("1", "(BINARY[1.MIME])")
+        raise AssertionError("BINARY[1.MIME] answered")
+    except imaplib.IMAP4.error as e:
+        assert "invalid section" in str(e), e
+
+    # COPY shares the body and its structure; APPEND recorded its own.
+    ok(c.copy("1", "Trash"))
+    for folder in ("Trash", "Archive"):
+        ok(c.select(folder))
+        typ, data = c.fetch("*", "(BODYSTRUCTURE)")
+        other = data[0] if isinstance(data[0], bytes) else data[0][0]
+        assert bs.split(b"BODYSTRUCTURE", 1)[1] == other.split(b"BODYSTRUCTURE", 1)[1], \
+            (folder, other)
+        _, got = fetch_one(c, "*", "(BODY.PEEK[1.1])")
+        assert got == MIME_PARTS["1.1"], (folder, got)
+    c.logout()
+
+
 def test_curl(env):
     # curl lists the mailboxes (LIST) after LOGIN.
     out = subprocess.run(
@@ -885,7 +1040,7 @@ def test(h):
     env = popstorelib.Env(h, tls=True, popstore_extra="auth_fail_delay = 0\n")
     env.add_user(f"lee@{D}", PW, shard="s1", quota="40K")
     for user, shard in (("alice", "s1"), ("bob", "s2"), ("carol", "s1"),
-                        ("dave", "s1"), ("erin", "s1"), ("fred", "s1"), ("gina", "s1"), ("hank", "s1"), ("ivan", "s1"), ("judy", "s1"), ("kim", "s1"), ("max", "s1")):
+                        ("dave", "s1"), ("erin", "s1"), ("fred", "s1"), ("gina", "s1"), ("hank", "s1"), ("ivan", "s1"), ("judy", "s1"), ("kim", "s1"), ("max", "s1"), ("nora", "s1")):
         env.add_user(f"{user}@{D}", PW, shard=shard)
     env.start("s1")
     env.start("s2")
@@ -895,6 +1050,7 @@ def test(h):
     test_bad_input(env)
     test_curl(env)
     test_messages(env)
+    test_mime(env)
     test_fetchmail(env, h)
     test_concurrent(env)
     test_search(env)

@@ -16,6 +16,7 @@
 
 #include "test-store-util.h"
 #include "store-private.h"
+#include "imap-bodystructure.h"
 #include "loop.h"
 
 static struct mt_store *store;
@@ -216,6 +217,108 @@ static void check_manifest(const struct manifest_line *lines, unsigned int n,
 	}
 }
 
+/* The structure record of message index, read and checked. */
+static void structure_of(struct mt_store_mailbox *mbox, unsigned int index, struct mt_buf *raw,
+			 struct mt_mime_record *record, uint64_t *shift)
+{
+	const char *error;
+	mt_buf_reset(raw);
+	assert_int_equal(mt_store_structure_sync(mbox, index, raw, shift, &error), MT_STORE_OK);
+	assert_true(mt_mime_record_read(record, raw->data, raw->len));
+}
+
+/* The octets of part path[0..depth) of message index, by the record. */
+static char *part_octets(struct mt_store_mailbox *mbox, unsigned int index,
+			 const uint32_t *path, unsigned int depth)
+{
+	struct mt_buf raw = MT_BUF_INIT;
+	struct mt_mime_record record;
+	uint64_t shift;
+	structure_of(mbox, index, &raw, &record, &shift);
+	struct mt_mime_part part;
+	assert_true(mt_mime_record_find(&record, path, depth, &part));
+	char *all = test_read_all(mbox, index, 7);
+	char *out = strndup(all + part.body_offset + shift, part.end_offset - part.body_offset);
+	free(all);
+	mt_buf_free(&raw);
+	return out;
+}
+
+/* A message's MIME structure is recorded at delivery (a per-recipient
+ * prefix before the shared body shifts it), shared by its copies, and a
+ * message without a record is scanned when asked. */
+static void test_structure(void **state)
+{
+	(void)state;
+	static const char msg[] =
+		"Subject: parts\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n"
+		"--b\r\nContent-Type: text/plain\r\n\r\nfirst part\r\n"
+		"--b\r\nContent-Type: text/html\r\n\r\n<b>second</b>\r\n--b--\r\n";
+	struct mt_store_rcpt rcpts[2] = {
+		{ .mailbox = "sam@example.org",
+		  .prefix = "Return-Path: <x@y>\r\nDelivered-To: sam\r\n" },
+		{ .mailbox = "tom@example.org" },
+	};
+	rcpts[0].prefix_len = strlen(rcpts[0].prefix);
+	store = test_store_open();
+	const char *error;
+	assert_int_equal(mt_store_deliver_wait(store, rcpts, 2, msg, strlen(msg), &error),
+			 MT_STORE_OK);
+	struct mt_store_mailbox *sam = open_folder("sam@example.org", "INBOX");
+	struct mt_store_mailbox *tom = open_folder("tom@example.org", "INBOX");
+	struct mt_buf a = MT_BUF_INIT, b = MT_BUF_INIT;
+	struct mt_mime_record ra, rb;
+	uint64_t shift_a, shift_b;
+	structure_of(sam, 0, &a, &ra, &shift_a);
+	structure_of(tom, 0, &b, &rb, &shift_b);
+	assert_int_equal(shift_a, rcpts[0].prefix_len);
+	assert_int_equal(shift_b, 0);
+	assert_int_equal(a.len, b.len);		/* one record, shared */
+	assert_memory_equal(a.data, b.data, a.len);
+	assert_non_null(memmem(ra.envelope, ra.envelope_len, "\"parts\"", 7));
+	uint32_t one = 1, two = 2;
+	char *p = part_octets(sam, 0, &one, 1);
+	assert_string_equal(p, "first part");
+	free(p);
+	p = part_octets(tom, 0, &two, 1);
+	assert_string_equal(p, "<b>second</b>");
+	free(p);
+
+	/* A copy shares it. */
+	uint32_t uid = 1, new_uid = 0, validity;
+	assert_int_equal(folder_change(MT_STORE_FOLDER_CREATE, "sam@example.org", "Kept",
+				       NULL, 0), MT_STORE_OK);
+	assert_int_equal(copy(sam, &uid, 1, "Kept", false, 0, &new_uid, &validity), MT_STORE_OK);
+	struct mt_store_mailbox *kept = open_folder("sam@example.org", "Kept");
+	structure_of(kept, 0, &b, &rb, &shift_b);
+	assert_int_equal(shift_b, shift_a);
+	assert_int_equal(a.len, b.len);
+	assert_memory_equal(a.data, b.data, a.len);
+	p = part_octets(kept, 0, &two, 1);
+	assert_string_equal(p, "<b>second</b>");
+	free(p);
+	mt_store_mailbox_close(&kept);
+	mt_store_mailbox_close(&sam);
+	mt_store_mailbox_close(&tom);
+
+	/* Without its record (as a message of an older store has none), the
+	 * same structure is scanned from the message's octets. */
+	const struct store_msg_loc *loc = NULL;
+	tom = open_folder("tom@example.org", "INBOX");
+	loc = &tom->locs[0];
+	DB_TXN *txn;
+	assert_int_equal(store->env->txn_begin(store->env, NULL, &txn, 0), 0);
+	assert_int_equal(store_structure_del(store, txn, loc->body_id), 0);
+	assert_int_equal(txn->commit(txn, 0), 0);
+	structure_of(tom, 0, &b, &rb, &shift_b);
+	assert_int_equal(shift_b, 0);
+	assert_int_equal(a.len, b.len);
+	assert_memory_equal(a.data, b.data, a.len);
+	mt_store_mailbox_close(&tom);
+	mt_buf_free(&a);
+	mt_buf_free(&b);
+}
+
 static void test_upgrade_from_v4(void **state)
 {
 	(void)state;
@@ -254,6 +357,17 @@ static void test_upgrade_from_v4(void **state)
 	for (unsigned int i = 0; i < 4; i++) {
 		assert_int_equal(mt_store_mailbox_msg(mbox, i)->flags, 0);
 		assert_int_equal(mt_store_mailbox_msg(mbox, i)->modseq, 1);
+		/* no record: scanned from its octets (shift 0), the body
+		 * part 1 of a message without MIME */
+		struct mt_buf raw = MT_BUF_INIT;
+		struct mt_mime_record record;
+		uint64_t shift = 1;
+		structure_of(mbox, i, &raw, &record, &shift);
+		assert_int_equal(shift, 0);
+		struct mt_mime_part part;
+		assert_true(mt_mime_record_find(&record, (uint32_t[]){ 1 }, 1, &part));
+		assert_int_equal(part.end_offset, mt_store_mailbox_msg(mbox, i)->size);
+		mt_buf_free(&raw);
 	}
 	/* A format 4 message takes flags (its record is rewritten as 5). */
 	uint32_t uids[] = { 1, 3, 2 };
@@ -422,7 +536,7 @@ static void test_delete_messages(void **state)
 	assert_int_equal(folder_change(MT_STORE_FOLDER_DELETE, u, "F", NULL, 0),
 			 MT_STORE_OK);
 	/* Its messages left every count, their bodies the disk (purger), and
-	 * its keyword table imap.db. */
+	 * its keyword table and the two bodies' structure records imap.db. */
 	assert_int_equal(mt_store_stat_get(store, &st, &error), MT_STORE_OK);
 	assert_int_equal(st.messages, 0);
 	unsigned int purged;
@@ -432,7 +546,7 @@ static void test_delete_messages(void **state)
 	assert_int_equal(st.purge_bytes, 0);
 	assert_int_equal(test_db_records(store->bodies), 0);
 	assert_int_equal(test_db_records(store->refs), 0);
-	assert_int_equal(test_db_records(store->imap), imap_records - 1);
+	assert_int_equal(test_db_records(store->imap), imap_records - 1 - 2);
 }
 
 static void test_rename(void **state)
@@ -589,7 +703,8 @@ static void test_flags(void **state)
 	uint32_t deleted[] = { 1, 3 };
 	const char *error;
 	assert_int_equal(mt_store_expunge_wait(mbox, deleted, 2, &error), MT_STORE_OK);
-	assert_int_equal(test_db_records(store->imap), imap_records + 1);
+	/* one VANISHED record more, the two bodies' structure records gone */
+	assert_int_equal(test_db_records(store->imap), imap_records + 1 - 2);
 	/* QRESYNC reads them back by MODSEQ (the expunge's is 9). */
 	uint32_t *vanished;
 	unsigned int n_vanished;
@@ -906,6 +1021,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_upgrade_from_v4, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_structure, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_prepare, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_create_delete, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_delete_messages, setup, teardown),
