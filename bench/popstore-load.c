@@ -17,14 +17,29 @@
  *   message, DELE every message, QUIT — one command at a time, as poplib
  *   and /work/shared/peers/popload.py do — each on the next unused user,
  *   for S seconds or until every user had its session.
+ *   popstore-load imap      (options as pop)
+ *   popstore-load imap-prep (options as pop)
+ *   popstore-load imap-idle (options as pop; --conc sessions)
+ *
+ * imap: C clients, each running sessions on the next unused user, one
+ *   command at a time (issue 15's mix): LOGIN, SELECT INBOX, FETCH 1:*
+ *   (FLAGS ENVELOPE), FETCH 1:2 BODY.PEEK[], STORE 1:2 +FLAGS.SILENT
+ *   (\Seen), MOVE 1 Archive, STORE 1 +FLAGS.SILENT (\Deleted), EXPUNGE,
+ *   LOGOUT — two of the mailbox's messages used (fill it with 4).
+ * imap-prep: LOGIN, CREATE Archive (an existing one is fine), LOGOUT for
+ *   every user: the first login's work (Dovecot's maildir, the store's
+ *   special-use folders) done before the measured sessions.
+ * imap-idle: --conc sessions, one after another, LOGIN, SELECT INBOX,
+ *   IDLE; once all idle prints "idle=N" and waits --duration seconds (for
+ *   the caller to measure the server), then DONE and LOGOUT each.
  * Prints one line: mode=... conc=... elapsed_s=... ok=... errors=...
  *   per_s=... (deliveries or sessions per second) p50_ms=... p95_ms=...
- *   and for pop the mean time per session of each step (connect_ms,
- *   login_ms, stat_ms, retr_ms, dele_ms, quit_ms).
+ *   and for pop and imap the mean time per session of each step.
  *
  * Trust boundary: benchmark tool for loopback servers we run; replies are
  * parsed defensively (bounded lines) but not trusted to be well-formed.
- * RFC 2033 (LMTP), RFC 1939 (POP3). */
+ * RFC 2033 (LMTP), RFC 1939 (POP3), RFC 9051 (IMAP: only what the mix
+ * sends, literals skipped by their size). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
@@ -38,12 +53,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
+enum mode { MODE_LMTP, MODE_POP, MODE_IMAP, MODE_IMAP_PREP, MODE_IMAP_IDLE };
+static const char *const mode_names[] = { "lmtp", "pop", "imap", "imap-prep", "imap-idle" };
+
 struct opts {
-	bool pop;
+	enum mode mode;
 	const char *host;
 	int port;
 	unsigned int conc;
@@ -302,15 +321,186 @@ static bool pop_session(unsigned long user, uint64_t *msgs_r, uint64_t *bytes_r)
 	return ok;
 }
 
-static void *pop_worker(void *arg)
+/* IMAP */
+
+/* Bytes into nowhere (a literal's contents). */
+static bool skip_bytes(struct conn *c, uint64_t n)
 {
+	while (n > 0) {
+		if (c->start == c->end) {
+			ssize_t r = recv(c->fd, c->buf, sizeof(c->buf), 0);
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0)
+				return false;
+			c->start = 0;
+			c->end = (size_t)r;
+		}
+		size_t k = c->end - c->start < n ? c->end - c->start : (size_t)n;
+		c->start += k;
+		n -= k;
+	}
+	return true;
+}
+
+/* One response line's first octets (into line) and whether it ends with a
+ * literal "{n}" (its size in *literal_r, else UINT64_MAX). */
+static bool imap_line(struct conn *c, char *line, size_t size, uint64_t *literal_r)
+{
+	size_t n = 0;
+	char tail[32];
+	size_t tail_len = 0;
+	for (;;) {
+		while (c->start < c->end) {
+			char ch = c->buf[c->start++];
+			if (ch == '\n') {
+				line[n < size ? n : size - 1] = '\0';
+				*literal_r = UINT64_MAX;
+				if (tail_len >= 4 && tail[tail_len - 1] == '\r' && tail[tail_len - 2] == '}') {
+					size_t open = tail_len - 2;
+					while (open > 0 && tail[open - 1] >= '0' && tail[open - 1] <= '9')
+						open--;
+					if (open > 0 && tail[open - 1] == '{')
+						*literal_r = strtoull(tail + open, NULL, 10);
+				}
+				return true;
+			}
+			if (n < size - 1)
+				line[n++] = ch;
+			if (tail_len == sizeof(tail)) {
+				memmove(tail, tail + 1, sizeof(tail) - 1);
+				tail_len--;
+			}
+			tail[tail_len++] = ch;
+		}
+		ssize_t r = recv(c->fd, c->buf, sizeof(c->buf), 0);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return false;
+		c->start = 0;
+		c->end = (size_t)r;
+	}
+}
+
+/* Send "tag command", read to the tagged reply: true for OK (or for NO
+ * when no_ok); *exists_r from an untagged EXISTS; literal octets counted. */
+static unsigned long imap_tag;
+static bool imap_cmd(struct conn *c, bool no_ok, unsigned long *exists_r, uint64_t *bytes_r,
+		     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static bool imap_cmd(struct conn *c, bool no_ok, unsigned long *exists_r, uint64_t *bytes_r,
+		     const char *fmt, ...)
+{
+	char cmd[1024], tag[32], line[1024];
+	snprintf(tag, sizeof(tag), "t%lu", ++imap_tag);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	if (!sendf(c, "%s %s\r\n", tag, cmd))
+		return false;
+	size_t tag_len = strlen(tag);
+	for (;;) {
+		uint64_t literal;
+		if (!imap_line(c, line, sizeof(line), &literal))
+			return false;
+		while (literal != UINT64_MAX) {		/* the line goes on after it */
+			if (!skip_bytes(c, literal))
+				return false;
+			if (bytes_r != NULL)
+				*bytes_r += literal;
+			if (!imap_line(c, line, sizeof(line), &literal))
+				return false;
+		}
+		if (line[0] == '*') {
+			char *end;
+			unsigned long n = strtoul(line + 2, &end, 10);
+			if (exists_r != NULL && end != line + 2 && strncmp(end, " EXISTS", 7) == 0)
+				*exists_r = n;
+			continue;
+		}
+		if (strncmp(line, tag, tag_len) == 0 && line[tag_len] == ' ')
+			return strncmp(line + tag_len + 1, "OK", 2) == 0 ||
+				(no_ok && strncmp(line + tag_len + 1, "NO", 2) == 0);
+	}
+}
+
+static bool imap_open(struct conn *c, unsigned long user)
+{
+	char line[1024], who[256], pw[256];
+	uint64_t literal;
+	return conn_open(c) && imap_line(c, line, sizeof(line), &literal) &&
+		strncmp(line, "* OK", 4) == 0 &&
+		imap_cmd(c, false, NULL, NULL, "LOGIN \"%s\" \"%s\"",
+			 name(o.user_fmt, user, who, sizeof(who)),
+			 name(o.pw_fmt, user, pw, sizeof(pw)));
+}
+
+enum { IM_CONNECT, IM_SELECT, IM_HEADERS, IM_BODIES, IM_SEEN, IM_MOVE, IM_EXPUNGE,
+       IM_LOGOUT, IM_COUNT };
+static const char *const imap_phase_names[IM_COUNT] = {
+	"login", "select", "headers", "bodies", "seen", "move", "expunge", "logout" };
+static double imap_phase_sum[IM_COUNT];
+
+static bool imap_session(unsigned long user, uint64_t *msgs_r, uint64_t *bytes_r)
+{
+	struct conn c = { .fd = -1 };
+	double t[IM_COUNT + 1];
+	unsigned long exists = 0;
+	t[0] = now();
+	bool ok = imap_open(&c, user);
+	t[IM_SELECT] = now();
+	ok = ok && imap_cmd(&c, false, &exists, NULL, "SELECT INBOX");
+	t[IM_HEADERS] = now();
+	ok = ok && (exists == 0 || imap_cmd(&c, false, NULL, NULL, "FETCH 1:* (FLAGS ENVELOPE)"));
+	t[IM_BODIES] = now();
+	ok = ok && (exists < 2 || imap_cmd(&c, false, NULL, bytes_r, "FETCH 1:2 BODY.PEEK[]"));
+	t[IM_SEEN] = now();
+	ok = ok && (exists < 2 || imap_cmd(&c, false, NULL, NULL, "STORE 1:2 +FLAGS.SILENT (\\Seen)"));
+	t[IM_MOVE] = now();
+	ok = ok && (exists < 2 || imap_cmd(&c, false, NULL, NULL, "MOVE 1 Archive"));
+	t[IM_EXPUNGE] = now();
+	ok = ok && (exists < 2 ||
+		    (imap_cmd(&c, false, NULL, NULL, "STORE 1 +FLAGS.SILENT (\\Deleted)") &&
+		     imap_cmd(&c, false, NULL, NULL, "EXPUNGE")));
+	t[IM_LOGOUT] = now();
+	ok = ok && imap_cmd(&c, false, NULL, NULL, "LOGOUT");
+	t[IM_COUNT] = now();
+	conn_close(&c);
+	*msgs_r = exists;
+	if (ok && exists >= 2) {
+		pthread_mutex_lock(&phase_lock);
+		for (int k = 0; k < IM_COUNT; k++)
+			imap_phase_sum[k] += t[k + 1] - t[k];
+		pthread_mutex_unlock(&phase_lock);
+	}
+	return ok && exists >= 2;
+}
+
+static bool imap_prep(unsigned long user, uint64_t *msgs_r, uint64_t *bytes_r)
+{
+	(void)msgs_r;
+	(void)bytes_r;
+	struct conn c = { .fd = -1 };
+	bool ok = imap_open(&c, user) &&
+		imap_cmd(&c, true, NULL, NULL, "CREATE Archive") &&
+		imap_cmd(&c, false, NULL, NULL, "LOGOUT");
+	conn_close(&c);
+	return ok;
+}
+
+static void *session_worker(void *arg)
+{
+	bool (*session)(unsigned long, uint64_t *, uint64_t *) =
+		o.mode == MODE_POP ? pop_session : o.mode == MODE_IMAP ? imap_session : imap_prep;
+	(void)arg;
 	while (now() < t_end) {
 		unsigned long job = atomic_fetch_add(&next_job, 1);
 		if (job >= o.count)
 			break;
 		uint64_t msgs = 0, bytes = 0;
 		double t0 = now();
-		if (pop_session(o.first + job, &msgs, &bytes)) {
+		if (session(o.first + job, &msgs, &bytes)) {
 			atomic_fetch_add(&n_ok, 1);
 			atomic_fetch_add(&n_msgs, msgs);
 			atomic_fetch_add(&n_bytes, bytes);
@@ -319,6 +509,39 @@ static void *pop_worker(void *arg)
 			atomic_fetch_add(&n_err, 1);
 	}
 	return NULL;
+}
+
+/* --conc sessions idle at once: the caller measures the server meanwhile. */
+static void imap_idle(void)
+{
+	struct conn *conns = calloc(o.conc, sizeof(*conns));
+	unsigned int open = 0;
+	for (unsigned int i = 0; i < o.conc && now() < t_end; i++) {
+		struct conn *c = &conns[open];
+		c->fd = -1;
+		char line[1024];
+		uint64_t literal;
+		if (imap_open(c, o.first + i % o.count) &&
+		    imap_cmd(c, false, NULL, NULL, "SELECT INBOX") &&
+		    sendf(c, "idle%u IDLE\r\n", i) && imap_line(c, line, sizeof(line), &literal) &&
+		    line[0] == '+') {
+			open++;
+			atomic_fetch_add(&n_ok, 1);
+		} else {
+			conn_close(c);
+			atomic_fetch_add(&n_err, 1);
+		}
+	}
+	printf("idle=%u\n", open);
+	fflush(stdout);
+	struct timespec hold = { (time_t)o.duration, 0 };
+	nanosleep(&hold, NULL);
+	for (unsigned int i = 0; i < open; i++) {
+		if (sendf(&conns[i], "DONE\r\n"))
+			(void)imap_cmd(&conns[i], false, NULL, NULL, "LOGOUT");
+		conn_close(&conns[i]);
+	}
+	free(conns);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -349,7 +572,7 @@ static void make_body(void)
 
 static _Noreturn void usage(void)
 {
-	fprintf(stderr, "usage: popstore-load lmtp|pop --port P [--host H] [--conc C] "
+	fprintf(stderr, "usage: popstore-load lmtp|pop|imap|imap-prep|imap-idle --port P [--host H] [--conc C] "
 		"[--duration S] [--size B] [--first K] [--count N] [--per-user M] "
 		"[--user-format FMT] [--password-format FMT]\n");
 	exit(2);
@@ -372,9 +595,13 @@ int main(int argc, char **argv)
 	};
 	if (argc < 2)
 		usage();
-	if (strcmp(argv[1], "pop") == 0)
-		o.pop = true;
-	else if (strcmp(argv[1], "lmtp") != 0)
+	bool known = false;
+	for (int m = 0; m < (int)(sizeof(mode_names) / sizeof(mode_names[0])); m++)
+		if (strcmp(argv[1], mode_names[m]) == 0) {
+			o.mode = (enum mode)m;
+			known = true;
+		}
+	if (!known)
 		usage();
 	optind = 2;
 	int opt;
@@ -396,12 +623,25 @@ int main(int argc, char **argv)
 	if (o.port <= 0 || o.conc == 0 || o.count == 0)
 		usage();
 	make_body();
+	struct rlimit nofile = { o.conc + 256, o.conc + 256 };
+	if (o.conc + 256 > 1024)
+		(void)setrlimit(RLIMIT_NOFILE, &nofile);
 	samples = calloc(MAX_SAMPLES, sizeof(double));
 	double t0 = now();
 	t_end = t0 + o.duration;
+	if (o.mode == MODE_IMAP_IDLE) {
+		t_end = t0 + 3600;	/* the set-up's bound; then --duration idle */
+		imap_idle();
+		printf("mode=imap-idle conc=%u ok=%lu errors=%lu\n", o.conc, atomic_load(&n_ok),
+		       atomic_load(&n_err));
+		free(samples);
+		free(body);
+		return atomic_load(&n_ok) > 0 ? 0 : 1;
+	}
 	pthread_t *threads = calloc(o.conc, sizeof(*threads));
 	for (unsigned int i = 0; i < o.conc; i++)
-		pthread_create(&threads[i], NULL, o.pop ? pop_worker : lmtp_worker, NULL);
+		pthread_create(&threads[i], NULL, o.mode == MODE_LMTP ? lmtp_worker : session_worker,
+			       NULL);
 	for (unsigned int i = 0; i < o.conc; i++)
 		pthread_join(threads[i], NULL);
 	double elapsed = now() - t0;
@@ -411,9 +651,15 @@ int main(int argc, char **argv)
 	qsort(samples, ns, sizeof(double), cmp_double);
 	double p50 = ns ? samples[ns / 2] * 1000 : 0, p95 = ns ? samples[ns * 95 / 100] * 1000 : 0;
 	printf("mode=%s conc=%u elapsed_s=%.2f ok=%lu errors=%lu per_s=%.1f p50_ms=%.2f p95_ms=%.2f",
-	       o.pop ? "pop" : "lmtp", o.conc, elapsed, atomic_load(&n_ok),
+	       mode_names[o.mode], o.conc, elapsed, atomic_load(&n_ok),
 	       atomic_load(&n_err), (double)atomic_load(&n_ok) / elapsed, p50, p95);
-	if (o.pop) {
+	if (o.mode == MODE_IMAP) {
+		unsigned long sessions = atomic_load(&n_ok);
+		printf(" bytes=%lu", atomic_load(&n_bytes));
+		for (int k = 0; k < IM_COUNT; k++)
+			printf(" %s_ms=%.2f", imap_phase_names[k],
+			       sessions ? imap_phase_sum[k] * 1000 / (double)sessions : 0);
+	} else if (o.mode == MODE_POP) {
 		unsigned long sessions = atomic_load(&n_ok);
 		printf(" msgs=%lu msgs_per_session=%.2f bytes=%lu", atomic_load(&n_msgs),
 		       sessions ? (double)atomic_load(&n_msgs) / (double)sessions : 0,

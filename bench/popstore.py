@@ -159,14 +159,16 @@ class Dovecot:
     dovecot-pop3d, dovecot-ldap and slapd, and a vmail user (uid 5000;
     created here if missing)."""
 
-    def __init__(self, variant, users):
+    def __init__(self, variant, users, imap=False, extra=""):
+        """imap: also serve IMAP (dovecot-imapd) on self.imap; extra:
+        lines appended to dovecot.conf (bench/popstore-imap.py's)."""
         import shutil
         import tempfile
         self.variant = variant
         self.peers = os.path.join(PEERS, variant)
         self.v = tempfile.mkdtemp(prefix=f"popstore-bench-{variant}-", dir="/var/tmp")
         os.chmod(self.v, 0o755)
-        self.ldap, self.lmtp, self.pop3 = mtharness.free_ports(3)
+        self.ldap, self.lmtp, self.pop3, self.imap = mtharness.free_ports(4)
         conf = os.path.join(self.v, "conf")
         for sub in ("slapd", "dovecot"):
             shutil.copytree(os.path.join(self.peers, "conf", sub), os.path.join(conf, sub))
@@ -181,6 +183,10 @@ class Dovecot:
                                  ("13389", str(self.ldap)), ("12424", str(self.lmtp)),
                                  ("12110", str(self.pop3))):
                     text = text.replace(old, new)
+                if imap and name == "dovecot.conf":
+                    text = text.replace("protocols = pop3 lmtp", "protocols = pop3 lmtp imap")
+                    text = text.replace("    port = 0\n", "    address = 127.0.0.1\n"
+                                        f"    port = {self.imap}\n") + extra
                 open(path, "w").write(text)
         for sub in ("run", "log", "ldap", "mail", "run/dovecot", "dovecot-state"):
             os.makedirs(os.path.join(self.v, sub), exist_ok=True)
@@ -197,7 +203,8 @@ class Dovecot:
         mtharness.wait_port(self.ldap)
         subprocess.run(["dovecot", "-c", os.path.join(conf, "dovecot", "dovecot.conf")],
                        check=True)
-        if not (mtharness.wait_port(self.lmtp) and mtharness.wait_port(self.pop3)):
+        if not (mtharness.wait_port(self.lmtp) and mtharness.wait_port(self.pop3) and
+                (not imap or mtharness.wait_port(self.imap))):
             raise RuntimeError(f"{variant}: dovecot did not start (see {self.v}/log)")
 
     def stop(self):

@@ -33,8 +33,8 @@ void mt_imap_parser_init(struct mt_imap_parser *parser,
 		parser->limits.args_max = 1;
 	mt_buf_init(&parser->input);
 	mt_buf_init(&parser->strings);
-	parser->nodes = mt_xcalloc(parser->limits.args_max, sizeof(*parser->nodes));
-	parser->stack = mt_xcalloc(parser->limits.args_max, sizeof(*parser->stack));
+	/* The argument arrays grow with the commands (an idle session holds
+	 * a few hundred octets of them, not args_max nodes). */
 	parser->frames = mt_xcalloc(parser->limits.depth_max + 1, sizeof(*parser->frames));
 	mt_imap_parser_reset(parser);
 }
@@ -50,8 +50,24 @@ void mt_imap_parser_free(struct mt_imap_parser *parser)
 	parser->frames = NULL;
 }
 
+/* Arrays and buffers a large command grew are given back after it. */
+#define PARSER_KEEP_NODES 64
+#define PARSER_KEEP_OCTETS 16384
+
 void mt_imap_parser_reset(struct mt_imap_parser *parser)
 {
+	if (parser->nodes_cap > PARSER_KEEP_NODES) {
+		MT_FREE(&parser->nodes);
+		parser->nodes_cap = 0;
+	}
+	if (parser->stack_cap > PARSER_KEEP_NODES) {
+		MT_FREE(&parser->stack);
+		parser->stack_cap = 0;
+	}
+	if (parser->input.cap > PARSER_KEEP_OCTETS)
+		mt_buf_free(&parser->input);
+	if (parser->strings.cap > PARSER_KEEP_OCTETS)
+		mt_buf_free(&parser->strings);
 	mt_buf_reset(&parser->input);
 	mt_buf_reset(&parser->strings);
 	memset(&parser->command, 0, sizeof(parser->command));
@@ -345,22 +361,44 @@ static struct mt_imap_arg *push(struct scan *scan, enum mt_imap_arg_type type)
 		return NULL;
 	}
 	scan->total++;
-	struct mt_imap_arg *arg = &scan->parser->stack[scan->pushed++];
+	struct mt_imap_parser *parser = scan->parser;
+	if (scan->pushed == parser->stack_cap) {
+		parser->stack_cap = parser->stack_cap == 0 ? 16 : parser->stack_cap * 2;
+		parser->stack = mt_xrealloc(parser->stack, parser->stack_cap * sizeof(*parser->stack));
+	}
+	struct mt_imap_arg *arg = &parser->stack[scan->pushed++];
 	memset(arg, 0, sizeof(*arg));
 	arg->type = type;
 	return arg;
 }
 
-/* Move stack[from..pushed) into the arena; returns where they went. */
-static const struct mt_imap_arg *keep_nodes(struct scan *scan, size_t from)
+/* Move stack[from..pushed) into the arena; returns the index they went
+ * to. The arena may move as it grows: until the command is complete a
+ * list's member pointer holds that index (see link_lists). */
+static size_t keep_nodes(struct scan *scan, size_t from)
 {
-	size_t n = scan->pushed - from;
-	struct mt_imap_arg *to = scan->parser->nodes + scan->kept;
+	struct mt_imap_parser *parser = scan->parser;
+	size_t n = scan->pushed - from, at = scan->kept;
+	if (at + n > parser->nodes_cap) {
+		size_t cap = parser->nodes_cap == 0 ? 16 : parser->nodes_cap;
+		while (cap < at + n)
+			cap *= 2;
+		parser->nodes = mt_xrealloc(parser->nodes, cap * sizeof(*parser->nodes));
+		parser->nodes_cap = cap;
+	}
 	if (n > 0)
-		memcpy(to, scan->parser->stack + from, n * sizeof(*to));
+		memcpy(parser->nodes + at, parser->stack + from, n * sizeof(*parser->nodes));
 	scan->kept += n;
 	scan->pushed = from;
-	return to;
+	return at;
+}
+
+/* The arena is final: list member indexes become pointers. */
+static void link_lists(struct mt_imap_parser *parser, size_t kept)
+{
+	for (size_t i = 0; i < kept; i++)
+		if (parser->nodes[i].type == MT_IMAP_ARG_LIST)
+			parser->nodes[i].list = parser->nodes + (uintptr_t)parser->nodes[i].list;
 }
 
 /* An atom; a '[' keeps everything to its matching ']' (a FETCH section). */
@@ -519,11 +557,11 @@ static bool scan_args(struct scan *scan, size_t *frames)
 				return scan_error(scan, "", "Unexpected ')'");
 			size_t from = frames[--depth];
 			size_t count = scan->pushed - from;
-			const struct mt_imap_arg *members = keep_nodes(scan, from);
+			size_t members = keep_nodes(scan, from);
 			struct mt_imap_arg *list = push(scan, MT_IMAP_ARG_LIST);
 			if (list == NULL)
 				return false;
-			list->list = members;
+			list->list = (const struct mt_imap_arg *)(uintptr_t)members;
 			list->len = count;
 			scan->p++;
 		} else if (c == '\n') {
@@ -574,7 +612,9 @@ static enum mt_imap_parse tokenize(struct mt_imap_parser *parser)
 	parser->command.tag = tag;
 	parser->command.name = name;
 	parser->command.count = scan.pushed;
-	parser->command.args = keep_nodes(&scan, 0);
+	size_t args = keep_nodes(&scan, 0);
+	link_lists(parser, scan.kept);
+	parser->command.args = parser->nodes != NULL ? parser->nodes + args : NULL;
 	parser->state = STATE_END;
 	return MT_IMAP_PARSE_DONE;
 }

@@ -116,7 +116,8 @@ struct mt_imap_parser {
 	int state;
 	struct mt_buf input;	/* the command as received, plus a NUL after each literal */
 	struct mt_buf strings;	/* the arguments' unescaped strings */
-	struct mt_imap_arg *nodes, *stack;	/* args_max each */
+	struct mt_imap_arg *nodes, *stack;	/* grown as commands need, to args_max */
+	size_t nodes_cap, stack_cap;
 	size_t *frames;				/* depth_max + 1 */
 	size_t line_start, line_len;
 	uint64_t literal_left, command_len;
