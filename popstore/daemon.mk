@@ -79,6 +79,7 @@ popstore_integration_tests = \
 	tests/integration/test-popstore-pop3.py \
 	tests/integration/test-popstore-imap.py \
 	tests/integration/test-popstore-imap-crash.py \
+	tests/integration/test-popstore-imap-limits.py \
 	tests/integration/test-popstore-admin.py \
 	tests/integration/test-popstore-crash.py \
 	tests/integration/test-popstore-diskfull.py \

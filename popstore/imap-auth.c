@@ -65,6 +65,8 @@ static void quota_found(const struct mt_dirsvc_recipient *r, void *context)
 		/* Just verified, now not found: the directory is in trouble. */
 		mt_slog(MT_LOG_WARNING, &s->log, "imap user=%s quota lookup: %s", s->user,
 			r->reason != NULL ? r->reason : "not found");
+		popstore_user_close(s->ps, s->user);
+		s->user_counted = false;
 		MT_FREE(&s->user);
 		imap_tagged(s, s->login_tag, "NO [UNAVAILABLE] Authentication "
 			    "temporarily unavailable.");
@@ -85,6 +87,15 @@ static void verified(void *context, enum popstore_login_outcome outcome,
 	struct imap_session *s = context;
 	switch (outcome) {
 	case POPSTORE_LOGIN_OK:
+		if (!popstore_user_open(s->ps, address)) {
+			mt_slog(MT_LOG_WARNING, &s->log, "imap login refused user=%s "
+				"reason=imap-max-user-sessions limit=%llu", address,
+				(unsigned long long)s->ps->set->imap_max_user_sessions);
+			imap_tagged(s, s->login_tag, "NO [LIMIT] Too many sessions of this "
+				    "user are open.");
+			break;
+		}
+		s->user_counted = true;
 		s->user = mt_xstrdup(address);
 		/* The user's quota (RFC 9208; APPEND and COPY keep to it), as
 		 * LMTP reads it: the directory's, else default_quota. */

@@ -246,7 +246,8 @@ void imap_store_failed(struct imap_session *s, const char *tag,
 		imap_error(s, tag, "NO [INUSE] Mailbox is in use by another session.");
 		break;
 	case MT_STORE_LIMIT:
-		imap_error(s, tag, "NO [LIMIT] Too many mailboxes.");
+		imap_error(s, tag, "NO [LIMIT] A limit of the mailbox or the account is "
+			   "reached (messages, folders or keywords).");
 		break;
 	case MT_STORE_INVALID:
 		imap_error(s, tag, "NO [CANNOT] Not allowed for this mailbox.");

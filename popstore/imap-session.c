@@ -416,6 +416,9 @@ static void conn_closed(struct mt_conn *conn, const char *reason)
 	imap_search_free(s);
 	imap_selected_reset(s);
 	imap_enter_state(s, IMAP_STATE_LOGOUT);
+	if (s->user_counted)
+		popstore_user_close(s->ps, s->user);
+	popstore_address_close(s->ps, s->peer_ip, s->from_proxy);
 	popstore_session_remove(s->ps);
 }
 

@@ -83,6 +83,7 @@ struct imap_session {
 	char peer[MT_SOCKADDR_STRLEN];
 	char peer_ip[MT_AUTHFAIL_KEY_MAX];	/* no port; "" if not IP */
 	bool from_proxy;		/* peer is in proxy_addresses */
+	bool user_counted;		/* in imap_max_user_sessions' count */
 	bool tls;			/* TLS is on (STARTTLS done or implicit) */
 
 	enum imap_state state;

@@ -358,6 +358,7 @@ static void deliver_done(struct mt_store_req *req, void *context)
 			r->address, r->mailbox, mt_store_status_name(st),
 			req_status != MT_STORE_OK ? error : "");
 		switch (st) {
+		case MT_STORE_LIMIT:		/* max_mailbox_messages: full too */
 		case MT_STORE_OVER_QUOTA:
 			if (set->quota_temporary)
 				mt_smtpd_reply(&s->smtpd, 452, "4.2.2 <%s> Mailbox full", r->address);

@@ -328,6 +328,7 @@ static void conn_closed(struct mt_conn *conn, const char *reason)
 	pop3_fetch_free(s);
 	pop3_maildrop_reset(&s->drop);
 	pop3_enter_state(s, POP3_STATE_CLOSING);
+	popstore_address_close(s->ps, s->peer_ip, s->from_proxy);
 	popstore_session_remove(s->ps);
 }
 
@@ -396,4 +397,5 @@ void pop3_sessions_free_all(struct popstore *ps)
 {
 	mt_conn_list_close_all(&ps->pop3_sessions, "shutdown");
 	mt_authfail_free(&ps->auth_failures);
+	popstore_limits_free(ps);
 }

@@ -50,6 +50,18 @@ static const struct mt_setting_def popstore_settings[] = {
 	  .doc = "Most levels of an IMAP folder name (\"a/b/c\" has 3)." },
 	{ .name = "max_sessions", .type = MT_SETTING_UINT, .offset = S(max_sessions),
 	  .default_value = "1000", .min = 1, .doc = "Most concurrent LMTP + POP3 + IMAP sessions." },
+	{ .name = "max_mailbox_messages", .type = MT_SETTING_UINT,
+	  .offset = S(max_mailbox_messages), .default_value = "1000000", .min = 1,
+	  .doc = "Most messages in one mailbox (INBOX or a folder): a delivery beyond "
+		 "it is answered as over quota, an APPEND, COPY or MOVE NO [LIMIT]." },
+	{ .name = "max_sessions_per_address", .type = MT_SETTING_UINT,
+	  .offset = S(max_sessions_per_address), .default_value = "100", .min = 1,
+	  .doc = "Most concurrent POP3 + IMAP sessions from one client address "
+		 "(proxy_addresses are not counted: the MMP carries many users)." },
+	{ .name = "imap_max_user_sessions", .type = MT_SETTING_UINT,
+	  .offset = S(imap_max_user_sessions), .default_value = "20", .min = 1,
+	  .doc = "Most IMAP sessions one user may have logged in at once "
+		 "(a phone, a laptop and webmail need a few each)." },
 	{ .name = "max_message_size", .type = MT_SETTING_SIZE,
 	  .offset = S(max_message_size), .default_value = "50M", .min = 1024,
 	  .doc = "Largest message accepted over LMTP (552 5.3.4 beyond)." },

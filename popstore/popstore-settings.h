@@ -24,6 +24,7 @@ struct mt_popstore_settings {
 	struct mt_hostport pop3_listen;
 	struct mt_hostport pop3s_listen;
 	uint64_t max_sessions;
+	uint64_t max_sessions_per_address, imap_max_user_sessions, max_mailbox_messages;
 	uint64_t max_message_size;
 	uint64_t default_quota;
 	bool quota_temporary;

@@ -8,6 +8,8 @@
  * peer address is only compared. No protocol RFC. */
 #include "popstore.h"
 #include "alloc.h"
+#include "authfail.h"
+#include "clock.h"
 #include "log.h"
 #include "loop.h"
 #include "sdnotify.h"
@@ -22,6 +24,7 @@
 #include <unistd.h>
 
 #include <event2/bufferevent.h>
+#include <openssl/sha.h>
 
 #define FATAL_EXIT_MSECS 200
 
@@ -45,6 +48,62 @@ void popstore_socket_setup(int fd)
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
+/* max_sessions_per_address: false if peer (not a proxy) has that many. */
+static bool address_open(struct popstore *ps, const struct sockaddr *peer)
+{
+	char key[MT_AUTHFAIL_KEY_MAX];
+	if (popstore_is_proxy(ps, peer) || !mt_authfail_key(peer, key, sizeof(key)))
+		return true;
+	if (ps->address_sessions == NULL)
+		ps->address_sessions = mt_authfail_new();
+	const struct mt_authfail_limits limits = { .sessions = ps->set->max_sessions_per_address };
+	return mt_authfail_session_open(ps->address_sessions, key, &limits, mt_clock_ms()) ==
+		MT_AUTHFAIL_ADMIT_OK;
+}
+
+void popstore_address_close(struct popstore *ps, const char *peer_ip, bool from_proxy)
+{
+	if (!from_proxy && peer_ip[0] != '\0' && ps->address_sessions != NULL)
+		mt_authfail_session_close(ps->address_sessions, peer_ip);
+}
+
+/* A user's key in the per-user table: "u" and 40 hex digits of the
+ * name's SHA-256 (names are longer than the table's keys). */
+static void user_key(const char *user, char key[MT_AUTHFAIL_KEY_MAX])
+{
+	unsigned char digest[SHA256_DIGEST_LENGTH];
+	SHA256((const unsigned char *)user, strlen(user), digest);
+	key[0] = 'u';
+	for (int i = 0; i < 20; i++)
+		snprintf(key + 1 + 2 * i, 3, "%02x", digest[i]);
+}
+
+bool popstore_user_open(struct popstore *ps, const char *user)
+{
+	char key[MT_AUTHFAIL_KEY_MAX];
+	user_key(user, key);
+	if (ps->user_sessions == NULL)
+		ps->user_sessions = mt_authfail_new();
+	const struct mt_authfail_limits limits = { .sessions = ps->set->imap_max_user_sessions };
+	return mt_authfail_session_open(ps->user_sessions, key, &limits, mt_clock_ms()) ==
+		MT_AUTHFAIL_ADMIT_OK;
+}
+
+void popstore_user_close(struct popstore *ps, const char *user)
+{
+	char key[MT_AUTHFAIL_KEY_MAX];
+	if (ps->user_sessions == NULL)
+		return;
+	user_key(user, key);
+	mt_authfail_session_close(ps->user_sessions, key);
+}
+
+void popstore_limits_free(struct popstore *ps)
+{
+	mt_authfail_free(&ps->address_sessions);
+	mt_authfail_free(&ps->user_sessions);
+}
+
 struct bufferevent *popstore_accept(struct popstore *ps, int fd,
 				    const struct sockaddr *peer, bool implicit_tls,
 				    const char *proto, const char *busy,
@@ -63,6 +122,17 @@ struct bufferevent *popstore_accept(struct popstore *ps, int fd,
 		close(fd);
 		return NULL;
 	}
+	if (!address_open(ps, peer)) {
+		mt_slog(MT_LOG_WARNING, log,
+			"%s refused peer=%s reason=max-sessions-per-address limit=%llu", proto,
+			addr, (unsigned long long)ps->set->max_sessions_per_address);
+		ps->refused_connections++;
+		popstore_session_remove(ps);
+		if (!implicit_tls)
+			(void)send(fd, busy, strlen(busy), MSG_NOSIGNAL | MSG_DONTWAIT);
+		close(fd);
+		return NULL;
+	}
 	popstore_socket_setup(fd);
 	struct bufferevent *bev;
 	if (implicit_tls)
@@ -74,6 +144,9 @@ struct bufferevent *popstore_accept(struct popstore *ps, int fd,
 	}
 	if (bev == NULL) {
 		mt_slog(MT_LOG_ERROR, log, "%s peer=%s: %s", proto, addr, error);
+		char key[MT_AUTHFAIL_KEY_MAX];
+		if (mt_authfail_key(peer, key, sizeof(key)))
+			popstore_address_close(ps, key, popstore_is_proxy(ps, peer));
 		popstore_session_remove(ps);
 	}
 	return bev;
@@ -123,6 +196,7 @@ void popstore_open_store(struct popstore *ps)
 		.reader_threads = (unsigned int)ps->set->reader_threads,
 		.purge_delay_msecs = (unsigned int)ps->set->purge_delay,
 		.redelivery_window_secs = (unsigned int)(ps->set->redelivery_window / 1000),
+		.max_mailbox_messages = ps->set->max_mailbox_messages,
 	};
 	const char *error;
 	enum mt_store_status status = mt_store_open(&ss, &ps->store, &error);

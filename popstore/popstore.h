@@ -66,6 +66,9 @@ struct popstore {
 	/* Failed POP3 logins per client address (pop3-auth.c; made on the
 	 * first failure, freed by pop3_sessions_free_all). */
 	struct mt_authfail *auth_failures;
+	/* Open POP3/IMAP sessions per client address, and logged-in IMAP
+	 * sessions per user (keyed by a digest of the name): popstore.c. */
+	struct mt_authfail *address_sessions, *user_sessions;
 	bool fatal;			/* the store failed: exit non-zero */
 	struct mt_timer *failed_check;	/* main.c: a panic seen off-session */
 
@@ -76,6 +79,16 @@ struct popstore {
 };
 
 /* popstore.c (the daemon's shared glue; main.c starts it) */
+
+/* A POP3/IMAP session from peer_ip ends: its per-address count (if it
+ * was counted: not from proxy_addresses). */
+void popstore_address_close(struct popstore *ps, const char *peer_ip, bool from_proxy);
+/* An IMAP login of user: false if imap_max_user_sessions are logged in
+ * already; else counted until popstore_user_close. */
+bool popstore_user_open(struct popstore *ps, const char *user);
+void popstore_user_close(struct popstore *ps, const char *user);
+/* The tables go (at exit). */
+void popstore_limits_free(struct popstore *ps);
 
 /* Account for a new session; false (and nothing counted) if max_sessions
  * are open already: the caller refuses the connection. */

@@ -101,7 +101,7 @@ static int copy_prepare(struct mt_store *store, DB_TXN *txn, struct copy_op *c,
 			struct copy_state *st)
 {
 	const struct mt_store_mailbox *mbox = c->op.mbox;
-	uint64_t keywords = 0, bytes = 0;
+	uint64_t keywords = 0, bytes = 0, count = 0;
 	int ret;
 	for (unsigned int i = 0; i < c->uid_count; i++) {
 		ret = store_message_get(store, txn, st->src.id, c->uids[i],
@@ -112,6 +112,7 @@ static int copy_prepare(struct mt_store *store, DB_TXN *txn, struct copy_op *c,
 		if (ret != 0)
 			return ret;
 		st->present[i] = true;
+		count++;
 		keywords |= st->msgs[i].keywords;
 		bytes += st->msgs[i].size;
 	}
@@ -129,6 +130,10 @@ static int copy_prepare(struct mt_store *store, DB_TXN *txn, struct copy_op *c,
 	    (ret = store_flags_keywords_names(store, txn, st->dst->id, st->dst_names,
 					      &st->dst_count)) != 0)
 		return ret;
+	if (store->set.max_mailbox_messages != 0 &&
+	    (st->dst->count >= store->set.max_mailbox_messages ||
+	     count > store->set.max_mailbox_messages - st->dst->count))
+		return STORE_ERR_LIMIT;
 	if (c->quota != 0 && !c->move) {
 		uint64_t total;
 		if ((ret = store_records_user_bytes(store, txn, mbox->name, st->dst_key,

@@ -408,6 +408,8 @@ static int deliver_txn(struct mt_store *store, DB_TXN *txn, void *context)
 		if (size > rcpt->quota || used > rcpt->quota - size)
 			return STORE_ERR_QUOTA;
 	}
+	if (store->set.max_mailbox_messages != 0 && rec.count >= store->set.max_mailbox_messages)
+		return STORE_ERR_LIMIT;
 	if (rec.next_uid == UINT32_MAX || rcpt->prefix_len > UINT32_MAX)
 		return EOVERFLOW;
 

@@ -115,6 +115,9 @@ struct mt_store_settings {
 	 * delivery with the same id to the same mailbox within it is answered
 	 * as delivered, not stored again. 0: 3600 s. */
 	unsigned int redelivery_window_secs;
+	/* Most messages in one mailbox (INBOX or a folder): a delivery,
+	 * APPEND, COPY or MOVE beyond it is refused MT_STORE_LIMIT. 0: none. */
+	uint64_t max_mailbox_messages;
 };
 
 /* Open (and, in SERVE mode, recover) the store. A store whose format version
