@@ -80,12 +80,14 @@ popstore_integration_tests = \
 	tests/integration/test-popstore-imap.py \
 	tests/integration/test-popstore-imap-crash.py \
 	tests/integration/test-popstore-imap-limits.py \
+	tests/integration/test-popstore-imap-scenarios.py \
 	tests/integration/test-popstore-admin.py \
 	tests/integration/test-popstore-crash.py \
 	tests/integration/test-popstore-diskfull.py \
 	tests/integration/test-popstore-large.py
 TESTS += $(popstore_integration_tests)
-EXTRA_DIST += $(popstore_integration_tests) tests/integration/popstorelib.py
+EXTRA_DIST += $(popstore_integration_tests) tests/integration/popstorelib.py \
+	tests/integration/imap-scenarios.txt
 # test-popstore-diskfull.py mounts small file systems (root only, skipped
 # otherwise): a full disk is a handled condition (store/store-space.c).
 

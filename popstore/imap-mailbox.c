@@ -185,6 +185,19 @@ static void folder_command(struct imap_session *s, const struct mt_imap_command 
 
 void imap_cmd_create(struct imap_session *s, const struct mt_imap_command *cmd)
 {
+	/* RFC 9051 6.3.4: a trailing delimiter declares that names will be
+	 * created under this one; the name made is without it. */
+	const char *str;
+	size_t len;
+	if (cmd->count == 1 && mt_imap_arg_astring(&cmd->args[0], &str, &len) && len > 1 &&
+	    str[len - 1] == '/') {
+		struct mt_imap_arg name = cmd->args[0];
+		name.len = len - 1;
+		struct mt_imap_command trimmed = *cmd;
+		trimmed.args = &name;
+		folder_command(s, &trimmed, "CREATE", MT_STORE_FOLDER_CREATE);
+		return;
+	}
 	folder_command(s, cmd, "CREATE", MT_STORE_FOLDER_CREATE);
 }
 

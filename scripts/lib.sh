@@ -9,7 +9,7 @@ libevent-dev libssl-dev libsystemd-dev libcmocka-dev libc-ares-dev
 libldap-dev libdb5.3-dev libinih-dev libcrypt-dev python3 openssl"
 # What the integration tests, the demo and the benchmarks run for real.
 MT_RUNTIME_PACKAGES="slapd ldap-utils db5.3-util swaks curl fetchmail isync
-offlineimap3"
+offlineimap3 getmail6"
 # What scripts/check-packages needs to build and check the .deb and .rpm
 # packages (dpkg-buildpackage, debhelper with dh_installsysusers, rpmbuild,
 # systemd-analyze, man for the installed pages).

@@ -2,7 +2,7 @@
 """test-popstore-imap.py -- mailtier-popstore's IMAP server as far as it
 goes (login, folders, SELECT, FETCH, STORE, COPY/MOVE, EXPUNGE, APPEND,
 SEARCH, IDLE, several sessions, MIME structure), with Python's imaplib, curl
-imap://, fetchmail and raw sockets against a real slapd, messages
+imap:// and imaps://, fetchmail, getmail6 and raw sockets against a real slapd, messages
 delivered over LMTP:
 
   - the greeting's CAPABILITY; from a non-proxy address without TLS:
@@ -61,6 +61,7 @@ import os
 import shutil
 import socket
 import subprocess
+import tempfile
 
 import mtharness
 import popstorelib
@@ -500,6 +501,78 @@ def test_fetchmail(env, h):
     c = env.imap("s1", user=user, password=PW)
     typ, data = c.select("INBOX")
     assert data == [b"0"], ("fetchmail's deletions were not applied", data)
+    c.logout()
+
+
+def test_getmail(env, h):
+    """getmail6 over IMAP and over implicit TLS: each message once into a
+    maildir; run again, nothing new (it remembers UIDs); with delete, the
+    mailbox is emptied."""
+    user = f"olga@{D}"
+    bodies = [message(f"getmail {i}", f"body {i}\r\n.dot {i}\r\n") for i in range(3)]
+    for b in bodies:
+        env.deliver("s1", "s@remote.test", [user], b)
+    # Outside the harness's private directory: getmail's delivery user
+    # must reach the maildir.
+    top = tempfile.mkdtemp(prefix="mt-getmail-")
+    os.chmod(top, 0o755)
+    try:
+        getmail_runs(env, user, bodies, top)
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def getmail_runs(env, user, bodies, top):
+    del bodies  # (what they hold is checked by subject and body)
+    maildir = os.path.join(top, "Maildir")
+    for sub in ("cur", "new", "tmp"):
+        os.makedirs(os.path.join(maildir, sub))
+    # getmail delivers as root only through another user (its own rule).
+    as_user = ""
+    if os.geteuid() == 0:
+        as_user = "user = nobody\n"
+        for root, dirs, _ in os.walk(maildir):
+            for d in [root] + [os.path.join(root, x) for x in dirs]:
+                shutil.chown(d, "nobody")
+
+    def run(kind, port, delete):
+        rc = os.path.join(top, f"getmailrc-{kind}")
+        with open(rc, "w") as f:
+            f.write(f"[retriever]\ntype = {kind}\nserver = 127.0.0.1\nport = {port}\n"
+                    f"username = {user}\npassword = {PW}\nmailboxes = (\"INBOX\",)\n")
+            f.write(f"\n[destination]\ntype = Maildir\npath = {maildir}/\n{as_user}"
+                    f"\n[options]\nread_all = false\ndelete = {str(delete).lower()}\n"
+                    "message_log_verbose = true\n")
+        r = subprocess.run(["getmail", "--rcfile", rc, "--getmaildir", top],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stdout + r.stderr
+        return r.stdout
+
+    def stored():
+        return sorted(open(os.path.join(maildir, "new", n), "rb").read()
+                      for n in os.listdir(os.path.join(maildir, "new")))
+
+    out = run("SimpleIMAPRetriever", env.ports["s1"]["imap"], False)
+    got = stored()
+    assert len(got) == 3, (out, len(got))
+    for i in range(3):
+        # (getmail writes the header again and LF line ends: the subject
+        # and the body, dot line included, must be there once)
+        hits = [g for g in got if b"\nSubject: getmail %d\n" % i in g and
+                g.endswith(b"\n\nbody %d\n.dot %d\n" % (i, i))]
+        assert len(hits) == 1, (i, [g[-200:] for g in got])
+    # Again: it remembers the UIDs it has, nothing new.
+    run("SimpleIMAPRetriever", env.ports["s1"]["imap"], False)
+    assert len(stored()) == 3
+    # Over implicit TLS (another server to getmail: all four are new to
+    # it), deleting what it fetched.
+    env.deliver("s1", "s@remote.test", [user], message("getmail 3", "late\r\n"))
+    run("SimpleIMAPSSLRetriever", env.ports["s1"]["imaps"], True)
+    got = stored()
+    assert len(got) == 7 and sum(b"\nSubject: getmail 3\n" in g for g in got) == 1, len(got)
+    c = env.imap("s1", user=user, password=PW)
+    typ, data = c.select("INBOX")
+    assert data == [b"0"], ("getmail's deletions were not applied", data)
     c.logout()
 
 
@@ -1026,7 +1099,7 @@ def test_mime(env):
 
 
 def test_curl(env):
-    # curl lists the mailboxes (LIST) after LOGIN.
+    # curl lists the mailboxes (LIST) after LOGIN, over imap:// and imaps://.
     out = subprocess.run(
         ["curl", "-sS", "--max-time", "30", "-u", f"carol@{D}:{PW}",
          f"imap://127.0.0.1:{env.ports['s1']['imap']}/"],
@@ -1034,13 +1107,26 @@ def test_curl(env):
     assert out.returncode == 0, out.stderr
     text = out.stdout.decode()
     assert '"/" INBOX' in text and "Sent" in text and "Old" in text, text
+    env.deliver("s1", "s@remote.test", [f"carol@{D}"], message("curl imaps", "over TLS\r\n"))
+    c = env.imap("s1", user=f"carol@{D}", password=PW)
+    ok(c.select("INBOX", readonly=True))
+    typ, data = c.fetch("*", "(UID)")
+    uid = int(data[-1].split(b"UID ")[1].rstrip(b")"))
+    whole = fetch_one(c, str(uid), "(BODY.PEEK[])", uid=True)[1]
+    c.logout()
+    out = subprocess.run(
+        ["curl", "-sS", "-k", "--max-time", "30", "-u", f"carol@{D}:{PW}",
+         f"imaps://127.0.0.1:{env.ports['s1']['imaps']}/INBOX;UID={uid}"],
+        capture_output=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == whole, (out.stdout[:200], whole[:200])
 
 
 def test(h):
     env = popstorelib.Env(h, tls=True, popstore_extra="auth_fail_delay = 0\n")
     env.add_user(f"lee@{D}", PW, shard="s1", quota="40K")
     for user, shard in (("alice", "s1"), ("bob", "s2"), ("carol", "s1"),
-                        ("dave", "s1"), ("erin", "s1"), ("fred", "s1"), ("gina", "s1"), ("hank", "s1"), ("ivan", "s1"), ("judy", "s1"), ("kim", "s1"), ("max", "s1"), ("nora", "s1")):
+                        ("dave", "s1"), ("erin", "s1"), ("fred", "s1"), ("gina", "s1"), ("hank", "s1"), ("ivan", "s1"), ("judy", "s1"), ("kim", "s1"), ("max", "s1"), ("nora", "s1"), ("olga", "s1")):
         env.add_user(f"{user}@{D}", PW, shard=shard)
     env.start("s1")
     env.start("s2")
@@ -1052,6 +1138,7 @@ def test(h):
     test_messages(env)
     test_mime(env)
     test_fetchmail(env, h)
+    test_getmail(env, h)
     test_concurrent(env)
     test_search(env)
     test_condstore(env)
