@@ -156,6 +156,21 @@ static bool sendf(struct conn *c, const char *fmt, ...)
 	return n > 0 && (size_t)n < sizeof(line) && send_all(c, line, (size_t)n);
 }
 
+/* More octets into an empty buffer; false at EOF or an error. */
+static bool conn_fill(struct conn *c)
+{
+	for (;;) {
+		ssize_t r = recv(c->fd, c->buf, sizeof(c->buf), 0);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return false;
+		c->start = 0;
+		c->end = (size_t)r;
+		return true;
+	}
+}
+
 /* One line without CRLF into line (truncated to size). */
 static bool read_line(struct conn *c, char *line, size_t size)
 {
@@ -172,13 +187,8 @@ static bool read_line(struct conn *c, char *line, size_t size)
 			if (n < size - 1)
 				line[n++] = ch;
 		}
-		ssize_t r = recv(c->fd, c->buf, sizeof(c->buf), 0);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
+		if (!conn_fill(c))
 			return false;
-		c->start = 0;
-		c->end = (size_t)r;
 	}
 }
 
@@ -327,15 +337,8 @@ static bool pop_session(unsigned long user, uint64_t *msgs_r, uint64_t *bytes_r)
 static bool skip_bytes(struct conn *c, uint64_t n)
 {
 	while (n > 0) {
-		if (c->start == c->end) {
-			ssize_t r = recv(c->fd, c->buf, sizeof(c->buf), 0);
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r <= 0)
-				return false;
-			c->start = 0;
-			c->end = (size_t)r;
-		}
+		if (c->start == c->end && !conn_fill(c))
+			return false;
 		size_t k = c->end - c->start < n ? c->end - c->start : (size_t)n;
 		c->start += k;
 		n -= k;
@@ -373,13 +376,8 @@ static bool imap_line(struct conn *c, char *line, size_t size, uint64_t *literal
 			}
 			tail[tail_len++] = ch;
 		}
-		ssize_t r = recv(c->fd, c->buf, sizeof(c->buf), 0);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
+		if (!conn_fill(c))
 			return false;
-		c->start = 0;
-		c->end = (size_t)r;
 	}
 }
 

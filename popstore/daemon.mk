@@ -97,4 +97,4 @@ EXTRA_DIST += $(popstore_integration_tests) tests/integration/popstorelib.py \
 EXTRA_PROGRAMS += bench/popstore-load
 bench_popstore_load_SOURCES = bench/popstore-load.c
 bench_popstore_load_LDADD = $(PTHREAD_LIBS)
-EXTRA_DIST += bench/popstore.py
+EXTRA_DIST += bench/popstore.py bench/popstore-imap.py bench/mime-parse.c
