@@ -383,14 +383,14 @@ static bool imap_line(struct conn *c, char *line, size_t size, uint64_t *literal
 
 /* Send "tag command", read to the tagged reply: true for OK (or for NO
  * when no_ok); *exists_r from an untagged EXISTS; literal octets counted. */
-static unsigned long imap_tag;
+static atomic_ulong imap_tag;		/* the clients' threads share it */
 static bool imap_cmd(struct conn *c, bool no_ok, unsigned long *exists_r, uint64_t *bytes_r,
 		     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 static bool imap_cmd(struct conn *c, bool no_ok, unsigned long *exists_r, uint64_t *bytes_r,
 		     const char *fmt, ...)
 {
 	char cmd[1024], tag[32], line[1024];
-	snprintf(tag, sizeof(tag), "t%lu", ++imap_tag);
+	snprintf(tag, sizeof(tag), "t%lu", atomic_fetch_add(&imap_tag, 1) + 1);
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(cmd, sizeof(cmd), fmt, ap);

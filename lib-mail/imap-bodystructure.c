@@ -144,6 +144,17 @@ static void write_disposition_language_location(struct mt_buf *out,
 	write_nstring_field(out, e, MT_MIME_CONTENT_LOCATION);
 }
 
+/* An address-list field as ENVELOPE has it: NIL when absent or empty. */
+static void write_address_field(struct mt_buf *out, const struct mt_mime_entity *e,
+				enum mt_mime_field f)
+{
+	const struct mt_mime_value *v = field(e, f);
+	if (v == NULL)
+		mt_buf_append_str(out, "NIL");
+	else
+		mt_mime_write_addresses(out, v->data, v->len, 0);
+}
+
 void mt_imap_write_envelope(struct mt_buf *out, const struct mt_mime_entity *e)
 {
 	mt_buf_append_char(out, '(');
@@ -151,32 +162,26 @@ void mt_imap_write_envelope(struct mt_buf *out, const struct mt_mime_entity *e)
 	mt_buf_append_char(out, ' ');
 	write_nstring_field(out, e, MT_MIME_SUBJECT);
 	struct mt_buf from = MT_BUF_INIT;
-	const struct mt_mime_value *f = field(e, MT_MIME_FROM);
-	if (f != NULL)
-		mt_mime_write_addresses(&from, f->data, f->len, 0);
-	else
-		mt_buf_append_str(&from, "NIL");
-	static const enum mt_mime_field lists[] = {
-		MT_MIME_FROM, MT_MIME_SENDER, MT_MIME_REPLY_TO, MT_MIME_TO, MT_MIME_CC, MT_MIME_BCC,
-	};
-	for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+	write_address_field(&from, e, MT_MIME_FROM);
+	mt_buf_append_char(out, ' ');
+	mt_buf_append(out, from.data, from.len);
+	/* RFC 9051 7.5.2: an absent or empty Sender or Reply-To is the From. */
+	static const enum mt_mime_field defaulted[] = { MT_MIME_SENDER, MT_MIME_REPLY_TO };
+	for (size_t i = 0; i < sizeof(defaulted) / sizeof(defaulted[0]); i++) {
 		mt_buf_append_char(out, ' ');
-		size_t start = out->len;
-		const struct mt_mime_value *v = field(e, lists[i]);
-		if (lists[i] == MT_MIME_FROM || v == NULL)
-			mt_buf_append_str(out, "NIL");
-		else
-			mt_mime_write_addresses(out, v->data, v->len, 0);
-		/* RFC 9051 7.5.2: an absent or empty Sender or Reply-To is
-		 * the From. */
-		bool nil = out->len - start == 3 && memcmp(out->data + start, "NIL", 3) == 0;
-		if (lists[i] == MT_MIME_FROM ||
-		    (nil && (lists[i] == MT_MIME_SENDER || lists[i] == MT_MIME_REPLY_TO))) {
-			out->len = start;
+		size_t at = out->len;
+		write_address_field(out, e, defaulted[i]);
+		if (out->len - at == 3 && memcmp(out->data + at, "NIL", 3) == 0) {
+			out->len = at;
 			mt_buf_append(out, from.data, from.len);
 		}
 	}
 	mt_buf_free(&from);
+	static const enum mt_mime_field lists[] = { MT_MIME_TO, MT_MIME_CC, MT_MIME_BCC };
+	for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+		mt_buf_append_char(out, ' ');
+		write_address_field(out, e, lists[i]);
+	}
 	mt_buf_append_char(out, ' ');
 	write_nstring_field(out, e, MT_MIME_IN_REPLY_TO);
 	mt_buf_append_char(out, ' ');

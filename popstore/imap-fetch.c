@@ -415,6 +415,15 @@ static void fields_filter(const char *p, size_t end, const struct fetch_item *it
 
 static void fetch_run(struct imap_fetch *f);
 
+/* The current message was expunged elsewhere before any of its items
+ * were promised: the rest of them are left out and the FETCH ends NO
+ * [EXPUNGEISSUED]. */
+static void message_gone(struct imap_fetch *f)
+{
+	f->expunge_issued = true;
+	f->item = f->item_count;
+}
+
 static void head_read_done(struct mt_store_req *req, void *context)
 {
 	struct imap_fetch *f = context;
@@ -462,8 +471,7 @@ static void body_read_done(struct mt_store_req *req, void *context)
 		 * left out and the FETCH ends NO [EXPUNGEISSUED]. */
 		f->prefix_pending = false;
 		f->streaming = false;
-		f->expunge_issued = true;
-		f->item = f->item_count;
+		message_gone(f);
 		fetch_run(f);
 		return;
 	}
@@ -511,9 +519,7 @@ static void structure_read_done(struct mt_store_req *req, void *context)
 	const void *data = mt_store_req_structure(req, &len, &f->shift);
 	mt_buf_reset(&f->structure);
 	if (status == MT_STORE_NOT_FOUND) {
-		/* Expunged meanwhile: its items are left out. */
-		f->expunge_issued = true;
-		f->item = f->item_count;
+		message_gone(f);
 	} else if (status != MT_STORE_OK) {
 		fetch_failed(f, status, error);
 		return;
@@ -537,8 +543,7 @@ static void gather_read_done(struct mt_store_req *req, void *context)
 	size_t len;
 	const void *data = mt_store_req_data(req, &len);
 	if (status == MT_STORE_NOT_FOUND) {
-		f->expunge_issued = true;
-		f->item = f->item_count;
+		message_gone(f);
 		f->gather_done = true;
 		fetch_run(f);
 		return;
@@ -623,8 +628,9 @@ static void literal_write(struct imap_session *s, const char *sp, const char *la
 	mt_buf_free(&out);
 }
 
-/* An item with part numbers (or a part BINARY): false if it was not sent
- * but streamed (f->send_*) or left NIL. */
+/* An item with part numbers (or a part BINARY): written now (a literal,
+ * NIL, a size), or set up to stream (f->send_*, the literal's size promised
+ * at the first read), or left out with f->failure set. */
 static void part_write(struct imap_fetch *f, const struct fetch_item *item,
 		       const struct mt_store_msg *m, const char *sp)
 {
