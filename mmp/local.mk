@@ -1,4 +1,4 @@
-# mmp/local.mk — mailtier-mmp, the POP3 multiplexor proxy (mmp/README.md),
+# mmp/local.mk — mailtier-mmp, the POP3 and IMAP multiplexor proxy (mmp/README.md),
 # its unit tests, its integration tests (real slapd, real clients, two
 # shards) and its benchmark (bench/mmp).
 sbin_PROGRAMS += mmp/mailtier-mmp
@@ -10,8 +10,11 @@ mmp_libmmp_a_SOURCES = \
 	mmp/mmp-session.c \
 	mmp/mmp-commands.c \
 	mmp/mmp-parse.c mmp/mmp-parse.h \
+	mmp/mmp-imap.c \
+	mmp/mmp-answers.c \
 	mmp/mmp-login.c \
-	mmp/mmp-backend.c \
+	mmp/mmp-backend.c mmp/mmp-backend.h \
+	mmp/mmp-backend-imap.c \
 	mmp/mmp-shards.c \
 	mmp/mmp-relay.c \
 	mmp/mmp-clients.c
@@ -43,6 +46,7 @@ tests_unit_test_mmp_session_LDADD = $(MMP_LIBS) $(CMOCKA_LIBS)
 # shards, real clients (curl, poplib, fetchmail), 10,000 connections.
 mmp_integration_tests = \
 	tests/integration/test-mmp.py \
+	tests/integration/test-mmp-imap.py \
 	tests/integration/test-mmp-limits.py
 TESTS += $(mmp_integration_tests)
 EXTRA_DIST += $(mmp_integration_tests) tests/integration/popbackend.py \

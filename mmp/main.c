@@ -1,4 +1,4 @@
-/* main.c — mailtier-mmp, the POP3 multiplexor proxy: start-up (config,
+/* main.c — mailtier-mmp, the POP3 and IMAP multiplexor proxy: start-up (config,
  * TLS, the directory client, the shard table, listeners, privilege drop,
  * worker loops), the accept hand-off with the connection limits, stats
  * and the SIGTERM drain, as a daemon skeleton definition (daemon/daemon.h
@@ -7,9 +7,11 @@
  *
  *	mailtier-mmp [-c FILE] [-f|-F]
  *
- * The main loop accepts on pop3_listen and pop3s_listen and checks the
- * limits there (conn_limit, conn_limit_per_client, a blocked address):
- * a refused plaintext client gets its -ERR [SYS/TEMP] line written at once
+ * The main loop accepts on pop3_listen, pop3s_listen, imap_listen and
+ * imaps_listen and checks the limits there, one count for all four
+ * (conn_limit, conn_limit_per_client, a blocked address): a refused
+ * plaintext client gets its -ERR [SYS/TEMP] or * BYE [UNAVAILABLE] line
+ * written at once
  * and the socket closed; a refused implicit-TLS client needs the handshake
  * to read it, so it goes to a worker as a refusal (at most
  * TLS_REFUSALS_MAX at a time, beyond that the socket is just closed).
@@ -19,7 +21,8 @@
  * Trust boundary: the config and the proxy password file are the
  * operator's; the TCP peer address is the client's (used for limits and
  * logs). Everything else is in the session files.
- * RFCs: RFC 2595 (pop3_listen with STLS), RFC 8314 (pop3s_listen). */
+ * RFCs: RFC 2595 (pop3_listen with STLS), RFC 9051 6.2.1 (imap_listen
+ * with STARTTLS), RFC 8314 (pop3s_listen, imaps_listen). */
 #include "mmp.h"
 #include "clock.h"
 #include "alloc.h"
@@ -47,11 +50,6 @@
 /* How often failed-login records are expired. */
 #define SWEEP_MSECS 10000
 
-#define REFUSE_LIMIT "-ERR [SYS/TEMP] Too many connections, try again later."
-#define REFUSE_CLIENT "-ERR [SYS/TEMP] Too many connections from your " \
-	"address, try again later."
-#define REFUSE_BLOCKED "-ERR [SYS/TEMP] Too many failed logins from your " \
-	"address, try again later."
 
 static struct mmp_server server;
 
@@ -111,15 +109,16 @@ static void dispatch(int fd, const struct sockaddr *peer, socklen_t peerlen,
 }
 
 static void refuse(int fd, const struct sockaddr *peer, socklen_t peerlen,
-		   enum mmp_listener_kind kind, const char *reply,
+		   enum mmp_listener_kind kind, enum mmp_answer answer,
 		   const char *reason)
 {
 	char addr[MT_SOCKADDR_STRLEN];
+	const char *reply = mmp_answer_text(mmp_listener_protocol(kind), answer);
 
 	mt_info("refused client=%s listener=%s reason=%s",
-		mt_sockaddr_str(peer, addr, sizeof(addr)),
-		kind == MMP_LISTENER_POP3S ? "pop3s" : "pop3", reason);
-	if (kind == MMP_LISTENER_POP3S) {
+		mt_sockaddr_str(peer, addr, sizeof(addr)), mmp_listener_names[kind],
+		reason);
+	if (mmp_listener_implicit_tls(kind)) {
 		if (atomic_load(&server.rejects) < TLS_REFUSALS_MAX) {
 			atomic_fetch_add(&server.rejects, 1);
 			dispatch(fd, peer, peerlen, kind, reply);
@@ -142,7 +141,7 @@ static void accept_conn(int fd, const struct sockaddr *peer, socklen_t peerlen,
 {
 	if (atomic_load(&server.conns) >= server.set->conn_limit) {
 		atomic_fetch_add(&server.stats.refused_limit, 1);
-		refuse(fd, peer, peerlen, kind, REFUSE_LIMIT, "conn_limit");
+		refuse(fd, peer, peerlen, kind, MMP_ANSWER_BYE_CONN_LIMIT, "conn_limit");
 		return;
 	}
 	switch (mmp_clients_admit(server.clients, peer, mt_clock_coarse_ms())) {
@@ -150,11 +149,11 @@ static void accept_conn(int fd, const struct sockaddr *peer, socklen_t peerlen,
 		break;
 	case MMP_ADMIT_PER_CLIENT:
 		atomic_fetch_add(&server.stats.refused_client, 1);
-		refuse(fd, peer, peerlen, kind, REFUSE_CLIENT, "conn_limit_per_client");
+		refuse(fd, peer, peerlen, kind, MMP_ANSWER_BYE_CLIENT_LIMIT, "conn_limit_per_client");
 		return;
 	case MMP_ADMIT_BLOCKED:
 		atomic_fetch_add(&server.stats.refused_blocked, 1);
-		refuse(fd, peer, peerlen, kind, REFUSE_BLOCKED, "auth_fail_limit");
+		refuse(fd, peer, peerlen, kind, MMP_ANSWER_BYE_CLIENT_BLOCKED, "auth_fail_limit");
 		return;
 	}
 	atomic_fetch_add(&server.conns, 1);
@@ -174,6 +173,20 @@ static void accept_pop3s(int fd, const struct sockaddr *peer, socklen_t peerlen,
 {
 	(void)context;
 	accept_conn(fd, peer, peerlen, MMP_LISTENER_POP3S);
+}
+
+static void accept_imap(int fd, const struct sockaddr *peer, socklen_t peerlen,
+			void *context)
+{
+	(void)context;
+	accept_conn(fd, peer, peerlen, MMP_LISTENER_IMAP);
+}
+
+static void accept_imaps(int fd, const struct sockaddr *peer, socklen_t peerlen,
+			 void *context)
+{
+	(void)context;
+	accept_conn(fd, peer, peerlen, MMP_LISTENER_IMAPS);
 }
 
 /* Workers (each in its own thread) */
@@ -272,8 +285,10 @@ static bool configure(struct mt_daemon *d, const char **error_r)
 	if (server.proxy_password == NULL)
 		mt_fatal("[mmp] proxy_password_file: %s", error);
 	server.proxy_user = set->proxy_user;
-	if (set->pop3_listen.host == NULL && set->pop3s_listen.host == NULL)
-		mt_fatal("[mmp] neither pop3_listen nor pop3s_listen is set");
+	if (set->pop3_listen.host == NULL && set->pop3s_listen.host == NULL &&
+	    set->imap_listen.host == NULL && set->imaps_listen.host == NULL)
+		mt_fatal("[mmp] none of pop3_listen, pop3s_listen, imap_listen and "
+			 "imaps_listen is set");
 	d->stats_interval_msecs = (unsigned int)set->stats_interval;
 	return true;
 }
@@ -287,14 +302,23 @@ static void listen_all(struct mt_daemon *d)
 	if (set->pop3s_listen.host != NULL && server.tls == NULL)
 		mt_fatal("[mmp] pop3s_listen needs [tls] cert_file and key_file "
 			 "(or set pop3s_listen empty)");
-	if (set->pop3_listen.host != NULL && server.tls == NULL &&
-	    !set->allow_plaintext_auth)
-		mt_warning("pop3_listen without [tls] and allow_plaintext_auth = no: "
-			   "no one can log in there");
+	if (set->imaps_listen.host != NULL && server.tls == NULL)
+		mt_fatal("[mmp] imaps_listen needs [tls] cert_file and key_file "
+			 "(or set imaps_listen empty)");
+	if (server.tls == NULL && !set->allow_plaintext_auth &&
+	    (set->pop3_listen.host != NULL || set->imap_listen.host != NULL))
+		mt_warning("pop3_listen/imap_listen without [tls] and "
+			   "allow_plaintext_auth = no: no one can log in there");
 	raise_fd_limit();
 	server.shards = mmp_shards_new(server.config, server.main_loop, set, &error);
 	if (server.shards == NULL)
 		mt_fatal("[shards]: %s", error);
+	const char *no_imap = NULL;
+	if ((set->imap_listen.host != NULL || set->imaps_listen.host != NULL) &&
+	    !mmp_shards_serve(server.shards, MMP_PROTO_IMAP, &no_imap))
+		mt_fatal("[shards] %s has no IMAP address (NAME = LMTP_ADDRESS, "
+			 "POP3_ADDRESS, IMAP_ADDRESS), which imap_listen and "
+			 "imaps_listen need", no_imap);
 	struct mmp_clients_settings cset = {
 		.conn_limit_per_client = set->conn_limit_per_client,
 		.auth_fail_delay = set->auth_fail_delay,
@@ -304,6 +328,8 @@ static void listen_all(struct mt_daemon *d)
 	server.clients = mmp_clients_new(&cset);
 	(void)mt_daemon_listen(d, "pop3_listen", &set->pop3_listen, accept_pop3, NULL);
 	(void)mt_daemon_listen(d, "pop3s_listen", &set->pop3s_listen, accept_pop3s, NULL);
+	(void)mt_daemon_listen(d, "imap_listen", &set->imap_listen, accept_imap, NULL);
+	(void)mt_daemon_listen(d, "imaps_listen", &set->imaps_listen, accept_imaps, NULL);
 }
 
 static void start(struct mt_daemon *d)
@@ -327,12 +353,16 @@ static void start(struct mt_daemon *d)
 	if (server.workers == NULL)
 		mt_fatal("%s", error);
 	server.sweep = mt_timer_add(server.main_loop, SWEEP_MSECS, true, sweep_cb, NULL);
-	mt_info("started pop3=%s:%u pop3s=%s:%u threads=%u conn_limit=%llu "
-		"conn_limit_per_client=%llu tls=%s splice=%s",
+	mt_info("started pop3=%s:%u pop3s=%s:%u imap=%s:%u imaps=%s:%u threads=%u "
+		"conn_limit=%llu conn_limit_per_client=%llu tls=%s splice=%s",
 		set->pop3_listen.host != NULL ? set->pop3_listen.host : "-",
 		set->pop3_listen.port,
 		set->pop3s_listen.host != NULL ? set->pop3s_listen.host : "-",
-		set->pop3s_listen.port, server.n_workers,
+		set->pop3s_listen.port,
+		set->imap_listen.host != NULL ? set->imap_listen.host : "-",
+		set->imap_listen.port,
+		set->imaps_listen.host != NULL ? set->imaps_listen.host : "-",
+		set->imaps_listen.port, server.n_workers,
 		(unsigned long long)set->conn_limit,
 		(unsigned long long)set->conn_limit_per_client,
 		server.tls != NULL ? "yes" : "no", set->relay_splice ? "yes" : "no");

@@ -1,8 +1,10 @@
 /* mmp-backend.c — logging in to a store shard on a user's behalf: connect
- * to the shard's POP3 address, read the greeting, send AUTH PLAIN with the
- * user's canonical address as authorization identity and the proxy's own
- * credential (proxy_user, proxy_password_file), read the answer. All of it
- * within backend_connect_timeout.
+ * to the shard's address for the session's protocol, read the greeting,
+ * log in with the user's canonical address as authorization identity and
+ * the proxy's own credential (proxy_user, proxy_password_file), read the
+ * answer. All of it within backend_connect_timeout. The connection, the
+ * deadline and the line reading are here with the POP3 dialogue (AUTH
+ * PLAIN); the IMAP dialogue is mmp-backend-imap.c's.
  *
  * Trust boundary: the shard is ours but may be down, slow or broken: every
  * step has the one deadline, every line is bounded (512 octets) and checked
@@ -13,7 +15,7 @@
  * initial response that would make the command longer than 255 octets is
  * sent after the server's "+ " instead), RFC 4616 (PLAIN with authzid),
  * RFC 3206 and RFC 2449 section 8 (response codes, passed through). */
-#include "mmp.h"
+#include "mmp-backend.h"
 #include "sasl.h"
 #include "alloc.h"
 #include "buf.h"
@@ -28,24 +30,6 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
-
-enum backend_step {
-	STEP_CONNECT,		/* connecting, or waiting for the greeting */
-	STEP_AUTH_CONTINUE,	/* sent "AUTH PLAIN", waiting for "+ " */
-	STEP_AUTH,		/* sent the PLAIN response, waiting for +OK */
-};
-
-struct mmp_backend {
-	struct mmp_session *sess;
-	struct mmp_shard *shard;
-	struct bufferevent *bev;
-	struct event *timer;
-	struct mt_line_reader reader;
-	mmp_backend_cb_t *cb;
-	enum backend_step step;
-	const char *fail_reason;	/* static; set before a deferred failure */
-	char *address;
-};
 
 void mmp_backend_free(struct mmp_backend **backend_p)
 {
@@ -71,15 +55,14 @@ struct bufferevent *mmp_backend_take(struct mmp_backend **backend_p)
 	return bev;
 }
 
-/* Report the outcome; the callback frees or takes the backend. */
-static void finish(struct mmp_backend *b, enum mmp_backend_status status,
-		   const char *line, const char *reason)
+void mmp_backend_finish(struct mmp_backend *b, enum mmp_backend_status status,
+			const char *line, const char *reason)
 {
 	evtimer_del(b->timer);
 	b->cb(b->sess, status, line, reason);
 }
 
-static void send_line(struct mmp_backend *b, const char *prefix,
+void mmp_backend_send(struct mmp_backend *b, const char *prefix,
 		      const struct mt_buf *response)
 {
 	struct evbuffer *out = b->sess->worker->scratch;
@@ -90,35 +73,36 @@ static void send_line(struct mmp_backend *b, const char *prefix,
 	mmp_bev_send(b->bev, true, out);
 }
 
-/* The PLAIN message: authzid = the user, authcid = the proxy. */
-static void build_response(struct mmp_backend *b, struct mt_buf *out)
+void mmp_backend_plain_response(struct mmp_backend *b, struct mt_buf *out)
 {
 	const struct mmp_server *server = b->sess->worker->server;
 	mt_sasl_plain_encode(out, b->address, server->proxy_user,
 			      server->proxy_password);
 }
 
+/* The POP3 dialogue */
+
 static void on_greeting(struct mmp_backend *b)
 {
 	struct mt_buf response = MT_BUF_INIT;
 
-	build_response(b, &response);
+	mmp_backend_plain_response(b, &response);
 	/* RFC 5034 section 4: the whole AUTH line with its initial response
 	 * must fit in 255 octets (CRLF included); else wait for "+ ". */
 	if (strlen("AUTH PLAIN ") + response.len + 2 <= MMP_COMMAND_LINE_MAX) {
-		send_line(b, "AUTH PLAIN ", &response);
+		mmp_backend_send(b, "AUTH PLAIN ", &response);
 		b->step = STEP_AUTH;
 	} else {
-		send_line(b, "AUTH PLAIN", NULL);
+		mmp_backend_send(b, "AUTH PLAIN", NULL);
 		b->step = STEP_AUTH_CONTINUE;
 	}
 	explicit_bzero(response.data, response.cap);
 	mt_buf_free(&response);
 }
 
-/* One response line from the shard; false when the backend is finished
- * (and possibly freed). */
-static bool on_line(struct mmp_backend *b, const char *line, size_t len)
+/* One POP3 response line from the shard; false when the backend is
+ * finished (and possibly freed). */
+static bool pop3_line(struct mmp_backend *b, const char *line, size_t len)
 {
 	enum mt_pop3_status kind = mt_pop3_status(line, len);
 	struct mt_buf response = MT_BUF_INIT;
@@ -126,15 +110,15 @@ static bool on_line(struct mmp_backend *b, const char *line, size_t len)
 	switch (b->step) {
 	case STEP_CONNECT:
 		if (kind != MT_POP3_OK) {
-			finish(b, MMP_BACKEND_FAILED, NULL, "no +OK greeting");
+			mmp_backend_finish(b, MMP_BACKEND_FAILED, NULL, "no +OK greeting");
 			return false;
 		}
 		on_greeting(b);
 		return true;
 	case STEP_AUTH_CONTINUE:
 		if (kind == MT_POP3_CONTINUE) {
-			build_response(b, &response);
-			send_line(b, "", &response);
+			mmp_backend_plain_response(b, &response);
+			mmp_backend_send(b, "", &response);
 			explicit_bzero(response.data, response.cap);
 			mt_buf_free(&response);
 			b->step = STEP_AUTH;
@@ -142,14 +126,15 @@ static bool on_line(struct mmp_backend *b, const char *line, size_t len)
 		}
 		break;
 	case STEP_AUTH:
+	case STEP_IMAP_LOGIN:
 		break;
 	}
 	if (kind == MT_POP3_OK)
-		finish(b, MMP_BACKEND_OK, line, NULL);
+		mmp_backend_finish(b, MMP_BACKEND_OK, line, NULL);
 	else if (kind == MT_POP3_ERR)
-		finish(b, MMP_BACKEND_REFUSED, line, NULL);
+		mmp_backend_finish(b, MMP_BACKEND_REFUSED, line, NULL);
 	else
-		finish(b, MMP_BACKEND_FAILED, NULL, "unexpected answer to AUTH");
+		mmp_backend_finish(b, MMP_BACKEND_FAILED, NULL, "unexpected answer to AUTH");
 	return false;
 }
 
@@ -167,10 +152,12 @@ static void read_cb(struct bufferevent *bev, void *arg)
 		if (st == MT_LINE_NEED_MORE)
 			break;
 		if (st != MT_LINE_OK) {
-			finish(b, MMP_BACKEND_FAILED, NULL, error);
+			mmp_backend_finish(b, MMP_BACKEND_FAILED, NULL, error);
 			break;
 		}
-		more = on_line(b, mt_buf_cstr(&line), line.len);
+		more = b->protocol == MMP_PROTO_IMAP ?
+			mmp_backend_imap_line(b, mt_buf_cstr(&line), line.len) :
+			pop3_line(b, mt_buf_cstr(&line), line.len);
 		mt_buf_reset(&line);
 	}
 	mt_buf_free(&line);
@@ -186,11 +173,11 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 		return;
 	}
 	if ((what & BEV_EVENT_EOF) != 0) {
-		finish(b, MMP_BACKEND_FAILED, NULL, "connection closed");
+		mmp_backend_finish(b, MMP_BACKEND_FAILED, NULL, "connection closed");
 		return;
 	}
 	int err = EVUTIL_SOCKET_ERROR();
-	finish(b, MMP_BACKEND_FAILED, NULL,
+	mmp_backend_finish(b, MMP_BACKEND_FAILED, NULL,
 	       err != 0 ? evutil_socket_error_to_string(err) : "connection failed");
 }
 
@@ -211,13 +198,18 @@ struct mmp_backend *mmp_backend_login(struct mmp_session *sess,
 	struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000 };
 	struct mmp_backend *b = mt_xcalloc(1, sizeof(*b));
 	socklen_t addrlen;
-	const struct sockaddr *addr = mmp_shard_sockaddr(shard, &addrlen);
+	const struct sockaddr *addr = mmp_shard_sockaddr(shard, sess->protocol, &addrlen);
 
 	b->sess = sess;
+	b->protocol = sess->protocol;
 	b->shard = shard;
 	b->cb = cb;
 	b->address = mt_xstrdup(address);
-	mt_line_reader_init(&b->reader, MMP_RESPONSE_LINE_MAX, MT_LINE_ACCEPT_LF);
+	/* POP3's lines are at most 512 octets (RFC 2449 section 4); an IMAP
+	 * login's OK carries the store's capability list. */
+	mt_line_reader_init(&b->reader, b->protocol == MMP_PROTO_IMAP ?
+			    MMP_BACKEND_LINE_MAX : MMP_RESPONSE_LINE_MAX,
+			    MT_LINE_ACCEPT_LF);
 	b->timer = evtimer_new(worker->base, timer_cb, b);
 	b->bev = bufferevent_socket_new(worker->base, -1, BEV_OPT_CLOSE_ON_FREE);
 	if (b->timer == NULL || b->bev == NULL)
@@ -231,7 +223,7 @@ struct mmp_backend *mmp_backend_login(struct mmp_session *sess,
 		/* Report it from the loop, never inside the caller's call. */
 		b->fail_reason = "cannot connect";
 		mt_slog(MT_LOG_DEBUG, &sess->log, "connect to %s: %s",
-			mmp_shard_address(shard), strerror(errno));
+			mmp_shard_address(shard, b->protocol), strerror(errno));
 		event_active(b->timer, EV_TIMEOUT, 0);
 	}
 	return b;

@@ -86,12 +86,7 @@ static void login_sasl_wait(void *context, bool waiting)
 
 static void login_starttls(void *context)
 {
-	struct mmp_session *sess = context;
-	/* Read nothing more in plaintext; switch to TLS once the +OK is
-	 * out (now, or from the write callback). */
-	bufferevent_disable(sess->conn.bev, EV_READ);
-	mmp_enter_state(sess, MMP_STATE_STLS);
-	mmp_session_flushed_check(sess);
+	mmp_session_starttls(context);
 }
 
 static void login_start(void *context, const struct mt_pop3_credentials *cred)

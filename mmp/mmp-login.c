@@ -1,23 +1,29 @@
-/* mmp-login.c — from PASS or AUTH PLAIN to a relayed session: ask the
+/* mmp-login.c — from PASS or AUTH PLAIN (POP3), LOGIN or AUTHENTICATE
+ * PLAIN (IMAP) to a relayed session: ask the
  * directory (libdirsvc, cached) whether the password is right, find the
  * user's shard, log in to it (mmp-backend.c) and hand the connection to
  * the relay. Each step that waits is split into a start here and a
  * completion callback run from the loop.
  *
- * Answers (RFC 3206 response codes, RFC 2449 section 8):
- *   wrong user or password   -ERR [AUTH], after a delay that grows with the
+ * Answers (POP3: RFC 3206 response codes, RFC 2449 section 8; IMAP: RFC
+ * 9051 7.1 and RFC 5530 codes in a tagged NO; mmp-answers.c has both):
+ *   wrong user or password   -ERR [AUTH] / NO [AUTHENTICATIONFAILED], after
+ *                            a delay that grows with the
  *                            address's recent failures (mmp-clients.c),
  *                            counted from the PASS so that the directory's
  *                            time does not tell whether the user exists;
  *                            the connection closes when the address has
  *                            reached auth_fail_limit
- *   account disabled         -ERR [SYS/PERM] (the password was right)
- *   account on hold          -ERR [SYS/TEMP]
- *   directory unavailable    -ERR [SYS/TEMP], at once
- *   shard down or silent     -ERR [SYS/TEMP], at once if marked down, else
+ *   account disabled         -ERR [SYS/PERM] / NO [CONTACTADMIN] (the
+ *                            password was right)
+ *   account on hold          -ERR [SYS/TEMP] / NO [UNAVAILABLE]
+ *   directory unavailable    the same, at once
+ *   shard down or silent     the same, at once if marked down, else
  *                            within backend_connect_timeout
- *   shard says -ERR ...      that line, unchanged (e.g. [IN-USE])
- *   shard says +OK           that line, then relaying
+ *   shard says -ERR / NO     that line, unchanged (e.g. [IN-USE], [LIMIT]),
+ *                            under the client's tag for IMAP
+ *   shard says +OK / OK      that line (IMAP: with the store's
+ *                            [CAPABILITY ...]), then relaying
  *
  * Trust boundary: the user name and password are the client's; they reach
  * the directory only through libdirsvc (which checks and escapes them) and
@@ -40,14 +46,14 @@ static void backend_done(struct mmp_session *sess,
 
 /* A temporary failure: answer at once and go back to AUTHORIZATION. */
 static void tempfail(struct mmp_session *sess, const char *result,
-		     const char *reply, const char *reason)
+		     enum mmp_answer answer, const char *reason)
 {
 	struct mmp_server *server = sess->worker->server;
 	atomic_fetch_add(&server->stats.tempfail, 1);
 	sess->result = result;
 	mt_slog(MT_LOG_INFO, &sess->log, "login user=%s result=%s reason=%s",
 		mmp_log_name(sess->user), result, reason);
-	mmp_reply(sess, "%s", reply);
+	mmp_answer(sess, answer);
 	mmp_session_resume(sess);
 }
 
@@ -86,16 +92,14 @@ static void auth_done(const struct mt_dirsvc_auth *r, void *context)
 		mt_slog(MT_LOG_INFO, &sess->log, "login user=%s result=%s",
 			mmp_log_name(sess->user), sess->result);
 		if (mmp_session_error(sess)) {
-			mmp_reply(sess, r->account == MT_DIRSVC_HOLD ?
-				  "-ERR [SYS/TEMP] Account temporarily unavailable." :
-				  "-ERR [SYS/PERM] Account disabled.");
+			mmp_answer(sess, r->account == MT_DIRSVC_HOLD ?
+				   MMP_ANSWER_ACCOUNT_HOLD : MMP_ANSWER_ACCOUNT_DISABLED);
 			mmp_session_resume(sess);
 		}
 		return;
 	case MT_DIRSVC_AUTH_TEMPFAIL:
 	default:
-		tempfail(sess, "tempfail_directory",
-			 "-ERR [SYS/TEMP] Directory unavailable, try again later.",
+		tempfail(sess, "tempfail_directory", MMP_ANSWER_DIRECTORY_DOWN,
 			 r->reason != NULL ? r->reason : "-");
 		return;
 	}
@@ -106,14 +110,12 @@ static void auth_done(const struct mt_dirsvc_auth *r, void *context)
 	sess->shard = r->shard != NULL ?
 		mmp_shards_find(server->shards, r->shard) : NULL;
 	if (sess->shard == NULL) {
-		tempfail(sess, "tempfail_shard",
-			 "-ERR [SYS/TEMP] Mailbox server unavailable, try again later.",
+		tempfail(sess, "tempfail_shard", MMP_ANSWER_SHARD_DOWN,
 			 "mailHost not in [shards]");
 		return;
 	}
-	if (mmp_shard_is_down(sess->shard)) {
-		tempfail(sess, "tempfail_shard",
-			 "-ERR [SYS/TEMP] Mailbox server unavailable, try again later.",
+	if (mmp_shard_is_down(sess->shard, sess->protocol)) {
+		tempfail(sess, "tempfail_shard", MMP_ANSWER_SHARD_DOWN,
 			 "shard marked down");
 		return;
 	}
@@ -136,13 +138,24 @@ void mmp_login_start(struct mmp_session *sess, const char *user,
 void mmp_login_delay_done(struct mmp_session *sess)
 {
 	if (strcmp(sess->result, "auth_failed_blocked") == 0) {
-		mmp_session_finish(sess, "auth_blocked",
-				   "-ERR [AUTH] Authentication failed.");
+		/* POP3 says it in its last line; IMAP answers the tag, then BYE. */
+		if (sess->protocol == MMP_PROTO_IMAP)
+			mmp_answer(sess, MMP_ANSWER_AUTH_FAILED);
+		mmp_session_finish_answer(sess, "auth_blocked", MMP_ANSWER_BYE_BLOCKED);
 		return;
 	}
-	mmp_reply(sess, "-ERR [AUTH] Authentication failed.");
+	mmp_answer(sess, MMP_ANSWER_AUTH_FAILED);
 	if (mmp_session_error(sess))
 		mmp_session_resume(sess);
+}
+
+/* The store's answer to the login, as the client's (IMAP: its tag). */
+static void pass_answer(struct mmp_session *sess, const char *line)
+{
+	if (sess->protocol == MMP_PROTO_IMAP)
+		mmp_reply(sess, "%s %s", sess->imap_tag, line);
+	else
+		mmp_reply(sess, "%s", line);
 }
 
 static void backend_done(struct mmp_session *sess,
@@ -158,7 +171,8 @@ static void backend_done(struct mmp_session *sess,
 		sess->result = "ok";
 		mt_slog(MT_LOG_DEBUG, &sess->log, "login user=%s shard=%s result=ok",
 			sess->user, mmp_shard_name(sess->shard));
-		mmp_reply(sess, "%s", line);
+		pass_answer(sess, line);
+		mmp_imap_free(sess);
 		mmp_relay_start(sess, bev);
 		return;
 	}
@@ -170,16 +184,14 @@ static void backend_done(struct mmp_session *sess,
 			"login user=%s shard=%s result=backend_refused answer=%s",
 			sess->user, mmp_shard_name(sess->shard), line);
 		/* The store's own answer, response code and all. */
-		mmp_reply(sess, "%s", line);
+		pass_answer(sess, line);
 		mmp_session_resume(sess);
 		return;
 	case MMP_BACKEND_FAILED:
 	default:
 		mmp_backend_free(&sess->backend);
-		mmp_shard_failed(sess->shard, reason);
-		tempfail(sess, "tempfail_shard",
-			 "-ERR [SYS/TEMP] Mailbox server unavailable, try again later.",
-			 reason);
+		mmp_shard_failed(sess->shard, sess->protocol, reason);
+		tempfail(sess, "tempfail_shard", MMP_ANSWER_SHARD_DOWN, reason);
 		return;
 	}
 }

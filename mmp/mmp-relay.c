@@ -414,7 +414,9 @@ void mmp_relay_start(struct mmp_session *sess, struct bufferevent *backend)
 	/* From now on the session ends only when a side closes or after
 	 * idle_timeout without a byte either way (the relay touches it). */
 	mt_conn_set_lifetime(&sess->conn, 0);
-	mt_conn_set_idle(&sess->conn, sess->worker->server->set->idle_timeout);
+	const struct mt_mmp_settings *set = sess->worker->server->set;
+	mt_conn_set_idle(&sess->conn, sess->protocol == MMP_PROTO_IMAP ?
+			 set->imap_idle_timeout : set->idle_timeout);
 
 	bufferevent_setcb(client, client_read_cb, client_write_cb,
 			  client_event_cb, relay);

@@ -1,5 +1,6 @@
-/* mmp-session.c — one client connection to the MMP, from accept to close:
- * the greeting, implicit TLS and STLS, reading command lines before login,
+/* mmp-session.c — one client connection to the MMP, POP3 or IMAP, from
+ * accept to close: the greeting, implicit TLS and STLS/STARTTLS, reading
+ * command lines before login (POP3 here, IMAP in mmp-imap.c),
  * the login and idle timers, the session state machine (every change
  * through mmp_enter_state()) and the end-of-session log line. The
  * connection itself (bufferevent callbacks, timers, the worker's session
@@ -13,7 +14,8 @@
  * relay (mmp-relay.c) owns the connection.
  * RFCs: RFC 1939 section 4 (greeting, AUTHORIZATION state), RFC 2449
  * section 4 (line lengths), RFC 2595 section 4 (STLS: discard what came
- * before TLS), RFC 8314 (implicit TLS). */
+ * before TLS), RFC 9051 6.2.1 (the same for STARTTLS), RFC 8314 (implicit
+ * TLS). */
 #include "mmp.h"
 #include "mmp-parse.h"
 #include "clock.h"
@@ -120,12 +122,31 @@ void mmp_reply_raw(struct mmp_session *sess, const void *data, size_t len)
 	mmp_bev_send(sess->conn.bev, !sess->tls, sess->worker->scratch);
 }
 
-/* A status line is the command's final reply ("+ " asks for more). */
+void mmp_session_count_reply(struct mmp_session *sess, const char *line,
+			     size_t len)
+{
+	if (sess->protocol == MMP_PROTO_IMAP) {
+		/* A tagged line is the command's final reply ("*" and "+"
+		 * lines are not). */
+		const char *space = memchr(line, ' ', len);
+		if (len > 0 && line[0] != '*' && line[0] != '+' && space != NULL)
+			mt_commands_reply(&sess->commands,
+					  (size_t)(line + len - space) > 2 &&
+					  strncmp(space + 1, "OK", 2) == 0);
+		return;
+	}
+	/* POP3: +OK or -ERR ("+ " asks for more). */
+	if (len >= 2 && (line[0] == '-' || (line[0] == '+' && line[1] == 'O')))
+		mt_commands_reply(&sess->commands, line[0] == '+');
+}
+
 static void count_status(struct mmp_session *sess, struct evbuffer *line)
 {
-	const unsigned char *status = evbuffer_pullup(line, 2);
-	if (status != NULL && (status[0] == '-' || (status[0] == '+' && status[1] == 'O')))
-		mt_commands_reply(&sess->commands, status[0] == '+');
+	size_t len = evbuffer_get_length(line);
+	size_t look = len < 80 ? len : 80;
+	const char *start = (const char *)evbuffer_pullup(line, (ssize_t)look);
+	if (start != NULL)
+		mmp_session_count_reply(sess, start, look);
 }
 
 void mmp_reply(struct mmp_session *sess, const char *fmt, ...)
@@ -152,39 +173,73 @@ void mmp_session_flushed_check(struct mmp_session *sess)
 		start_tls(sess);
 }
 
+/* Can the session still say a last word? (else it is closed now) */
+static bool finish_begin(struct mmp_session *sess, const char *end)
+{
+	if (sess->state == MMP_STATE_DEAD || sess->state == MMP_STATE_CLOSING)
+		return false;
+	if (sess->end == NULL)
+		sess->end = end;
+	if (sess->conn.bev == NULL || sess->state == MMP_STATE_TLS_HANDSHAKE) {
+		mmp_session_close(sess, end);
+		return false;
+	}
+	mmp_login_abort(sess);
+	mmp_enter_state(sess, MMP_STATE_CLOSING);
+	return true;
+}
+
+/* The last reply is queued: close once it is written. */
+static void finish_after_flush(struct mmp_session *sess)
+{
+	mt_conn_set_idle(&sess->conn, CLOSING_FLUSH_MSECS);
+	/* Written already: closes now (the caller returns at once). */
+	mt_conn_close_after(&sess->conn, sess->end);
+}
+
 void mmp_session_finish(struct mmp_session *sess, const char *end,
 			const char *fmt, ...)
 {
 	struct evbuffer *scratch = sess->worker->scratch;
 	va_list ap;
 
-	if (sess->state == MMP_STATE_DEAD || sess->state == MMP_STATE_CLOSING)
+	if (!finish_begin(sess, end))
 		return;
-	if (sess->end == NULL)
-		sess->end = end;
-	if (sess->conn.bev == NULL || sess->state == MMP_STATE_TLS_HANDSHAKE) {
-		mmp_session_close(sess, end);
-		return;
-	}
-	mmp_login_abort(sess);
-	mmp_enter_state(sess, MMP_STATE_CLOSING);
 	va_start(ap, fmt);
 	mt_line_vwrite(scratch, fmt, ap);
 	va_end(ap);
 	count_status(sess, scratch);
 	sess->bytes_out += evbuffer_get_length(scratch);
 	mmp_bev_send(sess->conn.bev, !sess->tls, scratch);
-	mt_conn_set_idle(&sess->conn, CLOSING_FLUSH_MSECS);
-	/* Written already: closes now (the caller returns at once). */
-	mt_conn_close_after(&sess->conn, sess->end);
+	finish_after_flush(sess);
+}
+
+void mmp_session_finish_queued(struct mmp_session *sess, const char *end)
+{
+	if (finish_begin(sess, end))
+		finish_after_flush(sess);
+}
+
+void mmp_session_finish_answer(struct mmp_session *sess, const char *end,
+			       enum mmp_answer answer)
+{
+	mmp_session_finish(sess, end, "%s", mmp_answer_text(sess->protocol, answer));
+}
+
+void mmp_answer(struct mmp_session *sess, enum mmp_answer answer)
+{
+	const char *text = mmp_answer_text(sess->protocol, answer);
+	if (sess->protocol == MMP_PROTO_IMAP && answer <= MMP_ANSWER_LOGIN_LAST)
+		mmp_reply(sess, "%s %s", sess->imap_tag, text);
+	else
+		mmp_reply(sess, "%s", text);
 }
 
 bool mmp_session_error(struct mmp_session *sess)
 {
 	if (++sess->errors < sess->worker->server->set->max_errors)
 		return true;
-	mmp_session_finish(sess, "too_many_errors",
-			   "-ERR Too many errors, closing the connection.");
+	mmp_session_finish_answer(sess, "too_many_errors", MMP_ANSWER_BYE_ERRORS);
 	return false;
 }
 
@@ -215,13 +270,13 @@ static void log_end(struct mmp_session *sess)
 {
 	char peer[MT_SOCKADDR_STRLEN];
 	struct mt_buf cmds = MT_BUF_INIT;
-	mt_commands_summary(&mmp_command_table, &sess->commands, "cmd_", &cmds);
+	mt_commands_summary(sess->protocol == MMP_PROTO_IMAP ? &mmp_imap_command_table :
+			    &mmp_command_table, &sess->commands, "cmd_", &cmds);
 	mt_slog(MT_LOG_INFO, &sess->log,
 		"session end client=%s listener=%s tls=%s user=%s shard=%s "
 		"result=%s end=%s in=%llu out=%llu duration_ms=%llu%s",
 		mt_sockaddr_str((struct sockaddr *)&sess->peer, peer, sizeof(peer)),
-		sess->kind == MMP_LISTENER_POP3S ? "pop3s" : "pop3",
-		sess->tls ? "yes" : "no",
+		mmp_listener_names[sess->kind], sess->tls ? "yes" : "no",
 		mmp_log_name(sess->user),
 		sess->shard != NULL ? mmp_shard_name(sess->shard) : "-",
 		sess->result != NULL ? sess->result : "none",
@@ -278,6 +333,7 @@ static void conn_closed(struct mt_conn *conn, const char *reason)
 
 static void session_free(struct mmp_session *sess)
 {
+	mmp_imap_free(sess);
 	free(sess->user);
 	mt_commands_free(&sess->commands);
 	free(sess);
@@ -292,6 +348,10 @@ static void conn_free(struct mt_conn *conn)
 
 void mmp_session_input(struct mmp_session *sess)
 {
+	if (sess->protocol == MMP_PROTO_IMAP) {
+		mmp_imap_input(sess);
+		return;
+	}
 	struct evbuffer *in = mt_conn_input(&sess->conn);
 	struct mt_buf line = MT_BUF_INIT;
 
@@ -332,8 +392,7 @@ void mmp_session_resume(struct mmp_session *sess)
 	if (sess->state == MMP_STATE_DEAD || sess->state == MMP_STATE_CLOSING)
 		return;
 	if (sess->worker->draining) {
-		mmp_session_finish(sess, "shutdown",
-				   "-ERR [SYS/TEMP] Server shutting down.");
+		mmp_session_finish_answer(sess, "shutdown", MMP_ANSWER_BYE_SHUTDOWN);
 		return;
 	}
 	mmp_enter_state(sess, MMP_STATE_AUTHORIZATION);
@@ -346,13 +405,25 @@ static void greet(struct mmp_session *sess)
 		mmp_session_finish(sess, "refused", "%s", sess->reject);
 		return;
 	}
-	mmp_reply(sess, "+OK mailtier POP3 proxy ready.");
+	if (sess->protocol == MMP_PROTO_IMAP)
+		mmp_imap_greet(sess);
+	else
+		mmp_reply(sess, "+OK mailtier POP3 proxy ready.");
 	mmp_enter_state(sess, MMP_STATE_AUTHORIZATION);
 }
 
-/* STLS: the "+OK" is written; switch the socket to TLS. RFC 2595 section
- * 4: anything the client sent after STLS in plaintext is discarded, and
- * the USER name given before is forgotten. */
+void mmp_session_starttls(struct mmp_session *sess)
+{
+	/* Read nothing more in plaintext; switch to TLS once the reply is
+	 * out (now, or from the write callback). */
+	bufferevent_disable(sess->conn.bev, EV_READ);
+	mmp_enter_state(sess, MMP_STATE_STLS);
+	mmp_session_flushed_check(sess);
+}
+
+/* STLS / STARTTLS: the OK is written; switch the socket to TLS. RFC 2595
+ * section 4, RFC 9051 6.2.1: anything the client sent after it in
+ * plaintext is discarded, and the USER name given before is forgotten. */
 static void start_tls(struct mmp_session *sess)
 {
 	struct mmp_server *server = sess->worker->server;
@@ -372,6 +443,7 @@ static void start_tls(struct mmp_session *sess)
 	mt_conn_set_bev(&sess->conn, bev);
 	sess->tls = true;
 	MT_FREE(&sess->user);
+	mmp_imap_tls_started(sess);
 	mmp_enter_state(sess, MMP_STATE_TLS_HANDSHAKE);
 }
 
@@ -402,9 +474,9 @@ static void conn_connected(struct mt_conn *conn)
 	mt_slog(MT_LOG_DEBUG, &sess->log, "tls=%s",
 		ssl != NULL ? mt_tls_describe(ssl, desc, sizeof(desc)) : "?");
 	mmp_enter_state(sess, MMP_STATE_AUTHORIZATION);
-	/* Implicit TLS: the greeting (or refusal) comes now; after STLS
-	 * there is none (RFC 2595 section 4). */
-	if (sess->kind == MMP_LISTENER_POP3S)
+	/* Implicit TLS: the greeting (or refusal) comes now; after STLS or
+	 * STARTTLS there is none (RFC 2595 section 4, RFC 9051 6.2.1). */
+	if (mmp_listener_implicit_tls(sess->kind))
 		greet(sess);
 	/* Input that came with the handshake's last flight. */
 	if (sess->state == MMP_STATE_AUTHORIZATION)
@@ -451,8 +523,8 @@ static void conn_timeout(struct mt_conn *conn)
 		mmp_session_close(sess, "login_timeout");
 		break;
 	default:
-		mmp_session_finish(sess, "login_timeout",
-				   "-ERR Disconnected for inactivity.");
+		mmp_session_finish_answer(sess, "login_timeout",
+					  MMP_ANSWER_BYE_INACTIVITY);
 		break;
 	}
 }
@@ -475,7 +547,9 @@ void mmp_session_new(struct mmp_worker *worker, int fd,
 
 	sess->worker = worker;
 	sess->log.session_id = mt_session_id_new();
-	mt_commands_init(&sess->commands, &mmp_command_table);
+	sess->protocol = mmp_listener_protocol(kind);
+	mt_commands_init(&sess->commands, sess->protocol == MMP_PROTO_IMAP ?
+			 &mmp_imap_command_table : &mmp_command_table);
 	if (peerlen > sizeof(sess->peer))
 		peerlen = sizeof(sess->peer);
 	memcpy(&sess->peer, peer, peerlen);
@@ -483,15 +557,17 @@ void mmp_session_new(struct mmp_worker *worker, int fd,
 	sess->reject = reject;
 	sess->start_ms = mt_clock_coarse_ms();
 	sess->state = MMP_STATE_NEW;
-	mmp_commands_init(sess);
-	/* POP3 is request/response in small lines: never wait for Nagle. */
+	if (sess->protocol == MMP_PROTO_IMAP)
+		mmp_imap_init(sess);
+	else
+		mmp_commands_init(sess);
+	/* Request/response in small lines: never wait for Nagle. */
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 
 	char addr[MT_SOCKADDR_STRLEN];
 	mt_slog(MT_LOG_DEBUG, &sess->log, "connect client=%s listener=%s",
-		mt_sockaddr_str(peer, addr, sizeof(addr)),
-		kind == MMP_LISTENER_POP3S ? "pop3s" : "pop3");
-	if (kind == MMP_LISTENER_POP3S) {
+		mt_sockaddr_str(peer, addr, sizeof(addr)), mmp_listener_names[kind]);
+	if (mmp_listener_implicit_tls(kind)) {
 		bev = mt_tls_bev_accept(server->tls, worker->base, fd, &error);
 		sess->tls = true;
 	} else {
@@ -512,7 +588,7 @@ void mmp_session_new(struct mmp_worker *worker, int fd,
 	mt_conn_start(&sess->conn, &worker->sessions, worker->loop, bev, &conn_ops,
 		      server->set->login_timeout, MMP_INPUT_MAX, 0);
 	mt_conn_set_lifetime(&sess->conn, server->set->login_timeout);
-	if (kind == MMP_LISTENER_POP3S)
+	if (mmp_listener_implicit_tls(kind))
 		mmp_enter_state(sess, MMP_STATE_TLS_HANDSHAKE);
 	else
 		greet(sess);
@@ -527,8 +603,7 @@ static void drain_session(struct mt_conn *conn)
 	case MMP_STATE_AUTHORIZATION:
 	case MMP_STATE_SASL:
 	case MMP_STATE_TLS_HANDSHAKE:
-		mmp_session_finish(sess, "shutdown",
-				   "-ERR [SYS/TEMP] Server shutting down.");
+		mmp_session_finish_answer(sess, "shutdown", MMP_ANSWER_BYE_SHUTDOWN);
 		break;
 	default:
 		/* Logging in: answered in mmp_session_resume(); relaying:

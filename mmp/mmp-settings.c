@@ -61,11 +61,18 @@ static const struct mt_setting_def mmp_settings[] = {
 	{ .name = "stats_interval", .type = MT_SETTING_DURATION,
 	  .offset = P(stats_interval), .default_value = "60s", .max = 86400000,
 	  .doc = "How often the connection and login counters are logged (0: only at exit)." },
+	{ .name = "imap_listen", .type = MT_SETTING_HOSTPORT, .offset = P(imap_listen),
+	  .doc = "IMAP listener (STARTTLS, RFC 9051 6.2.1), e.g. *:143; empty: off. Needs every shard's IMAP address in [shards]." },
+	{ .name = "imaps_listen", .type = MT_SETTING_HOSTPORT, .offset = P(imaps_listen),
+	  .doc = "IMAP over implicit TLS (RFC 8314), e.g. *:993; empty: off." },
+	{ .name = "imap_idle_timeout", .type = MT_SETTING_DURATION,
+	  .offset = P(imap_idle_timeout), .default_value = "31m", .min = 1000,
+	  .doc = "Idle time allowed to a logged-in IMAP session (RFC 9051 5.4: at least 30 minutes; IDLE clients re-issue it every 29)." },
 	MT_SETTINGS_END,
 };
 
 const struct mt_section_def mt_mmp_section = {
 	.name = "mmp", .kind = MT_SECTION_SINGLE, .readers = "mailtier-mmp",
-	.doc = "The POP3 multiplexor proxy.",
+	.doc = "The POP3 and IMAP multiplexor proxy.",
 	.struct_size = sizeof(struct mt_mmp_settings), .settings = mmp_settings,
 };

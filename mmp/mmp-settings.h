@@ -1,4 +1,4 @@
-/* mmp-settings.h — the [mmp] section: the POP3 proxy's listeners, limits and
+/* mmp-settings.h — the [mmp] section: the POP3 and IMAP proxy's listeners, limits and
  * login policy.
  * Trust boundary: the operator's config file, checked by the table. */
 #ifndef MT_MMP_SETTINGS_H
@@ -26,6 +26,10 @@ struct mt_mmp_settings {
 	uint64_t max_errors;
 	bool relay_splice;
 	uint64_t stats_interval;	/* ms; 0 = only at exit */
+	/* IMAP (off unless set). */
+	struct mt_hostport imap_listen;
+	struct mt_hostport imaps_listen;
+	uint64_t imap_idle_timeout;	/* ms */
 };
 
 #endif

@@ -1,12 +1,14 @@
 /* mmp-shards.c — the store shards the MMP logs users in to: the [shards]
- * table resolved once at start-up, a "down" mark per shard, and the probe
- * that clears it.
+ * table resolved once at start-up (each shard's POP3 and, if given, IMAP
+ * address), a "down" mark per shard and protocol, and the probe that
+ * clears it.
  *
  * A shard that does not answer (connect refused or timed out, no greeting,
  * dropped connection) is marked down by the worker that saw it; logins for
- * it then fail at once with -ERR [SYS/TEMP] instead of each waiting for the
- * connect timeout. The main loop probes a down shard (connect, read the
- * +OK greeting within backend_connect_timeout, QUIT) 1 s after it was
+ * it then fail at once (-ERR [SYS/TEMP], NO [UNAVAILABLE]) instead of each
+ * waiting for the connect timeout. The main loop probes a down shard
+ * (connect, read the +OK or "* OK" greeting within backend_connect_timeout,
+ * QUIT or LOGOUT) 1 s after it was
  * marked down, then at doubling intervals up to shard_retry_interval, and
  * marks it up when it answers: a shard restarted by its service manager
  * is back in a second or two, one that stays dead costs a probe per
@@ -16,7 +18,8 @@
  * one bounded line from the shard and only checks that it is +OK.
  * Threads: the table is read-only after start-up except the down mark
  * (atomic, any thread); probes run on the main loop only.
- * RFC 1939 section 4 (the greeting), section 6 (QUIT). */
+ * RFC 1939 section 4 (the greeting), section 6 (QUIT); RFC 9051 7.1.1
+ * (the greeting's OK), 6.1.3 (LOGOUT). */
 #include "mmp.h"
 #include "alloc.h"
 #include "buf.h"
@@ -35,9 +38,11 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
-struct mmp_shard {
-	struct mmp_shards *shards;
-	char *name;
+/* One protocol's address of a shard. */
+struct shard_endpoint {
+	struct mmp_shard *shard;
+	enum mmp_protocol protocol;
+	bool configured;
 	struct sockaddr_storage addr;
 	socklen_t addrlen;
 	char addr_str[MT_SOCKADDR_STRLEN];
@@ -48,6 +53,12 @@ struct mmp_shard {
 	struct event *probe_timeout;
 	struct mt_line_reader reader;
 	unsigned int probes;	/* failed probes since marked down */
+};
+
+struct mmp_shard {
+	struct mmp_shards *shards;
+	char *name;
+	struct shard_endpoint endpoints[MMP_PROTO_COUNT];
 };
 
 struct mmp_shards {
@@ -61,7 +72,7 @@ struct mmp_shards {
 
 /* Resolve host:port once (a name may be used in [shards]). */
 static bool resolve(const struct mt_hostport *hp, struct mmp_shard *shard,
-		    const char **error_r)
+		    struct shard_endpoint *ep, const char **error_r)
 {
 	static _Thread_local char error[256];
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
@@ -69,9 +80,11 @@ static bool resolve(const struct mt_hostport *hp, struct mmp_shard *shard,
 	struct addrinfo *res = NULL;
 	char port[8];
 
+	if (hp->host == NULL && ep->protocol == MMP_PROTO_IMAP)
+		return true;	/* optional: the IMAP listeners check for it */
 	if (hp->host == NULL || strcmp(hp->host, "*") == 0) {
-		snprintf(error, sizeof(error), "shard %s has no POP3 address",
-			 shard->name);
+		snprintf(error, sizeof(error), "shard %s has no %s address",
+			 shard->name, ep->protocol == MMP_PROTO_IMAP ? "IMAP" : "POP3");
 		*error_r = error;
 		return false;
 	}
@@ -83,11 +96,12 @@ static bool resolve(const struct mt_hostport *hp, struct mmp_shard *shard,
 		*error_r = error;
 		return false;
 	}
-	memcpy(&shard->addr, res->ai_addr, res->ai_addrlen);
-	shard->addrlen = res->ai_addrlen;
+	memcpy(&ep->addr, res->ai_addr, res->ai_addrlen);
+	ep->addrlen = res->ai_addrlen;
 	freeaddrinfo(res);
-	mt_sockaddr_str((struct sockaddr *)&shard->addr, shard->addr_str,
-			sizeof(shard->addr_str));
+	mt_sockaddr_str((struct sockaddr *)&ep->addr, ep->addr_str,
+			sizeof(ep->addr_str));
+	ep->configured = true;
 	return true;
 }
 
@@ -111,26 +125,41 @@ struct mmp_shards *mmp_shards_new(const struct mt_config *config,
 		struct mmp_shard *shard = &shards->list[i];
 		shard->shards = shards;
 		shard->name = mt_xstrdup(entry->key);
-		atomic_init(&shard->down, false);
 		shards->count++;
-		if (!resolve(&addrs->pop3, shard, error_r)) {
-			mmp_shards_free(&shards);
-			return NULL;
+		const struct mt_hostport *hps[MMP_PROTO_COUNT] = {
+			[MMP_PROTO_POP3] = &addrs->pop3, [MMP_PROTO_IMAP] = &addrs->imap,
+		};
+		for (int p = 0; p < MMP_PROTO_COUNT; p++) {
+			struct shard_endpoint *ep = &shard->endpoints[p];
+			ep->shard = shard;
+			ep->protocol = (enum mmp_protocol)p;
+			atomic_init(&ep->down, false);
+			if (!resolve(hps[p], shard, ep, error_r)) {
+				mmp_shards_free(&shards);
+				return NULL;
+			}
 		}
 	}
 	return shards;
 }
 
-static void probe_end(struct mmp_shard *shard)
+static void probe_end(struct shard_endpoint *ep)
 {
-	if (shard->probe != NULL) {
-		bufferevent_free(shard->probe);
-		shard->probe = NULL;
+	if (ep->probe != NULL) {
+		bufferevent_free(ep->probe);
+		ep->probe = NULL;
 	}
-	if (shard->probe_timeout != NULL) {
-		event_free(shard->probe_timeout);
-		shard->probe_timeout = NULL;
+	if (ep->probe_timeout != NULL) {
+		event_free(ep->probe_timeout);
+		ep->probe_timeout = NULL;
 	}
+}
+
+/* Main loop: no probe and no retry timer left. */
+static void endpoint_stop(struct shard_endpoint *ep)
+{
+	probe_end(ep);
+	mt_timer_free(&ep->retry);
 }
 
 void mmp_shards_free(struct mmp_shards **shards_p)
@@ -141,8 +170,8 @@ void mmp_shards_free(struct mmp_shards **shards_p)
 	*shards_p = NULL;
 	for (size_t i = 0; i < shards->count; i++) {
 		struct mmp_shard *shard = &shards->list[i];
-		probe_end(shard);
-		mt_timer_free(&shard->retry);
+		for (int p = 0; p < MMP_PROTO_COUNT; p++)
+			endpoint_stop(&shard->endpoints[p]);
 		free(shard->name);
 	}
 	free(shards->list);
@@ -158,23 +187,39 @@ struct mmp_shard *mmp_shards_find(const struct mmp_shards *shards,
 	return NULL;
 }
 
+bool mmp_shards_serve(const struct mmp_shards *shards, enum mmp_protocol protocol,
+		      const char **name_r)
+{
+	for (size_t i = 0; i < shards->count; i++) {
+		if (!shards->list[i].endpoints[protocol].configured) {
+			*name_r = shards->list[i].name;
+			return false;
+		}
+	}
+	return true;
+}
+
 const char *mmp_shard_name(const struct mmp_shard *shard) { return shard->name; }
 
-const char *mmp_shard_address(const struct mmp_shard *shard)
+const char *mmp_shard_address(const struct mmp_shard *shard,
+			      enum mmp_protocol protocol)
 {
-	return shard->addr_str;
+	return shard->endpoints[protocol].addr_str;
 }
 
 const struct sockaddr *mmp_shard_sockaddr(const struct mmp_shard *shard,
+					  enum mmp_protocol protocol,
 					  socklen_t *len_r)
 {
-	*len_r = shard->addrlen;
-	return (const struct sockaddr *)&shard->addr;
+	*len_r = shard->endpoints[protocol].addrlen;
+	return (const struct sockaddr *)&shard->endpoints[protocol].addr;
 }
 
-bool mmp_shard_is_down(struct mmp_shard *shard)
+bool mmp_shard_is_down(struct mmp_shard *shard, enum mmp_protocol protocol)
 {
-	return atomic_load_explicit(&shard->down, memory_order_relaxed);
+	/* A shard without this protocol's address is never reachable. */
+	const struct shard_endpoint *ep = &shard->endpoints[protocol];
+	return !ep->configured || atomic_load_explicit(&ep->down, memory_order_relaxed);
 }
 
 /* Probes (main loop) */
@@ -186,67 +231,78 @@ static void probe_start(void *context);
 
 static void probe_schedule(void *context)
 {
-	struct mmp_shard *shard = context;
-	if (shard->shards->stopping || shard->retry != NULL ||
-	    shard->probe != NULL)
+	struct shard_endpoint *ep = context;
+	struct mmp_shards *shards = ep->shard->shards;
+	if (shards->stopping || ep->retry != NULL || ep->probe != NULL)
 		return;
-	uint64_t delay = shard->shards->retry_interval;
-	if (shard->probes < 16 && (FIRST_PROBE_MS << shard->probes) < delay)
-		delay = FIRST_PROBE_MS << shard->probes;
-	shard->retry = mt_timer_add(shard->shards->main_loop, (unsigned int)delay,
-				    false, probe_start, shard);
+	uint64_t delay = shards->retry_interval;
+	if (ep->probes < 16 && (FIRST_PROBE_MS << ep->probes) < delay)
+		delay = FIRST_PROBE_MS << ep->probes;
+	ep->retry = mt_timer_add(shards->main_loop, (unsigned int)delay,
+				 false, probe_start, ep);
 }
 
-static void probe_failed(struct mmp_shard *shard, const char *why)
+static void probe_failed(struct shard_endpoint *ep, const char *why)
 {
-	probe_end(shard);
-	shard->probes++;
+	probe_end(ep);
+	ep->probes++;
 	/* Once per down period at info; the rest would repeat every interval. */
-	mt_log(shard->probes == 1 ? MT_LOG_INFO : MT_LOG_DEBUG,
-	       "shard=%s address=%s event=probe_failed reason=%s",
-	       shard->name, shard->addr_str, why);
-	probe_schedule(shard);
+	mt_log(ep->probes == 1 ? MT_LOG_INFO : MT_LOG_DEBUG,
+	       "shard=%s protocol=%s address=%s event=probe_failed reason=%s",
+	       ep->shard->name, mmp_protocol_names[ep->protocol], ep->addr_str, why);
+	probe_schedule(ep);
+}
+
+/* The greeting the store's listener for the protocol says it is ready
+ * with, and how the probe ends the session it opened. */
+static bool probe_greeting_ok(const struct shard_endpoint *ep, const char *line,
+			      size_t len)
+{
+	if (ep->protocol == MMP_PROTO_IMAP)
+		return len >= 4 && strncmp(line, "* OK", 4) == 0;
+	return mt_pop3_status(line, len) == MT_POP3_OK;
 }
 
 static void probe_read_cb(struct bufferevent *bev, void *arg)
 {
-	struct mmp_shard *shard = arg;
+	struct shard_endpoint *ep = arg;
 	struct mt_buf line = MT_BUF_INIT;
 	const char *error = NULL;
 
-	enum mt_line_status st = mt_line_read(&shard->reader,
+	enum mt_line_status st = mt_line_read(&ep->reader,
 					      bufferevent_get_input(bev),
 					      &line, &error);
 	if (st == MT_LINE_NEED_MORE) {
 		mt_buf_free(&line);
 		return;
 	}
-	bool ok = st == MT_LINE_OK &&
-		mt_pop3_status(line.data, line.len) == MT_POP3_OK;
+	bool ok = st == MT_LINE_OK && probe_greeting_ok(ep, line.data, line.len);
 	mt_buf_free(&line);
 	if (!ok) {
-		probe_failed(shard, "no +OK greeting");
+		probe_failed(ep, "no OK greeting");
 		return;
 	}
-	/* RFC 1939 section 6: QUIT from AUTHORIZATION just ends the session.
-	 * Best effort: written now if the socket takes it (it will). */
-	evutil_socket_t fd = bufferevent_getfd(bev);
-	if (write(fd, "QUIT\r\n", 6) < 0) {
+	/* RFC 1939 section 6 / RFC 9051 6.1.3: QUIT or LOGOUT before login
+	 * just ends the session. Best effort: written now if the socket
+	 * takes it (it will). */
+	const char *bye = ep->protocol == MMP_PROTO_IMAP ? "p LOGOUT\r\n" : "QUIT\r\n";
+	if (write(bufferevent_getfd(bev), bye, strlen(bye)) < 0) {
 		/* the shard answered: that is all the probe wanted */
 	}
-	probe_end(shard);
-	shard->probes = 0;
-	atomic_store(&shard->down, false);
-	mt_info("shard=%s address=%s event=up", shard->name, shard->addr_str);
+	probe_end(ep);
+	ep->probes = 0;
+	atomic_store(&ep->down, false);
+	mt_info("shard=%s protocol=%s address=%s event=up", ep->shard->name,
+		mmp_protocol_names[ep->protocol], ep->addr_str);
 }
 
 static void probe_event_cb(struct bufferevent *bev, short what, void *arg)
 {
-	struct mmp_shard *shard = arg;
+	struct shard_endpoint *ep = arg;
 	(void)bev;
 	if ((what & BEV_EVENT_CONNECTED) != 0)
 		return;
-	probe_failed(shard, (what & BEV_EVENT_EOF) != 0 ? "closed" :
+	probe_failed(ep, (what & BEV_EVENT_EOF) != 0 ? "closed" :
 		     evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
 }
 
@@ -258,47 +314,48 @@ static void probe_timeout_cb(evutil_socket_t fd, short what, void *arg)
 
 static void probe_start(void *context)
 {
-	struct mmp_shard *shard = context;
-	struct event_base *base = mt_loop_base(shard->shards->main_loop);
+	struct shard_endpoint *ep = context;
+	struct mmp_shards *shards = ep->shard->shards;
+	struct event_base *base = mt_loop_base(shards->main_loop);
 
-	mt_timer_free(&shard->retry);	/* allowed from its own callback */
-	shard->probe = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
-	if (shard->probe == NULL)
+	mt_timer_free(&ep->retry);	/* allowed from its own callback */
+	ep->probe = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+	if (ep->probe == NULL)
 		mt_panic("bufferevent_socket_new failed");
-	mt_line_reader_init(&shard->reader, MMP_RESPONSE_LINE_MAX,
-			    MT_LINE_ACCEPT_LF);
-	bufferevent_setcb(shard->probe, probe_read_cb, NULL, probe_event_cb,
-			  shard);
-	bufferevent_enable(shard->probe, EV_READ);
-	shard->probe_timeout = evtimer_new(base, probe_timeout_cb, shard);
-	if (shard->probe_timeout == NULL)
+	/* An IMAP greeting may carry the capability list. */
+	mt_line_reader_init(&ep->reader, MMP_BACKEND_LINE_MAX, MT_LINE_ACCEPT_LF);
+	bufferevent_setcb(ep->probe, probe_read_cb, NULL, probe_event_cb, ep);
+	bufferevent_enable(ep->probe, EV_READ);
+	ep->probe_timeout = evtimer_new(base, probe_timeout_cb, ep);
+	if (ep->probe_timeout == NULL)
 		mt_panic("evtimer_new failed");
-	struct timeval tv = { (time_t)(shard->shards->probe_timeout / 1000),
-			      (suseconds_t)(shard->shards->probe_timeout % 1000) * 1000 };
-	evtimer_add(shard->probe_timeout, &tv);
-	if (bufferevent_socket_connect(shard->probe,
-				       (struct sockaddr *)&shard->addr,
-				       (int)shard->addrlen) < 0)
-		probe_failed(shard, strerror(errno));
+	struct timeval tv = { (time_t)(shards->probe_timeout / 1000),
+			      (suseconds_t)(shards->probe_timeout % 1000) * 1000 };
+	evtimer_add(ep->probe_timeout, &tv);
+	if (bufferevent_socket_connect(ep->probe, (struct sockaddr *)&ep->addr,
+				       (int)ep->addrlen) < 0)
+		probe_failed(ep, strerror(errno));
 }
 
-void mmp_shard_failed(struct mmp_shard *shard, const char *reason)
+void mmp_shard_failed(struct mmp_shard *shard, enum mmp_protocol protocol,
+		      const char *reason)
 {
-	bool was_down = atomic_exchange(&shard->down, true);
+	struct shard_endpoint *ep = &shard->endpoints[protocol];
+	bool was_down = atomic_exchange(&ep->down, true);
 	if (was_down)
 		return;
 	uint64_t first = shard->shards->retry_interval < FIRST_PROBE_MS ?
 		shard->shards->retry_interval : FIRST_PROBE_MS;
-	mt_warning("shard=%s address=%s event=down reason=%s probe_ms=%llu",
-		   shard->name, shard->addr_str, reason, (unsigned long long)first);
-	mt_loop_post(shard->shards->main_loop, probe_schedule, shard);
+	mt_warning("shard=%s protocol=%s address=%s event=down reason=%s probe_ms=%llu",
+		   shard->name, mmp_protocol_names[protocol], ep->addr_str, reason,
+		   (unsigned long long)first);
+	mt_loop_post(shard->shards->main_loop, probe_schedule, ep);
 }
 
 void mmp_shards_stop(struct mmp_shards *shards)
 {
 	shards->stopping = true;
-	for (size_t i = 0; i < shards->count; i++) {
-		probe_end(&shards->list[i]);
-		mt_timer_free(&shards->list[i].retry);
-	}
+	for (size_t i = 0; i < shards->count; i++)
+		for (int p = 0; p < MMP_PROTO_COUNT; p++)
+			endpoint_stop(&shards->list[i].endpoints[p]);
 }

@@ -5,16 +5,19 @@
  *                    workers, sd-notify, signals, the accept hand-off
  *   mmp-session.c    one client connection: states, timers, replies, the
  *                    end-of-session log line, deferred free
- *   mmp-commands.c   the command table and the AUTHORIZATION handlers
+ *   mmp-commands.c   the POP3 command table and the AUTHORIZATION handlers
  *   mmp-parse.c      the pure parsing of those commands (fuzzed)
+ *   mmp-imap.c       the IMAP front: the not-authenticated state's command
+ *                    table over lib-mail/imap-login and imap-parse
+ *   mmp-answers.c    each protocol's words for the answers the tiers share
  *   mmp-login.c      PASS/AUTH -> directory -> shard -> backend -> relay,
  *                    and the failed-login penalty
- *   mmp-backend.c    connecting and logging in to a store shard
+ *   mmp-backend.c    connecting and logging in to a store shard (the
+ *                    POP3 dialogue; mmp-backend-imap.c the IMAP one)
  *   mmp-shards.c     the [shards] table, down marks and probes
  *   mmp-relay.c      relaying bytes after login (bufferevents or splice)
  *   mmp-clients.c    per client address: connection counts, failed logins
  *                    (lib/authfail.c keeps them)
- *   mmp-sasl.c       base64 and SASL PLAIN messages
  *
  * Threads: the main loop accepts and hands each connection to a worker
  * loop, which owns the session from then on. Shared between threads are
@@ -23,7 +26,7 @@
  *
  * Trust boundary: everything a client sends is untrusted (commands, user
  * names, passwords, relayed bytes); a store shard is trusted to speak POP3
- * but its answers are still bounded and checked for shape. */
+ * and IMAP but its answers are still bounded and checked for shape. */
 #ifndef MT_MMP_H
 #define MT_MMP_H
 
@@ -41,6 +44,7 @@
 #include "loop.h"
 #include "mmp-settings.h"
 #include "pop3-login.h"
+#include "imap-login.h"
 
 struct bufferevent;
 struct event;
@@ -58,6 +62,7 @@ struct mmp_relay;
 struct mmp_shard;
 struct mmp_shards;
 struct mmp_splice_pool;
+struct mmp_imap_front;
 
 /* RFC 2449 section 4: "Keywords and arguments ... commands ... MUST NOT
  * exceed 255 octets, including the terminating CRLF". */
@@ -68,6 +73,8 @@ struct mmp_splice_pool;
 #define MMP_SASL_LINE_MAX 1024
 /* RFC 2449 section 4: response lines are at most 512 octets. */
 #define MMP_RESPONSE_LINE_MAX 512
+/* An IMAP shard's greeting and login OK carry its capability list. */
+#define MMP_BACKEND_LINE_MAX 4096
 /* dirsvc's limit on names (RFC 5321 path length). */
 #define MMP_USER_MAX 254
 /* Before login a client cannot make us buffer more than this. */
@@ -79,7 +86,47 @@ struct mmp_splice_pool;
 enum mmp_listener_kind {
 	MMP_LISTENER_POP3,	/* plaintext, STLS offered (RFC 2595) */
 	MMP_LISTENER_POP3S,	/* implicit TLS (RFC 8314) */
+	MMP_LISTENER_IMAP,	/* plaintext, STARTTLS offered (RFC 9051 6.2.1) */
+	MMP_LISTENER_IMAPS,	/* implicit TLS (RFC 8314) */
+	MMP_LISTENER_COUNT
 };
+
+/* The protocol a listener speaks (and a shard's address for it). */
+enum mmp_protocol {
+	MMP_PROTO_POP3,
+	MMP_PROTO_IMAP,
+	MMP_PROTO_COUNT
+};
+
+/* mmp-answers.c */
+extern const char *const mmp_listener_names[MMP_LISTENER_COUNT];
+extern const char *const mmp_protocol_names[MMP_PROTO_COUNT];
+enum mmp_protocol mmp_listener_protocol(enum mmp_listener_kind kind);
+bool mmp_listener_implicit_tls(enum mmp_listener_kind kind);
+
+/* What the MMP itself answers, each protocol in its own words. The login
+ * answers are POP3 -ERR lines or IMAP tagged NO replies (to the login's
+ * tag); the session ends are POP3 -ERR lines or IMAP untagged BYEs. */
+enum mmp_answer {
+	MMP_ANSWER_AUTH_FAILED,		/* wrong user or password */
+	MMP_ANSWER_ACCOUNT_DISABLED,
+	MMP_ANSWER_ACCOUNT_HOLD,
+	MMP_ANSWER_DIRECTORY_DOWN,
+	MMP_ANSWER_SHARD_DOWN,
+	MMP_ANSWER_LOGIN_LAST = MMP_ANSWER_SHARD_DOWN,
+	MMP_ANSWER_BYE_INACTIVITY,	/* login_timeout */
+	MMP_ANSWER_BYE_ERRORS,		/* max_errors */
+	MMP_ANSWER_BYE_SHUTDOWN,
+	MMP_ANSWER_BYE_BLOCKED,		/* auth_fail_limit reached in this session */
+	MMP_ANSWER_BYE_CONN_LIMIT,	/* refusals at accept */
+	MMP_ANSWER_BYE_CLIENT_LIMIT,
+	MMP_ANSWER_BYE_CLIENT_BLOCKED,
+	MMP_ANSWER_COUNT
+};
+
+/* The answer's line for protocol (the IMAP login answers without the
+ * tag). */
+const char *mmp_answer_text(enum mmp_protocol protocol, enum mmp_answer answer);
 
 /* Process-wide counters (atomic; logged by the stats timer). */
 struct mmp_counters {
@@ -131,8 +178,10 @@ enum mmp_state {
 	MMP_STATE_NEW,			/* accepted, nothing said yet */
 	MMP_STATE_TLS_HANDSHAKE,	/* implicit TLS, or after STLS */
 	MMP_STATE_AUTHORIZATION,	/* reading commands (RFC 1939 section 4) */
-	MMP_STATE_SASL,			/* AUTH PLAIN: waiting for the response */
-	MMP_STATE_STLS,			/* "+OK Begin TLS" being flushed */
+	MMP_STATE_SASL,			/* AUTH / AUTHENTICATE PLAIN: waiting
+					 * for the response line */
+	MMP_STATE_STLS,			/* "+OK Begin TLS" / "OK Begin TLS"
+					 * being flushed */
 	MMP_STATE_DIRECTORY,		/* waiting for the directory */
 	MMP_STATE_AUTH_DELAY,		/* failed login: the penalty delay */
 	MMP_STATE_BACKEND,		/* connecting and logging in to the shard */
@@ -172,6 +221,7 @@ struct mmp_session {
 	struct sockaddr_storage peer;
 	enum mmp_state state;
 	enum mmp_listener_kind kind;
+	enum mmp_protocol protocol;
 	bool tls;			/* TLS is (being) negotiated */
 	const char *reject;		/* refused: only say this and close */
 	char *user;			/* USER name, then the canonical address */
@@ -183,7 +233,9 @@ struct mmp_session {
 	uint64_t bytes_in, bytes_out;	/* from / to the client */
 	uint32_t errors;
 	struct mt_commands commands;	/* lib-mail/command: counters */
-	struct mt_pop3_login login;	/* the login phase (mmp-commands.c) */
+	struct mt_pop3_login login;	/* POP3: the login phase (mmp-commands.c) */
+	struct mmp_imap_front *imap;	/* IMAP until login (mmp-imap.c) */
+	char imap_tag[MT_IMAP_TAG_MAX + 1];	/* IMAP: the login command's */
 };
 
 
@@ -208,6 +260,14 @@ void mmp_bev_send(struct bufferevent *bev, bool direct, struct evbuffer *buf);
  * (STLS: start TLS; CLOSING: close). After a reply that may have gone
  * straight to the socket, so no write callback will come. */
 void mmp_session_flushed_check(struct mmp_session *sess);
+/* The MMP's own answer in the session's protocol (an IMAP login answer
+ * tagged with the login's tag). */
+void mmp_answer(struct mmp_session *sess, enum mmp_answer answer);
+/* The last reply is queued already: close once it is written. */
+void mmp_session_finish_queued(struct mmp_session *sess, const char *end);
+/* mmp_session_finish() with an answer's line. */
+void mmp_session_finish_answer(struct mmp_session *sess, const char *end,
+			       enum mmp_answer answer);
 /* Last reply, then close once it is written (at once if it was: the
  * session may be closed when this returns). */
 void mmp_session_finish(struct mmp_session *sess, const char *end,
@@ -218,6 +278,13 @@ void mmp_session_close(struct mmp_session *sess, const char *end);
 /* Read and run the client's command lines until the state leaves
  * AUTHORIZATION/SASL or the input runs dry. */
 void mmp_session_input(struct mmp_session *sess);
+/* A status line queued for the client: count it as its command's reply
+ * (POP3 +OK/-ERR, an IMAP tagged line). */
+void mmp_session_count_reply(struct mmp_session *sess, const char *line,
+			     size_t len);
+/* The TLS switch after STLS/STARTTLS: read nothing more in plaintext, and
+ * start TLS once the reply is written. */
+void mmp_session_starttls(struct mmp_session *sess);
 /* The failed-login penalty: mmp_login_delay_done() at deadline_ms
  * (coarse monotonic clock). */
 void mmp_session_penalty_at(struct mmp_session *sess, uint64_t deadline_ms);
@@ -242,7 +309,21 @@ void mmp_commands_init(struct mmp_session *sess);
 void mmp_command_run(struct mmp_session *sess, const char *line);
 /* One SASL response line (state SASL). */
 void mmp_command_sasl_response(struct mmp_session *sess, const char *line);
-/* The name of a command id, for the log line. */
+
+/* mmp-imap.c: the IMAP front before login. */
+
+extern const struct mt_command_table mmp_imap_command_table;
+/* Set up the session's IMAP front (parser, login phase). */
+void mmp_imap_init(struct mmp_session *sess);
+/* Release it (at relay start and on close). */
+void mmp_imap_free(struct mmp_session *sess);
+/* The greeting ("* OK [CAPABILITY ...] ..."). */
+void mmp_imap_greet(struct mmp_session *sess);
+/* Run the client's commands until the state leaves AUTHORIZATION/SASL or
+ * the input runs dry. */
+void mmp_imap_input(struct mmp_session *sess);
+/* STARTTLS done: forget what came before (RFC 9051 6.2.1). */
+void mmp_imap_tls_started(struct mmp_session *sess);
 
 /* mmp-login.c */
 
@@ -257,8 +338,8 @@ void mmp_login_abort(struct mmp_session *sess);
 
 /* mmp-backend.c: the outcome of a backend login. */
 enum mmp_backend_status {
-	MMP_BACKEND_OK,		/* +OK: relay from now on */
-	MMP_BACKEND_REFUSED,	/* -ERR line from the store: pass it on */
+	MMP_BACKEND_OK,		/* +OK / tagged OK: relay from now on */
+	MMP_BACKEND_REFUSED,	/* -ERR line / tagged NO from the store: pass it on */
 	MMP_BACKEND_FAILED,	/* unreachable, timeout, protocol error */
 };
 
@@ -266,9 +347,12 @@ typedef void mmp_backend_cb_t(struct mmp_session *sess,
 			      enum mmp_backend_status status,
 			      const char *line, const char *reason);
 
-/* Connect to shard and log in with AUTH PLAIN (authzid = address,
- * authcid = proxy_user). cb runs once, from the loop; after an OK the
- * connected bufferevent is taken with mmp_backend_take(). */
+/* Connect to shard's address for the session's protocol and log in with
+ * AUTH PLAIN / AUTHENTICATE PLAIN (authzid = address, authcid =
+ * proxy_user; IMAP first tells the store the client's address with ID).
+ * cb runs once, from the loop, with the store's answer line (for IMAP
+ * without its tag); after an OK the connected bufferevent is taken with
+ * mmp_backend_take(). */
 struct mmp_backend *mmp_backend_login(struct mmp_session *sess,
 				      struct mmp_shard *shard,
 				      const char *address, mmp_backend_cb_t *cb);
@@ -288,14 +372,23 @@ void mmp_shards_stop(struct mmp_shards *shards);
 void mmp_shards_free(struct mmp_shards **shards_p);
 struct mmp_shard *mmp_shards_find(const struct mmp_shards *shards,
 				  const char *name);
+/* Does every shard have an address for protocol? (else *name_r: one
+ * that has none) */
+bool mmp_shards_serve(const struct mmp_shards *shards, enum mmp_protocol protocol,
+		      const char **name_r);
 const char *mmp_shard_name(const struct mmp_shard *shard);
-const char *mmp_shard_address(const struct mmp_shard *shard);
+/* Each protocol's address has its own down mark and probe (one store
+ * process serves both, but a listener of it can fail alone). */
+const char *mmp_shard_address(const struct mmp_shard *shard,
+			      enum mmp_protocol protocol);
 const struct sockaddr *mmp_shard_sockaddr(const struct mmp_shard *shard,
+					  enum mmp_protocol protocol,
 					  socklen_t *len_r);
-bool mmp_shard_is_down(struct mmp_shard *shard);
+bool mmp_shard_is_down(struct mmp_shard *shard, enum mmp_protocol protocol);
 /* Any thread: the shard did not answer; mark it down and probe it from
  * the main loop every shard_retry_interval until it answers. */
-void mmp_shard_failed(struct mmp_shard *shard, const char *reason);
+void mmp_shard_failed(struct mmp_shard *shard, enum mmp_protocol protocol,
+		      const char *reason);
 
 /* mmp-relay.c */
 

@@ -20,6 +20,7 @@
  * folders); RFC 2971 (ID). */
 #include "imap-session.h"
 #include "alloc.h"
+#include "buf.h"
 #include "store/store.h"
 #include "dirsvc.h"
 
@@ -174,16 +175,25 @@ static void login_start(void *context, const char *tag,
 			     cred->password, cred->method);
 }
 
+/* The MMP's ID names the client it proxies for (mmp-backend-imap.c): one
+ * log line joins the store's session to the client and the MMP's. */
 static void login_id(void *context, const char *const *names,
 		     const char *const *values, size_t count)
 {
+	static const char *const fields[] = {
+		"x-originating-ip", "x-originating-port", "x-session-ext-id",
+	};
 	struct imap_session *s = context;
 	if (!s->from_proxy)
 		return;
-	for (size_t i = 0; i < count; i++)
-		if (strcasecmp(names[i], "x-originating-ip") == 0 && values[i] != NULL)
-			mt_slog(MT_LOG_INFO, &s->log, "imap id x-originating-ip=%.64s",
-				values[i]);
+	struct mt_buf line = MT_BUF_INIT;
+	for (size_t f = 0; f < sizeof(fields) / sizeof(fields[0]); f++)
+		for (size_t i = 0; i < count; i++)
+			if (strcasecmp(names[i], fields[f]) == 0 && values[i] != NULL)
+				mt_buf_appendf(&line, " %s=%.64s", fields[f], values[i]);
+	if (line.len > 0)
+		mt_slog(MT_LOG_INFO, &s->log, "imap id%s", mt_buf_cstr(&line));
+	mt_buf_free(&line);
 }
 
 static const struct mt_imap_login_ops login_ops = {

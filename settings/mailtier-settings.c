@@ -80,6 +80,7 @@ static void free_shard(void *entry)
 	struct mt_shard_addresses *shard = entry;
 	mt_hostport_clear(&shard->lmtp);
 	mt_hostport_clear(&shard->pop3);
+	mt_hostport_clear(&shard->imap);
 	free(shard);
 }
 
@@ -94,27 +95,41 @@ static bool valid_shard_name(const char *name)
 	return true;
 }
 
-/* NAME = LMTP_ADDRESS, POP3_ADDRESS */
+/* One comma-separated address of a [shards] line into out: false (and
+ * *error_r) if it is not host:port. */
+static bool shard_address(const char *start, const char *end,
+			  struct mt_hostport *out, const char **error_r)
+{
+	while (start < end && isspace((unsigned char)*start))
+		start++;
+	while (end > start && isspace((unsigned char)end[-1]))
+		end--;
+	char *text = mt_xstrndup(start, (size_t)(end - start));
+	bool ok = mt_parse_hostport(text, out, error_r);
+	free(text);
+	return ok;
+}
+
+/* NAME = LMTP_ADDRESS, POP3_ADDRESS[, IMAP_ADDRESS] */
 static void *parse_shard(const char *key, const char *value, const char **error_r)
 {
 	if (!valid_shard_name(key)) {
 		*error_r = "shard names are 1-64 letters, digits, '-' or '_'";
 		return NULL;
 	}
-	const char *comma = strchr(value, ',');
-	if (comma == NULL) {
-		*error_r = "expected 'LMTP_ADDRESS, POP3_ADDRESS'";
+	const char *first = strchr(value, ',');
+	const char *second = first != NULL ? strchr(first + 1, ',') : NULL;
+	if (first == NULL || (second != NULL && strchr(second + 1, ',') != NULL)) {
+		*error_r = "expected 'LMTP_ADDRESS, POP3_ADDRESS[, IMAP_ADDRESS]'";
 		return NULL;
 	}
-	char *lmtp = mt_xstrndup(value, (size_t)(comma - value));
-	char *end = lmtp + strlen(lmtp);
-	while (end > lmtp && isspace((unsigned char)end[-1]))
-		*--end = '\0';
-	const char *pop3 = comma + 1 + strspn(comma + 1, " \t");
+	const char *end = value + strlen(value);
 	struct mt_shard_addresses *shard = mt_xcalloc(1, sizeof(*shard));
-	bool ok = mt_parse_hostport(lmtp, &shard->lmtp, error_r) &&
-		  mt_parse_hostport(pop3, &shard->pop3, error_r);
-	free(lmtp);
+	bool ok = shard_address(value, first, &shard->lmtp, error_r) &&
+		  shard_address(first + 1, second != NULL ? second : end,
+				&shard->pop3, error_r) &&
+		  (second == NULL ||
+		   shard_address(second + 1, end, &shard->imap, error_r));
 	if (!ok) {
 		free_shard(shard);
 		return NULL;
@@ -125,8 +140,9 @@ static void *parse_shard(const char *key, const char *value, const char **error_
 const struct mt_section_def mt_shards_section = {
 	.name = "shards", .kind = MT_SECTION_MAP,
 	.readers = "mailtier-mta, mailtier-mmp, mailtier-popstore, mailtierctl, mailtier-load",
-	.doc = "One line per store shard: NAME = LMTP_ADDRESS, POP3_ADDRESS. "
-	       "NAME is the value of the users' mailHost attribute.",
+	.doc = "One line per store shard: NAME = LMTP_ADDRESS, POP3_ADDRESS[, "
+	       "IMAP_ADDRESS]. NAME is the value of the users' mailHost attribute; "
+	       "the MMP's IMAP listeners need every shard's IMAP address.",
 	.parse_entry = parse_shard, .free_entry = free_shard,
 };
 

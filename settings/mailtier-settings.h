@@ -28,10 +28,12 @@ struct mt_tls_config {
 	unsigned int min_version;	/* enum mt_tls_min_version */
 };
 
-/* One [shards] entry: NAME = LMTP_ADDRESS, POP3_ADDRESS */
+/* One [shards] entry: NAME = LMTP_ADDRESS, POP3_ADDRESS[, IMAP_ADDRESS]
+ * (imap.host NULL when the shard has none). */
 struct mt_shard_addresses {
 	struct mt_hostport lmtp;
 	struct mt_hostport pop3;
+	struct mt_hostport imap;
 };
 
 extern const struct mt_section_def mt_global_section;

@@ -22,6 +22,7 @@ MT_MMP_WRAPPER="valgrind -q --error-exitcode=99 --leak-check=full".
 Trust boundary: test code only.
 """
 
+import imaplib
 import os
 import poplib
 import socket
@@ -78,6 +79,31 @@ class SourcePOP3_SSL(poplib.POP3_SSL):
         return self.context.wrap_socket(sock, server_hostname=self.host)
 
 
+class SourceIMAP4(imaplib.IMAP4):
+    """imaplib.IMAP4 connecting from a chosen local address."""
+
+    def __init__(self, host, port, source=None, timeout=10):
+        self._source = source
+        super().__init__(host, port, timeout=timeout)
+
+    def _create_socket(self, timeout):
+        src = (self._source, 0) if self._source else None
+        return socket.create_connection((self.host, self.port), timeout,
+                                        source_address=src)
+
+
+class SourceIMAP4_SSL(imaplib.IMAP4_SSL):
+    def __init__(self, host, port, source=None, context=None, timeout=10):
+        self._source = source
+        super().__init__(host, port, ssl_context=context, timeout=timeout)
+
+    def _create_socket(self, timeout):
+        src = (self._source, 0) if self._source else None
+        sock = socket.create_connection((self.host, self.port), timeout,
+                                        source_address=src)
+        return self.ssl_context.wrap_socket(sock, server_hostname=self.host)
+
+
 class Cluster:
     """slapd + shards + (after start_mmp) the MMP."""
 
@@ -98,10 +124,12 @@ class Cluster:
         if backend == "popstore" and self.popstore is None:
             raise mtharness.Skip("mailtier-popstore is not built")
         names = list(shards) + list(silent_shards)
-        ports = h.free_ports(2 * len(names) + 2)
-        self.pop3_port = {n: ports[2 * i] for i, n in enumerate(names)}
-        self.lmtp_port = {n: ports[2 * i + 1] for i, n in enumerate(names)}
-        self.mmp_port, self.mmps_port = ports[-2], ports[-1]
+        ports = h.free_ports(3 * len(names) + 4)
+        self.pop3_port = {n: ports[3 * i] for i, n in enumerate(names)}
+        self.lmtp_port = {n: ports[3 * i + 1] for i, n in enumerate(names)}
+        self.imap_port = {n: ports[3 * i + 2] for i, n in enumerate(names)}
+        self.mmp_port, self.mmps_port = ports[-4], ports[-3]
+        self.mmp_imap_port, self.mmp_imaps_port = ports[-2], ports[-1]
         self.shard_names = list(shards)
         self.silent = list(silent_shards)
         self.secret = os.path.join(self.dir, "proxy.secret")
@@ -146,11 +174,14 @@ class Cluster:
         g.update(global_overrides or {})
         text += "\n[global]\n" + "".join(f"{k} = {v}\n" for k, v in g.items())
         text += "\n[shards]\n" + "".join(
-            f"{n} = 127.0.0.1:{self.lmtp_port[n]}, 127.0.0.1:{self.pop3_port[n]}\n"
+            f"{n} = 127.0.0.1:{self.lmtp_port[n]}, 127.0.0.1:{self.pop3_port[n]}, "
+            f"127.0.0.1:{self.imap_port[n]}\n"
             for n in self.pop3_port)
         text += f"\n[tls]\ncert_file = {self.cert}\nkey_file = {self.key}\n"
         m = {"pop3_listen": f"127.0.0.1:{self.mmp_port}",
              "pop3s_listen": f"127.0.0.1:{self.mmps_port}",
+             "imap_listen": f"127.0.0.1:{self.mmp_imap_port}",
+             "imaps_listen": f"127.0.0.1:{self.mmp_imaps_port}",
              "threads": 2, "proxy_password_file": self.secret,
              "auth_fail_delay": "300ms", "auth_fail_limit": 4,
              "backend_connect_timeout": "1s", "shard_retry_interval": "1s",
@@ -163,7 +194,8 @@ class Cluster:
         for n in self.pop3_port:
             text += (f"\n[popstore.{n}]\ndb_home = {self.dir}/store-{n}\n"
                      f"lmtp_listen = 127.0.0.1:{self.lmtp_port[n]}\n"
-                     f"pop3_listen = 127.0.0.1:{self.pop3_port[n]}\n")
+                     f"pop3_listen = 127.0.0.1:{self.pop3_port[n]}\n"
+                     f"imap_listen = 127.0.0.1:{self.imap_port[n]}\n")
         path = os.path.join(self.dir, name)
         with open(path, "w") as f:
             f.write(text)
@@ -218,6 +250,20 @@ class Cluster:
                                 wrapper + [mtharness.binary("mmp/mailtier-mmp"),
                                            "-c", conf, "-f"], ready_timeout=60)
         return self.mmp
+
+    def imap(self, source=None, timeout=10):
+        """imaplib.IMAP4 on the MMP's STARTTLS port (not yet STARTTLS'd)."""
+        return SourceIMAP4("127.0.0.1", self.mmp_imap_port, source, timeout)
+
+    def imaps(self, source=None, timeout=10):
+        return SourceIMAP4_SSL("localhost", self.mmp_imaps_port, source,
+                               context=self.ctx, timeout=timeout)
+
+    def imap_login(self, address, password=None, source=None):
+        m = self.imap(source)
+        m.starttls(ssl_context=self.ctx)
+        m.login(address, password if password is not None else self.users[address][0])
+        return m
 
     def pop3(self, source=None, timeout=10):
         return SourcePOP3("127.0.0.1", self.mmp_port, source, timeout)

@@ -98,12 +98,42 @@ static void test_cross_section_checks(void **state)
 	free(errors);
 }
 
+/* [shards]' optional third address, the MMP's IMAP backend. */
+static void test_shard_imap_address(void **state)
+{
+	(void)state;
+	char *errors = NULL;
+	struct mt_config *config = load_text(
+		"[directory]\nuris = ldap://127.0.0.1:1/\nbase_dn = dc=x\n[mta]\nlocal_domains = x\n"
+		"[shards]\na = 127.0.0.1:2401, 127.0.0.1:1101, 127.0.0.1:1431\n"
+		"b = 127.0.0.1:2402,127.0.0.1:1102\n", &errors);
+	if (errors != NULL)
+		fail_msg("%s", errors);
+	const struct mt_shard_addresses *a = mt_config_map_get(config, "shards", "a");
+	const struct mt_shard_addresses *b = mt_config_map_get(config, "shards", "b");
+	assert_int_equal(a->pop3.port, 1101);
+	assert_string_equal(a->imap.host, "127.0.0.1");
+	assert_int_equal(a->imap.port, 1431);
+	assert_int_equal(b->pop3.port, 1102);
+	assert_null(b->imap.host);
+	mt_config_free(&config);
+
+	assert_null(load_text("[directory]\nuris = ldap://127.0.0.1:1/\nbase_dn = dc=x\n[mta]\nlocal_domains = x\n"
+			      "[shards]\nc = 1.1.1.1:1, 1.1.1.1:2, 1.1.1.1:3, 1.1.1.1:4\n"
+			      "d = 1.1.1.1:1, 1.1.1.1:2, nonsense\n", &errors));
+	assert_non_null(strstr(errors, ":7: [shards] c: expected 'LMTP_ADDRESS, "
+			       "POP3_ADDRESS[, IMAP_ADDRESS]'"));
+	assert_non_null(strstr(errors, ":8: [shards] d: "));
+	free(errors);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_tables_documented_and_unique),
 		cmocka_unit_test(test_minimal_config_and_defaults),
 		cmocka_unit_test(test_cross_section_checks),
+		cmocka_unit_test(test_shard_imap_address),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
