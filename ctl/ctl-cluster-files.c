@@ -123,12 +123,14 @@ static void append_mmp(struct mt_buf *conf, const struct cluster *c)
 {
 	mt_buf_appendf(conf,
 		"[mmp]\npop3_listen = 127.0.0.1:%u\npop3s_listen = 127.0.0.1:%u\n"
+		"imap_listen = 127.0.0.1:%u\nimaps_listen = 127.0.0.1:%u\n"
 		"threads = 2\n"
 		"# Everything listens on 127.0.0.1 only, and the load generator logs\n"
-		"# in with USER/PASS without TLS. Say no on anything reachable.\n"
+		"# in with USER/PASS (LOGIN) without TLS. Say no on anything reachable.\n"
 		"allow_plaintext_auth = yes\n"
 		"proxy_password_file = %s/proxy.secret\nstats_interval = 10s\n\n",
-		cluster_port(c, CLUSTER_PORT_POP3), cluster_port(c, CLUSTER_PORT_POP3S), c->dir);
+		cluster_port(c, CLUSTER_PORT_POP3), cluster_port(c, CLUSTER_PORT_POP3S),
+		cluster_port(c, CLUSTER_PORT_IMAP), cluster_port(c, CLUSTER_PORT_IMAPS), c->dir);
 }
 
 static void append_stores(struct mt_buf *conf, const struct cluster *c)
@@ -169,8 +171,9 @@ bool cluster_write_config(const struct cluster *c, char **error_r)
 	append_directory(&conf, c, suffix, service_dn);
 	mt_buf_appendf(&conf, "[shards]\n");
 	for (unsigned int n = 1; n <= c->shards; n++)
-		mt_buf_appendf(&conf, "shard%u = 127.0.0.1:%u, 127.0.0.1:%u\n", n,
-			       cluster_shard_lmtp(c, n), cluster_shard_pop3(c, n));
+		mt_buf_appendf(&conf, "shard%u = 127.0.0.1:%u, 127.0.0.1:%u, 127.0.0.1:%u\n",
+			       n, cluster_shard_lmtp(c, n), cluster_shard_pop3(c, n),
+			       cluster_shard_imap(c, n));
 	mt_buf_appendf(&conf, "\n[tls]\ncert_file = %s/tls/cert.pem\nkey_file = %s/tls/key.pem\n\n",
 		       c->dir, c->dir);
 	append_mta(&conf, c);
@@ -202,12 +205,14 @@ bool cluster_write_endpoints(const struct cluster *c, char **error_r)
 		"# Use with:  . %s/endpoints.env\n"
 		"CONF=%s/mailtier.conf\nDOMAIN=%s\nREMOTE_DOMAIN=%s\nSINK=%s\n"
 		"SMTP_PORT=%u\nSUBMISSION_PORT=%u\nSUBMISSIONS_PORT=%u\n"
-		"POP3_PORT=%u\nPOP3S_PORT=%u\nLDAP_URI=ldap://127.0.0.1:%u/\n"
+		"POP3_PORT=%u\nPOP3S_PORT=%u\nIMAP_PORT=%u\nIMAPS_PORT=%u\n"
+		"LDAP_URI=ldap://127.0.0.1:%u/\n"
 		"SHARDS=%u\nUSERS=%lu\nBASE_PORT=%u\n",
 		c->dir, c->dir, c->dir, c->domain, c->remote_domain, c->sink,
 		cluster_port(c, CLUSTER_PORT_SMTP), cluster_port(c, CLUSTER_PORT_SUBMISSION),
 		cluster_port(c, CLUSTER_PORT_SUBMISSIONS), cluster_port(c, CLUSTER_PORT_POP3),
-		cluster_port(c, CLUSTER_PORT_POP3S), cluster_port(c, CLUSTER_PORT_LDAP),
+		cluster_port(c, CLUSTER_PORT_POP3S), cluster_port(c, CLUSTER_PORT_IMAP),
+		cluster_port(c, CLUSTER_PORT_IMAPS), cluster_port(c, CLUSTER_PORT_LDAP),
 		c->shards, c->users, c->base_port);
 	for (unsigned int n = 1; n <= c->shards; n++)
 		mt_buf_appendf(&env, "SHARD%u_LMTP_PORT=%u\nSHARD%u_POP3_PORT=%u\n"

@@ -46,7 +46,7 @@ struct cluster_daemon {
 	char name[24];
 	enum daemon_kind kind;
 	unsigned int shard;
-	struct daemon_port ports[3];
+	struct daemon_port ports[4];
 	size_t n_ports;
 };
 
@@ -71,7 +71,9 @@ static size_t cluster_daemons(const struct cluster *c, struct cluster_daemon *ou
 		.n_ports = 3 };
 	out[n++] = (struct cluster_daemon){ .name = "mmp", .kind = DAEMON_MMP,
 		.ports = { { "pop3", cluster_port(c, CLUSTER_PORT_POP3) },
-			   { "pop3s", cluster_port(c, CLUSTER_PORT_POP3S) } }, .n_ports = 2 };
+			   { "pop3s", cluster_port(c, CLUSTER_PORT_POP3S) },
+			   { "imap", cluster_port(c, CLUSTER_PORT_IMAP) },
+			   { "imaps", cluster_port(c, CLUSTER_PORT_IMAPS) } }, .n_ports = 4 };
 	return n;
 }
 
@@ -418,6 +420,7 @@ static void print_endpoints(const struct cluster *c)
 	printf("cluster %s is up: %u shards, %lu users @%s\n"
 	       "  SMTP        127.0.0.1:%u   submission 127.0.0.1:%u   submissions 127.0.0.1:%u\n"
 	       "  POP3 (MMP)  127.0.0.1:%u   POP3S 127.0.0.1:%u\n"
+	       "  IMAP (MMP)  127.0.0.1:%u   IMAPS 127.0.0.1:%u\n"
 	       "  LDAP        ldap://127.0.0.1:%u/\n"
 	       "  remote mail for @%s and every other domain goes to the sink at %s\n"
 	       "  endpoints:  . %s/endpoints.env\n"
@@ -425,6 +428,7 @@ static void print_endpoints(const struct cluster *c)
 	       c->dir, c->shards, c->users, c->domain, cluster_port(c, CLUSTER_PORT_SMTP),
 	       cluster_port(c, CLUSTER_PORT_SUBMISSION), cluster_port(c, CLUSTER_PORT_SUBMISSIONS),
 	       cluster_port(c, CLUSTER_PORT_POP3), cluster_port(c, CLUSTER_PORT_POP3S),
+	       cluster_port(c, CLUSTER_PORT_IMAP), cluster_port(c, CLUSTER_PORT_IMAPS),
 	       cluster_port(c, CLUSTER_PORT_LDAP), c->remote_domain, c->sink, c->dir, c->dir);
 }
 

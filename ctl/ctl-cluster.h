@@ -11,8 +11,9 @@
  * DIR/log/NAME.log    each daemon's log; DIR/run/NAME.pid its pid
  *
  * Ports from the base port P: P slapd, P+1 SMTP, P+2 submission, P+3
- * submissions, P+4 POP3 and P+5 POP3S (the MMP), P+9 the default sink,
- * shard n (1-based) LMTP P+10+2(n-1) and POP3 P+11+2(n-1). */
+ * submissions, P+4 POP3, P+5 POP3S, P+6 IMAP and P+7 IMAPS (the MMP), P+9
+ * the default sink, shard n (1-based) LMTP P+10+2(n-1) and POP3
+ * P+11+2(n-1), then the shards' IMAP ports (cluster_shard_imap). */
 #ifndef MT_CTL_CLUSTER_H
 #define MT_CTL_CLUSTER_H
 
@@ -37,6 +38,8 @@ enum cluster_port {
 	CLUSTER_PORT_SUBMISSIONS = 3,
 	CLUSTER_PORT_POP3 = 4,
 	CLUSTER_PORT_POP3S = 5,
+	CLUSTER_PORT_IMAP = 6,
+	CLUSTER_PORT_IMAPS = 7,
 	CLUSTER_PORT_SINK = 9,
 };
 static inline unsigned int cluster_port(const struct cluster *c, enum cluster_port p)

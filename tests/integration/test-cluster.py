@@ -92,6 +92,7 @@ def test(h):
     assert env["CONF"] == os.path.join(d, "mailtier.conf")
     assert env["DOMAIN"] == "example.test" and env["REMOTE_DOMAIN"] == "remote.test"
     assert int(env["SMTP_PORT"]) == base + 1 and int(env["POP3_PORT"]) == base + 4
+    assert int(env["IMAP_PORT"]) == base + 6 and int(env["IMAPS_PORT"]) == base + 7
     assert env["LDAP_URI"] == f"ldap://127.0.0.1:{base}/"
     assert env["SINK"] == f"127.0.0.1:{base + 9}"
     for n in (1, 2):
@@ -155,6 +156,24 @@ def test(h):
         assert typ == "OK", data
         typ, data = c.fetch(data[0].decode(), "(BODY.PEEK[TEXT])")
         assert typ == "OK" and f"body for user{k}".encode() in data[0][1], data
+        c.logout()
+        # And through the MMP: IMAPS, then IDLE woken by mail sent by SMTP
+        # through the MTA.
+        c = imaplib.IMAP4_SSL("localhost", int(env["IMAPS_PORT"]), ssl_context=ctx,
+                              timeout=30)
+        c.login(f"user{k}@example.test", f"secret{k}")
+        typ, data = c.select("INBOX")
+        exists = int(data[0])
+        tag = c._new_tag().decode()
+        c.send(f"{tag} IDLE\r\n".encode())
+        assert c.readline().startswith(b"+"), "IDLE continuation"
+        with smtplib.SMTP("127.0.0.1", smtp, timeout=30) as s:
+            s.sendmail("a@remote.test", [f"user{k}@example.test"],
+                       f"Subject: idle {shard}\r\n\r\nwake up\r\n")
+        line = c.readline()
+        assert line.strip() == f"* {exists + 1} EXISTS".encode(), line
+        c.send(b"DONE\r\n")
+        assert c.readline().startswith(tag.encode() + b" OK")
         c.logout()
 
     # Remote mail goes to the sink (never off this machine).
