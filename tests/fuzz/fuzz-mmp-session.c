@@ -1,22 +1,23 @@
 /* fuzz-mmp-session.c — session-level libFuzzer target for the MMP's POP3
- * front before login: the real session code (mmp/mmp-session.c,
- * mmp-commands.c, mmp-login.c) on an event loop, a socketpair as the
+ * and IMAP fronts before login: the real session code (mmp/mmp-session.c,
+ * mmp-commands.c, mmp-imap.c, mmp-login.c) on an event loop, a socketpair as the
  * client, and a real libdirsvc whose only directory refuses connections
  * (ldap://127.0.0.1:1), so a login that gets that far ends in the
  * directory-unavailable answer or is abandoned when the client goes.
  *
- * Input: the first byte chooses the policy (bit 0: allow_plaintext_auth)
- * and the delivery (bit 1: a byte per write, else one write); the rest is
- * what the client sends.
+ * Input: the first byte chooses the policy (bit 0: allow_plaintext_auth),
+ * the delivery (bit 1: a byte per write, else one write) and the protocol
+ * (bit 2: IMAP, else POP3); the rest is what the client sends.
  *
  * Properties, beyond "no crash, no leak, no over-read" (ASan):
  *  - what the client reads starts with the greeting and is CRLF lines only
- *    (no bare LF), none longer than 512 octets (RFC 1939 3);
+ *    (no bare LF), none longer than 512 octets (RFC 1939 3; the IMAP
+ *    front's lines are as short: fixed texts and a tag of at most 64);
  *  - once the client has closed, the worker has no session left and the
  *    connection and per-address slots are all given back (failure records
  *    expire with auth_fail_window).
- * Trust boundary: POP3 client bytes before login (RFC 1939, 2449, 2595,
- * 5034, 4616). */
+ * Trust boundary: POP3 and IMAP client bytes before login (RFC 1939,
+ * 2449, 2595, 5034, 4616; RFC 9051 6.1, 6.2, 4959, 7888, 2971). */
 #include "fuzz-daemon.h"
 
 #include <errno.h>
@@ -39,6 +40,9 @@
 #include "tests/unit/test-peer.h"
 
 #define GREETING "+OK mailtier POP3 proxy ready.\r\n"
+/* No TLS context here: no STARTTLS; LOGINDISABLED or AUTH=PLAIN. */
+#define IMAP_GREETING(auth) "* OK [CAPABILITY IMAP4rev2 IMAP4rev1 SASL-IR " \
+	"LITERAL+ ID ENABLE " auth "] mailtier IMAP proxy ready.\r\n"
 
 struct fixture {
 	struct mt_mmp_settings set;
@@ -101,6 +105,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct fixture *f = fixture_get();
 	f->set.allow_plaintext_auth = (data[0] & 1) != 0;
 	bool bytewise = (data[0] & 2) != 0;
+	bool imap = (data[0] & 4) != 0;
 	data++;
 	size--;
 
@@ -112,14 +117,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(mmp_clients_admit(f->server.clients, (struct sockaddr *)&peer, 0) ==
 		   MMP_ADMIT_OK, "admit");
 	mmp_session_new(&f->worker, sv[0], (struct sockaddr *)&peer, sizeof(peer),
-			MMP_LISTENER_POP3, NULL);
+			imap ? MMP_LISTENER_IMAP : MMP_LISTENER_POP3, NULL);
 	spin(f);
 	struct mt_buf got = MT_BUF_INIT;
 	bool eof = test_peer_feed(sv[1], data, size, bytewise, spin, f, &got);
 	spin(f);
 	if (!eof)
 		(void)test_peer_read(sv[1], &got);
-	fuzz_check_lines(&got, GREETING, false);
+	fuzz_check_lines(&got, !imap ? GREETING : f->set.allow_plaintext_auth ?
+			 IMAP_GREETING("AUTH=PLAIN") : IMAP_GREETING("LOGINDISABLED"), false);
 	close(sv[1]);
 	/* The session sees EOF and goes; a directory request still out is
 	 * abandoned, its answer (a refused connection) comes meanwhile. */
