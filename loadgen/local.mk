@@ -14,6 +14,9 @@ loadgen_libloadgen_a_SOURCES = \
 	loadgen/session.c loadgen/session.h \
 	loadgen/smtp-client.c loadgen/smtp-client.h \
 	loadgen/pop-client.c loadgen/pop-client.h \
+	loadgen/imap-response.c loadgen/imap-response.h \
+	loadgen/imap-client.c loadgen/imap-script.c loadgen/imap-client.h \
+	loadgen/imap-private.h \
 	loadgen/sink.c loadgen/sink.h \
 	loadgen/ledger.c loadgen/ledger.h \
 	loadgen/resolve.c loadgen/resolve.h \

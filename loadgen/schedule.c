@@ -7,9 +7,19 @@
 #include <math.h>
 #include <stdlib.h>
 
-/* Stream numbers: LG_KIND_COUNT + 1 per level. */
-#define STREAM_PRIME LG_KIND_COUNT
-#define STREAMS_PER_LEVEL (LG_KIND_COUNT + 1)
+/* Stream numbers: the SMTP and POP kinds and the priming stream, 5 per
+ * level (as before the IMAP kinds came: POP runs keep their schedules);
+ * the IMAP kinds from a range of their own. */
+#define STREAM_PRIME LG_KIND_IMAP_DESKTOP
+#define STREAMS_PER_LEVEL (LG_KIND_IMAP_DESKTOP + 1)
+#define STREAM_IMAP_BASE (1ull << 32)
+
+static uint64_t kind_stream(int kind, unsigned int level_index)
+{
+	if (kind < LG_KIND_IMAP_DESKTOP)
+		return (uint64_t)level_index * STREAMS_PER_LEVEL + (uint64_t)kind;
+	return STREAM_IMAP_BASE + (uint64_t)level_index * LG_KIND_COUNT + (uint64_t)kind;
+}
 
 static bool repeat_before(const struct lg_repeat *a, const struct lg_repeat *b)
 {
@@ -93,7 +103,7 @@ void lg_schedule_init(struct lg_schedule *s, const struct lg_workload *wl,
 
 	*s = (struct lg_schedule){ .wl = wl };
 	for (int k = 0; k < LG_KIND_COUNT; k++) {
-		lg_rng_seed(&s->rng[k], seed, base + (uint64_t)k);
+		lg_rng_seed(&s->rng[k], seed, kind_stream(k, level_index));
 		s->rate[k] = lg_workload_rate(wl, k, level_pct);
 		s->next_s[k] = k == LG_KIND_POP_REPEAT || s->rate[k] <= 0 ? INFINITY :
 			lg_rng_exponential(&s->rng[k], 1 / s->rate[k]);
@@ -174,6 +184,11 @@ bool lg_schedule_pop(struct lg_schedule *s, double now_s, struct lg_arrival *a)
 		a->user = 0;
 		lg_workload_plan_message(s->wl, rng, kind == LG_KIND_SMTP_REMOTE,
 					 &a->plan);
+		break;
+	case LG_KIND_IMAP_DESKTOP:
+	case LG_KIND_IMAP_WEBMAIL:
+		a->user = lg_workload_pick_user(s->wl, rng);
+		lg_workload_plan_imap(rng, kind, &a->imap);
 		break;
 	default:
 		a->user = lg_workload_pick_user(s->wl, rng);

@@ -37,8 +37,9 @@
 struct lg_arrival {
 	enum lg_kind kind;
 	double at_s;			/* seconds since the level started */
-	uint64_t user;			/* POP kinds: whose mailbox */
+	uint64_t user;			/* POP and IMAP kinds: whose mailbox */
 	struct lg_message_plan plan;	/* SMTP kinds */
+	struct lg_imap_plan imap;	/* IMAP kinds */
 };
 
 struct lg_repeat {

@@ -27,6 +27,21 @@ enum lg_function {
 	LG_FN_POP_RETR,		/* RETR until the terminating "." */
 	LG_FN_POP_DELE,
 	LG_FN_POP_QUIT,
+	LG_FN_IMAP_CONNECT,	/* TCP connect until the "* OK" greeting */
+	LG_FN_IMAP_LOGIN,	/* LOGIN or AUTHENTICATE PLAIN */
+	LG_FN_IMAP_LIST,
+	LG_FN_IMAP_SELECT,	/* SELECT of INBOX or a folder */
+	LG_FN_IMAP_FETCH_HEADERS, /* FETCHes of flags, envelopes, header fields */
+	LG_FN_IMAP_FETCH_BODY,	/* UID FETCH BODY.PEEK[] until the tagged OK */
+	LG_FN_IMAP_STORE,
+	LG_FN_IMAP_EXPUNGE,
+	LG_FN_IMAP_MOVE,
+	LG_FN_IMAP_APPEND,	/* the command until the tagged OK after the literal */
+	LG_FN_IMAP_SEARCH,
+	LG_FN_IMAP_IDLE,	/* IDLE until the "+" continuation */
+	LG_FN_IMAP_IDLE_WAKE,	/* DONE until the IDLE's tagged OK */
+	LG_FN_IMAP_CREATE,	/* fill: the folder model */
+	LG_FN_IMAP_LOGOUT,
 	LG_FN_DELIVERY,		/* accepted by the MTA until seen at sink / by POP */
 	LG_FN_COUNT
 };

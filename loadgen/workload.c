@@ -15,6 +15,8 @@ const char *const lg_kind_names[LG_KIND_COUNT] = {
 	[LG_KIND_SMTP_REMOTE] = "smtp-remote",
 	[LG_KIND_POP_FIRST] = "pop-first",
 	[LG_KIND_POP_REPEAT] = "pop-repeat",
+	[LG_KIND_IMAP_DESKTOP] = "imap-desktop",
+	[LG_KIND_IMAP_WEBMAIL] = "imap-webmail",
 };
 
 const double lg_kind_rate_per_100k[LG_KIND_COUNT] = {
@@ -22,7 +24,35 @@ const double lg_kind_rate_per_100k[LG_KIND_COUNT] = {
 	[LG_KIND_SMTP_REMOTE] = 7.50,
 	[LG_KIND_POP_FIRST] = 4.17,
 	[LG_KIND_POP_REPEAT] = 12.50,
+	/* 4.8 sessions per user per peak hour: 133.33/s per 100,000 users. */
+	[LG_KIND_IMAP_DESKTOP] = LG_IMAP_SESSIONS_PER_USER_HOUR * 100000 / 3600 *
+		LG_IMAP_DESKTOP_SHARE,
+	[LG_KIND_IMAP_WEBMAIL] = LG_IMAP_SESSIONS_PER_USER_HOUR * 100000 / 3600 *
+		(1 - LG_IMAP_DESKTOP_SHARE),
 };
+
+const char *const lg_protocol_names[LG_PROTOCOL_COUNT] = {
+	[LG_PROTOCOL_POP] = "pop",
+	[LG_PROTOCOL_IMAP] = "imap",
+	[LG_PROTOCOL_MIXED] = "mixed",
+};
+
+/* Our folder names: the four special-use ones (RFC 6154 \Sent, \Drafts,
+ * \Trash, \Junk) and five user folders. */
+const char *const lg_imap_folders[LG_IMAP_FOLDERS] = {
+	"Sent", "Drafts", "Trash", "Junk",
+	"Folder1", "Folder2", "Folder3", "Folder4", "Folder5",
+};
+
+bool lg_protocol_parse(const char *name, enum lg_protocol *protocol_r)
+{
+	for (int p = 0; p < LG_PROTOCOL_COUNT; p++)
+		if (strcmp(name, lg_protocol_names[p]) == 0) {
+			*protocol_r = p;
+			return true;
+		}
+	return false;
+}
 
 /* The published size distribution, KiB: share. Sizes are taken as exact
  * points (our choice), which gives the published mean: 24.53 KiB. */
@@ -151,8 +181,26 @@ static uint64_t load_users(const struct lg_workload *wl)
 double lg_workload_rate(const struct lg_workload *wl, enum lg_kind kind,
 			unsigned int level_pct)
 {
-	return lg_kind_rate_per_100k[kind] * (double)load_users(wl) / 100000.0 *
-		(double)level_pct / 100.0;
+	bool imap = kind == LG_KIND_IMAP_DESKTOP || kind == LG_KIND_IMAP_WEBMAIL;
+	bool pop = kind == LG_KIND_POP_FIRST || kind == LG_KIND_POP_REPEAT;
+	double share = wl->protocol == LG_PROTOCOL_MIXED && (imap || pop) ? 0.5 :
+		(imap && wl->protocol != LG_PROTOCOL_IMAP) ||
+		(pop && wl->protocol == LG_PROTOCOL_IMAP) ? 0 : 1;
+
+	return share * lg_kind_rate_per_100k[kind] * (double)load_users(wl) /
+		100000.0 * (double)level_pct / 100.0;
+}
+
+void lg_workload_plan_imap(struct lg_rng *rng, enum lg_kind kind,
+			   struct lg_imap_plan *plan)
+{
+	plan->seed = lg_rng_next(rng);
+	plan->length_ms = kind != LG_KIND_IMAP_DESKTOP ? 0 :
+		(uint64_t)(lg_rng_exponential(rng, LG_IMAP_SESSION_MEAN_S) * 1000);
+	plan->visit_folder = lg_rng_uniform(rng) < LG_IMAP_VISIT_SHARE;
+	plan->search = lg_rng_uniform(rng) >= LG_IMAP_SEARCH_SHARE ?
+		LG_IMAP_SEARCH_NONE : lg_rng_uniform(rng) < 0.5 ?
+		LG_IMAP_SEARCH_UNSEEN : LG_IMAP_SEARCH_HEADER;
 }
 
 double lg_workload_msgs_per_min(const struct lg_workload *wl,

@@ -36,12 +36,64 @@ enum lg_kind {
 	LG_KIND_SMTP_REMOTE,	/* a remote server delivers (all recipients local) */
 	LG_KIND_POP_FIRST,	/* a user's first mailbox check */
 	LG_KIND_POP_REPEAT,	/* a check 300-600 s after the previous one */
+	LG_KIND_IMAP_DESKTOP,	/* an IMAP desktop client (IDLE, per-message actions) */
+	LG_KIND_IMAP_WEBMAIL,	/* an IMAP webmail/mobile poll (short) */
 	LG_KIND_COUNT
 };
 
 extern const char *const lg_kind_names[LG_KIND_COUNT];
 /* Sessions per second per 100,000 users at 100% load. */
 extern const double lg_kind_rate_per_100k[LG_KIND_COUNT];
+
+/* Which sessions a run makes (`--protocol`): the SPECmail2001 POP3
+ * checks (the default), the SPECmail2009-style IMAP sessions instead, or
+ * both at half their rates each (our choice). SMTP is the same in all. */
+enum lg_protocol {
+	LG_PROTOCOL_POP,
+	LG_PROTOCOL_IMAP,
+	LG_PROTOCOL_MIXED,
+	LG_PROTOCOL_COUNT
+};
+
+extern const char *const lg_protocol_names[LG_PROTOCOL_COUNT];
+/* "pop", "imap" or "mixed"; false on anything else. */
+bool lg_protocol_parse(const char *name, enum lg_protocol *protocol_r);
+
+/* The IMAP workload (WORKLOAD.md, "SPECmail2009-style"; our choices):
+ * 4.8 IMAP sessions per user per peak hour, 80% desktop, 20% webmail. */
+#define LG_IMAP_SESSIONS_PER_USER_HOUR 4.8
+#define LG_IMAP_DESKTOP_SHARE 0.80
+#define LG_IMAP_SESSION_MEAN_S 180.0	/* desktop session length, exponential */
+#define LG_IMAP_VISIT_SHARE 0.50	/* SELECT a user folder + FETCH headers */
+#define LG_IMAP_SEARCH_SHARE 0.30	/* SEARCH UNSEEN or a header SEARCH */
+#define LG_IMAP_DELETE_SHARE 0.05	/* per new message: \Deleted + EXPUNGE */
+#define LG_IMAP_MOVE_SHARE 0.05		/* per new message: UID MOVE to a folder */
+#define LG_IMAP_REPLY_SHARE 0.20	/* per new message: APPEND to Sent, \Answered */
+#define LG_IMAP_THINK_MIN_S 1.0		/* before each new message is read */
+#define LG_IMAP_THINK_MAX_S 10.0
+/* The folder model: INBOX and these (special-use first, RFC 6154). */
+#define LG_IMAP_FOLDERS 9
+#define LG_IMAP_SPECIAL_FOLDERS 4
+#define LG_IMAP_FILL_FOLDER_MAX 100	/* user folders: 0..this messages */
+#define LG_IMAP_FILL_SENT_MAX 50	/* Sent: 0..this */
+#define LG_IMAP_FILL_INBOX_SCALE 10	/* INBOX: the SPECmail2001 fill x this */
+extern const char *const lg_imap_folders[LG_IMAP_FOLDERS];
+
+enum lg_imap_search {
+	LG_IMAP_SEARCH_NONE,
+	LG_IMAP_SEARCH_UNSEEN,
+	LG_IMAP_SEARCH_HEADER,
+};
+
+/* What one IMAP session will do, drawn when it is scheduled; the draws
+ * that depend on what the server shows (per new message) come from the
+ * session's own stream, seeded by seed. */
+struct lg_imap_plan {
+	uint64_t seed;
+	uint64_t length_ms;		/* desktop: LOGOUT after this long */
+	bool visit_folder;
+	enum lg_imap_search search;
+};
 
 /* One point of a discrete distribution; weights in basis points (1/100 %). */
 struct lg_weighted {
@@ -78,6 +130,7 @@ struct lg_workload {
 	const char *local_template;	/* address local part */
 	const char *login_template;	/* POP3 USER argument */
 	const char *password_template;	/* POP3 PASS argument */
+	enum lg_protocol protocol;	/* which mailbox sessions (default POP) */
 };
 
 struct lg_rcpt {
@@ -125,6 +178,9 @@ uint64_t lg_workload_pick_user(const struct lg_workload *wl,
 void lg_workload_plan_message(const struct lg_workload *wl,
 			      struct lg_rng *rng, bool from_remote,
 			      struct lg_message_plan *plan);
+/* An IMAP session of kind (desktop or webmail). */
+void lg_workload_plan_imap(struct lg_rng *rng, enum lg_kind kind,
+			   struct lg_imap_plan *plan);
 /* Whether another check by the same user follows, and after how long. */
 bool lg_workload_repeat_follows(struct lg_rng *rng);
 double lg_workload_repeat_delay(struct lg_rng *rng);	/* seconds */

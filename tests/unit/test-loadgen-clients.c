@@ -6,7 +6,15 @@
  * replies a byte at a time. Each must end as the right kind of error, never
  * as a crash or hang. The same machine as an LMTP client (RFC 2033: LHLO,
  * a reply per recipient after the data, several transactions on one
- * connection) for `fill --lmtp`. Also the SMTP sink (loadgen/sink.c) driven by a
+ * connection) for `fill --lmtp`. The IMAP client (loadgen/imap-client.c,
+ * imap-script.c, imap-response.c): a desktop session (AUTHENTICATE PLAIN
+ * on a "+", CAPABILITY after login, new messages, a reply APPENDed with a
+ * synchronising literal, IDLE woken by EXISTS and by the session's end),
+ * a webmail poll with literals and literal8 trickled a byte at a time,
+ * the fill of the folder model (CREATE, a NO for an existing folder,
+ * APPEND with LITERAL+), and servers that misbehave: garbage, a BYE, a NO
+ * on login, a close mid-literal, a stall, an oversized line or literal,
+ * a tag not ours, a continuation not asked for. Also the SMTP sink (loadgen/sink.c) driven by a
  * scripted client, and the reply parsers. The scripted peer runs in a
  * thread with blocking sockets; the code under test runs in its event loop.
  */
@@ -20,6 +28,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -33,6 +42,8 @@
 
 #include "log.h"
 #include "loop.h"
+#include "imap-client.h"
+#include "imap-response.h"
 #include "pop-client.h"
 #include "sink.h"
 #include "smtp-client.h"
@@ -45,6 +56,8 @@ enum op {
 	TRICKLE,	/* write text one byte at a time */
 	EXPECT,		/* read a line; it must start with text */
 	BODY,		/* read SMTP message data up to CRLF.CRLF */
+	LITERAL,	/* read an IMAP command line ending in {n} or {n+}
+			 * starting with text ("+ go" for {n}), then n octets */
 	STALL,		/* sleep ms */
 	CLOSE,		/* close now */
 	END,		/* read until the client closes */
@@ -63,6 +76,7 @@ struct step {
 #define T(text) { TRICKLE, text, 0 }
 #define E(text) { EXPECT, text, 0 }
 #define BODY_STEP { BODY, NULL, 0 }
+#define L(text) { LITERAL, text, 0 }
 #define CLOSE_STEP { CLOSE, NULL, 0 }
 #define W(ms) { STALL, NULL, ms }
 
@@ -110,6 +124,38 @@ static bool read_line(int fd, char *line, size_t size)
 	return true;
 }
 
+/* An IMAP command with a literal: the line, "+ go" unless it is a
+ * LITERAL+ one ({n+}), the n octets and the CRLF that ends the command. */
+static void read_literal(struct peer *p, int fd, const char *text, int i,
+			 char *line, size_t size)
+{
+	char *brace, *end;
+
+	if (!read_line(fd, line, size)) {
+		peer_fail(p, "step %d: EOF, expected '%s'", i, text);
+		return;
+	}
+	brace = strrchr(line, '{');
+	if (strncmp(line, text, strlen(text)) != 0 || brace == NULL) {
+		peer_fail(p, "step %d: got '%s', expected '%s' {n}", i, line, text);
+		return;
+	}
+	unsigned long n = strtoul(brace + 1, &end, 10);
+	if (*end != '+' && write(fd, "+ go\r\n", 6) != 6)
+		peer_fail(p, "step %d: write failed", i);
+	for (unsigned long got = 0; got < n + 2;) {
+		char chunk[4096];
+		size_t want = n + 2 - got < sizeof(chunk) ? n + 2 - got : sizeof(chunk);
+		ssize_t r = read(fd, chunk, want);
+		if (r <= 0) {
+			peer_fail(p, "step %d: EOF in the literal", i);
+			return;
+		}
+		got += (unsigned long)r;
+	}
+	p->body_len = n;
+}
+
 static void run_steps(struct peer *p, int fd)
 {
 	char line[70000];
@@ -146,6 +192,9 @@ static void run_steps(struct peer *p, int fd)
 				if (strncmp(line, LG_ID_HEADER ": ", sizeof(LG_ID_HEADER) + 1) == 0)
 					p->body_has_id = true;
 			}
+			break;
+		case LITERAL:
+			read_literal(p, fd, s->text, i, line, sizeof(line));
 			break;
 		case STALL:
 			usleep((useconds_t)s->ms * 1000);
@@ -249,7 +298,10 @@ static const struct lg_message_plan plan_2rcpt = {
 	.rcpts = { { false, 4 }, { true, 77 } },
 };
 
-/* Run an SMTP (pop_user == 0) or POP3 session against addr. */
+/* When set, run_client() starts an IMAP session with these parameters. */
+static const struct lg_imap_params *imap_client;
+
+/* Run an SMTP (pop_user == 0), POP3 or IMAP (imap_client) session. */
 static void run_client(struct sockaddr_in *addr, uint64_t pop_user,
 		       struct lg_stats *stats, struct lg_tracker *tracker,
 		       unsigned int timeout_ms, struct outcome *o)
@@ -266,7 +318,10 @@ static void run_client(struct sockaddr_in *addr, uint64_t pop_user,
 
 	memset(o, 0, sizeof(*o));
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if (pop_user == 0)
+	if (imap_client != NULL)
+		o->session = lg_imap_session_start(&env, LG_KIND_IMAP_DESKTOP, stats,
+			(struct sockaddr *)addr, sizeof(*addr), imap_client, on_done, o);
+	else if (pop_user == 0)
 		o->session = lg_smtp_session_start(&env, LG_KIND_SMTP_LOCAL, stats,
 			(struct sockaddr *)addr, sizeof(*addr), &params, on_done, o);
 	else
@@ -723,6 +778,267 @@ static void test_pop_faults(void **state)
 	}
 }
 
+/* ---- IMAP ---- */
+
+static const struct step imap_webmail_good[] = {
+	S("* OK [CAPABILITY IMAP4rev2 LITERAL+ SASL-IR AUTH=PLAIN] ready\r\n"),
+	E("A0001 LOGIN \"user3@example.test\" \"secret3\""),
+	S("A0001 OK [CAPABILITY IMAP4rev2 CONDSTORE IDLE MOVE UIDPLUS] in\r\n"),
+	E("A0002 SELECT INBOX (CONDSTORE)"),
+	S("* 3 EXISTS\r\n* OK [UIDVALIDITY 1] v\r\n* FLAGS (\\Seen)\r\nA0002 OK [READ-WRITE] done\r\n"),
+	E("A0003 UID FETCH 1:* (FLAGS) (CHANGEDSINCE 1)"),
+	S("* 1 FETCH (UID 1 FLAGS (\\Seen) MODSEQ (3))\r\n* 3 FETCH (UID 5 FLAGS ())\r\nA0003 OK\r\n"),
+	E("A0004 FETCH 1:* (UID FLAGS RFC822.SIZE BODY.PEEK[HEADER.FIELDS (From To Subject Date)])"),
+	S("* 1 FETCH (UID 1 FLAGS () BODY[HEADER.FIELDS (From)] {13}\r\nFrom: a@b\r\n\r\n)\r\n"
+	  "* 2 FETCH (UID 2 BODY[HEADER.FIELDS (From)] {0}\r\n)\r\nA0004 OK\r\n"),
+	E("A0005 FETCH 3 BODY.PEEK[]"),
+	T("* 3 FETCH (BODY[] ~{20}\r\n0123456789\r\n12345678)\r\nA0005 OK\r\n"),
+	E("A0006 LOGOUT"),
+	S("* BYE bye\r\nA0006 OK\r\n"),
+};
+
+static const struct lg_imap_params webmail_params = {
+	.profile = LG_IMAP_PROFILE_WEBMAIL, .user = 3, .plan = { .seed = 1 },
+};
+
+static void test_imap_webmail_trickled(void **state)
+{
+	struct lg_stats *st = new_stats();
+	struct outcome o;
+	struct peer peer;
+
+	imap_client = &webmail_params;
+	scripted(SCRIPT(imap_webmail_good), 0, 2000, st, NULL, &o, &peer);
+	imap_client = NULL;
+	if (o.failed)
+		fail_msg("imap session failed: %s", o.detail);
+	const enum lg_function once[] = { LG_FN_IMAP_CONNECT, LG_FN_IMAP_LOGIN,
+		LG_FN_IMAP_SELECT, LG_FN_IMAP_FETCH_BODY, LG_FN_IMAP_LOGOUT };
+	for (size_t i = 0; i < sizeof(once) / sizeof(once[0]); i++)
+		assert_true(st->fn[once[i]].attempts == 1 && st->fn[once[i]].pass == 1);
+	assert_true(st->fn[LG_FN_IMAP_FETCH_HEADERS].attempts == 2);
+	assert_true(st->fn[LG_FN_IMAP_FETCH_HEADERS].pass == 2);
+	/* The literal8's 20 octets (a CRLF among them) were counted. */
+	assert_true(st->counters.msgs_retrieved == 1);
+	assert_true(st->counters.bytes_down == 20);
+	assert_true(st->sessions_failed[LG_KIND_IMAP_DESKTOP] == 0);
+	free(st);
+}
+
+/* A seed whose session reads its one new message and replies to it: the
+ * draws are the think time, then the action (reply: 0.10 <= r < 0.30). */
+static uint64_t seed_for_reply(uint64_t user)
+{
+	for (uint64_t seed = 1; seed < 1000; seed++) {
+		struct lg_rng rng;
+		lg_rng_seed(&rng, seed, user);
+		(void)lg_rng_uniform(&rng);
+		double r = lg_rng_uniform(&rng);
+		if (r >= 0.10 && r < 0.30)
+			return seed;
+	}
+	fail_msg("no seed gives a reply");
+	return 0;
+}
+
+static struct step imap_desktop_good[] = {
+	S("* OK [CAPABILITY IMAP4rev2 AUTH=PLAIN] ready\r\n"),
+	E("A0001 AUTHENTICATE PLAIN"),
+	S("+ \r\n"),
+	E("AHVzZXIzQGV4YW1wbGUudGVzdABzZWNyZXQz"),
+	S("A0001 OK done\r\n"),
+	E("A0002 CAPABILITY"),
+	S("* CAPABILITY IMAP4rev2 IDLE MOVE UIDPLUS SPECIAL-USE CONDSTORE\r\nA0002 OK\r\n"),
+	E("A0003 LIST \"\" \"*\" RETURN (SPECIAL-USE)"),
+	S("* LIST (\\Sent) \"/\" Sent\r\n* LIST () \"/\" {7}\r\nFolder1\r\nA0003 OK\r\n"),
+	E("A0004 SELECT INBOX (CONDSTORE)"),
+	S("* 2 EXISTS\r\nA0004 OK\r\n"),
+	E("A0005 UID FETCH 1:* (UID FLAGS ENVELOPE BODYSTRUCTURE RFC822.SIZE)"),
+	S("* 1 FETCH (UID 7 FLAGS (\\Seen) RFC822.SIZE 10)\r\n"
+	  "* 2 FETCH (UID 9 FLAGS () RFC822.SIZE 10 ENVELOPE (NIL {5}\r\nhello NIL))\r\n"
+	  "A0005 OK\r\n"),
+	E("A0006 UID SEARCH UNSEEN"),
+	S("* SEARCH 9\r\nA0006 OK\r\n"),
+	E("A0007 UID FETCH 9 BODY.PEEK[]"),
+	S("* 2 FETCH (UID 9 BODY[] {30}\r\n012345678901234567890123456789)\r\nA0007 OK\r\n"),
+	E("A0008 UID STORE 9 +FLAGS (\\Seen)"),
+	S("* 2 FETCH (UID 9 FLAGS (\\Seen))\r\nA0008 OK\r\n"),
+	L("A0009 APPEND \"Sent\" (\\Seen) "),
+	S("A0009 OK [APPENDUID 1 5] appended\r\n"),
+	E("A0010 UID STORE 9 +FLAGS (\\Answered)"),
+	S("A0010 OK\r\n"),
+	E("A0011 IDLE"),
+	S("+ idling\r\n"),
+	W(100),
+	S("* 3 EXISTS\r\n"),
+	E("DONE"),
+	S("A0011 OK\r\n"),
+	E("A0012 UID FETCH 10:* "),
+	S("* 3 FETCH (UID 10 FLAGS (\\Seen))\r\nA0012 OK\r\n"),
+	E("A0013 IDLE"),
+	S("+ idling\r\n"),
+	E("DONE"),		/* the session's time is up */
+	S("A0013 OK\r\n"),
+	E("A0014 LOGOUT"),
+	S("* BYE bye\r\nA0014 OK\r\n"),
+};
+
+static void test_imap_desktop(void **state)
+{
+	struct lg_imap_params params = {
+		.profile = LG_IMAP_PROFILE_DESKTOP, .user = 3,
+		.plan = { .seed = seed_for_reply(3), .length_ms = 1500,
+			  .search = LG_IMAP_SEARCH_UNSEEN },
+		.think_scale = 0.01,
+	};
+	struct lg_stats *st = new_stats();
+	struct outcome o;
+	struct peer peer;
+
+	imap_client = &params;
+	scripted(SCRIPT(imap_desktop_good), 0, 2000, st, NULL, &o, &peer);
+	imap_client = NULL;
+	if (o.failed)
+		fail_msg("imap session failed: %s", o.detail);
+	const enum lg_function once[] = { LG_FN_IMAP_CONNECT, LG_FN_IMAP_LIST,
+		LG_FN_IMAP_SELECT, LG_FN_IMAP_SEARCH, LG_FN_IMAP_FETCH_BODY,
+		LG_FN_IMAP_APPEND, LG_FN_IMAP_LOGOUT };
+	for (size_t i = 0; i < sizeof(once) / sizeof(once[0]); i++)
+		if (st->fn[once[i]].attempts != 1 || st->fn[once[i]].pass != 1)
+			fail_msg("%s: %llu attempts, %llu pass", lg_functions[once[i]].key,
+				 (unsigned long long)st->fn[once[i]].attempts,
+				 (unsigned long long)st->fn[once[i]].pass);
+	/* AUTHENTICATE and the CAPABILITY after it: the login's two steps. */
+	assert_true(st->fn[LG_FN_IMAP_LOGIN].attempts == 2);
+	assert_true(st->fn[LG_FN_IMAP_STORE].attempts == 2 && st->fn[LG_FN_IMAP_STORE].pass == 2);
+	assert_true(st->fn[LG_FN_IMAP_FETCH_HEADERS].attempts == 2);
+	assert_true(st->fn[LG_FN_IMAP_IDLE].attempts == 2 && st->fn[LG_FN_IMAP_IDLE].pass == 2);
+	assert_true(st->fn[LG_FN_IMAP_IDLE_WAKE].attempts == 2 &&
+		    st->fn[LG_FN_IMAP_IDLE_WAKE].pass == 2);
+	assert_true(st->counters.bytes_down == 30);
+	assert_true(peer.body_len > 0);	/* the reply's literal */
+	/* The session ended at its length, not later. */
+	assert_true(o.elapsed_ms >= 1400 && o.elapsed_ms < 3000);
+	free(st);
+}
+
+static const struct step imap_fill_good[] = {
+	S("* OK [CAPABILITY IMAP4rev2 LITERAL+] ready\r\n"),
+	E("A0001 LOGIN"), S("A0001 OK [CAPABILITY IMAP4rev2 LITERAL+] in\r\n"),
+	E("A0002 CREATE \"Sent\""), S("A0002 NO [ALREADYEXISTS] there\r\n"),
+	E("A0003 CREATE \"Drafts\""), S("A0003 OK\r\n"),
+	E("A0004 CREATE \"Trash\""), S("A0004 OK\r\n"),
+	E("A0005 CREATE \"Junk\""), S("A0005 OK\r\n"),
+	E("A0006 CREATE \"Folder1\""), S("A0006 OK\r\n"),
+	E("A0007 CREATE \"Folder2\""), S("A0007 OK\r\n"),
+	E("A0008 CREATE \"Folder3\""), S("A0008 OK\r\n"),
+	E("A0009 CREATE \"Folder4\""), S("A0009 OK\r\n"),
+	E("A0010 CREATE \"Folder5\""), S("A0010 OK\r\n"),
+	L("A0011 APPEND \"Folder2\" (\\Seen) "), S("A0011 OK\r\n"),
+	E("A0012 LOGOUT"), S("* BYE\r\nA0012 OK\r\n"),
+};
+
+static void test_imap_fill(void **state)
+{
+	struct lg_imap_params params = {
+		.profile = LG_IMAP_PROFILE_FILL, .user = 3, .plan = { .seed = 5 },
+		.fill_counts = { [5] = 1 },
+	};
+	struct lg_stats *st = new_stats();
+	struct outcome o;
+	struct peer peer;
+
+	imap_client = &params;
+	scripted(SCRIPT(imap_fill_good), 0, 2000, st, NULL, &o, &peer);
+	imap_client = NULL;
+	if (o.failed)
+		fail_msg("imap fill failed: %s", o.detail);
+	assert_true(st->fn[LG_FN_IMAP_CREATE].attempts == 9 && st->fn[LG_FN_IMAP_CREATE].pass == 9);
+	assert_true(st->fn[LG_FN_IMAP_APPEND].pass == 1);
+	assert_true(peer.body_len >= 1024);
+	free(st);
+}
+
+#define IMAP_HI S("* OK [CAPABILITY IMAP4rev2] hi\r\n")
+#define IMAP_IN IMAP_HI, E("A0001 LOGIN"), S("A0001 OK [CAPABILITY IMAP4rev2] in\r\n")
+
+static const struct smtp_fault imap_faults[] = {
+	{ "POP3 greeting", { S("+OK POP3 ready\r\n") }, 1,
+	  LG_ERR_PROTOCOL, LG_FN_IMAP_CONNECT },
+	{ "binary garbage", { S("\x01\x02\xff\r\n") }, 1,
+	  LG_ERR_PROTOCOL, LG_FN_IMAP_CONNECT },
+	{ "BYE greeting", { S("* BYE too busy\r\n") }, 1,
+	  LG_ERR_REJECTED, LG_FN_IMAP_CONNECT },
+	{ "NO on login", { IMAP_HI, E("A0001 LOGIN"),
+	  S("A0001 NO [AUTHENTICATIONFAILED] no\r\n") }, 3,
+	  LG_ERR_REJECTED, LG_FN_IMAP_LOGIN },
+	{ "BYE mid-session", { IMAP_IN, E("A0002 SELECT"),
+	  S("* BYE shutting down\r\n"), CLOSE_STEP }, 6,
+	  LG_ERR_REJECTED, LG_FN_IMAP_SELECT },
+	{ "close mid-literal", { IMAP_IN, E("A0002 SELECT"),
+	  S("* 1 EXISTS\r\nA0002 OK\r\n"), E("A0003 UID FETCH"),
+	  S("* 1 FETCH (FLAGS () BODY[] {100}\r\nonly a part"), CLOSE_STEP }, 8,
+	  LG_ERR_DISCONNECT, LG_FN_IMAP_FETCH_HEADERS },
+	{ "stall", { IMAP_IN, E("A0002 SELECT"), W(800) }, 5,
+	  LG_ERR_TIMEOUT, LG_FN_IMAP_SELECT },
+	{ "stall mid-literal", { IMAP_IN, E("A0002 SELECT"),
+	  S("* 1 EXISTS\r\n* 1 FETCH (BODY[] {10}\r\n12345"), W(800) }, 6,
+	  LG_ERR_TIMEOUT, LG_FN_IMAP_SELECT },
+	{ "oversized literal", { IMAP_IN, E("A0002 SELECT"),
+	  S("* 1 FETCH (BODY[] {99999999999}\r\n") }, 5,
+	  LG_ERR_PROTOCOL, LG_FN_IMAP_SELECT },
+	{ "oversized line", { S("* OK "), S(NULL) }, 2,
+	  LG_ERR_PROTOCOL, LG_FN_IMAP_CONNECT },
+	{ "tag not ours", { IMAP_HI, E("A0001 LOGIN"), S("B0001 OK in\r\n") }, 3,
+	  LG_ERR_PROTOCOL, LG_FN_IMAP_LOGIN },
+	{ "continuation not asked for", { IMAP_HI, E("A0001 LOGIN"),
+	  S("+ go on\r\n") }, 3, LG_ERR_PROTOCOL, LG_FN_IMAP_LOGIN },
+	{ "neither OK, NO nor BAD", { IMAP_HI, E("A0001 LOGIN"),
+	  S("A0001 MAYBE\r\n") }, 3, LG_ERR_PROTOCOL, LG_FN_IMAP_LOGIN },
+	{ "BAD to SELECT", { IMAP_IN, E("A0002 SELECT"),
+	  S("A0002 BAD what\r\n") }, 5, LG_ERR_REJECTED, LG_FN_IMAP_SELECT },
+};
+
+static void test_imap_faults(void **state)
+{
+	char *long_line = malloc(LG_IMAP_LINE_MAX + 100);
+
+	memset(long_line, 'x', LG_IMAP_LINE_MAX + 90);
+	strcpy(long_line + LG_IMAP_LINE_MAX + 90, "\r\n");
+	for (size_t i = 0; i < sizeof(imap_faults) / sizeof(imap_faults[0]); i++) {
+		const struct smtp_fault *f = &imap_faults[i];
+		struct step steps[10];
+		struct lg_stats *st = new_stats();
+		struct outcome o;
+		struct peer peer;
+
+		memcpy(steps, f->steps, sizeof(steps));
+		for (size_t k = 0; k < f->n; k++)
+			if (steps[k].op == SEND && steps[k].text == NULL)
+				steps[k].text = long_line;
+		printf("imap: %s\n", f->name);
+		imap_client = &webmail_params;
+		scripted(steps, f->n, 0, 300, st, NULL, &o, &peer);
+		imap_client = NULL;
+		printf("  -> %s after %llu ms: %s\n", lg_error_names[o.error],
+		       (unsigned long long)o.elapsed_ms, o.detail);
+		assert_true(o.failed);
+		if (o.error != f->error)
+			fail_msg("%s: error %s (%s), expected %s", f->name,
+				 lg_error_names[o.error], o.detail, lg_error_names[f->error]);
+		assert_true(st->errors[f->error] == 1);
+		assert_true(st->sessions_failed[LG_KIND_IMAP_DESKTOP] == 1);
+		if (st->fn[f->failed_step].attempts != 1 || st->fn[f->failed_step].pass != 0)
+			fail_msg("%s: step %s attempts %llu pass %llu", f->name,
+				 lg_functions[f->failed_step].key,
+				 (unsigned long long)st->fn[f->failed_step].attempts,
+				 (unsigned long long)st->fn[f->failed_step].pass);
+		assert_true(o.elapsed_ms < 3000);
+		free(st);
+	}
+	free(long_line);
+}
+
 /* ---- the sink, driven by a scripted client ---- */
 
 struct sink_run {
@@ -822,8 +1138,16 @@ int main(void)
 		cmocka_unit_test(test_lmtp),
 		cmocka_unit_test(test_pop_good),
 		cmocka_unit_test(test_pop_faults),
+		cmocka_unit_test(test_imap_webmail_trickled),
+		cmocka_unit_test(test_imap_desktop),
+		cmocka_unit_test(test_imap_fill),
+		cmocka_unit_test(test_imap_faults),
 		cmocka_unit_test(test_sink),
 	};
+
+	/* A peer writing to a client that gave up must fail the test, not
+	 * kill it. */
+	signal(SIGPIPE, SIG_IGN);
 	mt_log_init("test-loadgen-clients", MT_LOG_TARGET_STDERR);
 	mt_log_set_min_level(MT_LOG_WARNING);
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -283,14 +283,56 @@ static void test_schedule_rates(void **state)
 	}
 	for (int k = 0; k < LG_KIND_COUNT; k++) {
 		double rate = (double)count[k] / horizon;
-		printf("%-12s %.2f/s (published %.2f/s)\n", lg_kind_names[k], rate,
-		       lg_kind_rate_per_100k[k]);
-		assert_true(fabs(rate - lg_kind_rate_per_100k[k]) <
-			    0.04 * lg_kind_rate_per_100k[k]);
+		/* The default protocol is POP: no IMAP sessions. */
+		double want = k >= LG_KIND_IMAP_DESKTOP ? 0 : lg_kind_rate_per_100k[k];
+		printf("%-12s %.2f/s (published %.2f/s)\n", lg_kind_names[k], rate, want);
+		assert_true(fabs(rate - want) <= 0.04 * want);
 	}
 	/* Steady state from the start: ~750 repeats in the first minute. */
 	assert_true(fabs((double)first_minute_repeats - 750) < 120);
 	lg_schedule_free(&sched);
+}
+
+/* --protocol imap: 4.8 IMAP sessions per user per hour (80% desktop),
+ * no POP checks; mixed: both at half their rates. The SMTP kinds stay. */
+static void test_schedule_imap_rates(void **state)
+{
+	const double horizon = 600;
+	for (int protocol = LG_PROTOCOL_IMAP; protocol <= LG_PROTOCOL_MIXED; protocol++) {
+		struct lg_workload wl = test_wl;
+		struct lg_schedule sched;
+		struct lg_arrival a;
+		uint64_t count[LG_KIND_COUNT] = { 0 }, desktop_ms = 0, visits = 0;
+		double share = protocol == LG_PROTOCOL_MIXED ? 0.5 : 1;
+
+		wl.protocol = protocol;
+		lg_schedule_init(&sched, &wl, 100, 3, 0);
+		while (lg_schedule_pop(&sched, horizon, &a)) {
+			count[a.kind]++;
+			if (a.kind == LG_KIND_IMAP_DESKTOP) {
+				desktop_ms += a.imap.length_ms;
+				visits += a.imap.visit_folder;
+				assert_true(a.user >= 1 && a.user <= wl.users);
+			}
+		}
+		double imap = (count[LG_KIND_IMAP_DESKTOP] + count[LG_KIND_IMAP_WEBMAIL]) / horizon;
+		printf("%s: imap %.2f/s, pop-first %.2f/s\n", lg_protocol_names[protocol],
+		       imap, count[LG_KIND_POP_FIRST] / horizon);
+		assert_true(fabs(imap - share * 133.33) < 0.04 * share * 133.33);
+		assert_true(fabs((double)count[LG_KIND_IMAP_DESKTOP] /
+				 (count[LG_KIND_IMAP_DESKTOP] + count[LG_KIND_IMAP_WEBMAIL]) - 0.8) < 0.02);
+		assert_true(fabs(count[LG_KIND_POP_FIRST] / horizon - (protocol == LG_PROTOCOL_MIXED ? 0.5 : 0) * 4.17) <
+			    0.1 + 0.04 * 4.17);
+		assert_true(fabs(count[LG_KIND_SMTP_LOCAL] / horizon - 8.33) < 0.04 * 8.33);
+		/* Desktop sessions: exponential, mean 3 min; half visit a folder. */
+		double mean_s = desktop_ms / 1000.0 / count[LG_KIND_IMAP_DESKTOP];
+		assert_true(fabs(mean_s - 180) < 10);
+		assert_true(fabs((double)visits / count[LG_KIND_IMAP_DESKTOP] - 0.5) < 0.03);
+		lg_schedule_free(&sched);
+	}
+	enum lg_protocol p;
+	assert_true(lg_protocol_parse("mixed", &p) && p == LG_PROTOCOL_MIXED);
+	assert_false(lg_protocol_parse("smtp", &p));
 }
 
 static void test_schedule_repeatable(void **state)
@@ -391,7 +433,7 @@ static void test_partition(void **state)
 			for (size_t k = n; k < n + got; k++)
 				assert_true(parts[k].owner % counts[c] == i);
 			for (int k = 0; k < LG_KIND_COUNT; k++) {
-				assert_true(mine[k] > 0);
+				assert_true(mine[k] > 0 || k >= LG_KIND_IMAP_DESKTOP);
 				kinds[k] += mine[k];
 			}
 			n += got;
@@ -502,6 +544,7 @@ int main(void)
 		cmocka_unit_test(test_templates),
 		cmocka_unit_test(test_rates),
 		cmocka_unit_test(test_schedule_rates),
+		cmocka_unit_test(test_schedule_imap_rates),
 		cmocka_unit_test(test_schedule_repeatable),
 		cmocka_unit_test(test_partition),
 		cmocka_unit_test(test_fill_user_streams),
