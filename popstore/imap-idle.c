@@ -123,7 +123,7 @@ static void refresh_done(struct mt_store_req *req, void *context)
 			mt_store_status_name(status), error);
 	if (s->noop_pending) {
 		s->noop_pending = false;
-		imap_tagged(s, s->tag, "OK %s completed.", s->noop_verb);
+		imap_tagged(s, s->tag, "OK %s", s->refresh_reply);
 		imap_resume(s);
 		return;
 	}
@@ -154,7 +154,7 @@ void imap_cmd_poll(struct imap_session *s, const struct mt_imap_command *cmd,
 		return;
 	}
 	snprintf(s->tag, sizeof(s->tag), "%s", cmd->tag);
-	s->noop_verb = verb;
+	snprintf(s->refresh_reply, sizeof(s->refresh_reply), "%s completed.", verb);
 	s->noop_pending = true;
 	imap_wait(s);
 	imap_refresh(s);

@@ -585,11 +585,23 @@ static void append_done(struct mt_store_req *req, void *context)
 	else if (status != MT_STORE_OK)
 		imap_store_failed(s, op->tag, status, error);
 	else {
+		popstore_watch_changed(s->ps, s->user, op->folder, NULL);
+		if (s->selected.mbox != NULL && strcmp(s->selected.name, op->folder) == 0) {
+			/* RFC 9051 6.3.12: appended to the selected mailbox, the
+			 * EXISTS comes before the OK, and the new UID is in the
+			 * view at once (a UID STORE right after finds it). */
+			snprintf(s->tag, sizeof(s->tag), "%s", op->tag);
+			snprintf(s->refresh_reply, sizeof(s->refresh_reply),
+				 "[APPENDUID %u %u] APPEND completed.", r[0].uidvalidity,
+				 r[0].uid);
+			s->noop_pending = true;
+			free(op->folder);
+			free(op);
+			imap_refresh(s);
+			return;
+		}
 		imap_tagged(s, op->tag, "OK [APPENDUID %u %u] APPEND completed.",
 			    r[0].uidvalidity, r[0].uid);
-		/* Its own view too, when it appended to the selected mailbox:
-		 * the EXISTS comes at the next NOOP or IDLE. */
-		popstore_watch_changed(s->ps, s->user, op->folder, NULL);
 	}
 	free(op->folder);
 	free(op);

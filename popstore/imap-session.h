@@ -128,7 +128,9 @@ struct imap_session {
 	bool stale;
 	struct mt_store_req *refresh_req;
 	bool noop_pending;
-	const char *noop_verb;
+	/* The tagged OK's text (after "OK ") once the refresh is done:
+	 * "NOOP completed.", an APPEND's "[APPENDUID v u] APPEND completed." */
+	char refresh_reply[96];
 	char idle_tag[MT_IMAP_TAG_MAX + 1];
 	enum imap_state idle_from;
 	struct imap_fetch *fetch;	/* a FETCH being streamed */

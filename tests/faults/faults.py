@@ -8,7 +8,9 @@ directory and, for each fault in turn, runs a steady load from
 
   kill-mta, kill-shard1, kill-shard2, kill-mmp, kill-slapd
         kill -9 of that daemon at N random moments, restarted at once by
-        `mailtierctl cluster up`;
+        `mailtierctl cluster up`; meanwhile IMAP sessions through the MMP
+        (imap_load.py, an account on each shard) APPEND, STORE and EXPUNGE,
+        and every change answered OK is checked after the rounds;
   stop-slapd
         slapd stopped (SIGSTOP) for --slapd-stop seconds (3), then SIGCONT;
   shard-down
@@ -148,6 +150,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "harness"))
 
 import attacks  # noqa: E402
+import imap_load  # noqa: E402
 import ledger_check  # noqa: E402
 import mtharness  # noqa: E402
 
@@ -850,6 +853,16 @@ class FaultRun:
             self.s.provision_big(self.s.noread_users())
         self.start_load()
         self.watch = LoadWatch(os.path.join(self.dir, "load.out"))
+        self.imap = None
+        if self.name.startswith("kill-"):
+            # IMAP changes through the MMP during the kills: every
+            # acknowledged APPEND, STORE and EXPUNGE is checked after.
+            dom = self.c.env["DOMAIN"]
+            self.imap = imap_load.ImapLedger(
+                int(self.c.env["IMAP_PORT"]),
+                [(f"user{k}@{dom}", f"secret{k}") for k in self.s.imap_users.values()],
+                self.seed)
+            self.imap.start()
         time.sleep(a.warm)
         self.rss_baseline()
         try:
@@ -874,6 +887,7 @@ class FaultRun:
             if self.load.poll() is not None:
                 self.problems.append(f"the load generator exited early ({self.load.returncode})")
             time.sleep(2)
+            self.check_imap()
             self.check_canary_delivered()
             self.rss_check()
             if self.name == "disk-full-mta":
@@ -906,6 +920,16 @@ class FaultRun:
                            redelivered=self.redelivered, error_recoveries=self.err_recoveries,
                            load_failures=self.fails, memory=self.mem, notes=self.notes),
                       f, indent=1)
+
+    def check_imap(self):
+        if self.imap is None:
+            return
+        self.imap.stop()
+        self.problems += self.imap.check()
+        if self.imap.counts["append"] == 0:
+            self.problems.append("the IMAP load had no APPEND acknowledged")
+        log(f"{self.name}: {self.imap.summary()}")
+        self.notes.append(self.imap.summary())
 
     def check_canary_delivered(self):
         """Every canary message the MTA acknowledged (during an attack, on a
@@ -1430,6 +1454,12 @@ class Suite:
             raise RuntimeError(f"not enough spare users on every shard: {self.shard}")
         self.spare = [k for k in self.shard if k not in probe.values() and
                       k not in canary.values()]
+        # One IMAP account on each shard for the kill rounds' IMAP load.
+        self.imap_users = {}
+        for k in list(self.spare):
+            if self.shard[k] not in self.imap_users:
+                self.imap_users[self.shard[k]] = k
+                self.spare.remove(k)
         self.probe = Probe(self.cluster, sorted(probe.values()))
         self.canary = Canary(self.cluster, canary)
         rec = self.probe.wait(time.monotonic(), 30)

@@ -58,6 +58,7 @@ delivered over LMTP:
 import base64
 import imaplib
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -1122,11 +1123,34 @@ def test_curl(env):
     assert out.stdout == whole, (out.stdout[:200], whole[:200])
 
 
+def test_append_selected(env):
+    """RFC 9051 6.3.12: an APPEND to the selected mailbox announces the new
+    message (EXISTS before the OK), and its UID can be used at once."""
+    c = env.imap("s1", user=f"pat@{D}", password=PW)
+    typ, data = c.select("INBOX")
+    before = int(data[0])
+    typ, data = c.append("INBOX", None, None, message("appended", "now\r\n"))
+    assert typ == "OK", data
+    uid = int(re.search(rb"APPENDUID \d+ (\d+)", data[0]).group(1))
+    exists = c.untagged_responses.get("EXISTS")
+    assert exists and int(exists[-1]) == before + 1, c.untagged_responses
+    typ, data = c.uid("STORE", str(uid), "+FLAGS", "(\\Flagged)")
+    assert typ == "OK" and data[0] is not None and b"\\Flagged" in data[0], data
+    typ, data = c.uid("STORE", str(uid), "+FLAGS.SILENT", "(\\Deleted)")
+    typ, data = c.uid("EXPUNGE", str(uid))
+    assert typ == "OK", data
+    c.logout()
+    c = env.imap("s1", user=f"pat@{D}", password=PW)
+    typ, data = c.select("INBOX")
+    assert int(data[0]) == before, data
+    c.logout()
+
+
 def test(h):
     env = popstorelib.Env(h, tls=True, popstore_extra="auth_fail_delay = 0\n")
     env.add_user(f"lee@{D}", PW, shard="s1", quota="40K")
     for user, shard in (("alice", "s1"), ("bob", "s2"), ("carol", "s1"),
-                        ("dave", "s1"), ("erin", "s1"), ("fred", "s1"), ("gina", "s1"), ("hank", "s1"), ("ivan", "s1"), ("judy", "s1"), ("kim", "s1"), ("max", "s1"), ("nora", "s1"), ("olga", "s1")):
+                        ("dave", "s1"), ("erin", "s1"), ("fred", "s1"), ("gina", "s1"), ("hank", "s1"), ("ivan", "s1"), ("judy", "s1"), ("kim", "s1"), ("max", "s1"), ("nora", "s1"), ("olga", "s1"), ("pat", "s1")):
         env.add_user(f"{user}@{D}", PW, shard=shard)
     env.start("s1")
     env.start("s2")
@@ -1136,6 +1160,7 @@ def test(h):
     test_bad_input(env)
     test_curl(env)
     test_messages(env)
+    test_append_selected(env)
     test_mime(env)
     test_fetchmail(env, h)
     test_getmail(env, h)
