@@ -12,6 +12,7 @@ mmp_libmmp_a_SOURCES = \
 	mmp/mmp-parse.c mmp/mmp-parse.h \
 	mmp/mmp-imap.c \
 	mmp/mmp-answers.c \
+	mmp/mmp-phase-ops.c \
 	mmp/mmp-login.c \
 	mmp/mmp-backend.c mmp/mmp-backend.h \
 	mmp/mmp-backend-imap.c \

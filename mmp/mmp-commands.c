@@ -42,51 +42,12 @@ static void (*const handlers[MMP_CMD_UNKNOWN])(struct mmp_session *sess, const c
 	[MMP_CMD_QUIT] = cmd_quit,
 };
 
-/* The login phase's ops (lib-mail/pop3-login.h) on an MMP session. */
-
-static void login_reply(void *context, const char *line)
-{
-	mmp_reply(context, "%s", line);
-}
+/* The login phase's ops (lib-mail/pop3-login.h) on an MMP session: the
+ * shared ones are mmp-phase-ops.c's. */
 
 static void login_reply_raw(void *context, const char *data, size_t len)
 {
 	mmp_reply_raw(context, data, len);
-}
-
-static void login_error(void *context, const char *line)
-{
-	struct mmp_session *sess = context;
-	if (mmp_session_error(sess))
-		mmp_reply(sess, "%s", line);
-}
-
-static bool login_plaintext_ok(void *context)
-{
-	const struct mmp_session *sess = context;
-	return sess->tls || sess->worker->server->set->allow_plaintext_auth;
-}
-
-static bool login_tls_active(void *context)
-{
-	const struct mmp_session *sess = context;
-	return sess->tls;
-}
-
-static bool login_tls_available(void *context)
-{
-	const struct mmp_session *sess = context;
-	return sess->worker->server->tls != NULL;
-}
-
-static void login_sasl_wait(void *context, bool waiting)
-{
-	mmp_enter_state(context, waiting ? MMP_STATE_SASL : MMP_STATE_AUTHORIZATION);
-}
-
-static void login_starttls(void *context)
-{
-	mmp_session_starttls(context);
 }
 
 static void login_start(void *context, const struct mt_pop3_credentials *cred)
@@ -97,10 +58,10 @@ static void login_start(void *context, const struct mt_pop3_credentials *cred)
 }
 
 static const struct mt_pop3_login_ops login_ops = {
-	.reply = login_reply, .reply_raw = login_reply_raw, .error = login_error,
-	.plaintext_ok = login_plaintext_ok, .tls_active = login_tls_active,
-	.tls_available = login_tls_available, .sasl_wait = login_sasl_wait,
-	.starttls = login_starttls, .login = login_start,
+	.reply = mmp_phase_reply, .reply_raw = login_reply_raw, .error = mmp_phase_error,
+	.plaintext_ok = mmp_phase_plaintext_ok, .tls_active = mmp_phase_tls_active,
+	.tls_available = mmp_phase_tls_available, .sasl_wait = mmp_phase_sasl_wait,
+	.starttls = mmp_phase_starttls, .login = login_start,
 };
 
 void mmp_commands_init(struct mmp_session *sess)

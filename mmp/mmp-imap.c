@@ -71,46 +71,6 @@ const struct mt_command_table mmp_imap_command_table = MT_COMMAND_TABLE(commands
 
 /* The login phase's ops on an MMP session */
 
-static void login_reply(void *context, const char *line)
-{
-	mmp_reply(context, "%s", line);
-}
-
-static void login_error(void *context, const char *line)
-{
-	struct mmp_session *sess = context;
-	if (mmp_session_error(sess))
-		mmp_reply(sess, "%s", line);
-}
-
-static bool login_plaintext_ok(void *context)
-{
-	const struct mmp_session *sess = context;
-	return sess->tls || sess->worker->server->set->allow_plaintext_auth;
-}
-
-static bool login_tls_active(void *context)
-{
-	const struct mmp_session *sess = context;
-	return sess->tls;
-}
-
-static bool login_tls_available(void *context)
-{
-	const struct mmp_session *sess = context;
-	return sess->worker->server->tls != NULL;
-}
-
-static void login_sasl_wait(void *context, bool waiting)
-{
-	mmp_enter_state(context, waiting ? MMP_STATE_SASL : MMP_STATE_AUTHORIZATION);
-}
-
-static void login_starttls(void *context)
-{
-	mmp_session_starttls(context);
-}
-
 static void login_start(void *context, const char *tag,
 			const struct mt_imap_credentials *cred)
 {
@@ -123,10 +83,10 @@ static void login_start(void *context, const char *tag,
 }
 
 static const struct mt_imap_login_ops login_ops = {
-	.reply = login_reply, .error = login_error,
-	.plaintext_ok = login_plaintext_ok, .tls_active = login_tls_active,
-	.tls_available = login_tls_available, .sasl_wait = login_sasl_wait,
-	.starttls = login_starttls, .login = login_start,
+	.reply = mmp_phase_reply, .error = mmp_phase_error,
+	.plaintext_ok = mmp_phase_plaintext_ok, .tls_active = mmp_phase_tls_active,
+	.tls_available = mmp_phase_tls_available, .sasl_wait = mmp_phase_sasl_wait,
+	.starttls = mmp_phase_starttls, .login = login_start,
 };
 
 /* The session's front */

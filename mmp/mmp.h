@@ -10,6 +10,7 @@
  *   mmp-imap.c       the IMAP front: the not-authenticated state's command
  *                    table over lib-mail/imap-login and imap-parse
  *   mmp-answers.c    each protocol's words for the answers the tiers share
+ *   mmp-phase-ops.c  the login phases' ops on a session, for both fronts
  *   mmp-login.c      PASS/AUTH -> directory -> shard -> backend -> relay,
  *                    and the failed-login penalty
  *   mmp-backend.c    connecting and logging in to a store shard (the
@@ -309,6 +310,16 @@ void mmp_commands_init(struct mmp_session *sess);
 void mmp_command_run(struct mmp_session *sess, const char *line);
 /* One SASL response line (state SASL). */
 void mmp_command_sasl_response(struct mmp_session *sess, const char *line);
+
+/* mmp-phase-ops.c: the login phases' ops on a session (context), shared
+ * by the POP3 and IMAP fronts' ops tables. */
+void mmp_phase_reply(void *context, const char *line);
+void mmp_phase_error(void *context, const char *line);
+bool mmp_phase_plaintext_ok(void *context);
+bool mmp_phase_tls_active(void *context);
+bool mmp_phase_tls_available(void *context);
+void mmp_phase_sasl_wait(void *context, bool waiting);
+void mmp_phase_starttls(void *context);
 
 /* mmp-imap.c: the IMAP front before login. */
 
