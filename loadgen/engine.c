@@ -28,7 +28,8 @@
 #include <event2/event.h>
 
 #define TICK_MS 100
-/* A delivery not seen this long after acceptance is given up (lost). */
+/* A delivery not seen this long after acceptance is given up (lost);
+ * one still awaited when the run ends is unresolved (lg_tracker_end). */
 #define DELIVERY_EXPIRE_US (2 * 60 * 1000000ull)
 
 /* ---- phases ---- */
@@ -123,7 +124,8 @@ static void level_measured(struct lg_engine *e)
 	if (e->hooks != NULL) {
 		e->hooks->measured(e, e->level, known, e->hooks->context);
 	} else {
-		e->failed_in_a_row = lg_stats_qos_met(known) ? 0 : e->failed_in_a_row + 1;
+		e->failed_in_a_row = lg_qos_misses_in_a_row(e->failed_in_a_row,
+							    lg_stats_qos(known));
 		if (!last && e->set->stop_after_failures > 0 &&
 		    e->failed_in_a_row >= e->set->stop_after_failures) {
 			e->result->stopped_early = true;
@@ -206,6 +208,18 @@ static void snapshot(struct lg_engine *e, uint64_t now, struct lg_progress *p)
 	}
 }
 
+/* In the cool-down, poll the probe mailbox only while deliveries are
+ * awaited. A probe sent before the end may be accepted after a moment
+ * with nothing awaited: polling starts again then, or that probe would
+ * never be looked for (issue #16: it was counted lost). */
+static void poll_while_awaited(struct lg_engine *e)
+{
+	if (lg_tracker_outstanding(e->tracker) == 0)
+		evtimer_del(e->poll_ev);
+	else if (e->probes && !evtimer_pending(e->poll_ev, NULL))
+		lg_engine_timer_in(e->poll_ev, 0);
+}
+
 static void tick_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct lg_engine *e = arg;
@@ -220,7 +234,7 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
 		if (e->hooks != NULL)
 			e->hooks->beat(e, &p, e->hooks->context);
 	}
-	lg_tracker_expire(e->tracker, now, false);
+	lg_tracker_expire(e->tracker, now);
 	if (e->hooks == NULL && e->set->progress_ms > 0 &&
 	    now - e->last_progress_us >= (uint64_t)e->set->progress_ms * 1000) {
 		e->last_progress_us = now;
@@ -229,9 +243,7 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	if (e->phase != PHASE_COOLDOWN)
 		return;
-	/* Keep polling for probes only while some are awaited. */
-	if (lg_tracker_outstanding(e->tracker) == 0)
-		evtimer_del(e->poll_ev);
+	poll_while_awaited(e);
 	bool idle = e->n_active == 0 && lg_tracker_outstanding(e->tracker) == 0;
 	if (idle || now >= e->cooldown_end_us) {
 		if (mt_loop_is_draining(e->loop) && e->n_active > 0)
@@ -346,7 +358,7 @@ static void teardown(struct lg_engine *e, bool ok)
 		lg_engine_reaper_cb(-1, 0, e);
 	if (ok) {
 		e->result->undelivered = lg_tracker_outstanding(e->tracker);
-		lg_tracker_expire(e->tracker, 0, true);
+		lg_tracker_end(e->tracker, lg_now_us());
 		e->result->tracker = *lg_tracker_counts(e->tracker);
 		if (e->sink != NULL)
 			e->result->sink = *lg_sink_counts(e->sink);

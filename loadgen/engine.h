@@ -86,7 +86,7 @@ struct lg_run_result {
 	struct lg_sink_counts sink;
 	struct lg_tracker_counts tracker;
 	uint64_t run_id;
-	uint64_t undelivered;		/* expected arrivals given up at the end */
+	uint64_t undelivered;		/* arrivals still awaited at the end (unresolved) */
 	bool interrupted;
 	bool stopped_early;		/* ramp: points left out after failures */
 	struct lg_sample *samples;	/* one a second */

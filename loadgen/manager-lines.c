@@ -20,13 +20,13 @@
 static void point_measured(struct manager *m, size_t level)
 {
 	const struct lg_run_settings *set = m->set;
-	bool met = lg_stats_qos_met(m->measured[level]);
+	enum lg_qos qos = lg_stats_qos(m->measured[level]);
 
 	free(m->measured[level]);
 	m->measured[level] = NULL;
-	m->failed_in_a_row = met ? 0 : m->failed_in_a_row + 1;
+	m->failed_in_a_row = lg_qos_misses_in_a_row(m->failed_in_a_row, qos);
 	mt_info("level %u%%: QoS %s over all generators", set->levels[level],
-		met ? "met" : "not met");
+		lg_qos_names[qos]);
 	if (set->ramp && set->stop_after_failures > 0 &&
 	    m->failed_in_a_row >= set->stop_after_failures &&
 	    level + 1 < set->n_levels && !m->result->stopped_early) {

@@ -198,6 +198,20 @@ static void pct_cell(struct mt_buf *b, double pct, bool good)
 		mt_buf_appendf(b, "<td class=%s>%.2f%%</td>", good ? "ok" : "bad", pct);
 }
 
+/* Under the Summary: each level with too few attempts to judge. */
+static void too_few_notes(struct mt_buf *b, const struct lg_run_result *r)
+{
+	for (size_t i = 0; i < r->n_levels; i++) {
+		const struct lg_level_result *level = &r->levels[i];
+		if (lg_report_level_verdict(level) != LG_LEVEL_NOT_JUDGED)
+			continue;
+		mt_buf_appendf(b, "<p class=note>Not judged at %u%%: " LG_REPORT_TOO_FEW
+			       " (", level->pct);
+		lg_report_too_few(b, &level->measure);
+		mt_buf_append_str(b, ").</p>\n");
+	}
+}
+
 static void summary_table(struct mt_buf *b, const struct lg_run_result *r)
 {
 	mt_buf_append_str(b, "<h2>Summary Results</h2>\n<table><tr><th>Function</th>"
@@ -223,13 +237,14 @@ static void summary_table(struct mt_buf *b, const struct lg_run_result *r)
 	}
 	mt_buf_append_str(b, "</tr>\n<tr><td>QoS met</td><td></td><td></td>");
 	for (size_t i = 0; i < r->n_levels; i++) {
-		const struct lg_level_result *level = &r->levels[i];
-		bool met = level->complete && lg_stats_qos_met(&level->measure);
-		mt_buf_appendf(b, "<td class=%s>%s</td>", met ? "ok" : "bad",
-			       !measured(level) ? "not run" : !level->complete ? "partial" :
-			       met ? "yes" : "NO");
+		enum lg_level_verdict verdict = lg_report_level_verdict(&r->levels[i]);
+		mt_buf_appendf(b, "<td class=%s>%s</td>",
+			       verdict == LG_LEVEL_MET ? "ok" :
+			       verdict == LG_LEVEL_NOT_JUDGED ? "note" : "bad",
+			       lg_report_verdict_word(verdict));
 	}
 	mt_buf_append_str(b, "</tr></table>\n");
+	too_few_notes(b, r);
 }
 
 static void detail_table(struct mt_buf *b, const struct lg_level_result *level)
@@ -271,10 +286,12 @@ static void detail_table(struct mt_buf *b, const struct lg_level_result *level)
 	mt_buf_appendf(b, ".<br>Messages: local users sent %" PRIu64 ", remote servers sent %" PRIu64
 		       "; recipients to-local %" PRIu64 ", to-remote %" PRIu64 "; retrieved %" PRIu64
 		       ", deleted %" PRIu64 "; up %.1f KiB, down %.1f KiB; deliveries late %" PRIu64
-		       ", lost %" PRIu64 ".</p>\n", c->msgs_local_sent, c->msgs_remote_sent,
+		       ", lost %" PRIu64 ", unresolved at end %" PRIu64 " (%" PRIu64
+		       " past the 60 s limit).</p>\n", c->msgs_local_sent, c->msgs_remote_sent,
 		       c->rcpts_to_local, c->rcpts_to_remote, c->msgs_retrieved, c->msgs_deleted,
 		       (double)c->bytes_up / 1024, (double)c->bytes_down / 1024,
-		       c->deliveries_late, c->deliveries_lost);
+		       c->deliveries_late, c->deliveries_lost, c->deliveries_unresolved,
+		       c->deliveries_unresolved_late);
 }
 
 /* Achieved throughput against overall mean and p95 response time. */
@@ -377,10 +394,13 @@ bool lg_report_write_html(const char *dir, const struct lg_run_settings *set,
 			       lg_report_achieved(&r->levels[best]));
 	else if (set->ramp)
 		mt_buf_append_str(&b, "<p class=bad><b>No load point met QoS.</b></p>\n");
-	else
-		mt_buf_appendf(&b, "<p class=%s><b>%s</b></p>\n", valid ? "ok" : "bad",
-			       valid ? "VALID: QoS met at every level up to 100%." :
-			       "NOT VALID: QoS not met at every level up to 100%.");
+	else {
+		struct mt_buf result = MT_BUF_INIT;
+		lg_report_result_line(&result, set, r);
+		mt_buf_appendf(&b, "<p class=%s><b>%s.</b></p>\n", valid ? "ok" : "bad",
+			       mt_buf_cstr(&result));
+		mt_buf_free(&result);
+	}
 	summary_table(&b, r);
 	curve_chart(&b, r);
 	timeline_chart(&b, r);

@@ -75,6 +75,93 @@ bool lg_report_valid(const struct lg_run_settings *set,
 	return any;
 }
 
+enum lg_level_verdict lg_report_level_verdict(const struct lg_level_result *level)
+{
+	if (!level->complete)
+		return level->measure_us == 0 ? LG_LEVEL_NOT_RUN : LG_LEVEL_PARTIAL;
+	switch (lg_stats_qos(&level->measure)) {
+	case LG_QOS_MET:
+		return LG_LEVEL_MET;
+	case LG_QOS_NOT_JUDGED:
+		return LG_LEVEL_NOT_JUDGED;
+	case LG_QOS_UNUSED:
+	case LG_QOS_NOT_MET:
+		break;
+	}
+	return LG_LEVEL_NOT_MET;
+}
+
+const char *lg_report_verdict_word(enum lg_level_verdict verdict)
+{
+	static const char *const words[LG_LEVEL_VERDICT_COUNT] = {
+		[LG_LEVEL_MET] = "yes", [LG_LEVEL_NOT_MET] = "NO",
+		[LG_LEVEL_NOT_JUDGED] = "too few", [LG_LEVEL_PARTIAL] = "partial",
+		[LG_LEVEL_NOT_RUN] = "not run",
+	};
+	return words[verdict];
+}
+
+void lg_report_too_few(struct mt_buf *b, const struct lg_stats *stats)
+{
+	const char *sep = "";
+
+	for (int f = 0; f < LG_FN_COUNT; f++) {
+		if (!lg_functions[f].summary ||
+		    lg_stats_fn_qos(stats, f) != LG_QOS_NOT_JUDGED)
+			continue;
+		mt_buf_appendf(b, "%s%s %" PRIu64, sep, lg_functions[f].label,
+			       stats->fn[f].attempts);
+		sep = ", ";
+	}
+	if (lg_stats_error_qos(stats) == LG_QOS_NOT_JUDGED)
+		mt_buf_appendf(b, "%ssessions %" PRIu64, sep,
+			       lg_stats_total_sessions(stats));
+	mt_buf_appendf(b, "; %u needed each", LG_QOS_MIN_ATTEMPTS);
+}
+
+/* The required levels of one verdict, after "; " unless first. */
+static bool append_levels(struct mt_buf *b, const struct lg_run_result *r,
+			  enum lg_level_verdict verdict, bool first)
+{
+	static const char *const labels[LG_LEVEL_VERDICT_COUNT] = {
+		[LG_LEVEL_MET] = "met", [LG_LEVEL_NOT_MET] = "not met",
+		[LG_LEVEL_NOT_JUDGED] = "not judged", [LG_LEVEL_PARTIAL] = "partial",
+		[LG_LEVEL_NOT_RUN] = "not run",
+	};
+	const char *sep = "";
+
+	for (size_t i = 0; i < r->n_levels; i++) {
+		const struct lg_level_result *level = &r->levels[i];
+		if (!level_required(level) || lg_report_level_verdict(level) != verdict)
+			continue;
+		if (*sep == '\0')
+			mt_buf_appendf(b, "%s%s at", first ? "QoS " : "; ", labels[verdict]);
+		mt_buf_appendf(b, "%s %u%%", sep, level->pct);
+		sep = ",";
+	}
+	if (*sep != '\0' && verdict == LG_LEVEL_NOT_JUDGED)
+		mt_buf_append_str(b, " (" LG_REPORT_TOO_FEW ")");
+	return first && *sep == '\0';
+}
+
+void lg_report_result_line(struct mt_buf *b, const struct lg_run_settings *set,
+			   const struct lg_run_result *r)
+{
+	static const enum lg_level_verdict order[] = {
+		LG_LEVEL_NOT_MET, LG_LEVEL_NOT_JUDGED, LG_LEVEL_PARTIAL,
+		LG_LEVEL_NOT_RUN, LG_LEVEL_MET,
+	};
+	bool valid = lg_report_valid(set, r), first = true;
+
+	mt_buf_append_str(b, valid ? "VALID: " : "NOT VALID: ");
+	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++)
+		first = append_levels(b, r, order[i], first);
+	if (first)
+		mt_buf_appendf(b, "no level up to %u%% was run", LG_REQUIRED_LEVEL_MAX);
+	if (r->interrupted)
+		mt_buf_append_str(b, " (interrupted)");
+}
+
 void lg_report_totals(const struct lg_run_result *result, struct lg_stats *totals)
 {
 	lg_stats_init(totals);
@@ -95,6 +182,24 @@ static void print_pct(FILE *out, double pct)
 		fprintf(out, " %9s", "n/a");
 	else
 		fprintf(out, " %8.2f%%", pct);
+}
+
+/* Under the Summary: each level with too few attempts to judge, why, and
+ * what to do about it. */
+static void print_too_few(FILE *out, const struct lg_run_result *r)
+{
+	struct mt_buf why = MT_BUF_INIT;
+
+	for (size_t i = 0; i < r->n_levels; i++) {
+		const struct lg_level_result *level = &r->levels[i];
+		if (lg_report_level_verdict(level) != LG_LEVEL_NOT_JUDGED)
+			continue;
+		mt_buf_reset(&why);
+		lg_report_too_few(&why, &level->measure);
+		fprintf(out, "Not judged at %u%%: " LG_REPORT_TOO_FEW " (%s)\n",
+			level->pct, mt_buf_cstr(&why));
+	}
+	mt_buf_free(&why);
 }
 
 static void print_summary(FILE *out, const struct lg_run_result *r, bool ramp)
@@ -119,19 +224,17 @@ static void print_summary(FILE *out, const struct lg_run_result *r, bool ramp)
 	for (size_t i = 0; i < r->n_levels; i++)
 		print_pct(out, lg_stats_error_rate_pct(&r->levels[i].measure));
 	fprintf(out, "\n%-16s %10s %10s ", "QoS met", "", "");
-	for (size_t i = 0; i < r->n_levels; i++) {
-		const struct lg_level_result *level = &r->levels[i];
-		const char *verdict = !level->complete ? "partial" :
-			lg_stats_qos_met(&level->measure) ? "yes" : "NO";
-		fprintf(out, " %9s", verdict);
-	}
-	fprintf(out, "\n");
-	if (ramp)
-		return;
-	fprintf(out, "%-16s %10s %10s ", "", "", "");
 	for (size_t i = 0; i < r->n_levels; i++)
-		fprintf(out, " %9s", level_required(&r->levels[i]) ? "required" : "reported");
+		fprintf(out, " %9s",
+			lg_report_verdict_word(lg_report_level_verdict(&r->levels[i])));
 	fprintf(out, "\n");
+	if (!ramp) {
+		fprintf(out, "%-16s %10s %10s ", "", "", "");
+		for (size_t i = 0; i < r->n_levels; i++)
+			fprintf(out, " %9s", level_required(&r->levels[i]) ? "required" : "reported");
+		fprintf(out, "\n");
+	}
+	print_too_few(out, r);
 }
 
 static void print_functions(FILE *out, const struct lg_stats *st)
@@ -180,8 +283,10 @@ static void print_counters(FILE *out, const struct lg_stats *st)
 		c->rcpts_to_remote);
 	fprintf(out, "           retrieved %" PRIu64 ", deleted %" PRIu64
 		"; local delivery probes %" PRIu64 "; deliveries late %" PRIu64
-		", lost %" PRIu64 "\n", c->msgs_retrieved, c->msgs_deleted,
-		c->probes_local, c->deliveries_late, c->deliveries_lost);
+		", lost %" PRIu64 ", unresolved at end %" PRIu64 " (%" PRIu64
+		" past the 60 s limit)\n", c->msgs_retrieved, c->msgs_deleted,
+		c->probes_local, c->deliveries_late, c->deliveries_lost,
+		c->deliveries_unresolved, c->deliveries_unresolved_late);
 	uint64_t sent = c->msgs_local_sent + c->msgs_remote_sent;
 	fprintf(out, "Sizes      up %.1f KiB (avg %.1f KiB/msg), down %.1f KiB (avg %.1f KiB/msg)\n",
 		(double)c->bytes_up / 1024, sent ? (double)c->bytes_up / 1024 / (double)sent : 0,
@@ -210,8 +315,7 @@ static void print_ramp(FILE *out, const struct lg_run_result *r)
 		fprintf(out, "%5zu %5u%% %14.1f %16.1f %9.2f %9.2f %8s\n", i + 1,
 			level->pct, level->target_msgs_per_min,
 			lg_report_achieved(level), mean, p95,
-			!level->complete ? "partial" :
-			lg_stats_qos_met(&level->measure) ? "yes" : "NO");
+			lg_report_verdict_word(lg_report_level_verdict(level)));
 	}
 	if (best >= 0)
 		fprintf(out, "\nResult: highest load point within QoS: %u%% (point %d), "
@@ -228,7 +332,6 @@ void lg_report_print(FILE *out, const struct lg_run_settings *set,
 		     const struct lg_run_result *r)
 {
 	struct lg_stats *totals = mt_xmalloc(sizeof(*totals));
-	const char *first = "";
 
 	fprintf(out, "\nmailtier-load %s: SPECmail2001-style run %016" PRIx64 "%s\n",
 		PACKAGE_VERSION, r->run_id, r->interrupted ? " (INTERRUPTED)" : "");
@@ -271,19 +374,10 @@ void lg_report_print(FILE *out, const struct lg_run_settings *set,
 		free(totals);
 		return;
 	}
-	fprintf(out, "\nResult: ");
-	if (lg_report_valid(set, r)) {
-		fprintf(out, "VALID: QoS met at");
-		for (size_t i = 0; i < r->n_levels; i++)
-			if (level_required(&r->levels[i])) {
-				fprintf(out, "%s %u%%", first, r->levels[i].pct);
-				first = ",";
-			}
-		fprintf(out, "\n");
-	} else {
-		fprintf(out, "NOT VALID: QoS not met at every level up to %u%%%s\n",
-			LG_REQUIRED_LEVEL_MAX, r->interrupted ? " (interrupted)" : "");
-	}
+	struct mt_buf result = MT_BUF_INIT;
+	lg_report_result_line(&result, set, r);
+	fprintf(out, "\nResult: %s\n", mt_buf_cstr(&result));
+	mt_buf_free(&result);
 	free(totals);
 }
 
@@ -353,11 +447,15 @@ static void json_stats(struct mt_buf *b, const struct lg_stats *st)
 		",\"bytes_down\":%" PRIu64 ",\"msgs_retrieved\":%" PRIu64
 		",\"msgs_deleted\":%" PRIu64 ",\"probes_local\":%" PRIu64
 		",\"deliveries_late\":%" PRIu64 ",\"deliveries_lost\":%" PRIu64
+		",\"deliveries_unresolved\":%" PRIu64
+		",\"deliveries_unresolved_late\":%" PRIu64
 		",\"probe_sessions\":%" PRIu64 ",\"probe_session_errors\":%" PRIu64 "}}",
 		c->msgs_local_sent, c->msgs_remote_sent, c->rcpts_to_local,
 		c->rcpts_to_remote, c->bytes_up, c->bytes_down, c->msgs_retrieved,
 		c->msgs_deleted, c->probes_local, c->deliveries_late,
-		c->deliveries_lost, c->probe_sessions, c->probe_session_errors);
+		c->deliveries_lost, c->deliveries_unresolved,
+		c->deliveries_unresolved_late, c->probe_sessions,
+		c->probe_session_errors);
 }
 
 static void json_run(struct mt_buf *b, const struct lg_run_settings *set,
@@ -398,12 +496,13 @@ static void json_run(struct mt_buf *b, const struct lg_run_settings *set,
 		mt_buf_appendf(b, "%s{\"overall_mean_ms\":%.3f,\"overall_p95_ms\":%.3f,",
 			       i ? "," : "", mean, p95);
 		mt_buf_appendf(b, "\"pct\":%u,\"required\":%s,\"complete\":%s,"
-			"\"qos_met\":%s,\"target_msgs_per_min\":%.4f,"
+			"\"qos_met\":%s,\"qos\":\"%s\",\"target_msgs_per_min\":%.4f,"
 			"\"achieved_msgs_per_min\":%.4f,\"measured_s\":%.3f,"
 			"\"primed_repeats\":%" PRIu64 ",\"measure\":",
 			level->pct, level_required(level) ? "true" : "false",
 			level->complete ? "true" : "false",
 			lg_stats_qos_met(&level->measure) ? "true" : "false",
+			lg_qos_names[lg_stats_qos(&level->measure)],
 			level->target_msgs_per_min, lg_report_achieved(level),
 			(double)level->measure_us / 1e6, level->primed_repeats);
 		json_stats(b, &level->measure);

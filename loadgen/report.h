@@ -15,6 +15,31 @@
 
 /* Levels at or below this percentage must meet QoS for a valid run. */
 #define LG_REQUIRED_LEVEL_MAX 100u
+/* What the report says of a level with too few attempts to judge. */
+#define LG_REPORT_TOO_FEW "too few attempts to judge: raise --users or --duration"
+
+struct mt_buf;
+
+/* A level's verdict as the report gives it. */
+enum lg_level_verdict {
+	LG_LEVEL_MET,
+	LG_LEVEL_NOT_MET,
+	LG_LEVEL_NOT_JUDGED,	/* too few attempts (stats.h's rule) */
+	LG_LEVEL_PARTIAL,	/* its measured phase was cut short */
+	LG_LEVEL_NOT_RUN,
+	LG_LEVEL_VERDICT_COUNT
+};
+
+enum lg_level_verdict lg_report_level_verdict(const struct lg_level_result *level);
+/* The Summary table's word for it: "yes", "NO", "too few", ... */
+const char *lg_report_verdict_word(enum lg_level_verdict verdict);
+/* Why a level is not judged: its rows with too few attempts and how many
+ * they need ("POP Connect 3, sessions 5; 20 needed each"). */
+void lg_report_too_few(struct mt_buf *b, const struct lg_stats *stats);
+/* The run's one-line result (not a ramp's): "VALID: QoS met at 80%,
+ * 100%" or "NOT VALID: " and the required levels by verdict. */
+void lg_report_result_line(struct mt_buf *b, const struct lg_run_settings *set,
+			   const struct lg_run_result *result);
 
 /* A ramp: the highest load point that ran fully and met QoS, or -1. */
 int lg_report_ramp_best(const struct lg_run_result *result);

@@ -121,14 +121,75 @@ double lg_stats_error_rate_pct(const struct lg_stats *stats)
 		100.0 * (double)lg_stats_total_failed(stats) / (double)total;
 }
 
+/* Percent of `good` among n attempts, with too few attempts made up to
+ * LG_QOS_MIN_ATTEMPTS by good ones: the best a row can still reach. */
+static double best_case_pct(uint64_t good, uint64_t n)
+{
+	if (n >= LG_QOS_MIN_ATTEMPTS)
+		return 100.0 * (double)good / (double)n;
+	return 100.0 * (double)(good + LG_QOS_MIN_ATTEMPTS - n) / LG_QOS_MIN_ATTEMPTS;
+}
+
+enum lg_qos lg_stats_fn_qos(const struct lg_stats *stats, enum lg_function fn)
+{
+	const struct lg_fn_stats *f = &stats->fn[fn];
+
+	if (f->attempts == 0)
+		return LG_QOS_UNUSED;
+	if (best_case_pct(f->pass, f->attempts) <= LG_QOS_REQUIRED_PCT)
+		return LG_QOS_NOT_MET;
+	return f->attempts >= LG_QOS_MIN_ATTEMPTS ? LG_QOS_MET : LG_QOS_NOT_JUDGED;
+}
+
+enum lg_qos lg_stats_error_qos(const struct lg_stats *stats)
+{
+	uint64_t total = lg_stats_total_sessions(stats);
+	uint64_t failed = lg_stats_total_failed(stats);
+	/* Too few sessions made up with good ones: the best case. */
+	uint64_t base = total > LG_QOS_MIN_ATTEMPTS ? total : LG_QOS_MIN_ATTEMPTS;
+
+	if (100.0 * (double)failed / (double)base >= LG_QOS_MAX_ERROR_PCT)
+		return LG_QOS_NOT_MET;
+	/* No session at all is no evidence of anything: not judged. */
+	return total >= LG_QOS_MIN_ATTEMPTS ? LG_QOS_MET : LG_QOS_NOT_JUDGED;
+}
+
+enum lg_qos lg_stats_qos(const struct lg_stats *stats)
+{
+	enum lg_qos level = lg_stats_error_qos(stats);
+
+	for (size_t i = 0; i < LG_FN_COUNT && level != LG_QOS_NOT_MET; i++) {
+		if (!lg_functions[i].summary)
+			continue;
+		enum lg_qos row = lg_stats_fn_qos(stats, i);
+		if (row == LG_QOS_NOT_MET || row == LG_QOS_NOT_JUDGED)
+			level = row;
+	}
+	return level;
+}
+
 bool lg_stats_qos_met(const struct lg_stats *stats)
 {
-	for (size_t i = 0; i < LG_FN_COUNT; i++) {
-		double pct = lg_stats_pass_pct(stats, i);
-		if (lg_functions[i].summary && pct >= 0 && pct <= LG_QOS_REQUIRED_PCT)
-			return false;
+	return lg_stats_qos(stats) == LG_QOS_MET;
+}
+
+const char *const lg_qos_names[] = {
+	[LG_QOS_UNUSED] = "no attempts",
+	[LG_QOS_MET] = "met",
+	[LG_QOS_NOT_MET] = "not met",
+	[LG_QOS_NOT_JUDGED] = "not judged",
+};
+
+unsigned int lg_qos_misses_in_a_row(unsigned int before, enum lg_qos point)
+{
+	switch (point) {
+	case LG_QOS_MET:
+		return 0;
+	case LG_QOS_NOT_MET:
+		return before + 1;
+	case LG_QOS_UNUSED:
+	case LG_QOS_NOT_JUDGED:
+		break;
 	}
-	/* No session at all is no evidence of anything. */
-	double error_pct = lg_stats_error_rate_pct(stats);
-	return error_pct >= 0 && error_pct < LG_QOS_MAX_ERROR_PCT;
+	return before;
 }

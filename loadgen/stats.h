@@ -84,7 +84,10 @@ struct lg_counters {
 	uint64_t msgs_deleted;
 	uint64_t probes_local;		/* local delivery probes accepted */
 	uint64_t deliveries_late;	/* seen after the limit */
-	uint64_t deliveries_lost;	/* never seen before giving up */
+	uint64_t deliveries_lost;	/* not seen within the expiry (120 s) */
+	/* Still awaited when the run ended: fate unknown, not lost. */
+	uint64_t deliveries_unresolved;
+	uint64_t deliveries_unresolved_late; /* of those, past the limit */
 	uint64_t probe_sessions;	/* probe sends and polls (not in the tables) */
 	uint64_t probe_session_errors;
 };
@@ -118,8 +121,33 @@ double lg_stats_error_rate_pct(const struct lg_stats *stats);
 /* QoS thresholds of WORKLOAD.md. */
 #define LG_QOS_REQUIRED_PCT 95.0
 #define LG_QOS_MAX_ERROR_PCT 1.0
-/* Every summary function above 95% (or not attempted) and errors < 1%
- * of at least one session. */
+/* Our rule for small samples: a Summary row needs this many attempts (the
+ * Error Rate this many sessions) to be judged within QoS: among fewer,
+ * one failure is already 5%, so a clean row shows nothing yet. A row with
+ * fewer is judged only when it already fails: when even passes making up
+ * the attempts to this many would leave it outside QoS. */
+#define LG_QOS_MIN_ATTEMPTS 20u
+
+enum lg_qos {
+	LG_QOS_UNUSED,		/* a row with no attempts: does not count */
+	LG_QOS_MET,
+	LG_QOS_NOT_MET,
+	LG_QOS_NOT_JUDGED,	/* too few attempts to tell */
+};
+
+/* The verdict on one Summary row (function fn). */
+enum lg_qos lg_stats_fn_qos(const struct lg_stats *stats, enum lg_function fn);
+/* The verdict on the error rate; no session at all is not judged. */
+enum lg_qos lg_stats_error_qos(const struct lg_stats *stats);
+/* A level's verdict: not met if any row fails, else not judged if any row
+ * (or the error rate) has too few attempts, else met. */
+enum lg_qos lg_stats_qos(const struct lg_stats *stats);
 bool lg_stats_qos_met(const struct lg_stats *stats);
+/* "no attempts", "met", "not met", "not judged" */
+extern const char *const lg_qos_names[];
+/* A ramp's count of points in a row that missed QoS, after one more
+ * point: met ends the run of misses, not met extends it, a point not
+ * judged does neither. */
+unsigned int lg_qos_misses_in_a_row(unsigned int before, enum lg_qos point);
 
 #endif

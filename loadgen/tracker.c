@@ -242,21 +242,54 @@ uint64_t lg_tracker_outstanding_for(const struct lg_tracker *t,
 	return n;
 }
 
-void lg_tracker_expire(struct lg_tracker *t, uint64_t now_us, bool all)
+/* What becomes of the arrivals a slot still awaits when they are given
+ * up (expired) or the run ends. */
+enum give_up { GIVE_UP_EXPIRED, GIVE_UP_RUN_ENDED };
+
+static void give_up(struct lg_tracker *t, struct slot *slot, enum give_up why,
+		    uint64_t now_us)
+{
+	struct lg_counters *c = &slot->stats->counters;
+	uint64_t n = slot->remaining;
+
+	if (why == GIVE_UP_EXPIRED) {
+		c->deliveries_lost += n;
+	} else {
+		c->deliveries_unresolved += n;
+		if (now_us > slot->accepted_us &&
+		    now_us - slot->accepted_us > lg_functions[LG_FN_DELIVERY].limit_us)
+			c->deliveries_unresolved_late += n;
+		else	/* not known to have missed the limit: not judged */
+			slot->stats->fn[LG_FN_DELIVERY].attempts -= n;
+	}
+	t->outstanding -= n;
+	erase(t, slot);
+}
+
+/* Pop the acceptance queue up to now_us (all of it when `all`). */
+static void give_up_until(struct lg_tracker *t, uint64_t now_us, bool all,
+			  enum give_up why)
 {
 	while (t->q_len > 0) {
 		struct queued *head = &t->queue[t->q_head];
 		if (!all && head->accepted_us + t->expire_us > now_us)
 			break;
 		struct slot *slot = find(t, head->seq);
-		if (slot != NULL) {
-			slot->stats->counters.deliveries_lost += slot->remaining;
-			t->outstanding -= slot->remaining;
-			erase(t, slot);
-		}
+		if (slot != NULL)
+			give_up(t, slot, why, now_us);
 		t->q_head = (t->q_head + 1) % t->q_cap;
 		t->q_len--;
 	}
+}
+
+void lg_tracker_expire(struct lg_tracker *t, uint64_t now_us)
+{
+	give_up_until(t, now_us, false, GIVE_UP_EXPIRED);
+}
+
+void lg_tracker_end(struct lg_tracker *t, uint64_t now_us)
+{
+	give_up_until(t, now_us, true, GIVE_UP_RUN_ENDED);
 }
 
 const char *lg_id_header_value(const char *line, size_t len, size_t *len_r)

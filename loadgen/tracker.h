@@ -5,7 +5,9 @@
  * probes: seen through POP), the tracker expects that many arrivals; each
  * arrival is timed from the acceptance, into the stats that were current
  * when the message was sent. Arrivals that never come are counted lost when
- * they expire. An open-addressing table plus an acceptance-order queue:
+ * they expire; those still awaited when the run ends are unresolved (their
+ * fate is not known), not lost. An open-addressing table plus an
+ * acceptance-order queue:
  * O(1) per message, memory bounded by the rate times the expiry time.
  * Trust boundary: the id values come from messages relayed or stored by the
  * system under test (untrusted): they are parsed strictly and unknown,
@@ -57,9 +59,15 @@ void lg_tracker_expect(struct lg_tracker *tracker, uint64_t seq,
 /* count arrivals of the message whose id header value is value[0..len). */
 enum lg_seen lg_tracker_seen(struct lg_tracker *tracker, const char *value,
 			     size_t len, unsigned int count, uint64_t now_us);
-/* Give up on arrivals expected more than expire_us ago (all when `all`):
- * each is a delivery attempt without a pass, counted as lost. */
-void lg_tracker_expire(struct lg_tracker *tracker, uint64_t now_us, bool all);
+/* Give up on arrivals expected more than expire_us ago: each is a
+ * delivery attempt without a pass, counted as lost. */
+void lg_tracker_expire(struct lg_tracker *tracker, uint64_t now_us);
+/* The run is over: every arrival still expected is unresolved (neither
+ * seen nor given up). One awaited longer than the delivery limit missed
+ * it whatever became of it: an attempt without a pass, also counted in
+ * deliveries_unresolved_late. One still within the limit has no known
+ * outcome: it leaves the Delivery Time attempts. */
+void lg_tracker_end(struct lg_tracker *tracker, uint64_t now_us);
 /* Arrivals still expected. */
 uint64_t lg_tracker_outstanding(const struct lg_tracker *tracker);
 /* Deliveries still awaited that were expected into stats. */

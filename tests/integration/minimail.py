@@ -14,7 +14,8 @@ Trust boundary: clients are tests on loopback, but input is still bounded
 (line length, recipients, message size, idle time).
 
 Usage: minimail.py --users N --domain D --relay-domain R --relay HOST:PORT
-                   --ready FILE [--stats FILE] [--first-user K]
+                   --ready FILE [--stats FILE] [--first-user K] [--data-delay S]
+(--data-delay: hold every reply after DATA's content S seconds, a slow queue.)
 Listens on 127.0.0.1 ports chosen by the kernel and writes
 {"smtp": port, "pop": port} to the --ready file; on SIGTERM finishes its
 relays (bounded) and writes its counters as JSON to --stats.
@@ -189,6 +190,8 @@ async def smtp_session(store, reader, writer):
                 say("354 End data with <CR><LF>.<CR><LF>")
                 await writer.drain()
                 data = await read_data(reader)
+                if store.args.data_delay > 0:
+                    await asyncio.sleep(store.args.data_delay)
                 store.stats["messages_accepted"] += 1
                 remote = []
                 for rcpt in rcpts:
@@ -309,6 +312,7 @@ async def main():
     p.add_argument("--relay", required=True, help="HOST:PORT")
     p.add_argument("--ready", required=True)
     p.add_argument("--stats")
+    p.add_argument("--data-delay", type=float, default=0.0)
     args = p.parse_args()
     store = Store(args)
 

@@ -16,7 +16,10 @@
 # stops on their merged figures; SIGTERM interrupts a multi-process run
 # (a report marked INTERRUPTED, exit 1); an agent that is not there, or
 # does not answer, fails the run (exit 2) within the agent timeout.
-# About 60 s.
+# A probe accepted after the level's end, against a server slow to answer
+# DATA, is still polled for and timed (#16: it was counted lost), and a
+# level without sessions is reported not judged, with what to do.
+# About 65 s.
 set -u
 load="$MT_BUILDDIR/loadgen/mailtier-load"
 python=${PYTHON3:-python3}
@@ -71,12 +74,13 @@ cat "$work/fill.out"
 filled=$(sed -n 's/.*, accepted \([0-9]*\), failed 0,.*/\1/p' "$work/fill.out")
 [ -n "$filled" ] || fail "fill printed no count"
 
-# 20 mailboxes carrying the load of 150 msgs/min (30,000 users), levels
-# 80% and 100%, 1 s warm-up and 6 s measured each. The step timeout is
+# 20 mailboxes carrying the load of 200 msgs/min (40,000 users), levels
+# 80% and 100%, 1 s warm-up and 6 s measured each (enough for at least 20
+# attempts of every Summary row used: fewer would leave a level not judged). The step timeout is
 # generous: on a loaded test machine a slow step should cost QoS, not fail
 # its session.
 "$load" run --smtp "127.0.0.1:$smtp_port" --pop "127.0.0.1:$pop_port" \
-	--sink-listen "127.0.0.1:$sink_port" --users 20 --rate 150 \
+	--sink-listen "127.0.0.1:$sink_port" --users 20 --rate 200 \
 	--domain example.test --remote-domain remote.test --levels 80,100 \
 	--warmup 1 --duration 6 --cooldown 20 --step-timeout 15 --seed 7 \
 	--probe-interval 1 --progress 0 --workers 1 --report "$work/report" \
@@ -161,7 +165,7 @@ start_minimail() {
 	"$python" "$MT_SRCDIR/tests/integration/minimail.py" --users 20 \
 		--domain example.test --relay-domain remote.test \
 		--relay "127.0.0.1:$sink_port" --ready "$work/ready.json" \
-		--stats "$work/server2.json" &
+		--stats "$work/server2.json" "$@" &
 	server_pid=$!
 	i=0
 	while [ ! -s "$work/ready.json" ]; do
@@ -176,7 +180,7 @@ start_minimail() {
 # The run of above, made by several processes: the same seed and settings.
 same_run() {
 	"$load" run --smtp "127.0.0.1:$smtp_port" --pop "127.0.0.1:$pop_port" \
-		--sink-listen "127.0.0.1:$sink_port" --users 20 --rate 150 \
+		--sink-listen "127.0.0.1:$sink_port" --users 20 --rate 200 \
 		--domain example.test --remote-domain remote.test --levels 80,100 \
 		--warmup 1 --duration 6 --cooldown 20 --step-timeout 15 --seed 7 \
 		--probe-interval 1 --progress 0 "$@"
@@ -284,6 +288,37 @@ rc=$?
 grep -q 'timed out' "$work/sa.out" || { cat "$work/sa.out"; fail "silent agent: no reason given"; }
 kill $pids 2>/dev/null
 pids=
+
+# Issue #16: a probe sent just before the end and accepted only after a
+# moment with nothing awaited was never polled for, and counted lost. A
+# server that holds each DATA reply 1.5 s: the probe sent at 2.5 s is
+# accepted at 4 s, after the level ended at 3 s. It must be retrieved and
+# timed, not lost nor unresolved. No other session runs at this load: the
+# level is not judged, and the report says so.
+start_minimail --data-delay 1.5
+"$load" run --smtp "127.0.0.1:$smtp_port" --pop "127.0.0.1:$pop_port" \
+	--sink-listen "127.0.0.1:$sink_port" --users 20 --domain example.test \
+	--remote-domain remote.test --levels 100 --warmup 0 --duration 3 \
+	--cooldown 10 --probe-interval 5 --seed 7 --progress 0 \
+	--report "$work/report-probe" >"$work/probe.out" 2>"$work/probe.err"
+rc=$?
+kill "$server_pid"
+wait "$server_pid" 2>/dev/null
+server_pid=
+[ $rc -eq 1 ] || { cat "$work/probe.out" "$work/probe.err"; fail "late probe: exit $rc, want 1 (not judged)"; }
+grep -q '^Result: NOT VALID: QoS not judged at 100% (too few attempts to judge: raise --users or --duration)$' \
+	"$work/probe.out" || { cat "$work/probe.out"; fail "late probe: no 'not judged' result"; }
+"$python" - "$work/report-probe/results.json" <<'PY' || { cat "$work/probe.out"; fail "late probe not timed"; }
+import json, sys
+r = json.load(open(sys.argv[1]))
+level, t = r["levels"][0], r["totals"]
+assert level["qos"] == "not judged" and level["measure"]["sessions_attempted"] == 0, level
+assert t["counters"]["probes_local"] == 1, t["counters"]
+assert t["counters"]["deliveries_lost"] == 0 and t["counters"]["deliveries_unresolved"] == 0, t["counters"]
+assert level["measure"]["functions"]["delivery"]["attempts"] == 1, level["measure"]["functions"]["delivery"]
+assert level["measure"]["functions"]["delivery"]["pass"] == 1, level["measure"]["functions"]["delivery"]
+assert r["arrivals"]["tracked"] == 1 and r["arrivals"]["awaited_at_end"] == 0, r["arrivals"]
+PY
 
 # Nothing listening: connect errors, no point meets QoS, the ramp stops
 # after two failed points of four, exit 1.

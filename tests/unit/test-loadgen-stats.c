@@ -2,8 +2,10 @@
  * report arithmetic (loadgen/histogram.c, stats.c, tracker.c, report.c):
  * histogram buckets and percentiles against exact sorted samples, pass/fail
  * counting at the QoS limits, error rates and the QoS verdict, delivery
- * tracking (timed, late, lost, duplicate, sibling and foreign ids), the
- * run's validity rule and JSON output; and the manager/agent protocol
+ * tracking (timed, late, lost, duplicate, sibling and foreign ids, and
+ * what is still awaited when the run ends: unresolved, not lost), the
+ * verdict on levels with too few attempts to judge, the run's validity
+ * rule and the report's words for it, and JSON output; and the manager/agent protocol
  * (loadgen/wire.c, run-options.c): stats blocks, heartbeats and settings
  * round-trip exactly, and bad lines are refused. */
 #include <stdarg.h>
@@ -229,9 +231,9 @@ static void test_tracker(void **state)
 	free(other);
 
 	/* s3 never arrives: lost after the expiry, not before. */
-	lg_tracker_expire(t, 100000000, false);
+	lg_tracker_expire(t, 100000000);
 	assert_true(lg_tracker_outstanding(t) == 2);
-	lg_tracker_expire(t, 124000000, false);
+	lg_tracker_expire(t, 124000000);
 	assert_true(lg_tracker_outstanding(t) == 0);
 	assert_true(st->counters.deliveries_lost == 2);
 	assert_true(st->fn[LG_FN_DELIVERY].attempts == 6);
@@ -240,6 +242,108 @@ static void test_tracker(void **state)
 	assert_true(counts->tracked == 5 && counts->foreign == 4);
 	lg_tracker_free(&t);
 	assert_null(t);
+	free(st);
+}
+
+/* Issue #16: what is still awaited when the run ends is unresolved, not
+ * lost. Within its 60 s its outcome is unknown: it leaves the Delivery
+ * Time attempts; past them it missed the limit: an attempt without a pass.
+ * Only the expiry (120 s not seen while the run went on) makes a loss. */
+static void test_tracker_end(void **state)
+{
+	struct lg_tracker *t = lg_tracker_new(0x0123456789abcdefULL, 120000000);
+	struct lg_stats *st = malloc(sizeof(*st));
+	const uint64_t sec = 1000000;
+	char id[LG_ID_MAX];
+
+	lg_stats_init(st);
+	uint64_t lost = lg_tracker_next_seq(t), overdue = lg_tracker_next_seq(t),
+		 recent = lg_tracker_next_seq(t), seen = lg_tracker_next_seq(t);
+	lg_tracker_expect(t, lost, 1, st, 0);
+	lg_tracker_expect(t, overdue, 2, st, 100 * sec);
+	lg_tracker_expect(t, recent, 1, st, 150 * sec);
+	lg_tracker_expect(t, seen, 1, st, 150 * sec);
+	lg_tracker_format_id(t, seen, id);
+	assert_int_equal(lg_tracker_seen(t, id, strlen(id), 1, 151 * sec), LG_SEEN_TRACKED);
+	assert_true(st->fn[LG_FN_DELIVERY].attempts == 5);
+
+	/* At 165 s the first is 165 s old: lost; the rest are not expired. */
+	lg_tracker_expire(t, 165 * sec);
+	assert_true(st->counters.deliveries_lost == 1);
+	assert_true(lg_tracker_outstanding(t) == 3);
+	/* The run ends at 165 s: "overdue" waited 65 s, "recent" 15 s. */
+	lg_tracker_end(t, 165 * sec);
+	assert_true(lg_tracker_outstanding(t) == 0);
+	assert_true(st->counters.deliveries_lost == 1);
+	assert_true(st->counters.deliveries_unresolved == 3);
+	assert_true(st->counters.deliveries_unresolved_late == 2);
+	/* lost (1) and overdue (2) fail, seen passes, recent is left out. */
+	assert_true(st->fn[LG_FN_DELIVERY].attempts == 4);
+	assert_true(st->fn[LG_FN_DELIVERY].pass == 1);
+	/* Nothing is left to give up on. */
+	lg_tracker_end(t, 1000 * sec);
+	assert_true(st->counters.deliveries_unresolved == 3);
+	lg_tracker_free(&t);
+	free(st);
+}
+
+/* Issue #16: a level with too few attempts is not judged (stats.h's rule:
+ * 20 per Summary row, 20 sessions for the error rate), unless what it has
+ * already fails it; rows with no attempts do not count. */
+static void test_qos_small_levels(void **state)
+{
+	struct lg_stats *st = malloc(sizeof(*st));
+
+	lg_stats_init(st);
+	/* No session at all: not judged (it was "not met"). */
+	assert_int_equal(lg_stats_error_qos(st), LG_QOS_NOT_JUDGED);
+	assert_int_equal(lg_stats_fn_qos(st, LG_FN_SMTP_CONNECT), LG_QOS_UNUSED);
+	assert_int_equal(lg_stats_qos(st), LG_QOS_NOT_JUDGED);
+	assert_false(lg_stats_qos_met(st));
+
+	/* 19 clean sessions and connects: too few; 20: judged, met. */
+	st->sessions[LG_KIND_SMTP_LOCAL] = 19;
+	st->fn[LG_FN_SMTP_CONNECT].attempts = st->fn[LG_FN_SMTP_CONNECT].pass = 19;
+	assert_int_equal(lg_stats_fn_qos(st, LG_FN_SMTP_CONNECT), LG_QOS_NOT_JUDGED);
+	assert_int_equal(lg_stats_error_qos(st), LG_QOS_NOT_JUDGED);
+	assert_int_equal(lg_stats_qos(st), LG_QOS_NOT_JUDGED);
+	st->sessions[LG_KIND_SMTP_LOCAL] = 20;
+	assert_int_equal(lg_stats_error_qos(st), LG_QOS_MET);
+	assert_int_equal(lg_stats_qos(st), LG_QOS_NOT_JUDGED);	/* the row */
+	st->fn[LG_FN_SMTP_CONNECT].attempts = st->fn[LG_FN_SMTP_CONNECT].pass = 20;
+	assert_int_equal(lg_stats_fn_qos(st, LG_FN_SMTP_CONNECT), LG_QOS_MET);
+	assert_int_equal(lg_stats_qos(st), LG_QOS_MET);
+
+	/* A small row that already fails (one failure among up to 20 is 5%)
+	 * fails the level: more attempts could not save it. */
+	st->fn[LG_FN_POP_STAT].attempts = 3;
+	st->fn[LG_FN_POP_STAT].pass = 3;
+	assert_int_equal(lg_stats_qos(st), LG_QOS_NOT_JUDGED);
+	st->fn[LG_FN_POP_STAT].pass = 2;
+	assert_int_equal(lg_stats_fn_qos(st, LG_FN_POP_STAT), LG_QOS_NOT_MET);
+	assert_int_equal(lg_stats_qos(st), LG_QOS_NOT_MET);
+	st->fn[LG_FN_POP_STAT].attempts = st->fn[LG_FN_POP_STAT].pass = 0;
+	/* Likewise a failed session among fewer than 20 (>= 1% in any case). */
+	st->sessions[LG_KIND_SMTP_LOCAL] = 5;
+	st->sessions_failed[LG_KIND_SMTP_LOCAL] = 1;
+	assert_int_equal(lg_stats_error_qos(st), LG_QOS_NOT_MET);
+	assert_int_equal(lg_stats_qos(st), LG_QOS_NOT_MET);
+	/* Beyond the minimum the thresholds are WORKLOAD.md's. */
+	st->sessions[LG_KIND_SMTP_LOCAL] = 100;
+	assert_int_equal(lg_stats_error_qos(st), LG_QOS_NOT_MET);	/* 1% */
+	st->sessions[LG_KIND_SMTP_LOCAL] = 101;
+	assert_int_equal(lg_stats_error_qos(st), LG_QOS_MET);
+	st->fn[LG_FN_SMTP_CONNECT].pass = 19;	/* of 20: 95%, not > 95% */
+	assert_int_equal(lg_stats_fn_qos(st, LG_FN_SMTP_CONNECT), LG_QOS_NOT_MET);
+	st->fn[LG_FN_SMTP_CONNECT].attempts = 21;
+	st->fn[LG_FN_SMTP_CONNECT].pass = 20;	/* 95.2% */
+	assert_int_equal(lg_stats_fn_qos(st, LG_FN_SMTP_CONNECT), LG_QOS_MET);
+	assert_int_equal(lg_stats_qos(st), LG_QOS_MET);
+
+	/* A ramp's misses in a row: not judged neither ends nor extends them. */
+	assert_int_equal(lg_qos_misses_in_a_row(1, LG_QOS_NOT_MET), 2);
+	assert_int_equal(lg_qos_misses_in_a_row(2, LG_QOS_NOT_JUDGED), 2);
+	assert_int_equal(lg_qos_misses_in_a_row(2, LG_QOS_MET), 0);
 	free(st);
 }
 
@@ -264,8 +368,9 @@ static void test_tracker_many(void **state)
 	}
 	assert_true(lg_tracker_outstanding(t) == 0);
 	assert_true(st->fn[LG_FN_DELIVERY].pass == N);
-	lg_tracker_expire(t, 0, true);
+	lg_tracker_end(t, 20);
 	assert_true(st->counters.deliveries_lost == 0);
+	assert_true(st->counters.deliveries_unresolved == 0);
 	lg_tracker_free(&t);
 	free(st);
 }
@@ -345,6 +450,94 @@ static void test_validity(void **state)
 	assert_true(totals->sessions[LG_KIND_SMTP_LOCAL] == 300);
 	assert_true(totals->sessions[LG_KIND_SMTP_REMOTE] == 7);
 	free(totals);
+	free(r->levels);
+	free(r);
+}
+
+static void read_report(const struct lg_run_settings *set,
+			const struct lg_run_result *r, char *text, size_t size)
+{
+	FILE *f = tmpfile();
+
+	assert_non_null(f);
+	lg_report_print(f, set, r);
+	rewind(f);
+	size_t n = fread(text, 1, size - 1, f);
+	text[n] = '\0';
+	fclose(f);
+}
+
+static void read_file(const char *path, char *text, size_t size)
+{
+	FILE *f = fopen(path, "r");
+
+	assert_non_null(f);
+	size_t n = fread(text, 1, size - 1, f);
+	text[n] = '\0';
+	fclose(f);
+	unlink(path);
+}
+
+/* Issue #16: `--users 300 --levels 80,100 --duration 30` had no session
+ * at 100% and was judged "QoS not met". Now the report says the level is
+ * not judged, why, and what to do, in the text, HTML and JSON. */
+static void test_report_too_few(void **state)
+{
+	struct lg_run_settings set = {
+		.wl = { .users = 300, .domain = "example.test", .remote_domain = "remote.test" },
+		.smtp = "127.0.0.1:25", .pop = "127.0.0.1:110", .n_levels = 3,
+		.warmup_ms = 1000, .duration_ms = 30000,
+	};
+	struct lg_run_result *r = make_result();
+	char dir[] = "/tmp/test-loadgen-stats.XXXXXX";
+	char path[160];
+	static char text[200000];
+	const char *error;
+	static const char too_few[] = "Not judged at 100%: too few attempts to judge: "
+		"raise --users or --duration (sessions 0; 20 needed each)";
+
+	/* 100%: nothing at all; 120% (reported only): 3 clean connects. */
+	lg_stats_init(&r->levels[1].measure);
+	r->levels[2].measure.fn[LG_FN_SMTP_CONNECT].attempts = 3;
+	r->levels[2].measure.fn[LG_FN_SMTP_CONNECT].pass = 3;
+	r->levels[2].measure.counters.deliveries_unresolved = 2;
+	r->levels[2].measure.counters.deliveries_unresolved_late = 1;
+	assert_int_equal(lg_report_level_verdict(&r->levels[0]), LG_LEVEL_MET);
+	assert_int_equal(lg_report_level_verdict(&r->levels[1]), LG_LEVEL_NOT_JUDGED);
+	assert_false(lg_report_valid(&set, r));
+
+	read_report(&set, r, text, sizeof(text));
+	assert_non_null(strstr(text, "\nQoS met                                       yes   too few   too few\n"));
+	assert_non_null(strstr(text, too_few));
+	assert_non_null(strstr(text, "Not judged at 120%: too few attempts to judge: "
+			       "raise --users or --duration (SMTP Connect 3; 20 needed each)"));
+	assert_non_null(strstr(text, "\nResult: NOT VALID: QoS not judged at 100% (too few "
+			       "attempts to judge: raise --users or --duration); met at 80%\n"));
+	assert_null(strstr(text, "not met"));
+	assert_non_null(strstr(text, "lost 0, unresolved at end 2 (1 past the 60 s limit)"));
+
+	/* A failing level is "not met", whatever else is too small. */
+	r->levels[0].measure.fn[LG_FN_SMTP_DATA].pass = 90;
+	read_report(&set, r, text, sizeof(text));
+	assert_non_null(strstr(text, "\nResult: NOT VALID: QoS not met at 80%; not judged at 100% (too few "
+			       "attempts to judge: raise --users or --duration)\n"));
+	r->levels[0].measure.fn[LG_FN_SMTP_DATA].pass = 100;
+
+	assert_non_null(mkdtemp(dir));
+	assert_true(lg_report_write_html(dir, &set, r, &error));
+	snprintf(path, sizeof(path), "%s/report.html", dir);
+	read_file(path, text, sizeof(text));
+	assert_non_null(strstr(text, too_few));
+	assert_non_null(strstr(text, "<td class=note>too few</td>"));
+	assert_non_null(strstr(text, "<b>NOT VALID: QoS not judged at 100% (too few attempts "
+			       "to judge: raise --users or --duration); met at 80%.</b>"));
+	assert_true(lg_report_write_json(dir, &set, r, &error));
+	snprintf(path, sizeof(path), "%s/results.json", dir);
+	read_file(path, text, sizeof(text));
+	assert_non_null(strstr(text, "\"pct\":100,\"required\":true,\"complete\":true,"
+			       "\"qos_met\":false,\"qos\":\"not judged\""));
+	assert_non_null(strstr(text, "\"deliveries_unresolved\":2,\"deliveries_unresolved_late\":1"));
+	rmdir(dir);
 	free(r->levels);
 	free(r);
 }
@@ -525,7 +718,7 @@ static void test_wire_stats(void **state)
 
 	/* Bad lines are refused, not half-read into nonsense. */
 	static const char *const bad[] = {
-		"fn 14 1 1 0 0 0 0",			/* no such function */
+		/* no such function: after the loop (LG_FN_COUNT grows) */
 		"fn 0 1 2 0 0 0 0",			/* more passes than attempts */
 		"fn 0 1 1 1 5 5 5 99999:1",		/* no such bucket */
 		"fn 0 1 1 2 5 5 5 5:1",			/* buckets != count */
@@ -546,6 +739,12 @@ static void test_wire_stats(void **state)
 			fail_msg("accepted '%s'", bad[i]);
 		assert_non_null(error);
 	}
+	/* No such function: the first number past the table (it grows). */
+	char no_such_fn[64];
+	const char *error = NULL;
+	snprintf(no_such_fn, sizeof(no_such_fn), "fn %d 1 1 0 0 0 0", LG_FN_COUNT);
+	assert_int_equal(lg_wire_stats_line(back, no_such_fn, &error), -1);
+	assert_non_null(error);
 	mt_buf_free(&b);
 	free(st);
 	free(back);
@@ -669,10 +868,13 @@ int main(void)
 		cmocka_unit_test(test_pass_fail),
 		cmocka_unit_test(test_qos_verdict),
 		cmocka_unit_test(test_tracker),
+		cmocka_unit_test(test_tracker_end),
+		cmocka_unit_test(test_qos_small_levels),
 		cmocka_unit_test(test_tracker_many),
 		cmocka_unit_test(test_id_header),
 		cmocka_unit_test(test_validity),
 		cmocka_unit_test(test_report_output),
+		cmocka_unit_test(test_report_too_few),
 		cmocka_unit_test(test_tracker_siblings),
 		cmocka_unit_test(test_wire_stats),
 		cmocka_unit_test(test_wire_beat_hello),
