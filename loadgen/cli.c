@@ -15,13 +15,15 @@
 #include <string.h>
 
 static const char usage_text[] =
-"usage: mailtier-load run --smtp HOST:PORT --pop HOST:PORT [--sink-listen HOST:PORT]\n"
+"usage: mailtier-load run --smtp HOST:PORT (--pop HOST:PORT | --imap HOST:PORT)\n"
+"                         [--protocol pop|imap|mixed] [--sink-listen HOST:PORT]\n"
 "                         (--users U | --rate MSGS_PER_MIN) [--domain D] [--remote-domain R]\n"
 "                         [--levels 80,100,120] [--warmup S] [--duration S] [--cooldown S]\n"
 "                         [--report DIR] [--seed N] [--workers N | --agents H:P,...] [options]\n"
 "       mailtier-load ramp --points N [--top PCT] [--stop-after-failures K] (run's options)\n"
 "       mailtier-load fill (--smtp HOST:PORT | --lmtp NAME=HOST:PORT,... | --lmtp-shards)\n"
 "                          (--users U | --rate M) [--domain D] [--concurrency N] [--seed N]\n"
+"                          [--protocol imap|mixed --imap HOST:PORT]   (INBOX x10, folders)\n"
 "       mailtier-load agent --listen HOST:PORT [--once]\n"
 "       mailtier-load sink --listen HOST:PORT [--duration S] [--quiet] [--ledger FILE]\n"
 "       mailtier-load --help | --version\n"
@@ -29,6 +31,10 @@ static const char usage_text[] =
 "run options:\n"
 "  --smtp HOST:PORT          SMTP server under test\n"
 "  --pop HOST:PORT           POP3 server under test\n"
+"  --imap HOST:PORT          IMAP server under test\n"
+"  --protocol P              mailbox sessions: pop (SPECmail2001 POP3 checks,\n"
+"                            the default), imap (SPECmail2009-style IMAP\n"
+"                            sessions) or mixed (both at half their rates)\n"
 "  --sink-listen HOST:PORT   SMTP sink for the MTA's remote deliveries (remote\n"
 "                            delivery time is measured only with it)\n"
 "  --users U                 users userK@D, K = 1..U (password secretK)\n"
@@ -210,6 +216,9 @@ static char *value_text(const struct mt_setting_def *def, const void *settings)
 	}
 	case MT_SETTING_BOOL:
 		mt_buf_append_str(&b, *(const bool *)field ? "yes" : "no");
+		break;
+	case MT_SETTING_ENUM:
+		mt_buf_append_str(&b, def->enum_values[*(const unsigned int *)field]);
 		break;
 	default:
 		mt_buf_append_str(&b, *(char *const *)field);

@@ -22,13 +22,15 @@
 enum {
 	OPT_SMTP = 256, OPT_LMTP, OPT_LMTP_SHARDS, OPT_USERS, OPT_RATE, OPT_DOMAIN,
 	OPT_REMOTE, OPT_SEED, OPT_FIRST_USER, OPT_ADDRESS_T, OPT_CONCURRENCY,
-	OPT_STEP_TIMEOUT, OPT_PROGRESS, OPT_CONFIG,
+	OPT_STEP_TIMEOUT, OPT_PROGRESS, OPT_CONFIG, OPT_IMAP, OPT_PROTOCOL,
+	OPT_LOGIN_T, OPT_PASSWORD_T,
 };
 
 struct fill_cli {
 	struct lg_fill_settings set;
 	const char *lmtp;		/* NAME=HOST:PORT,... or HOST:PORT */
 	bool lmtp_shards;
+	enum lg_protocol protocol;
 	uint64_t rate;
 	struct lg_strings strings;
 };
@@ -55,6 +57,14 @@ static void apply(struct fill_cli *c, const char *name, const char *value)
 		set->wl.first_user = lg_cli_uint("--first-user", value, 0, UINT64_MAX / 2);
 	else if (strcmp(name, "address-template") == 0)
 		set->wl.local_template = value;
+	else if (strcmp(name, "login-template") == 0)
+		set->wl.login_template = value;
+	else if (strcmp(name, "password-template") == 0)
+		set->wl.password_template = value;
+	else if (strcmp(name, "imap") == 0)
+		set->imap = value[0] != '\0' ? value : NULL;
+	else if (strcmp(name, "protocol") == 0 && !lg_protocol_parse(value, &c->protocol))
+		lg_usage_error("--protocol: '%s' is not pop, imap or mixed", value);
 	else if (strcmp(name, "concurrency") == 0)
 		set->concurrency = (unsigned int)lg_cli_uint("--concurrency", value, 1, 10000);
 	else if (strcmp(name, "step-timeout") == 0)
@@ -137,12 +147,18 @@ static int print_result(const struct lg_fill_settings *set,
 		printf("fill: shard %s (%s): users %" PRIu64 ", messages %" PRIu64 "\n",
 		       set->lmtp[i].name != NULL ? set->lmtp[i].name : "-",
 		       set->lmtp[i].hostport, r->target_users[i], r->target_messages[i]);
+	if (set->imap != NULL)
+		printf("fill: folders by IMAP (%s): users %" PRIu64 " (failed %" PRIu64
+		       "), messages planned %" PRIu64 ", appended %" PRIu64 "\n",
+		       set->imap, r->folder_users, r->folder_users_failed,
+		       r->folder_messages_planned, r->folder_messages_sent);
 	for (int i = 0; i < LG_ERR_COUNT; i++)
 		if (r->stats.errors[i] > 0)
 			printf("fill: %s errors %" PRIu64 "\n", lg_error_names[i],
 			       r->stats.errors[i]);
 	return r->messages_failed == 0 && !r->interrupted &&
-		r->messages_sent == r->messages_planned ? 0 : LG_EXIT_QOS_NOT_MET;
+		r->messages_sent == r->messages_planned && r->folder_users_failed == 0 ?
+		0 : LG_EXIT_QOS_NOT_MET;
 }
 
 int lg_cmd_fill(int argc, char **argv)
@@ -162,6 +178,10 @@ int lg_cmd_fill(int argc, char **argv)
 		{ "step-timeout", required_argument, NULL, OPT_STEP_TIMEOUT },
 		{ "progress", required_argument, NULL, OPT_PROGRESS },
 		{ "config", required_argument, NULL, OPT_CONFIG },
+		{ "imap", required_argument, NULL, OPT_IMAP },
+		{ "protocol", required_argument, NULL, OPT_PROTOCOL },
+		{ "login-template", required_argument, NULL, OPT_LOGIN_T },
+		{ "password-template", required_argument, NULL, OPT_PASSWORD_T },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -220,6 +240,16 @@ int lg_cmd_fill(int argc, char **argv)
 		c.set.smtp = NULL;	/* LMTP given: it wins over a config's smtp */
 	if (c.set.wl.users == 0 || (c.set.smtp == NULL && targets == NULL))
 		lg_usage_error("fill: --smtp or --lmtp, and --users (or --rate), are required");
+	if (c.protocol != LG_PROTOCOL_POP) {
+		/* WORKLOAD.md: the IMAP workload's INBOX is the SPECmail2001
+		 * fill x10; its folders need an IMAP server. */
+		c.set.inbox_scale = LG_IMAP_FILL_INBOX_SCALE;
+		if (c.set.imap == NULL)
+			lg_usage_error("fill --protocol %s: --imap HOST:PORT is required",
+				       lg_protocol_names[c.protocol]);
+	} else {
+		c.set.imap = NULL;	/* a config's imap key: only with IMAP */
+	}
 	if (c.set.step_timeout_ms < 100)
 		lg_usage_error("--step-timeout must be at least 100 ms");
 	if (!lg_template_check(c.set.wl.local_template, &error))

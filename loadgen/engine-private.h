@@ -24,8 +24,8 @@ struct lg_engine {
 	struct lg_run_result *result;
 	struct mt_loop *loop;
 	struct event_base *base;
-	struct sockaddr_storage smtp_addr, pop_addr;
-	socklen_t smtp_len, pop_len;
+	struct sockaddr_storage smtp_addr, pop_addr, imap_addr;
+	socklen_t smtp_len, pop_len, imap_len;
 	struct lg_session_env env;
 	char helo[300];
 	struct lg_tracker *tracker;

@@ -8,6 +8,7 @@
  * Bounded: arrivals started per timer callback and at a level's end. */
 #include "engine-private.h"
 
+#include "imap-client.h"
 #include "pop-client.h"
 #include "smtp-client.h"
 
@@ -108,6 +109,19 @@ static void start_arrival(struct lg_engine *e, struct lg_arrival *a, bool overlo
 		s = lg_smtp_session_start(&e->env, a->kind, stats,
 					  (struct sockaddr *)&e->smtp_addr,
 					  e->smtp_len, &params, session_done, e);
+	} else if (a->kind == LG_KIND_IMAP_DESKTOP || a->kind == LG_KIND_IMAP_WEBMAIL) {
+		struct lg_imap_params params = {
+			.profile = a->kind == LG_KIND_IMAP_DESKTOP ?
+				LG_IMAP_PROFILE_DESKTOP : LG_IMAP_PROFILE_WEBMAIL,
+			.user = a->user,
+			.plan = a->imap,
+			/* A desktop session logs out by its level's end at the
+			 * latest: the run bounds it. */
+			.end_by_us = e->level_start_us + (uint64_t)(e->level_end_s * 1e6),
+		};
+		s = lg_imap_session_start(&e->env, a->kind, stats,
+					  (struct sockaddr *)&e->imap_addr,
+					  e->imap_len, &params, session_done, e);
 	} else {
 		s = lg_pop_session_start(&e->env, a->kind, stats,
 					 (struct sockaddr *)&e->pop_addr,

@@ -298,7 +298,8 @@ static bool setup(struct lg_engine *e, struct lg_run_settings *limited,
 	struct lg_run_result *result = e->result;
 
 	if (!lg_resolve(set->smtp, &e->smtp_addr, &e->smtp_len, error_r) ||
-	    !lg_resolve(set->pop, &e->pop_addr, &e->pop_len, error_r))
+	    (set->pop != NULL && !lg_resolve(set->pop, &e->pop_addr, &e->pop_len, error_r)) ||
+	    (set->imap != NULL && !lg_resolve(set->imap, &e->imap_addr, &e->imap_len, error_r)))
 		return false;
 	/* Keep descriptors for the sink's connections and the rest. */
 	unsigned int fds = lg_raise_fd_limit();
@@ -322,7 +323,8 @@ static bool setup(struct lg_engine *e, struct lg_run_settings *limited,
 		.step_timeout_ms = set->step_timeout_ms, .helo_name = e->helo,
 	};
 	lg_rng_seed(&e->probe_rng, set->seed, 0xfeedULL);
-	e->probes = set->probe_interval_ms > 0 &&
+	/* The probe mailbox is polled by POP3: no --pop, no local probes. */
+	e->probes = set->probe_interval_ms > 0 && set->pop != NULL &&
 		lg_share_owns(&set->share, set->probe_user);
 	if (e->hooks == NULL && set->sink_listen != NULL &&
 	    (e->sink = lg_sink_new(e->loop, set->sink_listen, e->tracker, error_r)) == NULL)

@@ -7,6 +7,7 @@
  * each session runs under the step timeout. */
 #include "fill.h"
 
+#include "imap-client.h"
 #include "alloc.h"
 #include "log.h"
 #include "loop.h"
@@ -24,6 +25,7 @@
 /* Streams of the fill's draws: this plus the user number (the run's
  * levels use small stream numbers). */
 #define FILL_STREAM (0x66696c6cULL << 32)
+#define FOLDER_STREAM (0x666f6c64ULL << 32)
 
 struct fill;
 
@@ -35,6 +37,7 @@ struct target {
 	struct sockaddr_storage addr;
 	socklen_t addrlen;
 	struct lg_fill_user cursor;	/* the user being filled */
+	bool imap;			/* the folder model, a session a user */
 	bool exhausted;
 	unsigned int open;
 };
@@ -79,6 +82,21 @@ bool lg_fill_user_next(struct lg_fill_user *u, struct lg_message_plan *plan)
 	return true;
 }
 
+void lg_fill_folders(uint64_t seed, uint64_t user,
+		     unsigned int counts[LG_IMAP_FOLDERS], uint64_t *size_seed_r)
+{
+	struct lg_rng rng;
+
+	lg_rng_seed(&rng, seed, FOLDER_STREAM + user);
+	for (unsigned int i = 0; i < LG_IMAP_FOLDERS; i++) {
+		bool sent = strcmp(lg_imap_folders[i], "Sent") == 0;
+		bool user_folder = i >= LG_IMAP_SPECIAL_FOLDERS;
+		counts[i] = sent ? (unsigned int)lg_rng_below(&rng, LG_IMAP_FILL_SENT_MAX + 1) :
+			user_folder ? (unsigned int)lg_rng_below(&rng, LG_IMAP_FILL_FOLDER_MAX + 1) : 0;
+	}
+	*size_seed_r = lg_rng_next(&rng);
+}
+
 static void schedule_pump(struct fill *f)
 {
 	static const struct timeval now = { 0, 0 };
@@ -104,6 +122,8 @@ static bool next_message(struct target *t, struct lg_message_plan *plan)
 			break;
 		}
 		lg_fill_user_begin(&t->cursor, f->set->seed, user);
+		if (f->set->inbox_scale > 1)
+			t->cursor.left *= f->set->inbox_scale;
 		f->result->users++;
 		f->result->messages_planned += t->cursor.left;
 		f->result->target_users[t->index]++;
@@ -148,11 +168,64 @@ static void fill_done(struct lg_session *s, void *context)
 	schedule_pump(f);
 }
 
+/* One user's folder fill: what it planned, for the count at its end. */
+struct folder_job {
+	struct target *t;
+	uint64_t planned;
+};
+
+static void folder_done(struct lg_session *s, void *context)
+{
+	struct folder_job *job = context;
+	struct lg_fill_result *r = job->t->f->result;
+
+	if (s->failed)
+		r->folder_users_failed++;
+	else
+		r->folder_messages_sent += job->planned;
+	fill_done(s, job->t);
+	free(job);
+}
+
+/* Start IMAP folder fills on t up to its window, a user each. */
+static bool start_folder_sessions(struct fill *f, struct target *t)
+{
+	while (t->open < f->set->concurrency && !f->stopping && !t->exhausted) {
+		struct lg_imap_params params = {
+			.profile = LG_IMAP_PROFILE_FILL, .user = ++t->cursor.user,
+		};
+		struct folder_job *job = mt_xcalloc(1, sizeof(*job));
+
+		if (t->cursor.user >= f->set->wl.users)
+			t->exhausted = true;
+		lg_fill_folders(f->set->seed, params.user, params.fill_counts,
+				&params.plan.seed);
+		job->t = t;
+		for (unsigned int i = 0; i < LG_IMAP_FOLDERS; i++)
+			job->planned += params.fill_counts[i];
+		f->result->folder_users++;
+		f->result->folder_messages_planned += job->planned;
+		t->open++;
+		struct lg_session *s = lg_imap_session_start(&f->env, LG_KIND_IMAP_DESKTOP,
+			&f->result->stats, (struct sockaddr *)&t->addr, t->addrlen,
+			&params, folder_done, job);
+		if (s->finished)
+			return false;
+		s->next = f->active;
+		if (f->active != NULL)
+			f->active->prev = s;
+		f->active = s;
+	}
+	return true;
+}
+
 /* Start sessions on t up to its window; false when one failed at once. */
 static bool start_sessions(struct fill *f, struct target *t)
 {
 	struct lg_message_plan plan;
 
+	if (t->imap)
+		return start_folder_sessions(f, t);
 	while (t->open < f->set->concurrency && next_message(t, &plan)) {
 		struct lg_smtp_params params = {
 			.plan = &plan, .seq = ++f->seq, .lmtp = t->lmtp,
@@ -243,12 +316,26 @@ static bool setup_targets(struct fill *f, const char **error_r)
 		if (!lg_resolve(hostport, &t->addr, &t->addrlen, error_r))
 			return false;
 	}
-	if (f->n_targets == 1)
+	if (set->imap != NULL) {
+		/* The IMAP server: after the INBOX targets, every user. */
+		if (f->n_targets + 1 > LG_FILL_MAX_TARGETS) {
+			*error_r = "too many shards";
+			return false;
+		}
+		struct target *t = &f->targets[f->n_targets];
+		*t = (struct target){ .f = f, .index = f->n_targets, .imap = true,
+				      .name = set->imap };
+		if (!lg_resolve(set->imap, &t->addr, &t->addrlen, error_r))
+			return false;
+	}
+	size_t inbox_targets = f->n_targets;
+	f->n_targets += set->imap != NULL;
+	if (inbox_targets == 1)
 		return true;
 	f->shard_of = mt_xmalloc(set->wl.users + 1);
 	for (uint64_t k = 1; k <= set->wl.users; k++) {
 		lg_format_address(addr, sizeof(addr), &set->wl, false, k);
-		f->shard_of[k] = (uint8_t)lg_shard_pick(addr, names, f->n_targets);
+		f->shard_of[k] = (uint8_t)lg_shard_pick(addr, names, inbox_targets);
 	}
 	return true;
 }

@@ -541,7 +541,11 @@ static void tagged(struct lg_imap_session *s)
 				s->cmd == IC_GREETING ? "greeting" : s->tag);
 		return;
 	}
-	if (r->status != LG_IMAP_STATUS_OK &&
+	/* RFC 9051 7.1: EXPUNGEISSUED, another session expunged a message
+	 * we named: the command was answered; a client moves on. */
+	bool expunged = r->status == LG_IMAP_STATUS_NO &&
+		lg_imap_starts_with(r->rest, "[EXPUNGEISSUED");
+	if (r->status != LG_IMAP_STATUS_OK && !expunged &&
 	    !(r->status == LG_IMAP_STATUS_NO && imap_commands[s->cmd].no_is_answer)) {
 		if (s->base.step_open)
 			lg_session_step_end(&s->base, false);

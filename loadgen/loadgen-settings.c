@@ -10,11 +10,21 @@
 
 #define L(field) offsetof(struct mt_loadgen_settings, field)
 
+/* As loadgen/workload.c's lg_protocol_names (this table is linked
+ * without the generator). */
+static const char *const protocol_names[] = { "pop", "imap", "mixed", NULL };
+
 static const struct mt_setting_def loadgen_settings[] = {
 	{ .name = "smtp", .type = MT_SETTING_HOSTPORT, .offset = L(smtp),
 	  .doc = "SMTP server under test." },
 	{ .name = "pop", .type = MT_SETTING_HOSTPORT, .offset = L(pop),
 	  .doc = "POP3 server under test." },
+	{ .name = "imap", .type = MT_SETTING_HOSTPORT, .offset = L(imap),
+	  .doc = "IMAP server under test (a store's imap_listen, or the MMP's IMAP front)." },
+	{ .name = "protocol", .type = MT_SETTING_ENUM, .offset = L(protocol),
+	  .default_value = "pop", .enum_values = protocol_names,
+	  .doc = "Mailbox sessions: pop (SPECmail2001 POP3 checks), imap "
+		 "(SPECmail2009-style IMAP sessions) or mixed (both at half rate)." },
 	{ .name = "sink_listen", .type = MT_SETTING_HOSTPORT, .offset = L(sink_listen),
 	  .doc = "Where the SMTP sink listens for the MTA's remote deliveries." },
 	{ .name = "users", .type = MT_SETTING_UINT, .offset = L(users),

@@ -10,6 +10,8 @@
 struct mt_loadgen_settings {
 	struct mt_hostport smtp;
 	struct mt_hostport pop;
+	struct mt_hostport imap;
+	unsigned int protocol;	/* index into "pop", "imap", "mixed" */
 	struct mt_hostport sink_listen;
 	uint64_t users;
 	uint64_t rate;

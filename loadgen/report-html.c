@@ -385,7 +385,10 @@ bool lg_report_write_html(const char *dir, const struct lg_run_settings *set,
 	mt_buf_appendf(&b, " (%.2f msgs/min at 100%%), SMTP ", lg_workload_msgs_per_min(&set->wl, 100));
 	html_text(&b, set->smtp);
 	mt_buf_append_str(&b, ", POP3 ");
-	html_text(&b, set->pop);
+	html_text(&b, set->pop != NULL ? set->pop : "-");
+	mt_buf_appendf(&b, ", IMAP ");
+	html_text(&b, set->imap != NULL ? set->imap : "-");
+	mt_buf_appendf(&b, " (protocol %s)", lg_protocol_names[set->wl.protocol]);
 	mt_buf_appendf(&b, "; seed %" PRIu64 "; warm-up %.0f s, measured %.0f s per level.</p>\n",
 		       set->seed, (double)set->warmup_ms / 1000, (double)set->duration_ms / 1000);
 	if (set->ramp && best >= 0)

@@ -478,6 +478,9 @@ static void json_run(struct mt_buf *b, const struct lg_run_settings *set,
 	json_string(b, set->smtp);
 	mt_buf_append_str(b, ",\"pop\":");
 	json_string(b, set->pop);
+	mt_buf_append_str(b, ",\"imap\":");
+	json_string(b, set->imap);
+	mt_buf_appendf(b, ",\"protocol\":\"%s\"", lg_protocol_names[set->wl.protocol]);
 	mt_buf_append_str(b, ",\"sink_listen\":");
 	if (set->sink_listen != NULL)
 		json_string(b, set->sink_listen);

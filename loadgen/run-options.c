@@ -20,6 +20,8 @@
 const struct lg_run_option lg_run_options[] = {
 	{ "smtp", LG_OPT_STRING, S(smtp), 0, 0, FW },
 	{ "pop", LG_OPT_STRING, S(pop), 0, 0, FW },
+	{ "imap", LG_OPT_STRING, S(imap), 0, 0, FW },
+	{ "protocol", LG_OPT_PROTOCOL, S(wl.protocol), 0, 0, FW },
 	{ "sink-listen", LG_OPT_STRING, S(sink_listen), 0, 0, LG_OPT_FLAG },
 	{ "users", LG_OPT_U64, S(wl.users), 1, 100000000, FW },
 	{ "load-users", LG_OPT_U64, S(wl.load_users), 0, 100000000000ull, LG_OPT_WIRE },
@@ -169,6 +171,10 @@ bool lg_run_option_set(struct lg_run_settings *set, const struct lg_run_option *
 			return fail(error_r, "'%s' is not yes or no", value);
 		*(bool *)field = value[0] == 'y';
 		return true;
+	case LG_OPT_PROTOCOL:
+		if (!lg_protocol_parse(value, (enum lg_protocol *)field))
+			return fail(error_r, "'%s' is not pop, imap or mixed", value);
+		return true;
 	}
 	return fail(error_r, "unknown option type");
 }
@@ -202,6 +208,9 @@ bool lg_run_option_format(struct mt_buf *out, const struct lg_run_settings *set,
 		break;
 	case LG_OPT_BOOL:
 		mt_buf_append_str(out, *(const bool *)field ? "yes" : "no");
+		break;
+	case LG_OPT_PROTOCOL:
+		mt_buf_append_str(out, lg_protocol_names[*(const enum lg_protocol *)field]);
 		break;
 	}
 	return true;
@@ -241,8 +250,14 @@ bool lg_run_settings_check(struct lg_run_settings *set, const char **error_r)
 	}
 	if (set->wl.users == 0)
 		return fail(error_r, "--users or --rate is required");
-	if (set->smtp == NULL || set->pop == NULL)
-		return fail(error_r, "--smtp and --pop are required");
+	if (set->smtp == NULL)
+		return fail(error_r, "--smtp is required");
+	if (set->wl.protocol != LG_PROTOCOL_IMAP && set->pop == NULL)
+		return fail(error_r, "--pop is required (--protocol %s)",
+			    lg_protocol_names[set->wl.protocol]);
+	if (set->wl.protocol != LG_PROTOCOL_POP && set->imap == NULL)
+		return fail(error_r, "--imap is required (--protocol %s)",
+			    lg_protocol_names[set->wl.protocol]);
 	if (set->n_levels == 0)
 		return fail(error_r, "--levels: no level given");
 	if (set->duration_ms < 1000)

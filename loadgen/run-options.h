@@ -25,6 +25,7 @@ enum lg_opt_type {
 	LG_OPT_MS,		/* unsigned int ms, the same */
 	LG_OPT_LEVELS,		/* levels[] and n_levels: "80,100,120" */
 	LG_OPT_BOOL,		/* bool: yes/no */
+	LG_OPT_PROTOCOL,	/* enum lg_protocol: pop, imap, mixed */
 };
 
 #define LG_OPT_FLAG 0x1u	/* a flag of `run` and `ramp` */

@@ -825,6 +825,27 @@ static void test_imap_webmail_trickled(void **state)
 	free(st);
 }
 
+/* RFC 9051 7.1: a FETCH answered NO [EXPUNGEISSUED] (another session
+ * expunged the message) is an answer: the session goes on. */
+static void test_imap_expunge_issued(void **state)
+{
+	struct step steps[sizeof(imap_webmail_good) / sizeof(imap_webmail_good[0])];
+	struct lg_stats *st = new_stats();
+	struct outcome o;
+	struct peer peer;
+
+	memcpy(steps, imap_webmail_good, sizeof(steps));
+	steps[10] = (struct step)S("A0005 NO [EXPUNGEISSUED] Some messages were expunged\r\n");
+	imap_client = &webmail_params;
+	scripted(steps, sizeof(steps) / sizeof(steps[0]), 0, 2000, st, NULL, &o, &peer);
+	imap_client = NULL;
+	if (o.failed)
+		fail_msg("imap session failed: %s", o.detail);
+	assert_true(st->fn[LG_FN_IMAP_FETCH_BODY].pass == 1);
+	assert_true(st->counters.msgs_retrieved == 0);
+	free(st);
+}
+
 /* A seed whose session reads its one new message and replies to it: the
  * draws are the think time, then the action (reply: 0.10 <= r < 0.30). */
 static uint64_t seed_for_reply(uint64_t user)
@@ -1139,6 +1160,7 @@ int main(void)
 		cmocka_unit_test(test_pop_good),
 		cmocka_unit_test(test_pop_faults),
 		cmocka_unit_test(test_imap_webmail_trickled),
+		cmocka_unit_test(test_imap_expunge_issued),
 		cmocka_unit_test(test_imap_desktop),
 		cmocka_unit_test(test_imap_fill),
 		cmocka_unit_test(test_imap_faults),
