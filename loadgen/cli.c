@@ -32,6 +32,8 @@ static const char usage_text[] =
 "  --smtp HOST:PORT          SMTP server under test\n"
 "  --pop HOST:PORT           POP3 server under test\n"
 "  --imap HOST:PORT          IMAP server under test\n"
+"  --tls | --imaps           IMAP over TLS: STARTTLS first, or implicit TLS\n"
+"                            (a 993 kind of port); no certificate verification\n"
 "  --protocol P              mailbox sessions: pop (SPECmail2001 POP3 checks,\n"
 "                            the default), imap (SPECmail2009-style IMAP\n"
 "                            sessions) or mixed (both at half their rates)\n"

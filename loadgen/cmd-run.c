@@ -100,6 +100,8 @@ static struct option *build_options(void)
 	for (size_t i = 0; i < lg_run_options_count; i++)
 		if (lg_run_options[i].flags & LG_OPT_FLAG)
 			options[n++] = (struct option){ lg_run_options[i].name,
+				/* a yes/no flag stands alone: --tls */
+				lg_run_options[i].type == LG_OPT_BOOL ? no_argument :
 				required_argument, NULL, OPT_TABLE + (int)i };
 	memcpy(options + n, specials, sizeof(specials));
 	return options;
@@ -133,7 +135,7 @@ static void parse(struct run_cli *c, int argc, char **argv, int *verbose)
 			break;
 		}
 		if (name != NULL)
-			apply(c, name, optarg);
+			apply(c, name, optarg != NULL ? optarg : "yes");
 	}
 	free(options);
 	if (optind < argc)

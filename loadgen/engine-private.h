@@ -31,6 +31,7 @@ struct lg_engine {
 	struct lg_tracker *tracker;
 	struct lg_sink *sink;
 	struct lg_ledger *ledger;	/* --ledger (ledger.h) */
+	struct mt_tls *tls;		/* --tls / --imaps: the client context */
 	bool probes;			/* the probe user is ours */
 	bool attached;			/* the hooks' attach succeeded */
 

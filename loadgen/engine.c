@@ -15,6 +15,7 @@
 
 #include "alloc.h"
 #include "ledger.h"
+#include "tls.h"
 #include "log.h"
 
 #include <math.h>
@@ -322,6 +323,16 @@ static bool setup(struct lg_engine *e, struct lg_run_settings *limited,
 		.ledger = e->ledger,
 		.step_timeout_ms = set->step_timeout_ms, .helo_name = e->helo,
 	};
+	if (set->tls || set->imaps) {
+		/* Opportunistic: no CA, so no verification (RFC 7435). */
+		static const struct mt_tls_settings client = { .cert_file = NULL };
+		e->tls = mt_tls_new(MT_TLS_CLIENT);
+		if (!mt_tls_load(e->tls, &client, error_r))
+			return false;
+		e->env.tls = e->tls;
+		e->env.imap_starttls = set->tls;
+		e->env.imap_implicit_tls = set->imaps;
+	}
 	lg_rng_seed(&e->probe_rng, set->seed, 0xfeedULL);
 	/* The probe mailbox is polled by POP3: no --pop, no local probes. */
 	e->probes = set->probe_interval_ms > 0 && set->pop != NULL &&
@@ -370,6 +381,7 @@ static void teardown(struct lg_engine *e, bool ok)
 	if (e->sched_active)
 		lg_schedule_free(&e->sched);
 	lg_sink_free(&e->sink);
+	mt_tls_free(&e->tls);
 	struct event **timers[] = { &e->arrival_ev, &e->phase_ev, &e->tick_ev,
 				    &e->reaper_ev, &e->probe_ev, &e->poll_ev };
 	for (size_t i = 0; i < sizeof(timers) / sizeof(timers[0]); i++)

@@ -34,6 +34,8 @@ struct lg_run_settings {
 	const char *smtp;		/* HOST:PORT of the SMTP server */
 	const char *pop;		/* HOST:PORT of the POP3 server (NULL: none) */
 	const char *imap;		/* HOST:PORT of the IMAP server (NULL: none) */
+	bool tls;			/* IMAP: STARTTLS before the login */
+	bool imaps;			/* IMAP: implicit TLS (the 993 kind of port) */
 	const char *sink_listen;	/* NULL: no sink, remote delivery untimed */
 	unsigned int levels[LG_MAX_LEVELS];
 	size_t n_levels;

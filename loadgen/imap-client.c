@@ -45,6 +45,7 @@ struct imap_command {
 };
 
 static void send_capability(struct lg_imap_session *s);
+static void send_starttls(struct lg_imap_session *s);
 static void send_login(struct lg_imap_session *s);
 static void send_authenticate(struct lg_imap_session *s);
 static void send_list(struct lg_imap_session *s);
@@ -72,6 +73,7 @@ static const struct imap_command imap_commands[IC_COUNT] = {
 	 * greeting. */
 	[IC_GREETING] = { "greeting", LG_FN_IMAP_CONNECT, NULL, false },
 	[IC_CAPABILITY] = { "capability", LG_FN_IMAP_LOGIN, send_capability, false },
+	[IC_STARTTLS] = { "starttls", LG_FN_IMAP_STARTTLS, send_starttls, false },
 	[IC_LOGIN] = { "login", LG_FN_IMAP_LOGIN, send_login, false },
 	[IC_AUTHENTICATE] = { "authenticate", LG_FN_IMAP_LOGIN, send_authenticate, false },
 	[IC_LIST] = { "list", LG_FN_IMAP_LIST, send_list, false },
@@ -143,6 +145,11 @@ static void quote(char *out, size_t size, const char *in)
 static void send_capability(struct lg_imap_session *s)
 {
 	send_tagged(s, "CAPABILITY");
+}
+
+static void send_starttls(struct lg_imap_session *s)
+{
+	send_tagged(s, "STARTTLS");
 }
 
 static void send_login(struct lg_imap_session *s)
@@ -429,7 +436,7 @@ static const struct { const char *word; unsigned int bit; } cap_words[] = {
 	{ "AUTH=PLAIN", CAP_AUTH_PLAIN }, { "CONDSTORE", CAP_CONDSTORE },
 	{ "IDLE", CAP_IDLE }, { "MOVE", CAP_MOVE },
 	{ "SPECIAL-USE", CAP_SPECIAL_USE }, { "UIDPLUS", CAP_UIDPLUS },
-	{ "LOGINDISABLED", CAP_LOGINDISABLED },
+	{ "LOGINDISABLED", CAP_LOGINDISABLED }, { "STARTTLS", CAP_STARTTLS },
 };
 
 /* A capability list (after "CAPABILITY"): it replaces what we knew. */
@@ -559,6 +566,20 @@ static void tagged(struct lg_imap_session *s)
 				"%s answered before its literal was sent", cmd_name(s->cmd));
 		return;
 	}
+	if (s->cmd == IC_STARTTLS) {
+		/* RFC 9051 6.2.1: TLS now; forget what was said before it
+		 * (the capabilities too: ask again). */
+		lg_session_step_end(&s->base, true);
+		if (!lg_session_starttls(&s->base))
+			return;
+		lg_imap_reader_free(&s->reader);
+		lg_imap_reader_init(&s->reader);
+		s->tls = true;
+		s->caps = 0;
+		s->caps_known = false;
+		advance(s);
+		return;
+	}
 	if (s->cmd == IC_LOGIN || s->cmd == IC_AUTHENTICATE)
 		s->logged_in = true;
 	/* After the login: fresh capabilities (RFC 9051 6.2.3). */
@@ -683,6 +704,10 @@ struct lg_session *lg_imap_session_start(const struct lg_session_env *env,
 	s->wait_timer = evtimer_new(env->base, wait_cb, s);
 	if (s->wait_timer == NULL)
 		mt_panic("out of memory creating a timer");
-	lg_session_connect(&s->base, addr, addrlen, LG_FN_IMAP_CONNECT);
+	s->tls = env->tls != NULL && env->imap_implicit_tls;
+	if (s->tls)
+		lg_session_connect_tls(&s->base, addr, addrlen, LG_FN_IMAP_CONNECT);
+	else
+		lg_session_connect(&s->base, addr, addrlen, LG_FN_IMAP_CONNECT);
 	return &s->base;
 }

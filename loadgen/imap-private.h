@@ -16,6 +16,7 @@
 enum imap_cmd {
 	IC_GREETING,
 	IC_CAPABILITY,
+	IC_STARTTLS,
 	IC_LOGIN,
 	IC_AUTHENTICATE,
 	IC_LIST,
@@ -53,6 +54,7 @@ enum imap_cap {
 	CAP_SPECIAL_USE = 1u << 6,
 	CAP_UIDPLUS = 1u << 7,
 	CAP_LOGINDISABLED = 1u << 8,
+	CAP_STARTTLS = 1u << 9,
 };
 
 enum imap_wait {
@@ -76,6 +78,7 @@ struct lg_imap_session {
 	bool caps_known;		/* a CAPABILITY list was seen */
 	bool caps_fresh;		/* ... since the login */
 	bool logged_in;
+	bool tls;			/* the connection is TLS (implicit or STARTTLS) */
 	bool awaiting_continue;		/* AUTHENTICATE or APPEND wait for "+" */
 
 	struct event *wait_timer;	/* think time, IDLE, the session end */

@@ -17,6 +17,12 @@ static enum imap_cmd login(struct lg_imap_session *s)
 {
 	if (!s->caps_known && s->cmd != IC_CAPABILITY)
 		return IC_CAPABILITY;
+	if (s->base.env->imap_starttls && !s->tls) {
+		if (s->caps & CAP_STARTTLS)
+			return IC_STARTTLS;
+		lg_session_fail(&s->base, LG_ERR_REJECTED, "--tls: no STARTTLS offered");
+		return IC_DONE;
+	}
 	if (s->caps & CAP_LOGINDISABLED) {
 		/* RFC 9051 6.2.3: no LOGIN (nor PLAIN) without TLS here. */
 		lg_session_fail(&s->base, LG_ERR_REJECTED, "server says LOGINDISABLED");
@@ -215,6 +221,8 @@ enum imap_cmd lg_imap_script_next(struct lg_imap_session *s)
 		return s->logged_in ? after_login(s) : login(s);
 	case IC_CAPABILITY:
 		return s->logged_in ? first(s) : login(s);
+	case IC_STARTTLS:
+		return IC_CAPABILITY;
 	case IC_LOGIN:
 	case IC_AUTHENTICATE:
 		return after_login(s);

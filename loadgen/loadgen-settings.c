@@ -25,6 +25,10 @@ static const struct mt_setting_def loadgen_settings[] = {
 	  .default_value = "pop", .enum_values = protocol_names,
 	  .doc = "Mailbox sessions: pop (SPECmail2001 POP3 checks), imap "
 		 "(SPECmail2009-style IMAP sessions) or mixed (both at half rate)." },
+	{ .name = "tls", .type = MT_SETTING_BOOL, .offset = L(tls), .default_value = "no",
+	  .doc = "IMAP sessions begin with STARTTLS (no certificate verification)." },
+	{ .name = "imaps", .type = MT_SETTING_BOOL, .offset = L(imaps), .default_value = "no",
+	  .doc = "IMAP sessions use implicit TLS: the imap port is a 993 kind." },
 	{ .name = "sink_listen", .type = MT_SETTING_HOSTPORT, .offset = L(sink_listen),
 	  .doc = "Where the SMTP sink listens for the MTA's remote deliveries." },
 	{ .name = "users", .type = MT_SETTING_UINT, .offset = L(users),

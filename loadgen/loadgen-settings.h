@@ -12,6 +12,8 @@ struct mt_loadgen_settings {
 	struct mt_hostport pop;
 	struct mt_hostport imap;
 	unsigned int protocol;	/* index into "pop", "imap", "mixed" */
+	bool tls;
+	bool imaps;
 	struct mt_hostport sink_listen;
 	uint64_t users;
 	uint64_t rate;

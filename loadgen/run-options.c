@@ -22,6 +22,8 @@ const struct lg_run_option lg_run_options[] = {
 	{ "pop", LG_OPT_STRING, S(pop), 0, 0, FW },
 	{ "imap", LG_OPT_STRING, S(imap), 0, 0, FW },
 	{ "protocol", LG_OPT_PROTOCOL, S(wl.protocol), 0, 0, FW },
+	{ "tls", LG_OPT_BOOL, S(tls), 0, 0, FW },
+	{ "imaps", LG_OPT_BOOL, S(imaps), 0, 0, FW },
 	{ "sink-listen", LG_OPT_STRING, S(sink_listen), 0, 0, LG_OPT_FLAG },
 	{ "users", LG_OPT_U64, S(wl.users), 1, 100000000, FW },
 	{ "load-users", LG_OPT_U64, S(wl.load_users), 0, 100000000000ull, LG_OPT_WIRE },
@@ -258,6 +260,10 @@ bool lg_run_settings_check(struct lg_run_settings *set, const char **error_r)
 	if (set->wl.protocol != LG_PROTOCOL_POP && set->imap == NULL)
 		return fail(error_r, "--imap is required (--protocol %s)",
 			    lg_protocol_names[set->wl.protocol]);
+	if (set->tls && set->imaps)
+		return fail(error_r, "--tls (STARTTLS) and --imaps (implicit TLS): one or the other");
+	if ((set->tls || set->imaps) && set->imap == NULL)
+		return fail(error_r, "--tls and --imaps are for the IMAP sessions: give --imap");
 	if (set->n_levels == 0)
 		return fail(error_r, "--levels: no level given");
 	if (set->duration_ms < 1000)

@@ -6,6 +6,7 @@
 #include "session.h"
 
 #include "alloc.h"
+#include "tls.h"
 
 #include <errno.h>
 #include <netinet/in.h>
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -99,6 +101,72 @@ void lg_session_init(struct lg_session *s, const struct lg_session_proto *proto,
 	stats->sessions[kind]++;
 }
 
+/* Our callbacks and watermark on the connection's bufferevent. */
+static void attach_bev(struct lg_session *s)
+{
+	bufferevent_setcb(s->bev, session_read_cb, session_write_cb,
+			  session_event_cb, s);
+	bufferevent_setwatermark(s->bev, EV_WRITE, WRITE_LOW_WATERMARK, 0);
+	bufferevent_enable(s->bev, EV_READ | EV_WRITE);
+}
+
+/* A failed connect: our descriptor limit is the generator's, not the
+ * server's fault. */
+static void connect_failed(struct lg_session *s, int err)
+{
+	lg_session_fail(s, err == EMFILE || err == ENFILE ?
+			LG_ERR_OVERLOAD : LG_ERR_CONNECT,
+			"connect: %s", strerror(err));
+}
+
+void lg_session_connect_tls(struct lg_session *s, const struct sockaddr *addr,
+			    socklen_t addrlen, enum lg_function fn)
+{
+	const char *error;
+	int fd = socket(addr->sa_family, SOCK_STREAM, 0);
+
+	s->timer = evtimer_new(s->env->base, session_timeout_cb, s);
+	if (s->timer == NULL)
+		mt_panic("out of memory creating a client connection");
+	lg_session_step_begin(s, fn);
+	if (fd < 0) {
+		connect_failed(s, errno);
+		return;
+	}
+	if (evutil_make_socket_nonblocking(fd) < 0 ||
+	    (connect(fd, addr, addrlen) < 0 && errno != EINPROGRESS)) {
+		int err = errno;
+		close(fd);
+		connect_failed(s, err);
+		return;
+	}
+	/* The handshake runs as soon as the connect completes; a refused
+	 * connect shows as an error event in the connect step. */
+	s->bev = mt_tls_bev_connect(s->env->tls, s->env->base, fd, NULL, &error);
+	if (s->bev == NULL) {
+		lg_session_fail(s, LG_ERR_CONNECT, "TLS: %s", error);
+		return;
+	}
+	attach_bev(s);
+}
+
+bool lg_session_starttls(struct lg_session *s)
+{
+	const char *error;
+	size_t discarded = 0;
+	struct bufferevent *tls = mt_tls_bev_starttls(s->env->tls, &s->bev, NULL,
+						      &discarded, &error);
+
+	if (tls == NULL) {
+		lg_session_fail(s, LG_ERR_PROTOCOL, "STARTTLS: %s", error);
+		return false;
+	}
+	s->bev = tls;
+	mt_line_reader_reset(&s->reader);
+	attach_bev(s);
+	return true;
+}
+
 void lg_session_connect(struct lg_session *s, const struct sockaddr *addr,
 			socklen_t addrlen, enum lg_function fn)
 {
@@ -106,20 +174,11 @@ void lg_session_connect(struct lg_session *s, const struct sockaddr *addr,
 	s->bev = bufferevent_socket_new(s->env->base, -1, BEV_OPT_CLOSE_ON_FREE);
 	if (s->timer == NULL || s->bev == NULL)
 		mt_panic("out of memory creating a client connection");
-	bufferevent_setcb(s->bev, session_read_cb, session_write_cb,
-			  session_event_cb, s);
-	bufferevent_setwatermark(s->bev, EV_WRITE, WRITE_LOW_WATERMARK, 0);
-	bufferevent_enable(s->bev, EV_READ | EV_WRITE);
+	attach_bev(s);
 	lg_session_step_begin(s, fn);
 	if (bufferevent_socket_connect(s->bev, (struct sockaddr *)addr,
-				       (int)addrlen) < 0) {
-		int err = errno;
-		/* Out of descriptors is the generator's limit, not the
-		 * server's fault. */
-		lg_session_fail(s, err == EMFILE || err == ENFILE ?
-				LG_ERR_OVERLOAD : LG_ERR_CONNECT,
-				"connect: %s", strerror(err));
-	}
+				       (int)addrlen) < 0)
+		connect_failed(s, errno);
 }
 
 void lg_session_step_begin(struct lg_session *s, enum lg_function fn)

@@ -30,6 +30,7 @@ struct bufferevent;
 struct event;
 struct lg_session;
 struct lg_ledger;
+struct mt_tls;
 
 /* What every session of a run shares. */
 struct lg_session_env {
@@ -39,6 +40,11 @@ struct lg_session_env {
 	struct lg_ledger *ledger;	/* NULL: no ledger (ledger.h) */
 	unsigned int step_timeout_ms;	/* a step unanswered for this long fails */
 	const char *helo_name;		/* our EHLO argument */
+	/* A client TLS context (no verification: the system under test's
+	 * certificate is its own business); NULL: no TLS. */
+	struct mt_tls *tls;
+	bool imap_starttls;		/* IMAP: STARTTLS before the login */
+	bool imap_implicit_tls;		/* IMAP: TLS from the start (993) */
 };
 
 typedef void lg_session_done_cb(struct lg_session *session, void *context);
@@ -104,6 +110,14 @@ void lg_session_init(struct lg_session *session,
 void lg_session_connect(struct lg_session *session,
 			const struct sockaddr *addr, socklen_t addrlen,
 			enum lg_function fn);
+/* The same over TLS from the first octet (env->tls; implicit TLS). */
+void lg_session_connect_tls(struct lg_session *session,
+			    const struct sockaddr *addr, socklen_t addrlen,
+			    enum lg_function fn);
+/* STARTTLS: the plaintext answer has been read and nothing of ours is
+ * queued; go on over TLS on the same connection (whatever the server sent
+ * after its answer in plaintext is dropped). false: the session has failed. */
+bool lg_session_starttls(struct lg_session *session);
 /* Begin a timed step: one attempt, start the clock and the step timeout. */
 void lg_session_step_begin(struct lg_session *session, enum lg_function fn);
 /* The step's answer arrived: record its time; ok = the expected answer. */

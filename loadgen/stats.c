@@ -22,6 +22,7 @@ const struct lg_function_info lg_functions[LG_FN_COUNT] = {
 	/* WORKLOAD.md (IMAP, our choice): every step within 5 s for > 95%:
 	 * each is a Summary row. */
 	[LG_FN_IMAP_CONNECT] = { "imap_connect", "IMAP Connect", 5 * SEC, true },
+	[LG_FN_IMAP_STARTTLS] = { "imap_starttls", "IMAP STARTTLS", 5 * SEC, true },
 	[LG_FN_IMAP_LOGIN] = { "imap_login", "IMAP Login", 5 * SEC, true },
 	[LG_FN_IMAP_LIST] = { "imap_list", "IMAP LIST", 5 * SEC, true },
 	[LG_FN_IMAP_SELECT] = { "imap_select", "IMAP SELECT", 5 * SEC, true },

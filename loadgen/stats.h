@@ -28,6 +28,7 @@ enum lg_function {
 	LG_FN_POP_DELE,
 	LG_FN_POP_QUIT,
 	LG_FN_IMAP_CONNECT,	/* TCP connect until the "* OK" greeting */
+	LG_FN_IMAP_STARTTLS,	/* STARTTLS until its OK (the handshake follows) */
 	LG_FN_IMAP_LOGIN,	/* LOGIN or AUTHENTICATE PLAIN */
 	LG_FN_IMAP_LIST,
 	LG_FN_IMAP_SELECT,	/* SELECT of INBOX or a folder */

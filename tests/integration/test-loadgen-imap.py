@@ -13,6 +13,9 @@ ports, with no MTA or MMP in between:
     run so IDLE-ing desktop clients wake): the IMAP rows of results.json
     have attempts, every attempt passed, no session failed, no error of
     any kind, and the text report shows the IMAP rows;
+  - the same run with --tls (STARTTLS before every login: one
+    imap_starttls per session) and with --imaps on the store's
+    imaps_listen (implicit TLS);
   - `run --protocol imap` without --imap is a usage error (exit 2).
 
 Trust boundary: test code; everything listens on 127.0.0.1."""
@@ -20,6 +23,7 @@ Trust boundary: test code; everything listens on 127.0.0.1."""
 import json
 import os
 import re
+import socket
 import subprocess
 import threading
 import time
@@ -95,19 +99,20 @@ def deliver_while(env, stop):
         stop.wait(0.3)
 
 
-def test_run(env, h):
-    p = env.ports["s1"]
+def imap_run(env, h, name, port, extra=(), duration="8", expect=()):
+    """A `run --protocol imap` against port (SMTP to a sink, LMTP
+    deliveries meanwhile); every IMAP row in expect attempted, every IMAP
+    attempt passed, no session failed, no error. The rows' totals."""
     sink_port, = h.free_ports(1)
     sink = subprocess.Popen([mtharness.binary("loadgen/mailtier-load"), "sink",
                              "--listen", f"127.0.0.1:{sink_port}", "--duration", "120",
                              "--quiet"], stdout=subprocess.DEVNULL)
-    report = os.path.join(h.tmpdir, "report")
+    report = os.path.join(h.tmpdir, "report-" + name)
     stop = threading.Event()
     feeder = threading.Thread(target=deliver_while, args=(env, stop))
     try:
         for _ in range(100):
             try:
-                import socket
                 socket.create_connection(("127.0.0.1", sink_port), 1).close()
                 break
             except OSError:
@@ -115,10 +120,10 @@ def test_run(env, h):
         feeder.start()
         # 19 msgs/min = the load of 3,800 users: about 5 IMAP sessions/s
         # (4.8 per user per hour) on the 6 mailboxes.
-        r = load("run", "--protocol", "imap", "--imap", f"127.0.0.1:{p['imap']}",
+        r = load("run", "--protocol", "imap", "--imap", f"127.0.0.1:{port}", *extra,
                  "--smtp", f"127.0.0.1:{sink_port}", "--users", str(USERS),
                  "--rate", "19", "--domain", D, "--levels", "100",
-                 "--warmup", "1", "--duration", "8", "--cooldown", "15",
+                 "--warmup", "1", "--duration", duration, "--cooldown", "15",
                  "--step-timeout", "10", "--probe-interval", "0",
                  "--progress", "0", "--seed", "5", "--report", report,
                  *os.environ.get("LG_RUN_ARGS", "").split(),
@@ -129,9 +134,9 @@ def test_run(env, h):
             feeder.join(10)
         sink.terminate()
         sink.wait(10)
-    print(r.stdout[-6000:], r.stderr[-3000:])
+    print(name, r.stdout[-6000:], r.stderr[-3000:])
     # QoS may be "not judged" with this few attempts: 0 or 1, never 2.
-    assert r.returncode in (0, 1), (r.returncode, r.stderr)
+    assert r.returncode in (0, 1), (name, r.returncode, r.stderr)
     assert "IMAP Login" in r.stdout and "IMAP Fetch body" in r.stdout
     results = json.load(open(os.path.join(report, "results.json")))
     level = results["levels"][0]
@@ -143,22 +148,42 @@ def test_run(env, h):
             a["attempts"] += f["attempts"]
             a["pass"] += f["pass"]
         for kind in ("imap-desktop", "imap-webmail"):
-            assert st["sessions"][kind]["failed"] == 0, (phase, kind, st["sessions"])
-        assert all(v == 0 for v in st["errors"].values()), (phase, st["errors"])
+            assert st["sessions"][kind]["failed"] == 0, (name, phase, kind, st["sessions"])
+        assert all(v == 0 for v in st["errors"].values()), (name, phase, st["errors"])
         for kind in ("pop-first", "pop-repeat"):
-            assert st["sessions"][kind]["attempted"] == 0, (phase, kind)
+            assert st["sessions"][kind]["attempted"] == 0, (name, phase, kind)
     sessions = sum(level[ph]["sessions"][k]["attempted"] for ph in ("warmup", "measure")
                    for k in ("imap-desktop", "imap-webmail"))
-    assert sessions >= 20, sessions
-    for key in ("imap_connect", "imap_login", "imap_list", "imap_select",
-                "imap_fetch_headers", "imap_fetch_body", "imap_store",
-                "imap_idle", "imap_idle_wake", "imap_logout"):
-        assert fns[key]["attempts"] > 0, (key, fns[key])
+    for key in expect:
+        assert fns[key]["attempts"] > 0, (name, key, fns[key])
     for key, f in fns.items():
         if key.startswith("imap_"):
-            assert f["pass"] == f["attempts"], (key, f)
+            assert f["pass"] == f["attempts"], (name, key, f)
     assert fns["imap_connect"]["attempts"] == sessions
     assert fns["pop_connect"]["attempts"] == 0
+    return sessions, fns
+
+
+def test_run(env, h):
+    sessions, fns = imap_run(env, h, "plain", env.ports["s1"]["imap"], expect=(
+        "imap_connect", "imap_login", "imap_list", "imap_select",
+        "imap_fetch_headers", "imap_fetch_body", "imap_store",
+        "imap_idle", "imap_idle_wake", "imap_logout"))
+    assert sessions >= 20, sessions
+    assert fns["imap_starttls"]["attempts"] == 0
+
+
+def test_tls(env, h):
+    """--tls: STARTTLS on the IMAP port before every login; --imaps:
+    implicit TLS on the store's imaps_listen."""
+    sessions, fns = imap_run(env, h, "starttls", env.ports["s1"]["imap"],
+                             extra=("--tls",), duration="3",
+                             expect=("imap_starttls", "imap_login", "imap_select"))
+    assert fns["imap_starttls"]["attempts"] == sessions, (sessions, fns["imap_starttls"])
+    sessions, fns = imap_run(env, h, "implicit", env.ports["s1"]["imaps"],
+                             extra=("--imaps",), duration="3",
+                             expect=("imap_login", "imap_select", "imap_logout"))
+    assert fns["imap_starttls"]["attempts"] == 0
 
 
 def test_usage(env):
@@ -173,13 +198,14 @@ def test(h):
         mtharness.binary("popstore/mailtier-popstore")
     except mtharness.HarnessError:
         raise mtharness.Skip("mailtier-popstore is not built")
-    env = popstorelib.Env(h, shards=("s1",))
+    env = popstorelib.Env(h, shards=("s1",), tls=True)
     for k in range(1, USERS + 1):
         env.add_user(f"user{k}@{D}", f"secret{k}", shard="s1")
     env.start("s1")
     test_usage(env)
     test_fill(env)
     test_run(env, h)
+    test_tls(env, h)
 
 
 if __name__ == "__main__":
