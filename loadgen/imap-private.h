@@ -102,6 +102,24 @@ struct lg_imap_session {
 	unsigned int fill_folder, fill_done;
 };
 
+/* imap-commands.c: one command of the client. */
+struct imap_command {
+	const char *name;
+	enum lg_function fn;
+	void (*send)(struct lg_imap_session *s);
+	bool no_is_answer;	/* CREATE of a folder that is there already */
+};
+
+extern const struct imap_command lg_imap_commands[IC_COUNT];
+/* The command's name (and "wait", "done"), for logs and failures. */
+const char *lg_imap_cmd_name(enum imap_cmd cmd);
+/* AUTHENTICATE PLAIN's response line, on the server's "+". */
+void lg_imap_send_plain(struct lg_imap_session *s);
+/* APPEND's literal: begin it (after "+", or at once with LITERAL+), and
+ * queue more of it while the socket keeps up (the drained callback). */
+void lg_imap_start_literal(struct lg_imap_session *s);
+void lg_imap_fill_literal(struct lg_imap_session *s);
+
 /* imap-script.c: the command after s->cmd completed (or after the wait
  * timer fired, s->wait saying which): a command, IC_WAIT or IC_DONE. */
 enum imap_cmd lg_imap_script_next(struct lg_imap_session *s);

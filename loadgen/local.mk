@@ -15,7 +15,8 @@ loadgen_libloadgen_a_SOURCES = \
 	loadgen/smtp-client.c loadgen/smtp-client.h \
 	loadgen/pop-client.c loadgen/pop-client.h \
 	loadgen/imap-response.c loadgen/imap-response.h \
-	loadgen/imap-client.c loadgen/imap-script.c loadgen/imap-client.h \
+	loadgen/imap-client.c loadgen/imap-commands.c loadgen/imap-script.c \
+	loadgen/imap-client.h \
 	loadgen/imap-private.h \
 	loadgen/sink.c loadgen/sink.h \
 	loadgen/ledger.c loadgen/ledger.h \
