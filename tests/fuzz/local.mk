@@ -29,7 +29,8 @@ fuzz_regression_tests = \
 	tests/fuzz/fuzz-mmp-cmd \
 	tests/fuzz/fuzz-mmp-session \
 	tests/fuzz/fuzz-popstore-session \
-	tests/fuzz/fuzz-mta-session
+	tests/fuzz/fuzz-mta-session \
+	tests/fuzz/fuzz-imap-response
 
 check_PROGRAMS += $(fuzz_regression_tests)
 TESTS += $(fuzz_regression_tests)
@@ -85,6 +86,11 @@ tests_fuzz_fuzz_popstore_session_LDADD = store/libmtstore.a dirsvc/libdirsvc.a \
 tests_fuzz_fuzz_mta_session_SOURCES = tests/fuzz/fuzz-mta-session.c $(fuzz_common) \
 	tests/fuzz/fuzz-daemon.h tests/unit/test-peer.h
 tests_fuzz_fuzz_mta_session_LDADD = $(MTA_LIBS) $(UNIT_LIBS)
+# mailtier-load's IMAP response reader (loadgen links no daemon code).
+tests_fuzz_fuzz_imap_response_SOURCES = tests/fuzz/fuzz-imap-response.c $(fuzz_common) \
+	loadgen/imap-response.c loadgen/imap-response.h
+tests_fuzz_fuzz_imap_response_CFLAGS = $(AM_CFLAGS) -I$(top_srcdir)/loadgen
+tests_fuzz_fuzz_imap_response_LDADD = $(UNIT_LIBS)
 
 EXTRA_DIST += tests/fuzz/README.md tests/fuzz/corpus scripts/fuzz \
 	tests/fuzz/lineio.dict tests/fuzz/dotcodec.dict \
@@ -124,7 +130,8 @@ fuzz_binaries = \
 	tests/fuzz/bin/fuzz-mmp-cmd \
 	tests/fuzz/bin/fuzz-mmp-session \
 	tests/fuzz/bin/fuzz-popstore-session \
-	tests/fuzz/bin/fuzz-mta-session
+	tests/fuzz/bin/fuzz-mta-session \
+	tests/fuzz/bin/fuzz-imap-response
 
 FUZZ_SANITIZE = -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 	-fno-omit-frame-pointer
@@ -243,3 +250,5 @@ endif
 .PHONY: fuzz
 
 CLEANFILES += $(fuzz_binaries) tests/fuzz/clang/*.o tests/fuzz/clang/*.a
+tests/fuzz/bin/fuzz-imap-response: tests/fuzz/fuzz-imap-response.c loadgen/imap-response.c loadgen/imap-response.h $(fuzz_headers) $(FUZZ_LIBMAILTIER)
+	$(fuzz_link) -I$(srcdir)/loadgen $(srcdir)/tests/fuzz/fuzz-imap-response.c $(srcdir)/loadgen/imap-response.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
