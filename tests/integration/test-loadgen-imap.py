@@ -18,6 +18,9 @@ ports, with no MTA or MMP in between:
     imaps_listen (implicit TLS);
   - `run --protocol imap` without --imap is a usage error (exit 2).
 
+For debugging, LG_WRAP (a wrapper such as "gdb -batch -ex run -ex bt
+--args") and LG_RUN_ARGS (more flags, e.g. "-v -v") apply to the runs.
+
 Trust boundary: test code; everything listens on 127.0.0.1."""
 
 import json
