@@ -10,6 +10,7 @@ it; other mailtierctl commands work on the cluster with -c; `down` stops
 everything and frees the ports."""
 
 import imaplib
+import json
 import os
 import poplib
 import re
@@ -187,6 +188,31 @@ def test(h):
     h.ctl("queue", "flush", config=conf)
     out, _ = sink.communicate(timeout=40)
     assert re.search(r"messages 1,", out), out
+
+    # mailtier-load's IMAP workload through the MMP ([loadgen] imap is the
+    # MMP's IMAP port): the folder model by IMAP, then a short run.
+    lg = mtharness.binary("loadgen/mailtier-load")
+    p = subprocess.run([lg, "fill", "--config", conf, "--lmtp-shards", "--protocol", "imap",
+                        "--users", "8", "--progress", "0"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and re.search(r"folders by IMAP \(127\.0\.0\.1:%s\): "
+                                           r"users 8 \(failed 0\)" % env["IMAP_PORT"],
+                                           p.stdout), p.stdout + p.stderr
+    report = os.path.join(h.tmpdir, "imap-report")
+    p = subprocess.run([lg, "run", "--config", conf, "--protocol", "imap", "--users", "8",
+                        "--rate", "19", "--levels", "100", "--warmup", "1", "--duration", "6",
+                        "--cooldown", "10", "--probe-interval", "0", "--progress", "0",
+                        "--seed", "5", "--report", report],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode in (0, 1), p.stdout + p.stderr   # 1: too few to judge
+    level = json.load(open(os.path.join(report, "results.json")))["levels"][0]["measure"]
+    kinds = ("imap-desktop", "imap-webmail")
+    assert sum(level["sessions"][k]["attempted"] for k in kinds) > 0, level["sessions"]
+    assert all(level["sessions"][k]["failed"] == 0 for k in kinds), level["sessions"]
+    assert all(v == 0 for v in level["errors"].values()), level["errors"]
+    for key in ("imap_login", "imap_select", "imap_fetch_body"):
+        f = level["functions"][key]
+        assert f["attempts"] > 0 and f["pass"] == f["attempts"], (key, f)
 
     # SIGHUP after `up` has gone: the daemons reload without a warning about
     # the notify socket `up` listened on only until READY=1.
