@@ -74,14 +74,39 @@ def free_port(host="127.0.0.1"):
     return free_ports(1, host)[0]
 
 
+def _below_ephemeral():
+    """The first port of the kernel's ephemeral range (outgoing
+    connections' local ports come from there)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_ports(count, host="127.0.0.1"):
-    """count distinct free ports (all held until all are chosen)."""
+    """count distinct free ports (all held until all are chosen), picked at
+    random below the kernel's ephemeral range: a port the kernel handed out
+    by bind(0) could be taken as the local port of another test's outgoing
+    connection in the moment between its release here and the daemon's
+    bind (seen as "Address already in use" in CI)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    low, high = 10000, _below_ephemeral()
+    rng = random.Random()
     socks = []
     try:
-        for _ in range(count):
+        tries = 0
+        while len(socks) < count:
+            tries += 1
             s = socket.socket(family, socket.SOCK_STREAM)
-            s.bind((host, 0))
+            try:
+                if high - low > 1000 and tries < 20 * count + 200:
+                    s.bind((host, rng.randrange(low, high)))
+                else:
+                    s.bind((host, 0))
+            except OSError:
+                s.close()
+                continue
             socks.append(s)
         return [s.getsockname()[1] for s in socks]
     finally:
@@ -95,11 +120,7 @@ def free_port_block(count, host="127.0.0.1"):
     one of the block while a cluster starts): `mailtierctl cluster up
     --base-port P`."""
     low = 10000
-    try:
-        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-            low_eph = int(f.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        low_eph = 32768
+    low_eph = _below_ephemeral()
     rng = random.Random()
     for _ in range(200):
         base = rng.randrange(low, max(low + 1, low_eph - count))
