@@ -484,39 +484,57 @@ static const struct smtp_fault smtp_faults[] = {
 	  LG_ERR_PROTOCOL, LG_FN_SMTP_CONNECT },
 };
 
+/* One scripted fault of a table: the session (SMTP, POP3 for pop_user,
+ * IMAP for imap) fails with f->error, counted once, as a failed session
+ * of kind, at f->failed_step (attempted, not passed), within the step
+ * timeout (a stall costs that, not more). A SEND step without text sends
+ * an over-long line of line_max. The stats, for a caller's own checks. */
+static struct lg_stats *run_fault(const struct smtp_fault *f, const char *proto,
+				  uint64_t pop_user, const struct lg_imap_params *imap,
+				  enum lg_kind kind, size_t line_max)
+{
+	char *long_line = malloc(line_max + 100);
+	memset(long_line, 'x', line_max + 90);
+	strcpy(long_line + line_max + 90, "\r\n");
+	struct step steps[10];
+	struct lg_stats *st = new_stats();
+	struct outcome o;
+	struct peer peer;
+
+	memcpy(steps, f->steps, sizeof(steps));
+	for (size_t k = 0; k < f->n; k++)
+		if (steps[k].op == SEND && steps[k].text == NULL)
+			steps[k].text = long_line;
+	printf("%s: %s\n", proto, f->name);
+	imap_client = imap;
+	scripted(steps, f->n, pop_user, 300, st, NULL, &o, &peer);
+	imap_client = NULL;
+	printf("  -> %s after %llu ms: %s\n", lg_error_names[o.error],
+	       (unsigned long long)o.elapsed_ms, o.detail);
+	assert_true(o.failed);
+	if (o.error != f->error)
+		fail_msg("%s: error %s (%s), expected %s", f->name,
+			 lg_error_names[o.error], o.detail, lg_error_names[f->error]);
+	assert_true(st->errors[f->error] == 1);
+	assert_true(st->sessions_failed[kind] == 1);
+	if (st->fn[f->failed_step].attempts != 1 || st->fn[f->failed_step].pass != 0)
+		fail_msg("%s: step %s attempts %llu pass %llu", f->name,
+			 lg_functions[f->failed_step].key,
+			 (unsigned long long)st->fn[f->failed_step].attempts,
+			 (unsigned long long)st->fn[f->failed_step].pass);
+	assert_true(o.elapsed_ms < 3000);
+	free(long_line);
+	return st;
+}
+
 static void test_smtp_faults(void **state)
 {
-	char *long_line = malloc(LG_REPLY_LINE_MAX + 100);
-
-	memset(long_line, 'x', LG_REPLY_LINE_MAX + 90);
-	strcpy(long_line + LG_REPLY_LINE_MAX + 90, "\r\n");
 	for (size_t i = 0; i < sizeof(smtp_faults) / sizeof(smtp_faults[0]); i++) {
-		const struct smtp_fault *f = &smtp_faults[i];
-		struct step steps[10];
-		struct lg_stats *st = new_stats();
-		struct outcome o;
-		struct peer peer;
-
-		memcpy(steps, f->steps, sizeof(steps));
-		for (size_t k = 0; k < f->n; k++)
-			if (steps[k].op == SEND && steps[k].text == NULL)
-				steps[k].text = long_line;
-		printf("smtp: %s\n", f->name);
-		scripted(steps, f->n, 0, 300, st, NULL, &o, &peer);
-		assert_true(o.failed);
-		if (o.error != f->error)
-			fail_msg("%s: error %s (%s), expected %s", f->name,
-				 lg_error_names[o.error], o.detail, lg_error_names[f->error]);
-		assert_true(st->errors[f->error] == 1);
-		assert_true(st->sessions_failed[LG_KIND_SMTP_LOCAL] == 1);
-		assert_true(st->fn[f->failed_step].attempts == 1);
-		assert_true(st->fn[f->failed_step].pass == 0);
+		struct lg_stats *st = run_fault(&smtp_faults[i], "smtp", 0, NULL,
+						LG_KIND_SMTP_LOCAL, LG_REPLY_LINE_MAX);
 		assert_true(st->counters.msgs_local_sent == 0);
-		/* A stall costs the step timeout, not more. */
-		assert_true(o.elapsed_ms < 3000);
 		free(st);
 	}
-	free(long_line);
 }
 
 static void test_connect_refused(void **state)
@@ -755,27 +773,9 @@ static const struct smtp_fault pop_faults[] = {
 
 static void test_pop_faults(void **state)
 {
-	for (size_t i = 0; i < sizeof(pop_faults) / sizeof(pop_faults[0]); i++) {
-		const struct smtp_fault *f = &pop_faults[i];
-		struct lg_stats *st = new_stats();
-		struct outcome o;
-		struct peer peer;
-
-		printf("pop3: %s\n", f->name);
-		scripted(f->steps, f->n, 3, 300, st, NULL, &o, &peer);
-		printf("  -> %s after %llu ms: %s\n", lg_error_names[o.error],
-		       (unsigned long long)o.elapsed_ms, o.detail);
-		assert_true(o.failed);
-		if (o.error != f->error)
-			fail_msg("%s: error %s (%s), expected %s", f->name,
-				 lg_error_names[o.error], o.detail, lg_error_names[f->error]);
-		assert_true(st->errors[f->error] == 1);
-		assert_true(st->sessions_failed[LG_KIND_POP_FIRST] == 1);
-		assert_true(st->fn[f->failed_step].attempts == 1);
-		assert_true(st->fn[f->failed_step].pass == 0);
-		assert_true(o.elapsed_ms < 3000);
-		free(st);
-	}
+	for (size_t i = 0; i < sizeof(pop_faults) / sizeof(pop_faults[0]); i++)
+		free(run_fault(&pop_faults[i], "pop3", 3, NULL, LG_KIND_POP_FIRST,
+			       LG_REPLY_LINE_MAX));
 }
 
 /* ---- IMAP ---- */
@@ -1022,42 +1022,9 @@ static const struct smtp_fault imap_faults[] = {
 
 static void test_imap_faults(void **state)
 {
-	char *long_line = malloc(LG_IMAP_LINE_MAX + 100);
-
-	memset(long_line, 'x', LG_IMAP_LINE_MAX + 90);
-	strcpy(long_line + LG_IMAP_LINE_MAX + 90, "\r\n");
-	for (size_t i = 0; i < sizeof(imap_faults) / sizeof(imap_faults[0]); i++) {
-		const struct smtp_fault *f = &imap_faults[i];
-		struct step steps[10];
-		struct lg_stats *st = new_stats();
-		struct outcome o;
-		struct peer peer;
-
-		memcpy(steps, f->steps, sizeof(steps));
-		for (size_t k = 0; k < f->n; k++)
-			if (steps[k].op == SEND && steps[k].text == NULL)
-				steps[k].text = long_line;
-		printf("imap: %s\n", f->name);
-		imap_client = &webmail_params;
-		scripted(steps, f->n, 0, 300, st, NULL, &o, &peer);
-		imap_client = NULL;
-		printf("  -> %s after %llu ms: %s\n", lg_error_names[o.error],
-		       (unsigned long long)o.elapsed_ms, o.detail);
-		assert_true(o.failed);
-		if (o.error != f->error)
-			fail_msg("%s: error %s (%s), expected %s", f->name,
-				 lg_error_names[o.error], o.detail, lg_error_names[f->error]);
-		assert_true(st->errors[f->error] == 1);
-		assert_true(st->sessions_failed[LG_KIND_IMAP_DESKTOP] == 1);
-		if (st->fn[f->failed_step].attempts != 1 || st->fn[f->failed_step].pass != 0)
-			fail_msg("%s: step %s attempts %llu pass %llu", f->name,
-				 lg_functions[f->failed_step].key,
-				 (unsigned long long)st->fn[f->failed_step].attempts,
-				 (unsigned long long)st->fn[f->failed_step].pass);
-		assert_true(o.elapsed_ms < 3000);
-		free(st);
-	}
-	free(long_line);
+	for (size_t i = 0; i < sizeof(imap_faults) / sizeof(imap_faults[0]); i++)
+		free(run_fault(&imap_faults[i], "imap", 0, &webmail_params,
+			       LG_KIND_IMAP_DESKTOP, LG_IMAP_LINE_MAX));
 }
 
 /* ---- the sink, driven by a scripted client ---- */
