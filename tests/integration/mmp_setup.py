@@ -53,55 +53,54 @@ def popstore_binary():
         return None
 
 
-class SourcePOP3(poplib.POP3):
-    """poplib.POP3 connecting from a chosen local address (127.0.0.x), so
-    a test can be "another client" for the per-address limits."""
+class _FromSource:
+    """A client class connecting from a chosen local address (127.0.0.x),
+    so a test can be "another client" for the per-address limits; with
+    tls, wrapped in the class's context (poplib's self.context, imaplib's
+    self.ssl_context)."""
 
+    def _create_socket(self, timeout):
+        src = (self._source, 0) if self._source else None
+        sock = socket.create_connection((self.host, self.port), timeout,
+                                        source_address=src)
+        ctx = self.tls_context()
+        return ctx.wrap_socket(sock, server_hostname=self.host) if ctx else sock
+
+
+class SourcePOP3(_FromSource, poplib.POP3):
     def __init__(self, host, port, source=None, timeout=10):
         self._source = source
         super().__init__(host, port, timeout=timeout)
 
-    def _create_socket(self, timeout):
-        src = (self._source, 0) if self._source else None
-        return socket.create_connection((self.host, self.port), timeout,
-                                        source_address=src)
+    def tls_context(self):
+        return None
 
 
-class SourcePOP3_SSL(poplib.POP3_SSL):
+class SourcePOP3_SSL(_FromSource, poplib.POP3_SSL):
     def __init__(self, host, port, source=None, context=None, timeout=10):
         self._source = source
         super().__init__(host, port, context=context, timeout=timeout)
 
-    def _create_socket(self, timeout):
-        src = (self._source, 0) if self._source else None
-        sock = socket.create_connection((self.host, self.port), timeout,
-                                        source_address=src)
-        return self.context.wrap_socket(sock, server_hostname=self.host)
+    def tls_context(self):
+        return self.context
 
 
-class SourceIMAP4(imaplib.IMAP4):
-    """imaplib.IMAP4 connecting from a chosen local address."""
-
+class SourceIMAP4(_FromSource, imaplib.IMAP4):
     def __init__(self, host, port, source=None, timeout=10):
         self._source = source
         super().__init__(host, port, timeout=timeout)
 
-    def _create_socket(self, timeout):
-        src = (self._source, 0) if self._source else None
-        return socket.create_connection((self.host, self.port), timeout,
-                                        source_address=src)
+    def tls_context(self):
+        return None
 
 
-class SourceIMAP4_SSL(imaplib.IMAP4_SSL):
+class SourceIMAP4_SSL(_FromSource, imaplib.IMAP4_SSL):
     def __init__(self, host, port, source=None, context=None, timeout=10):
         self._source = source
         super().__init__(host, port, ssl_context=context, timeout=timeout)
 
-    def _create_socket(self, timeout):
-        src = (self._source, 0) if self._source else None
-        sock = socket.create_connection((self.host, self.port), timeout,
-                                        source_address=src)
-        return self.ssl_context.wrap_socket(sock, server_hostname=self.host)
+    def tls_context(self):
+        return self.ssl_context
 
 
 class Cluster:
