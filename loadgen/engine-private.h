@@ -65,5 +65,8 @@ void lg_engine_probe_cb(evutil_socket_t fd, short what, void *arg);
 void lg_engine_poll_cb(evutil_socket_t fd, short what, void *arg);
 /* Start every arrival scheduled before the level's end. */
 void lg_engine_flush_level(struct lg_engine *e);
+/* Leave the in-flight steps (within their limit) out of known: see engine.c. */
+void lg_engine_unjudge_open_steps(const struct lg_engine *e,
+				  const struct lg_stats *measure, struct lg_stats *known);
 
 #endif

@@ -161,6 +161,21 @@ void lg_engine_flush_level(struct lg_engine *e)
 		start_arrival(e, &a, ++n > MAX_STARTS_AT_END);
 }
 
+/* Steps of the level's sessions still awaiting their answer, within their
+ * limit: their outcome is not known yet, so they leave `known`'s attempts
+ * (one past its limit has failed already and stays). */
+void lg_engine_unjudge_open_steps(const struct lg_engine *e,
+				  const struct lg_stats *measure, struct lg_stats *known)
+{
+	uint64_t now = lg_now_us();
+
+	for (const struct lg_session *s = e->active; s != NULL; s = s->next)
+		if (s->stats == measure && s->step_open &&
+		    now - s->step_start_us <= lg_functions[s->step].limit_us &&
+		    known->fn[s->step].attempts > known->fn[s->step].pass)
+			known->fn[s->step].attempts--;
+}
+
 /* ---- probes ---- */
 
 void lg_engine_probe_cb(evutil_socket_t fd, short what, void *arg)

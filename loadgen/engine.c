@@ -109,8 +109,10 @@ static void end_measure(struct lg_engine *e, bool complete)
  * that missed QoS too often (a coordinator decides that for all). The
  * point is judged on what is known now: deliveries still awaited (their
  * 60 s have not run out) are left out of its Delivery Time attempts
- * rather than counted as failures; the report, after the cool-down,
- * judges every point again on all of them. */
+ * rather than counted as failures, and so are the steps still in flight
+ * within their limit (an IMAP desktop session logs out at its level's
+ * end: a burst of LOGOUTs is in flight at that moment); the report,
+ * after the cool-down, judges every point again on all of them. */
 static void level_measured(struct lg_engine *e)
 {
 	const struct lg_stats *measure = &e->result->levels[e->level].measure;
@@ -122,6 +124,7 @@ static void level_measured(struct lg_engine *e)
 	*known = *measure;
 	known->fn[LG_FN_DELIVERY].attempts -=
 		lg_tracker_outstanding_for(e->tracker, measure);
+	lg_engine_unjudge_open_steps(e, measure, known);
 	if (e->hooks != NULL) {
 		e->hooks->measured(e, e->level, known, e->hooks->context);
 	} else {

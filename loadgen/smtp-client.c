@@ -179,6 +179,8 @@ static void fill_body(struct lg_smtp_session *s)
 			 * the text always ends with CRLF. */
 			evbuffer_add(out, ".\r\n", 3);
 			s->body_sent = true;
+			if (s->base.env->tracker != NULL && (s->track_remote || s->local_probe))
+				lg_tracker_sending(s->base.env->tracker, s->seq, lg_now_us());
 		}
 	}
 }
@@ -231,6 +233,8 @@ static enum smtp_state after_body(struct lg_smtp_session *s)
 				  s->base.delivery_stats, now);
 		s->base.delivery_stats->counters.probes_local++;
 	}
+	if (tracker != NULL)	/* neither kind had an arrival to expect */
+		lg_tracker_abandon(tracker, s->seq);
 	if (s->next == NULL || !s->next(s->next_context, &s->plan, &s->seq))
 		return SMTP_QUIT;
 	/* The next transaction on this connection (RFC 5321 3.3: a new
@@ -317,6 +321,8 @@ static void smtp_destroy(struct lg_session *base)
 	if (lg_ledger_tx_pending(s->ledger_tx))
 		lg_ledger_sent(s->base.env->ledger, s->ledger_tx, s->id,
 			       s->base.env->wl, &s->plan, false, s->body_sent);
+	if (s->base.env->tracker != NULL)	/* no 250 read for the data sent */
+		lg_tracker_abandon(s->base.env->tracker, s->seq);
 	lg_ledger_tx_free(&s->ledger_tx);
 	mt_buf_free(&s->headers);
 	free(s);

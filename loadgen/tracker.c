@@ -14,9 +14,15 @@
 
 struct slot {
 	uint64_t seq;		/* 0 = empty (sequence numbers start at 1) */
-	uint64_t accepted_us;
+	uint64_t accepted_us;	/* pending: when the data's end was sent */
 	struct lg_stats *stats;
 	uint32_t remaining;
+	/* pending: the data was sent, the reply not yet read; arrivals seen
+	 * meanwhile (the system delivered before the generator read its 250)
+	 * are kept here, with the first one's time, until the reply comes */
+	bool pending;
+	uint32_t early;
+	uint64_t early_us;
 };
 
 struct queued {
@@ -155,20 +161,73 @@ static void enqueue(struct lg_tracker *t, uint64_t seq, uint64_t now_us)
 	t->q_len++;
 }
 
+static struct slot *insert_new(struct lg_tracker *t, const struct slot *entry)
+{
+	if ((t->n_used + 1) * 2 > t->n_slots)
+		grow_table(t);
+	insert(t, entry);
+	return find(t, entry->seq);
+}
+
+void lg_tracker_sending(struct lg_tracker *t, uint64_t seq, uint64_t now_us)
+{
+	if (seq == 0 || find(t, seq) != NULL)
+		mt_panic("lg_tracker_sending: message %" PRIu64 " sent twice", seq);
+	insert_new(t, &(struct slot){ .seq = seq, .accepted_us = now_us, .pending = true });
+}
+
+void lg_tracker_abandon(struct lg_tracker *t, uint64_t seq)
+{
+	struct slot *slot = find(t, seq);
+
+	if (slot == NULL || !slot->pending)
+		return;
+	t->counts.untracked += slot->early;	/* arrived, never acknowledged */
+	erase(t, slot);
+}
+
+static void timed(struct lg_tracker *t, struct slot *slot, unsigned int n, uint64_t us)
+{
+	for (unsigned int i = 0; i < n; i++) {
+		lg_stats_answered(slot->stats, LG_FN_DELIVERY, us, true);
+		if (us > lg_functions[LG_FN_DELIVERY].limit_us)
+			slot->stats->counters.deliveries_late++;
+	}
+	slot->remaining -= n;
+	t->outstanding -= n;
+	t->counts.tracked += n;
+}
+
 void lg_tracker_expect(struct lg_tracker *t, uint64_t seq, unsigned int count,
 		       struct lg_stats *stats, uint64_t now_us)
 {
-	if (count == 0)
-		return;
-	if (seq == 0 || find(t, seq) != NULL)
+	struct slot *slot = seq != 0 ? find(t, seq) : NULL;
+
+	if (seq == 0 || (slot != NULL && !slot->pending))
 		mt_panic("lg_tracker_expect: message %" PRIu64 " expected twice", seq);
-	if ((t->n_used + 1) * 2 > t->n_slots)
-		grow_table(t);
-	insert(t, &(struct slot){ .seq = seq, .accepted_us = now_us,
-				  .stats = stats, .remaining = count });
+	if (count == 0)
+		return;		/* a pending entry stays for the other kind */
+	uint32_t early = 0;
+	uint64_t early_us = 0;
+	if (slot != NULL) {
+		/* Seen before the reply: delivered no later than the first
+		 * sighting, timed from the data's end (an upper bound). */
+		early = slot->early;
+		early_us = slot->early_us > slot->accepted_us ? slot->early_us - slot->accepted_us : 0;
+		erase(t, slot);
+	}
+	slot = insert_new(t, &(struct slot){ .seq = seq, .accepted_us = now_us,
+					     .stats = stats, .remaining = count });
 	enqueue(t, seq, now_us);
 	stats->fn[LG_FN_DELIVERY].attempts += count;
 	t->outstanding += count;
+	if (early > 0) {
+		unsigned int n = early < count ? early : count;
+		t->counts.untracked += early - n;
+		timed(t, slot, n, early_us);
+		if (slot->remaining == 0)
+			erase(t, slot);
+	}
 }
 
 /* Parse "RUN.SEQ" (exactly 16 lower- or upper-case hex digits, a dot, 1-19
@@ -214,16 +273,15 @@ enum lg_seen lg_tracker_seen(struct lg_tracker *t, const char *value,
 		t->counts.untracked++;
 		return LG_SEEN_UNTRACKED;
 	}
+	if (slot->pending) {
+		if (slot->early == 0)
+			slot->early_us = now_us;
+		slot->early += count;
+		return LG_SEEN_TRACKED;
+	}
 	uint64_t us = now_us >= slot->accepted_us ? now_us - slot->accepted_us : 0;
 	unsigned int n = count < slot->remaining ? count : slot->remaining;
-	for (unsigned int i = 0; i < n; i++) {
-		lg_stats_answered(slot->stats, LG_FN_DELIVERY, us, true);
-		if (us > lg_functions[LG_FN_DELIVERY].limit_us)
-			slot->stats->counters.deliveries_late++;
-	}
-	slot->remaining -= n;
-	t->outstanding -= n;
-	t->counts.tracked += n;
+	timed(t, slot, n, us);
 	if (count > n)
 		t->counts.untracked += count - n;
 	if (slot->remaining == 0)
@@ -237,7 +295,7 @@ uint64_t lg_tracker_outstanding_for(const struct lg_tracker *t,
 	uint64_t n = 0;
 
 	for (size_t i = 0; i < t->n_slots; i++)
-		if (t->slots[i].seq != 0 && t->slots[i].stats == stats)
+		if (t->slots[i].seq != 0 && !t->slots[i].pending && t->slots[i].stats == stats)
 			n += t->slots[i].remaining;
 	return n;
 }

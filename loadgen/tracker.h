@@ -6,7 +6,13 @@
  * arrival is timed from the acceptance, into the stats that were current
  * when the message was sent. Arrivals that never come are counted lost when
  * they expire; those still awaited when the run ends are unresolved (their
- * fate is not known), not lost. An open-addressing table plus an
+ * fate is not known), not lost. A message can arrive before the
+ * generator has read the 250 that accepts it (the system delivered at
+ * once, the generator's loop was busy): the sender marks it pending when
+ * its data's end is sent, and arrivals of a pending message wait in its
+ * entry for the reply (timed from the data's end: an upper bound) instead
+ * of being counted untracked and the message then awaited forever. An
+ * open-addressing table plus an
  * acceptance-order queue:
  * O(1) per message, memory bounded by the rate times the expiry time.
  * Trust boundary: the id values come from messages relayed or stored by the
@@ -51,8 +57,16 @@ uint64_t lg_tracker_next_seq(struct lg_tracker *tracker);
 void lg_tracker_format_id(const struct lg_tracker *tracker, uint64_t seq,
 			  char id[LG_ID_MAX]);
 
+/* The data of message seq (whose arrivals will be timed) was sent at
+ * now_us; its reply is awaited. Then exactly one of: */
+void lg_tracker_sending(struct lg_tracker *tracker, uint64_t seq, uint64_t now_us);
+/* the message was not accepted (or the session ended first): arrivals
+ * seen while it was pending are counted untracked; nothing if seq is not
+ * pending; */
+void lg_tracker_abandon(struct lg_tracker *tracker, uint64_t seq);
 /* The MTA accepted message seq at now_us: expect `count` arrivals, timed
- * into stats (counted there as delivery attempts at once). */
+ * into stats (counted there as delivery attempts at once). Arrivals seen
+ * while it was pending are timed now. */
 void lg_tracker_expect(struct lg_tracker *tracker, uint64_t seq,
 		       unsigned int count, struct lg_stats *stats,
 		       uint64_t now_us);
