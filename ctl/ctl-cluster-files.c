@@ -113,10 +113,12 @@ static void append_mta(struct mt_buf *conf, const struct cluster *c)
 		"# A local cluster never sends mail off this machine: every remote\n"
 		"# domain goes to the sink (mailtier-load --sink-listen %s).\n"
 		"relayhost = %s\ntransport_map = %s=%s\nqueue_dir = %s/queue\n"
-		"retry_schedule = 30s 1m 5m 15m\nmax_queue_lifetime = 1d\n\n",
+		"retry_schedule = 30s 1m 5m 15m\nmax_queue_lifetime = 1d\n"
+		"metrics_listen = 127.0.0.1:%u\n\n",
 		cluster_port(c, CLUSTER_PORT_SMTP), cluster_port(c, CLUSTER_PORT_SUBMISSION),
 		cluster_port(c, CLUSTER_PORT_SUBMISSIONS), c->domain, c->domain,
-		c->sink, c->sink, c->remote_domain, c->sink, c->dir);
+		c->sink, c->sink, c->remote_domain, c->sink, c->dir,
+		cluster_metrics_port(c, CLUSTER_METRICS_MTA));
 }
 
 static void append_mmp(struct mt_buf *conf, const struct cluster *c)
@@ -128,9 +130,11 @@ static void append_mmp(struct mt_buf *conf, const struct cluster *c)
 		"# Everything listens on 127.0.0.1 only, and the load generator logs\n"
 		"# in with USER/PASS (LOGIN) without TLS. Say no on anything reachable.\n"
 		"allow_plaintext_auth = yes\n"
-		"proxy_password_file = %s/proxy.secret\nstats_interval = 10s\n\n",
+		"proxy_password_file = %s/proxy.secret\nstats_interval = 10s\n"
+		"metrics_listen = 127.0.0.1:%u\n\n",
 		cluster_port(c, CLUSTER_PORT_POP3), cluster_port(c, CLUSTER_PORT_POP3S),
-		cluster_port(c, CLUSTER_PORT_IMAP), cluster_port(c, CLUSTER_PORT_IMAPS), c->dir);
+		cluster_port(c, CLUSTER_PORT_IMAP), cluster_port(c, CLUSTER_PORT_IMAPS), c->dir,
+		cluster_metrics_port(c, CLUSTER_METRICS_MMP));
 }
 
 static void append_stores(struct mt_buf *conf, const struct cluster *c)
@@ -145,9 +149,9 @@ static void append_stores(struct mt_buf *conf, const struct cluster *c)
 		mt_buf_appendf(conf,
 			"[popstore.shard%u]\ndb_home = %s/store-shard%u\n"
 			"lmtp_listen = 127.0.0.1:%u\npop3_listen = 127.0.0.1:%u\n"
-			"imap_listen = 127.0.0.1:%u\n\n",
+			"imap_listen = 127.0.0.1:%u\nmetrics_listen = 127.0.0.1:%u\n\n",
 			n, c->dir, n, cluster_shard_lmtp(c, n), cluster_shard_pop3(c, n),
-			cluster_shard_imap(c, n));
+			cluster_shard_imap(c, n), cluster_metrics_port(c, CLUSTER_METRICS_MMP + n));
 }
 
 bool cluster_write_config(const struct cluster *c, char **error_r)
@@ -209,17 +213,22 @@ bool cluster_write_endpoints(const struct cluster *c, char **error_r)
 		"SMTP_PORT=%u\nSUBMISSION_PORT=%u\nSUBMISSIONS_PORT=%u\n"
 		"POP3_PORT=%u\nPOP3S_PORT=%u\nIMAP_PORT=%u\nIMAPS_PORT=%u\n"
 		"LDAP_URI=ldap://127.0.0.1:%u/\n"
-		"SHARDS=%u\nUSERS=%lu\nBASE_PORT=%u\n",
+		"SHARDS=%u\nUSERS=%lu\nBASE_PORT=%u\n"
+		"MTA_METRICS_PORT=%u\nMMP_METRICS_PORT=%u\n",
 		c->dir, c->dir, c->dir, c->domain, c->remote_domain, c->sink,
 		cluster_port(c, CLUSTER_PORT_SMTP), cluster_port(c, CLUSTER_PORT_SUBMISSION),
 		cluster_port(c, CLUSTER_PORT_SUBMISSIONS), cluster_port(c, CLUSTER_PORT_POP3),
 		cluster_port(c, CLUSTER_PORT_POP3S), cluster_port(c, CLUSTER_PORT_IMAP),
 		cluster_port(c, CLUSTER_PORT_IMAPS), cluster_port(c, CLUSTER_PORT_LDAP),
-		c->shards, c->users, c->base_port);
+		c->shards, c->users, c->base_port,
+		cluster_metrics_port(c, CLUSTER_METRICS_MTA),
+		cluster_metrics_port(c, CLUSTER_METRICS_MMP));
 	for (unsigned int n = 1; n <= c->shards; n++)
 		mt_buf_appendf(&env, "SHARD%u_LMTP_PORT=%u\nSHARD%u_POP3_PORT=%u\n"
-			       "SHARD%u_IMAP_PORT=%u\n", n, cluster_shard_lmtp(c, n), n,
-			       cluster_shard_pop3(c, n), n, cluster_shard_imap(c, n));
+			       "SHARD%u_IMAP_PORT=%u\nSHARD%u_METRICS_PORT=%u\n",
+			       n, cluster_shard_lmtp(c, n), n, cluster_shard_pop3(c, n),
+			       n, cluster_shard_imap(c, n),
+			       n, cluster_metrics_port(c, CLUSTER_METRICS_MMP + n));
 	char *path = cluster_path(c, "endpoints.env");
 	const char *error;
 	bool ok = ctl_write_private(path, mt_buf_cstr(&env), &error);

@@ -177,7 +177,7 @@ static bool parse_cluster_opts(int argc, char **argv, struct cluster_opts *o)
 			o->given_users = true;
 			break;
 		case 'p':
-			if (!parse_number("base-port", optarg, 1024, 65535 - 10 - 3 * CLUSTER_MAX_SHARDS, &v))
+			if (!parse_number("base-port", optarg, 1024, 65535 - 12 - 4 * CLUSTER_MAX_SHARDS, &v))
 				return false;
 			o->c.base_port = (unsigned int)v;
 			o->given_base = true;

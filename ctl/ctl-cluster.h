@@ -13,7 +13,9 @@
  * Ports from the base port P: P slapd, P+1 SMTP, P+2 submission, P+3
  * submissions, P+4 POP3, P+5 POP3S, P+6 IMAP and P+7 IMAPS (the MMP), P+9
  * the default sink, shard n (1-based) LMTP P+10+2(n-1) and POP3
- * P+11+2(n-1), then the shards' IMAP ports (cluster_shard_imap). */
+ * P+11+2(n-1), then the shards' IMAP ports (cluster_shard_imap), then
+ * the metrics endpoints: the MTA's, the MMP's, each shard's
+ * (cluster_metrics_port). */
 #ifndef MT_CTL_CLUSTER_H
 #define MT_CTL_CLUSTER_H
 
@@ -59,6 +61,15 @@ static inline unsigned int cluster_shard_pop3(const struct cluster *c, unsigned 
 static inline unsigned int cluster_shard_imap(const struct cluster *c, unsigned int n)
 {
 	return c->base_port + 10 + 2 * c->shards + (n - 1);
+}
+
+/* The metrics_listen ports after the shards' IMAP ports: 0 the MTA, 1 the
+ * MMP, 1 + n shard n. */
+#define CLUSTER_METRICS_MTA 0u
+#define CLUSTER_METRICS_MMP 1u
+static inline unsigned int cluster_metrics_port(const struct cluster *c, unsigned int which)
+{
+	return c->base_port + 10 + 3 * c->shards + which;
 }
 
 /* DIR/NAME; caller frees. */

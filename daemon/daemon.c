@@ -7,6 +7,7 @@
 #include "alloc.h"
 #include "daemon-args.h"
 #include "log.h"
+#include "metrics-http.h"
 #include "privdrop.h"
 #include "sdnotify.h"
 
@@ -148,6 +149,11 @@ int mt_daemon_main(const struct mt_daemon_def *def, void *context,
 	const char *error = NULL;
 
 	mt_log_init(def->name, args.foreground ? MT_LOG_TARGET_STDERR : MT_LOG_TARGET_AUTO);
+	d.metrics = mt_metrics_new();
+	mt_metrics_add_process(d.metrics);
+	mt_series_set(mt_metric_series2(mt_metrics_gauge(d.metrics, "mailtier_build_info",
+		"The daemon and its version (always 1).", "daemon,version"),
+		def->name, PACKAGE_VERSION), 1);
 	struct mt_config *config = load_config(d.config_path);
 	if (config == NULL)
 		mt_fatal("%s: not started (config errors above)", d.config_path);
@@ -160,6 +166,10 @@ int mt_daemon_main(const struct mt_daemon_def *def, void *context,
 	if ((d.loop = mt_loop_new(&error)) == NULL)
 		mt_fatal("%s", error);
 	def->listen(&d);
+	if (d.metrics_listen != NULL)
+		d.metrics_http = mt_metrics_http_start(d.loop, "metrics_listen",
+						       d.metrics_listen, d.metrics);
+	d.metrics_listen = NULL;	/* read once: a reload frees the config */
 	if (!mt_privdrop(d.global->user, d.global->group, &error))
 		mt_fatal("privilege drop: %s", error);
 	/* Before start(): a signal that arrives while it runs (a long
@@ -177,11 +187,14 @@ int mt_daemon_main(const struct mt_daemon_def *def, void *context,
 	mt_info("stopping");
 	mt_timer_free(&stats);
 	mt_timer_free(&watchdog);
+	/* Before stop(): no scrape may read the state it frees. */
+	mt_metrics_http_free(&d.metrics_http);
 	def->stop(&d, status);
 	mt_tls_free(&d.tls_server);
 	mt_tls_free(&d.tls_client);
 	mt_loop_free(&d.loop);
 	mt_config_free(&d.config);
+	mt_metrics_free(&d.metrics);
 	mt_info("exit status=%d", status);
 	return status;
 }

@@ -11,6 +11,8 @@
  *	[tls]         the server context (and a client one if the daemon asks)
  *	the loop
  *	listen()      listeners from mt_hostport settings (mt_daemon_listen)
+ *	metrics       the scrape endpoint on d->metrics_listen, if configure()
+ *	              pointed it at a set metrics_listen (lib/metrics-http)
  *	privilege drop ([global] user/group)
  *	signals: SIGTERM/SIGINT drain ([global] drain_timeout) -> drain();
  *	         SIGHUP reload -> reload_config() (if the daemon re-reads its
@@ -33,6 +35,7 @@
 
 #include "config.h"
 #include "loop.h"
+#include "metrics.h"
 #include "mailtier-settings.h"
 #include "tls.h"
 
@@ -83,6 +86,13 @@ struct mt_daemon {
 	struct mt_tls *tls_server;
 	struct mt_tls *tls_client;
 	unsigned int stats_interval_msecs;
+	/* The process's metrics (with process_* and mailtier_build_info),
+	 * there from before configure(): the daemon registers its own. */
+	struct mt_metrics *metrics;
+	/* Set by configure() to the daemon's metrics_listen setting; read
+	 * once after listen() (a change needs a restart, as listeners do). */
+	const struct mt_hostport *metrics_listen;
+	struct mt_metrics_http *metrics_http;
 };
 
 /* The daemon's whole main: returns the exit status. */

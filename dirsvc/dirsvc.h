@@ -159,6 +159,11 @@ void mt_dirsvc_request_cancel(struct mt_dirsvc_request **request_p);
 /* Log the counters as one line: "dirsvc stats: cache_entries=N
  * cache_hits=N ... ldap_requests=N ldap_errors=N tempfails=N ...". */
 void mt_dirsvc_log_stats(struct mt_dirsvc *dirsvc);
+/* Export the same counters (and the cache's) on the process's metrics
+ * (lib/metrics.h) as mailtier_dirsvc_*; read at each scrape. The
+ * directory must outlive m's last render (free m's listener first). */
+struct mt_metrics;
+void mt_dirsvc_metrics(struct mt_dirsvc *dirsvc, struct mt_metrics *m);
 
 /* Names for log lines. */
 const char *mt_dirsvc_lookup_status_name(enum mt_dirsvc_lookup_status status);

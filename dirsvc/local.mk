@@ -6,7 +6,7 @@ noinst_LIBRARIES += dirsvc/libdirsvc.a
 dirsvc_libdirsvc_a_SOURCES = \
 	dirsvc/dirsvc.c dirsvc/dirsvc.h dirsvc/dirsvc-private.h \
 	dirsvc/dirsvc-results.c dirsvc/dirsvc-worker.c dirsvc/dirsvc-query.c \
-	dirsvc/dirsvc-admin.c dirsvc/dirsvc-admin.h \
+	dirsvc/dirsvc-admin.c dirsvc/dirsvc-admin.h dirsvc/dirsvc-metrics.c \
 	dirsvc/dircache.c dirsvc/dircache.h \
 	dirsvc/ldap-escape.c dirsvc/ldap-escape.h \
 	dirsvc/ldif.c dirsvc/ldif.h \

@@ -9,11 +9,14 @@
 
 #include <stdlib.h>
 
-static const struct mt_command_def *def_at(const struct mt_command_table *t, size_t i)
+const struct mt_command_def *mt_command_table_def(const struct mt_command_table *t,
+						 size_t i)
 {
 	return (const struct mt_command_def *)(const void *)
 		((const char *)t->first + i * t->stride);
 }
+
+
 
 void mt_commands_init(struct mt_commands *c, const struct mt_command_table *table)
 {
@@ -46,7 +49,7 @@ enum mt_command_verdict mt_command_check(const struct mt_command_table *table,
 		c->flags = 0;
 		return MT_COMMAND_UNKNOWN;
 	}
-	const struct mt_command_def *def = def_at(table, index);
+	const struct mt_command_def *def = mt_command_table_def(table, index);
 	call_r->index = index;
 	call_r->def = def;
 	c->total[index]++;
@@ -92,7 +95,7 @@ const char *mt_commands_current_name(const struct mt_command_table *table,
 		return "-";
 	if ((size_t)c->current == c->count)
 		return "unknown";
-	return def_at(table, (size_t)c->current)->name;
+	return mt_command_table_def(table, (size_t)c->current)->name;
 }
 
 unsigned int mt_commands_total(const struct mt_commands *c)
@@ -119,7 +122,7 @@ void mt_commands_summary(const struct mt_command_table *table,
 	for (size_t i = 0; i <= c->count; i++) {
 		if (c->total[i] == 0)
 			continue;
-		const char *name = i == c->count ? "unknown" : def_at(table, i)->name;
+		const char *name = i == c->count ? "unknown" : mt_command_table_def(table, i)->name;
 		mt_buf_append_char(out, ' ');
 		mt_buf_append_str(out, prefix);
 		for (const char *p = name; *p != '\0'; p++)

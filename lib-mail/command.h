@@ -82,6 +82,10 @@ struct mt_command_table {
 #define MT_COMMAND_DEFS(array) { &(array)[0], \
 	sizeof(array) / sizeof((array)[0]), sizeof((array)[0]) }
 
+/* The table's i-th definition (i < count). */
+const struct mt_command_def *mt_command_table_def(const struct mt_command_table *t,
+						 size_t i);
+
 /* The session's side of the checks, filled per command. */
 struct mt_command_gate {
 	bool tls_required;	/* TLS is required and not yet in place */

@@ -21,7 +21,9 @@ lib_libmailtier_a_SOURCES = \
 	lib/thread.c lib/thread.h \
 	lib/authfail.c lib/authfail.h \
 	lib/sasl.c lib/sasl.h \
-	lib/secret.c lib/secret.h
+	lib/secret.c lib/secret.h \
+	lib/metrics.c lib/metrics-process.c lib/metrics.h \
+	lib/metrics-http.c lib/metrics-http.h
 
 # What a program linking libmailtier needs.
 MAILTIER_LIBS = lib/libmailtier.a $(LIBEVENT_OPENSSL_LIBS) $(LIBEVENT_LIBS) \

@@ -18,7 +18,8 @@ mmp_libmmp_a_SOURCES = \
 	mmp/mmp-backend-imap.c \
 	mmp/mmp-shards.c \
 	mmp/mmp-relay.c \
-	mmp/mmp-clients.c
+	mmp/mmp-clients.c \
+	mmp/mmp-metrics.c
 
 MMP_LIBS = mmp/libmmp.a dirsvc/libdirsvc.a settings/libmtsettings.a \
 	$(DIRSVC_LIBS) $(MTMAIL_LIBS)

@@ -290,6 +290,7 @@ static bool configure(struct mt_daemon *d, const char **error_r)
 		mt_fatal("[mmp] none of pop3_listen, pop3s_listen, imap_listen and "
 			 "imaps_listen is set");
 	d->stats_interval_msecs = (unsigned int)set->stats_interval;
+	d->metrics_listen = &set->metrics_listen;
 	return true;
 }
 
@@ -342,6 +343,8 @@ static void start(struct mt_daemon *d)
 				      d->config, &error);
 	if (server.dirsvc == NULL)
 		mt_fatal("[directory]: %s", error);
+	mmp_metrics_init(&server, d->metrics);
+	mt_dirsvc_metrics(server.dirsvc, d->metrics);
 
 	server.n_workers = (unsigned int)set->threads;
 	server.worker_list = mt_xcalloc(server.n_workers, sizeof(*server.worker_list));

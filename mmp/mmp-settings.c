@@ -15,6 +15,8 @@ static const struct mt_setting_def mmp_settings[] = {
 	  .default_value = "*:110", .doc = "POP3 listener (STLS, RFC 2595); empty: off." },
 	{ .name = "pop3s_listen", .type = MT_SETTING_HOSTPORT, .offset = P(pop3s_listen),
 	  .default_value = "*:995", .doc = "POP3 over implicit TLS (RFC 8314); empty: off." },
+	{ .name = "metrics_listen", .type = MT_SETTING_HOSTPORT,
+	  .offset = P(metrics_listen), .doc = "Prometheus scrape endpoint (GET /metrics, text format 0.0.4); empty: off. Put it on loopback or a management network: it has no authentication." },
 	{ .name = "threads", .type = MT_SETTING_UINT, .offset = P(threads),
 	  .default_value = "4", .min = 1, .max = 256, .doc = "Worker event loops." },
 	{ .name = "conn_limit", .type = MT_SETTING_UINT, .offset = P(conn_limit),

@@ -9,6 +9,7 @@
 struct mt_mmp_settings {
 	struct mt_hostport pop3_listen;
 	struct mt_hostport pop3s_listen;
+	struct mt_hostport metrics_listen;
 	uint64_t threads;
 	uint64_t conn_limit;
 	uint64_t conn_limit_per_client;

@@ -445,6 +445,10 @@ uint64_t mmp_clients_auth_failed(struct mmp_clients *clients,
 				 bool *blocked_r);
 /* Forget failures older than the window (periodic). */
 void mmp_clients_sweep(struct mmp_clients *clients, uint64_t now_ms);
+
+/* mmp-metrics.c: the counters on metrics_listen (read at scrapes). */
+struct mt_metrics;
+void mmp_metrics_init(struct mmp_server *server, struct mt_metrics *m);
 /* Addresses tracked (tests, stats). */
 size_t mmp_clients_count(struct mmp_clients *clients);
 

@@ -20,6 +20,7 @@
 #include "alloc.h"
 #include "dirsvc.h"
 #include "loop.h"
+#include "mta-metrics.h"
 #include "mta-policy.h"
 #include "mta.h"
 
@@ -372,6 +373,7 @@ static bool apply(struct attempt *att, struct route *rt, int64_t now)
 	if (rt->code >= 200 && rt->code < 300) {
 		r->state = QUEUE_RCPT_DELIVERED;
 		d->stats.delivered++;
+		mta_metrics_delivery(d->mta, rt->proto == DEST_LMTP, "delivered", delay);
 		mt_slog(MT_LOG_INFO, &att->log, "to=<%s> relay=%s delay=%.2f "
 			"status=sent (%s)", orig, route_relay(rt), delay, rt->text);
 		return (r->notify & QUEUE_NOTIFY_SUCCESS) != 0;
@@ -384,6 +386,7 @@ static bool apply(struct attempt *att, struct route *rt, int64_t now)
 		if (d->next_retry == 0 || r->next_try < d->next_retry)
 			d->next_retry = r->next_try;
 		d->stats.deferred++;
+		mta_metrics_delivery(d->mta, rt->proto == DEST_LMTP, "deferred", delay);
 		mt_slog(MT_LOG_INFO, &att->log, "to=<%s> relay=%s delay=%.2f "
 			"status=deferred (%s) next_try=%+.0fs", orig, route_relay(rt),
 			delay, rt->text, (double)(r->next_try - now) / 1000.0);
@@ -408,6 +411,7 @@ static bool apply(struct attempt *att, struct route *rt, int64_t now)
 	}
 	r->state = QUEUE_RCPT_BOUNCED;
 	d->stats.bounced++;
+	mta_metrics_delivery(d->mta, rt->proto == DEST_LMTP, "bounced", delay);
 	mt_slog(MT_LOG_INFO, &att->log, "to=<%s> relay=%s delay=%.2f "
 		"status=bounced (%s)", orig, route_relay(rt), delay, r->last_error);
 	return true;

@@ -17,7 +17,8 @@ mta_libmta_a_SOURCES = \
 	mta/delivery-dest.c mta/outbound.c mta/outbound.h mta/outbound-tx.c \
 	mta/bounce.c mta/bounce-text.c mta/bounce-text.h \
 	mta/dns.c mta/dns.h \
-	mta/admin.c mta/admin.h
+	mta/admin.c mta/admin.h \
+	mta/mta-metrics.c mta/mta-metrics.h
 # What a program linking libmta needs after it.
 MTA_LIBS = mta/libmta.a dirsvc/libdirsvc.a settings/libmtsettings.a $(DIRSVC_LIBS) \
 	$(MTBDB_LIBS) $(CARES_LIBS) $(MTMAIL_LIBS)

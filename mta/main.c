@@ -21,6 +21,7 @@
 #include "dirsvc.h"
 #include "log.h"
 #include "loop.h"
+#include "mta-metrics.h"
 #include "mta-policy.h"
 #include "queue.h"
 #include "sdnotify.h"
@@ -59,6 +60,7 @@ static bool configure(struct mt_daemon *d, const char **error_r)
 	mta->config_path = d->config_path;
 	use_config(mta, d->config);
 	d->stats_interval_msecs = STATS_INTERVAL_MSECS;
+	d->metrics_listen = &mta->set->metrics_listen;
 	return true;
 }
 
@@ -116,6 +118,8 @@ static void start(struct mt_daemon *d)
 		mt_fatal("delivery: %s", error);
 	if ((mta->admin = mta_admin_new(mta, &error)) == NULL)
 		mt_fatal("admin socket: %s", error);
+	mta_metrics_init(mta, d->metrics);
+	mt_dirsvc_metrics(mta->dirsvc, d->metrics);
 	queue_announce_all(mta->queue);
 	mt_info("started hostname=%s queue=%u", mta->hostname, queue_count(mta->queue));
 	mt_notify_status("accepting mail; %u queued", queue_count(mta->queue));
@@ -179,6 +183,7 @@ static void stop(struct mt_daemon *d, int status)
 {
 	struct mta *mta = d->context;
 	(void)status;
+	mta_metrics_free(mta);
 	mta_admin_free(&mta->admin);
 	smtp_server_free(&mta->server);
 	delivery_free(&mta->delivery);

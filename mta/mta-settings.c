@@ -22,6 +22,8 @@ static const struct mt_setting_def mta_settings[] = {
 	{ .name = "submissions_listen", .type = MT_SETTING_HOSTPORT,
 	  .offset = M(submissions_listen), .default_value = "*:465",
 	  .doc = "Submission over implicit TLS (RFC 8314); empty: off." },
+	{ .name = "metrics_listen", .type = MT_SETTING_HOSTPORT,
+	  .offset = M(metrics_listen), .doc = "Prometheus scrape endpoint (GET /metrics, text format 0.0.4); empty: off. Put it on loopback or a management network: it has no authentication." },
 	{ .name = "hostname", .type = MT_SETTING_STRING, .offset = M(hostname),
 	  .doc = "Name in the greeting and Received: lines (empty: the system's host name)." },
 	{ .name = "local_domains", .type = MT_SETTING_LIST, .offset = M(local_domains),

@@ -20,6 +20,7 @@ struct mt_mta_settings {
 	struct mt_hostport smtp_listen;
 	struct mt_hostport submission_listen;
 	struct mt_hostport submissions_listen;
+	struct mt_hostport metrics_listen;
 	char *hostname;
 	struct mt_strlist local_domains;
 	struct mt_strlist mynetworks;

@@ -47,6 +47,7 @@ struct mta {
 	struct delivery *delivery;
 	struct smtp_server *server;
 	struct mta_admin *admin;
+	struct mta_metrics *metrics;	/* NULL: not counted (tests, fuzzing) */
 	bool draining;
 };
 

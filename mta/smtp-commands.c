@@ -28,6 +28,7 @@
 #include "alloc.h"
 #include "authfail.h"
 #include "dirsvc.h"
+#include "mta-metrics.h"
 #include "mta-policy.h"
 #include "mta.h"
 #include "smtp-parse.h"
@@ -252,6 +253,7 @@ static bool rcpt_unknown(struct smtp_session *s, const char *address)
 	const struct mt_mta_settings *set = s->mta->set;
 	uint64_t delay = 0;
 	s->unknown_rcpts++;
+	mta_metrics_rcpt_refused(s->mta, MTA_RCPT_UNKNOWN_USER);
 	if (rcpt_penalized(s)) {
 		bool reached = false;
 		delay = smtp_server_rcpt_failed(s->mta->server, s->peer_ip, &reached);
@@ -279,6 +281,7 @@ static bool rcpt_limited(struct smtp_session *s, const char *address)
 		return false;
 	s->limited_rcpts++;
 	s->smtpd.errors++;
+	mta_metrics_rcpt_refused(s->mta, MTA_RCPT_LIMITED);
 	mt_smtpd_reply(&s->smtpd, 450, "4.7.1 <%s>: Recipient address rejected: too many "
 		   "unknown recipients from your address, try again later", address);
 	return true;
@@ -313,6 +316,7 @@ static void rcpt_lookup_done(const struct mt_dirsvc_recipient *result,
 	case MT_DIRSVC_TEMPFAIL:
 		mt_slog(MT_LOG_WARNING, &s->log, "directory lookup of <%s> failed: %s",
 			pending->address, result->reason != NULL ? result->reason : "");
+		mta_metrics_rcpt_refused(s->mta, MTA_RCPT_DIRECTORY);
 		mt_smtpd_reply(&s->smtpd, 451, "4.4.3 <%s>: Directory temporarily unavailable, "
 			   "try again later", pending->address);
 		break;
@@ -341,6 +345,7 @@ void smtp_cmd_rcpt(struct smtp_session *s, const char *args)
 	s->rcpt_started_ms = mt_clock_ms();
 	if (strncasecmp(args, "TO:", 3) == 0 &&
 	    s->tx.rcpt_count >= s->mta->set->max_recipients) {
+		mta_metrics_rcpt_refused(s->mta, MTA_RCPT_TOO_MANY);
 		mt_smtpd_reply(&s->smtpd, 452, "4.5.3 Error: too many recipients");
 		return;
 	}
@@ -374,6 +379,7 @@ void smtp_cmd_rcpt(struct smtp_session *s, const char *args)
 	}
 	if (local && role == NULL &&
 	    (local_part_routes(addr->local) || addr->local[0] == '"')) {
+		mta_metrics_rcpt_refused(s->mta, MTA_RCPT_UNKNOWN_USER);
 		mt_smtpd_reply(&s->smtpd, 550, "5.1.1 <%s>: Recipient address rejected: "
 			   "User unknown", pending.address);
 		pending_clear(&pending);
@@ -381,6 +387,7 @@ void smtp_cmd_rcpt(struct smtp_session *s, const char *args)
 	}
 	if (!local) {
 		if (role == NULL && !s->authenticated && !s->trusted) {
+			mta_metrics_rcpt_refused(s->mta, MTA_RCPT_RELAY_DENIED);
 			mt_smtpd_reply(&s->smtpd, 554, "5.7.1 <%s>: Relay access denied",
 				   pending.address);
 			pending_clear(&pending);

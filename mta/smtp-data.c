@@ -32,6 +32,7 @@
 #include "clock.h"
 #include "alloc.h"
 #include "mta.h"
+#include "mta-metrics.h"
 #include "smtp-content.h"
 #include "smtp-parse.h"
 
@@ -139,12 +140,14 @@ static void queued_done(bool ok, const char *error, void *context)
 	s->queue_op = NULL;
 	if (ok) {
 		s->messages++;
+		mta_metrics_accepted(s->mta);
 		mt_slog(MT_LOG_INFO, &s->log, "queued from=<%s> size=%zu nrcpt=%u "
 			"durable_ms=%.1f", s->tx.sender, s->tx.queued_size,
 			s->tx.rcpt_count, (double)(mt_clock_us() - s->tx.queued_at) / 1000.0);
 		mt_smtpd_reply(&s->smtpd, 250, "2.0.0 Ok: queued as %s", s->tx.queue_id);
 	} else {
 		mt_slog(MT_LOG_ERROR, &s->log, "queueing failed: %s", error);
+		mta_metrics_refused(s->mta, MTA_REFUSED_QUEUE_ERROR);
 		mt_smtpd_reply(&s->smtpd, 451, "4.3.0 Error: queue file write error");
 	}
 	smtp_tx_reset(s);
@@ -193,6 +196,7 @@ static void finish_message(struct smtp_session *s)
 {
 	struct smtp_tx *tx = &s->tx;
 	if (tx->spool != NULL && queue_spool_failed(tx->spool)) {
+		mta_metrics_refused(s->mta, MTA_REFUSED_QUEUE_ERROR);
 		mt_smtpd_reply(&s->smtpd, 451, "4.3.0 Error: queue file write error");
 		smtp_tx_reset(s);
 		mt_smtpd_enter_state(&s->smtpd, MT_SMTPD_COMMAND);
@@ -250,6 +254,14 @@ static void refuse_verdict(struct smtp_session *s, enum mt_dot_result r)
 {
 	int code;
 	const char *text;
+	static const enum mta_refusal why[] = {
+		[MT_DOT_RESULT_BARE_NEWLINE] = MTA_REFUSED_BARE_NEWLINE,
+		[MT_DOT_RESULT_TOO_BIG] = MTA_REFUSED_TOO_BIG,
+		[MT_DOT_RESULT_LINE_TOO_LONG] = MTA_REFUSED_LINE_TOO_LONG,
+		[MT_DOT_RESULT_NUL] = MTA_REFUSED_NUL,
+	};
+	if (r != MT_DOT_RESULT_OK && (size_t)r < sizeof(why) / sizeof(why[0]))
+		mta_metrics_refused(s->mta, why[r]);
 	mt_smtp_content_refusal(r, &code, &text);
 	refuse_content(s, code, text);
 }
@@ -329,6 +341,7 @@ void smtp_bdat_end(struct mt_smtpd *d)
 		/* RFC 3030 2: after a failed chunk the transaction is over. */
 		const char *error = tx->bdat_error;
 		int code = atoi(error);
+		mta_metrics_refused(s->mta, MTA_REFUSED_BDAT);
 		refuse_content(s, code, error + 4);
 		return;
 	}

@@ -18,6 +18,7 @@
 #include "smtp-session.h"
 #include "alloc.h"
 #include "dirsvc.h"
+#include "mta-metrics.h"
 #include "mta-policy.h"
 #include "mta.h"
 #include "tls.h"
@@ -264,6 +265,7 @@ struct smtp_session *smtp_session_new(struct mta *mta, struct mt_conn_list *list
 		free(s);
 		return NULL;
 	}
+	mta_metrics_session(mta, service);
 	mt_slog(MT_LOG_INFO, &s->log, "connect from %s service=%s%s", s->peer_name,
 		service_names[service], s->trusted ? " trusted=yes" : "");
 	engine_settings(mta, &s->smtpd_settings);
@@ -281,6 +283,7 @@ static void log_summary(struct smtp_session *s, const char *reason)
 {
 	struct mt_buf line = MT_BUF_INIT;
 	mt_commands_summary(&smtp_command_table, &s->smtpd.commands, "", &line);
+	mta_metrics_session_end(s->mta, &s->smtpd.commands);
 	/* The per-address RCPT penalties this session met (smtp-commands.c). */
 	if (s->unknown_rcpts != 0)
 		mt_buf_appendf(&line, " unknown_rcpt=%u", s->unknown_rcpts);

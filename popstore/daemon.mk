@@ -4,7 +4,7 @@
 sbin_PROGRAMS += popstore/mailtier-popstore
 
 popstore_daemon_sources = \
-	popstore/popstore.h popstore/popstore.c \
+	popstore/popstore.h popstore/popstore.c popstore/popstore-metrics.c \
 	popstore/lmtp-session.c popstore/lmtp-session.h \
 	popstore/lmtp-commands.c \
 	popstore/lmtp-data.c \

@@ -189,6 +189,7 @@ static bool configure(struct mt_daemon *d, const char **error_r)
 						 &error)) == NULL)
 		mt_fatal("[popstore] proxy_password_file %s", error);
 	d->stats_interval_msecs = (unsigned int)ps->set->stats_interval;
+	d->metrics_listen = &ps->set->metrics_listen;
 	return true;
 }
 
@@ -222,6 +223,8 @@ static void start(struct mt_daemon *d)
 	if (ps->dirsvc == NULL)
 		mt_fatal("directory: %s", error);
 	ps->dir = mt_dirsvc_client_new(ps->dirsvc, ps->loop);
+	popstore_metrics_init(ps, d->metrics);
+	mt_dirsvc_metrics(ps->dirsvc, d->metrics);
 	ps->failed_check = mt_timer_add(ps->loop, FAILED_CHECK_MSECS, true,
 					failed_check_cb, ps);
 	mt_info("ready shard=%s db_home=%s tls=%s proxy_logins=%s", ps->shard,

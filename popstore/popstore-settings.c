@@ -32,6 +32,8 @@ static const struct mt_setting_def popstore_settings[] = {
 	  .flags = MT_SETTING_REQUIRED, .doc = "POP3 listener (STLS when [tls] has a certificate)." },
 	{ .name = "pop3s_listen", .type = MT_SETTING_HOSTPORT, .offset = S(pop3s_listen),
 	  .doc = "POP3 over implicit TLS (RFC 8314); empty: off. Needs [tls]." },
+	{ .name = "metrics_listen", .type = MT_SETTING_HOSTPORT,
+	  .offset = S(metrics_listen), .doc = "Prometheus scrape endpoint (GET /metrics, text format 0.0.4); empty: off. Put it on loopback or a management network: it has no authentication." },
 	{ .name = "imap_listen", .type = MT_SETTING_HOSTPORT, .offset = S(imap_listen),
 	  .doc = "IMAP listener (STARTTLS when [tls] has a certificate); empty: off." },
 	{ .name = "imaps_listen", .type = MT_SETTING_HOSTPORT, .offset = S(imaps_listen),

@@ -23,6 +23,7 @@ struct mt_popstore_settings {
 	struct mt_hostport lmtp_listen;
 	struct mt_hostport pop3_listen;
 	struct mt_hostport pop3s_listen;
+	struct mt_hostport metrics_listen;
 	uint64_t max_sessions;
 	uint64_t max_sessions_per_address, imap_max_user_sessions, max_mailbox_messages;
 	uint64_t max_message_size;

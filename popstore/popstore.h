@@ -149,4 +149,8 @@ void imap_session_accept(struct popstore *ps, int fd, const struct sockaddr *pee
 void imap_sessions_drain(struct popstore *ps);
 void imap_sessions_free_all(struct popstore *ps);
 
+/* popstore-metrics.c: the counters on metrics_listen (read at scrapes). */
+struct mt_metrics;
+void popstore_metrics_init(struct popstore *ps, struct mt_metrics *m);
+
 #endif

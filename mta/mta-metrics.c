@@ -1,0 +1,189 @@
+/* mta-metrics.c — mailtier-mta's metrics (see mta-metrics.h).
+ *
+ * Trust boundary: none. No RFC; the Prometheus text format through
+ * lib/metrics. */
+#include "mta-metrics.h"
+#include "alloc.h"
+#include "command-metrics.h"
+#include "delivery.h"
+#include "mta.h"
+#include "metrics.h"
+#include "queue.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+static const char *const refusal_names[MTA_REFUSED_COUNT] = {
+	"queue_error", "bare_newline", "too_big", "line_too_long", "nul", "bdat",
+};
+static const char *const rcpt_refusal_names[MTA_RCPT_COUNT] = {
+	"unknown_user", "relay_denied", "too_many", "directory", "limited",
+};
+static const char *const service_names[SMTP_SERVICE_COUNT] = {
+	"smtp", "submission", "submissions",
+};
+static const char *const result_names[] = { "delivered", "deferred", "bounced" };
+#define N_RESULTS (sizeof(result_names) / sizeof(result_names[0]))
+
+/* Seconds from arrival to a recipient's final result: from a local
+ * store's few milliseconds to a retried relay's hours. */
+static const double latency_bounds[] = {
+	0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800, 3600, 14400,
+};
+
+struct mta_metrics {
+	struct mt_series *accepted;
+	struct mt_series *refused[MTA_REFUSED_COUNT];
+	struct mt_series *rcpt_refused[MTA_RCPT_COUNT];
+	struct mt_series *sessions[SMTP_SERVICE_COUNT];
+	struct mt_series *deliveries[2][N_RESULTS];	/* [lmtp][result] */
+	struct mt_series *latency[2];
+	struct mt_command_metrics *commands;
+	/* Read by the collector. */
+	struct mt_series *connections_open, *queue_messages, *queue_oldest_age;
+	struct mt_series *flushes, *flushed_messages, *commit_seconds, *flush_seconds;
+	struct mt_metrics *registry;
+};
+
+static double now_seconds(void)
+{
+	struct timeval tv;
+	gettimeofday(&tv, NULL);
+	return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
+}
+
+static void collect(void *context)
+{
+	struct mta *mta = context;
+	struct mta_metrics *mm = mta->metrics;
+	struct queue_stats qs;
+	queue_get_stats(mta->queue, &qs);
+	mt_series_set(mm->connections_open, smtp_server_count(mta->server));
+	mt_series_set(mm->queue_messages, qs.messages);
+	struct queue_msg *oldest = queue_first(mta->queue);
+	mt_series_set(mm->queue_oldest_age, oldest == NULL ? 0 :
+		      now_seconds() - (double)oldest->arrival / 1000.0);
+	mt_series_store(mm->flushes, qs.flushes);
+	mt_series_store(mm->flushed_messages, qs.flushed_jobs);
+	mt_series_store_float(mm->commit_seconds, (double)qs.commit_usecs / 1e6);
+	mt_series_store_float(mm->flush_seconds, (double)qs.flush_usecs / 1e6);
+}
+
+static struct mt_series *one(struct mt_metrics *m, const char *name, const char *help,
+			     bool counter)
+{
+	struct mt_metric_family *f = counter ? mt_metrics_counter(m, name, help, NULL) :
+		mt_metrics_gauge(m, name, help, NULL);
+	return mt_metric_series(f, NULL);
+}
+
+void mta_metrics_init(struct mta *mta, struct mt_metrics *m)
+{
+	struct mta_metrics *mm = mt_xcalloc(1, sizeof(*mm));
+	mm->registry = m;
+	mm->accepted = one(m, "mailtier_mta_messages_accepted_total",
+		"Messages accepted (250 after DATA or BDAT LAST: on stable storage).", true);
+	struct mt_metric_family *f = mt_metrics_counter(m,
+		"mailtier_mta_messages_refused_total",
+		"Messages refused at the end of their content, by reason.", "reason");
+	for (unsigned int i = 0; i < MTA_REFUSED_COUNT; i++)
+		mm->refused[i] = mt_metric_series1(f, refusal_names[i]);
+	f = mt_metrics_counter(m, "mailtier_mta_recipients_refused_total",
+		"Recipients refused at RCPT, by reason.", "reason");
+	for (unsigned int i = 0; i < MTA_RCPT_COUNT; i++)
+		mm->rcpt_refused[i] = mt_metric_series1(f, rcpt_refusal_names[i]);
+	f = mt_metrics_counter(m, "mailtier_sessions_total",
+		"Client sessions accepted, by listener.", "listener");
+	for (unsigned int i = 0; i < SMTP_SERVICE_COUNT; i++)
+		mm->sessions[i] = mt_metric_series1(f, service_names[i]);
+	f = mt_metrics_counter(m, "mailtier_mta_deliveries_total",
+		"Recipient delivery results, by destination kind (lmtp: a store; "
+		"smtp: a relay or MX).", "destination,result");
+	struct mt_metric_family *h = mt_metrics_histogram(m,
+		"mailtier_mta_delivery_latency_seconds",
+		"Seconds from a message's arrival to a recipient's delivery.",
+		"destination", latency_bounds,
+		sizeof(latency_bounds) / sizeof(latency_bounds[0]));
+	for (unsigned int lmtp = 0; lmtp < 2; lmtp++) {
+		const char *dest = lmtp ? "lmtp" : "smtp";
+		for (unsigned int r = 0; r < N_RESULTS; r++)
+			mm->deliveries[lmtp][r] = mt_metric_series2(f, dest, result_names[r]);
+		mm->latency[lmtp] = mt_metric_series1(h, dest);
+	}
+	mm->commands = mt_command_metrics_new(m, "smtp", &smtp_command_table);
+	mm->connections_open = one(m, "mailtier_connections_open",
+		"Client connections open now.", false);
+	mm->queue_messages = one(m, "mailtier_mta_queue_messages",
+		"Messages in the queue now.", false);
+	mm->queue_oldest_age = one(m, "mailtier_mta_queue_oldest_message_age_seconds",
+		"Age of the oldest message in the queue (0: empty).", false);
+	mm->flushes = one(m, "mailtier_mta_log_flushes_total",
+		"Berkeley DB log flushes (group commits) of the queue.", true);
+	mm->flushed_messages = one(m, "mailtier_mta_log_flushed_transactions_total",
+		"Queue transactions made durable by those flushes "
+		"(per flush: the ratio of the two).", true);
+	mm->commit_seconds = one(m, "mailtier_mta_queue_commit_seconds_total",
+		"Seconds the queue's storage threads spent in transactions.", true);
+	mm->flush_seconds = one(m, "mailtier_mta_log_flush_seconds_total",
+		"Seconds the queue's storage threads spent flushing the log.", true);
+	mta->metrics = mm;
+	mt_metrics_add_collector(m, collect, mta);
+}
+
+void mta_metrics_free(struct mta *mta)
+{
+	struct mta_metrics *mm = mta->metrics;
+	if (mm == NULL)
+		return;
+	mt_metrics_remove_collector(mm->registry, collect, mta);
+	mt_command_metrics_free(&mm->commands);
+	free(mm);
+	mta->metrics = NULL;
+}
+
+void mta_metrics_accepted(struct mta *mta)
+{
+	if (mta->metrics != NULL)
+		mt_series_add(mta->metrics->accepted, 1);
+}
+
+void mta_metrics_refused(struct mta *mta, enum mta_refusal why)
+{
+	if (mta->metrics != NULL)
+		mt_series_add(mta->metrics->refused[why], 1);
+}
+
+void mta_metrics_rcpt_refused(struct mta *mta, enum mta_rcpt_refusal why)
+{
+	if (mta->metrics != NULL)
+		mt_series_add(mta->metrics->rcpt_refused[why], 1);
+}
+
+void mta_metrics_session(struct mta *mta, enum smtp_service service)
+{
+	if (mta->metrics != NULL)
+		mt_series_add(mta->metrics->sessions[service], 1);
+}
+
+void mta_metrics_session_end(struct mta *mta, const struct mt_commands *commands)
+{
+	if (mta->metrics != NULL)
+		mt_command_metrics_add(mta->metrics->commands, commands);
+}
+
+void mta_metrics_delivery(struct mta *mta, bool lmtp, const char *result,
+			  double seconds)
+{
+	struct mta_metrics *mm = mta->metrics;
+	if (mm == NULL)
+		return;
+	for (unsigned int r = 0; r < N_RESULTS; r++) {
+		if (strcmp(result_names[r], result) == 0) {
+			mt_series_add(mm->deliveries[lmtp][r], 1);
+			break;
+		}
+	}
+	if (strcmp(result, "delivered") == 0)
+		mt_series_observe(mm->latency[lmtp], seconds);
+}

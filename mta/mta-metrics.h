@@ -1,0 +1,58 @@
+/* mta-metrics.h — what mailtier-mta exports on its metrics_listen
+ * (lib/metrics.h): messages accepted and refused by reason, recipients
+ * refused by reason, sessions by listener, SMTP commands by verb, the
+ * queue's size and oldest message's age, deliveries by result and
+ * destination kind, their latency from arrival, bounces, and the queue's
+ * log flushes (messages per flush is the ratio of two counters). The
+ * directory client's own metrics come from dirsvc (mt_dirsvc_metrics).
+ *
+ * Label values are the constants below, never an address or a user.
+ * Trust boundary: none (counts of what the MTA did). */
+#ifndef MTA_METRICS_H
+#define MTA_METRICS_H
+
+#include "smtp-session.h"
+
+#include <stdbool.h>
+
+struct mta;
+struct mt_metrics;
+
+/* Why a message was refused at the end of its content. */
+enum mta_refusal {
+	MTA_REFUSED_QUEUE_ERROR,	/* 451: the queue could not store it */
+	MTA_REFUSED_BARE_NEWLINE,	/* bare_newline_policy=reject */
+	MTA_REFUSED_TOO_BIG,		/* over max_message_size */
+	MTA_REFUSED_LINE_TOO_LONG,
+	MTA_REFUSED_NUL,
+	MTA_REFUSED_BDAT,		/* a failed BDAT chunk */
+	MTA_REFUSED_COUNT
+};
+
+/* Why a recipient was refused at RCPT. */
+enum mta_rcpt_refusal {
+	MTA_RCPT_UNKNOWN_USER,		/* 550 5.1.1 */
+	MTA_RCPT_RELAY_DENIED,		/* 554 5.7.1 */
+	MTA_RCPT_TOO_MANY,		/* 452: max_recipients */
+	MTA_RCPT_DIRECTORY,		/* 451: the directory failed */
+	MTA_RCPT_LIMITED,		/* 450: too many unknown recipients */
+	MTA_RCPT_COUNT
+};
+
+/* Register the families and the collector (after the queue, delivery and
+ * SMTP server exist); mta_metrics_free before they go. */
+void mta_metrics_init(struct mta *mta, struct mt_metrics *m);
+void mta_metrics_free(struct mta *mta);
+
+void mta_metrics_accepted(struct mta *mta);
+void mta_metrics_refused(struct mta *mta, enum mta_refusal why);
+void mta_metrics_rcpt_refused(struct mta *mta, enum mta_rcpt_refusal why);
+void mta_metrics_session(struct mta *mta, enum smtp_service service);
+/* A session's counters when it ends. */
+void mta_metrics_session_end(struct mta *mta, const struct mt_commands *commands);
+/* One recipient's delivery result: lmtp is a store, else SMTP (relay/MX);
+ * result is "delivered", "deferred" or "bounced"; latency from arrival. */
+void mta_metrics_delivery(struct mta *mta, bool lmtp, const char *result,
+			  double seconds);
+
+#endif
