@@ -70,28 +70,28 @@ void mt_dirsvc_metrics(struct mt_dirsvc *dirsvc, struct mt_metrics *m)
 		"LDAP operations sent to slapd, by operation.", "operation");
 	s[S_SEARCHES] = mt_metric_series1(f, "search");
 	s[S_BINDS] = mt_metric_series1(f, "bind");
-	s[S_ERRORS] = mt_metric_series(mt_metrics_counter(m, "mailtier_dirsvc_ldap_errors_total",
-		"LDAP operations that failed.", NULL), NULL);
-	s[S_CONNECTS] = mt_metric_series(mt_metrics_counter(m,
-		"mailtier_dirsvc_ldap_connects_total", "LDAP connections opened.", NULL), NULL);
-	s[S_CONNECT_FAILURES] = mt_metric_series(mt_metrics_counter(m,
+	s[S_ERRORS] = mt_metrics_counter_series(m, "mailtier_dirsvc_ldap_errors_total",
+		"LDAP operations that failed.");
+	s[S_CONNECTS] = mt_metrics_counter_series(m,
+		"mailtier_dirsvc_ldap_connects_total", "LDAP connections opened.");
+	s[S_CONNECT_FAILURES] = mt_metrics_counter_series(m,
 		"mailtier_dirsvc_ldap_connect_failures_total",
-		"LDAP connection attempts that failed (the next URI is tried).", NULL), NULL);
-	s[S_TIMEOUTS] = mt_metric_series(mt_metrics_counter(m, "mailtier_dirsvc_timeouts_total",
-		"Directory requests past their deadline.", NULL), NULL);
-	s[S_TEMPFAILS] = mt_metric_series(mt_metrics_counter(m, "mailtier_dirsvc_tempfails_total",
-		"Directory requests answered with a temporary failure.", NULL), NULL);
+		"LDAP connection attempts that failed (the next URI is tried).");
+	s[S_TIMEOUTS] = mt_metrics_counter_series(m, "mailtier_dirsvc_timeouts_total",
+		"Directory requests past their deadline.");
+	s[S_TEMPFAILS] = mt_metrics_counter_series(m, "mailtier_dirsvc_tempfails_total",
+		"Directory requests answered with a temporary failure.");
 	f = mt_metrics_counter(m, "mailtier_dirsvc_cache_hits_total",
 		"Directory cache hits, by kind (negative: a cached 'no such user').", "kind");
 	s[S_CACHE_HITS] = mt_metric_series1(f, "positive");
 	s[S_CACHE_NEGATIVE_HITS] = mt_metric_series1(f, "negative");
-	s[S_CACHE_MISSES] = mt_metric_series(mt_metrics_counter(m,
+	s[S_CACHE_MISSES] = mt_metrics_counter_series(m,
 		"mailtier_dirsvc_cache_misses_total",
-		"Directory cache misses (expired entries included).", NULL), NULL);
-	s[S_CACHE_EVICTIONS] = mt_metric_series(mt_metrics_counter(m,
+		"Directory cache misses (expired entries included).");
+	s[S_CACHE_EVICTIONS] = mt_metrics_counter_series(m,
 		"mailtier_dirsvc_cache_evictions_total",
-		"Cache entries dropped to stay within the bound.", NULL), NULL);
-	s[S_CACHE_ENTRIES] = mt_metric_series(mt_metrics_gauge(m,
-		"mailtier_dirsvc_cache_entries", "Entries in the directory cache now.", NULL), NULL);
+		"Cache entries dropped to stay within the bound.");
+	s[S_CACHE_ENTRIES] = mt_metrics_gauge_series(m,
+		"mailtier_dirsvc_cache_entries", "Entries in the directory cache now.");
 	mt_metrics_add_collector(m, collect, dm);
 }

@@ -1,11 +1,11 @@
 /* metrics-http.c — the scrape endpoint on libevent's evhttp (see
  * metrics-http.h for the bounds).
  *
- * libevent 2.1's evhttp has no connection limit of its own
- * (evhttp_set_max_connections came with 2.2), so each connection's
- * bufferevent is made here (evhttp_set_bevcb): a pass-through filter over
- * the socket's, whose free callback tells when evhttp let the connection
- * go. The count pauses and resumes the listener.
+ * Not bounded yet: the number of open connections. libevent 2.1's evhttp
+ * has no limit of its own (evhttp_set_max_connections came with 2.2), and
+ * counting them through a pass-through filter bufferevent
+ * (evhttp_set_bevcb) crashed libevent 2.1.12 on a connection's second
+ * request, so that was taken out.
  *
  * Trust boundary: the scraper's HTTP request, parsed by evhttp within the
  * bounds set here. RFC 9112, RFC 9110. */
@@ -18,7 +18,6 @@
 #include "metrics.h"
 
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -32,43 +31,7 @@ struct mt_metrics_http {
 	struct evhttp *http;
 	struct evconnlistener *listener;	/* owned by http once bound */
 	unsigned int port;
-	unsigned int connections;
-	bool paused;
 };
-
-/* Connections */
-
-static void connection_freed(void *context)
-{
-	struct mt_metrics_http *h = context;
-	h->connections--;
-	if (h->paused && h->connections < MT_METRICS_HTTP_MAX_CONNECTIONS) {
-		evconnlistener_enable(h->listener);
-		h->paused = false;
-	}
-}
-
-/* evhttp's hook for each accepted connection (the fd is set on the
- * returned bufferevent afterwards; the filter passes it down). */
-static struct bufferevent *connection_bev(struct event_base *base, void *context)
-{
-	struct mt_metrics_http *h = context;
-	struct bufferevent *socket_bev = bufferevent_socket_new(base, -1,
-								BEV_OPT_CLOSE_ON_FREE);
-	if (socket_bev == NULL)
-		return NULL;
-	struct bufferevent *bev = bufferevent_filter_new(socket_bev, NULL, NULL,
-		BEV_OPT_CLOSE_ON_FREE, connection_freed, h);
-	if (bev == NULL) {
-		bufferevent_free(socket_bev);
-		return NULL;
-	}
-	if (++h->connections >= MT_METRICS_HTTP_MAX_CONNECTIONS && !h->paused) {
-		evconnlistener_disable(h->listener);
-		h->paused = true;
-	}
-	return bev;
-}
 
 /* Requests */
 
@@ -150,9 +113,6 @@ struct mt_metrics_http *mt_metrics_http_start(struct mt_loop *loop, const char *
 	evhttp_set_max_headers_size(h->http, MT_METRICS_HTTP_MAX_HEADERS);
 	evhttp_set_max_body_size(h->http, 0);
 	evhttp_set_timeout(h->http, MT_METRICS_HTTP_TIMEOUT_SECS);
-	/* evhttp_set_bevcb(h->http, connection_bev, h): the counting filter
-	 * crashed libevent 2.1 after a request; not bounded yet. */
-	(void)connection_bev;
 	evhttp_set_gencb(h->http, request_cb, h);
 
 	sslen = sizeof(ss);
@@ -172,8 +132,7 @@ void mt_metrics_http_free(struct mt_metrics_http **http_p)
 	if (h == NULL)
 		return;
 	*http_p = NULL;
-	/* Frees the connections (their callbacks still count into h) and
-	 * the bound listener. */
+	/* Frees the connections and the bound listener. */
 	evhttp_free(h->http);
 	free(h);
 }
@@ -181,9 +140,4 @@ void mt_metrics_http_free(struct mt_metrics_http **http_p)
 unsigned int mt_metrics_http_port(const struct mt_metrics_http *http)
 {
 	return http->port;
-}
-
-unsigned int mt_metrics_http_connections(const struct mt_metrics_http *http)
-{
-	return http->connections;
 }

@@ -2,12 +2,10 @@
  * HTTP/1.1 on the daemon's own event loop, answering with the registry's
  * text (lib/metrics.h); 404 for any other path, 405 for other methods.
  *
- * Bounds (a scrape must never cost a mail session anything):
- * MT_METRICS_HTTP_MAX_CONNECTIONS open connections (the listener pauses
- * at the bound and the kernel's backlog holds the rest), request headers
- * of at most MT_METRICS_HTTP_MAX_HEADERS bytes (431/400 beyond), no
- * request body, MT_METRICS_HTTP_TIMEOUT_SECS of silence closes a
- * connection.
+ * Bounds: request headers of at most MT_METRICS_HTTP_MAX_HEADERS bytes,
+ * no request body, MT_METRICS_HTTP_TIMEOUT_SECS of silence closes a
+ * connection. The number of open connections is not bounded yet (see
+ * metrics-http.c).
  *
  * Trust boundary: whoever reaches metrics_listen (the operator puts it on
  * loopback or a management network; there is no authentication, as in
@@ -21,7 +19,6 @@ struct mt_loop;
 struct mt_metrics;
 struct mt_metrics_http;
 
-#define MT_METRICS_HTTP_MAX_CONNECTIONS 16u
 #define MT_METRICS_HTTP_MAX_HEADERS 8192
 #define MT_METRICS_HTTP_TIMEOUT_SECS 10
 
@@ -35,7 +32,5 @@ void mt_metrics_http_free(struct mt_metrics_http **http_p);
 
 /* The bound port (after listening on port 0). */
 unsigned int mt_metrics_http_port(const struct mt_metrics_http *http);
-/* Connections open now. */
-unsigned int mt_metrics_http_connections(const struct mt_metrics_http *http);
 
 #endif

@@ -91,17 +91,17 @@ static void collect_process(void *context)
 
 void mt_metrics_add_process(struct mt_metrics *m)
 {
-	process.cpu = mt_metric_series(mt_metrics_counter(m, "process_cpu_seconds_total",
-		"Total user and system CPU time spent in seconds.", NULL), NULL);
-	process.rss = mt_metric_series(mt_metrics_gauge(m, "process_resident_memory_bytes",
-		"Resident memory size in bytes.", NULL), NULL);
-	process.vsize = mt_metric_series(mt_metrics_gauge(m, "process_virtual_memory_bytes",
-		"Virtual memory size in bytes.", NULL), NULL);
-	process.open_fds = mt_metric_series(mt_metrics_gauge(m, "process_open_fds",
-		"Number of open file descriptors.", NULL), NULL);
-	process.max_fds = mt_metric_series(mt_metrics_gauge(m, "process_max_fds",
-		"Maximum number of open file descriptors.", NULL), NULL);
-	process.start_time = mt_metric_series(mt_metrics_gauge(m, "process_start_time_seconds",
-		"Start time of the process since unix epoch in seconds.", NULL), NULL);
+	process.cpu = mt_metrics_counter_series(m, "process_cpu_seconds_total",
+		"Total user and system CPU time spent in seconds.");
+	process.rss = mt_metrics_gauge_series(m, "process_resident_memory_bytes",
+		"Resident memory size in bytes.");
+	process.vsize = mt_metrics_gauge_series(m, "process_virtual_memory_bytes",
+		"Virtual memory size in bytes.");
+	process.open_fds = mt_metrics_gauge_series(m, "process_open_fds",
+		"Number of open file descriptors.");
+	process.max_fds = mt_metrics_gauge_series(m, "process_max_fds",
+		"Maximum number of open file descriptors.");
+	process.start_time = mt_metrics_gauge_series(m, "process_start_time_seconds",
+		"Start time of the process since unix epoch in seconds.");
 	mt_metrics_add_collector(m, collect_process, NULL);
 }

@@ -249,6 +249,18 @@ struct mt_series *mt_metric_series(struct mt_metric_family *f,
 	return s;
 }
 
+struct mt_series *mt_metrics_counter_series(struct mt_metrics *m, const char *name,
+					    const char *help)
+{
+	return mt_metric_series(mt_metrics_counter(m, name, help, NULL), NULL);
+}
+
+struct mt_series *mt_metrics_gauge_series(struct mt_metrics *m, const char *name,
+					  const char *help)
+{
+	return mt_metric_series(mt_metrics_gauge(m, name, help, NULL), NULL);
+}
+
 struct mt_series *mt_metric_series1(struct mt_metric_family *f, const char *v1)
 {
 	const char *values[] = { v1 };

@@ -69,6 +69,11 @@ struct mt_metric_family *mt_metrics_histogram(struct mt_metrics *m, const char *
  * names; NULL for none), created on first use. Thread-safe. */
 struct mt_series *mt_metric_series(struct mt_metric_family *f,
 				   const char *const *label_values);
+/* A family without labels and its one series. */
+struct mt_series *mt_metrics_counter_series(struct mt_metrics *m, const char *name,
+					    const char *help);
+struct mt_series *mt_metrics_gauge_series(struct mt_metrics *m, const char *name,
+					  const char *help);
 /* Shorthands for one and two labels. */
 struct mt_series *mt_metric_series1(struct mt_metric_family *f, const char *v1);
 struct mt_series *mt_metric_series2(struct mt_metric_family *f, const char *v1,

@@ -37,11 +37,11 @@ static void collect(void *context)
 
 void mmp_metrics_init(struct mmp_server *server, struct mt_metrics *m)
 {
-	series[M_OPEN] = mt_metric_series(mt_metrics_gauge(m, "mailtier_connections_open",
-		"Client connections open now.", NULL), NULL);
-	series[M_CONNECTIONS] = mt_metric_series(mt_metrics_counter(m,
+	series[M_OPEN] = mt_metrics_gauge_series(m, "mailtier_connections_open",
+		"Client connections open now.");
+	series[M_CONNECTIONS] = mt_metrics_counter_series(m,
 		"mailtier_mmp_connections_total",
-		"Client connections admitted (within the limits).", NULL), NULL);
+		"Client connections admitted (within the limits).");
 	struct mt_metric_family *f = mt_metrics_counter(m,
 		"mailtier_mmp_connections_refused_total",
 		"Client connections refused, by reason (limit: conn_limit; client: "
@@ -55,9 +55,9 @@ void mmp_metrics_init(struct mmp_server *server, struct mt_metrics *m)
 	series[M_LOGIN_OK] = mt_metric_series1(f, "ok");
 	series[M_LOGIN_FAILED] = mt_metric_series1(f, "failed");
 	series[M_LOGIN_TEMPFAIL] = mt_metric_series1(f, "tempfail");
-	series[M_BACKEND_REFUSED] = mt_metric_series(mt_metrics_counter(m,
+	series[M_BACKEND_REFUSED] = mt_metrics_counter_series(m,
 		"mailtier_mmp_backend_refused_total",
-		"Backend logins the shard refused (its -ERR or NO).", NULL), NULL);
+		"Backend logins the shard refused (its -ERR or NO).");
 	f = mt_metrics_counter(m, "mailtier_mmp_relay_bytes_total",
 		"Bytes relayed between clients and shards, by direction.", "direction");
 	series[M_BYTES_IN] = mt_metric_series1(f, "from_client");

@@ -70,20 +70,12 @@ static void collect(void *context)
 	mt_series_store_float(mm->flush_seconds, (double)qs.flush_usecs / 1e6);
 }
 
-static struct mt_series *one(struct mt_metrics *m, const char *name, const char *help,
-			     bool counter)
-{
-	struct mt_metric_family *f = counter ? mt_metrics_counter(m, name, help, NULL) :
-		mt_metrics_gauge(m, name, help, NULL);
-	return mt_metric_series(f, NULL);
-}
-
 void mta_metrics_init(struct mta *mta, struct mt_metrics *m)
 {
 	struct mta_metrics *mm = mt_xcalloc(1, sizeof(*mm));
 	mm->registry = m;
-	mm->accepted = one(m, "mailtier_mta_messages_accepted_total",
-		"Messages accepted (250 after DATA or BDAT LAST: on stable storage).", true);
+	mm->accepted = mt_metrics_counter_series(m, "mailtier_mta_messages_accepted_total",
+		"Messages accepted (250 after DATA or BDAT LAST: on stable storage).");
 	struct mt_metric_family *f = mt_metrics_counter(m,
 		"mailtier_mta_messages_refused_total",
 		"Messages refused at the end of their content, by reason.", "reason");
@@ -112,21 +104,21 @@ void mta_metrics_init(struct mta *mta, struct mt_metrics *m)
 		mm->latency[lmtp] = mt_metric_series1(h, dest);
 	}
 	mm->commands = mt_command_metrics_new(m, "smtp", &smtp_command_table);
-	mm->connections_open = one(m, "mailtier_connections_open",
-		"Client connections open now.", false);
-	mm->queue_messages = one(m, "mailtier_mta_queue_messages",
-		"Messages in the queue now.", false);
-	mm->queue_oldest_age = one(m, "mailtier_mta_queue_oldest_message_age_seconds",
-		"Age of the oldest message in the queue (0: empty).", false);
-	mm->flushes = one(m, "mailtier_mta_log_flushes_total",
-		"Berkeley DB log flushes (group commits) of the queue.", true);
-	mm->flushed_messages = one(m, "mailtier_mta_log_flushed_transactions_total",
+	mm->connections_open = mt_metrics_gauge_series(m, "mailtier_connections_open",
+		"Client connections open now.");
+	mm->queue_messages = mt_metrics_gauge_series(m, "mailtier_mta_queue_messages",
+		"Messages in the queue now.");
+	mm->queue_oldest_age = mt_metrics_gauge_series(m, "mailtier_mta_queue_oldest_message_age_seconds",
+		"Age of the oldest message in the queue (0: empty).");
+	mm->flushes = mt_metrics_counter_series(m, "mailtier_mta_log_flushes_total",
+		"Berkeley DB log flushes (group commits) of the queue.");
+	mm->flushed_messages = mt_metrics_counter_series(m, "mailtier_mta_log_flushed_transactions_total",
 		"Queue transactions made durable by those flushes "
-		"(per flush: the ratio of the two).", true);
-	mm->commit_seconds = one(m, "mailtier_mta_queue_commit_seconds_total",
-		"Seconds the queue's storage threads spent in transactions.", true);
-	mm->flush_seconds = one(m, "mailtier_mta_log_flush_seconds_total",
-		"Seconds the queue's storage threads spent flushing the log.", true);
+		"(per flush: the ratio of the two).");
+	mm->commit_seconds = mt_metrics_counter_series(m, "mailtier_mta_queue_commit_seconds_total",
+		"Seconds the queue's storage threads spent in transactions.");
+	mm->flush_seconds = mt_metrics_counter_series(m, "mailtier_mta_log_flush_seconds_total",
+		"Seconds the queue's storage threads spent flushing the log.");
 	mta->metrics = mm;
 	mt_metrics_add_collector(m, collect, mta);
 }

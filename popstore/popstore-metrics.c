@@ -42,41 +42,36 @@ static void collect(void *context)
 	mt_series_store(series[P_LOGIN_FAILED], ps->logins_failed);
 }
 
-static struct mt_series *counter(struct mt_metrics *m, const char *name, const char *help)
-{
-	return mt_metric_series(mt_metrics_counter(m, name, help, NULL), NULL);
-}
-
 void popstore_metrics_init(struct popstore *ps, struct mt_metrics *m)
 {
-	series[P_OPEN] = mt_metric_series(mt_metrics_gauge(m, "mailtier_connections_open",
-		"Client connections open now (LMTP, POP3 and IMAP).", NULL), NULL);
-	series[P_DELIVERIES] = counter(m, "mailtier_popstore_deliveries_total",
+	series[P_OPEN] = mt_metrics_gauge_series(m, "mailtier_connections_open",
+		"Client connections open now (LMTP, POP3 and IMAP).");
+	series[P_DELIVERIES] = mt_metrics_counter_series(m, "mailtier_popstore_deliveries_total",
 		"Messages made durable in a mailbox.");
-	series[P_DELIVERY_REQUESTS] = counter(m, "mailtier_popstore_delivery_requests_total",
+	series[P_DELIVERY_REQUESTS] = mt_metrics_counter_series(m, "mailtier_popstore_delivery_requests_total",
 		"Delivery requests (LMTP DATA, IMAP APPEND) made to the store.");
-	series[P_FLUSHES] = counter(m, "mailtier_popstore_log_flushes_total",
+	series[P_FLUSHES] = mt_metrics_counter_series(m, "mailtier_popstore_log_flushes_total",
 		"Berkeley DB log flushes (group commits).");
-	series[P_FLUSHED] = counter(m, "mailtier_popstore_log_flushed_requests_total",
+	series[P_FLUSHED] = mt_metrics_counter_series(m, "mailtier_popstore_log_flushed_requests_total",
 		"Requests made durable by those flushes (per flush: the ratio).");
-	series[P_EXPUNGES] = counter(m, "mailtier_popstore_expunge_requests_total",
+	series[P_EXPUNGES] = mt_metrics_counter_series(m, "mailtier_popstore_expunge_requests_total",
 		"Expunge requests made durable.");
-	series[P_EXPUNGED] = counter(m, "mailtier_popstore_expunged_messages_total",
+	series[P_EXPUNGED] = mt_metrics_counter_series(m, "mailtier_popstore_expunged_messages_total",
 		"Messages removed by them.");
-	series[P_PURGED] = counter(m, "mailtier_popstore_purged_bytes_total",
+	series[P_PURGED] = mt_metrics_counter_series(m, "mailtier_popstore_purged_bytes_total",
 		"Expunged messages' bytes deleted by the purger.");
-	series[P_READS] = counter(m, "mailtier_popstore_reads_total",
+	series[P_READS] = mt_metrics_counter_series(m, "mailtier_popstore_reads_total",
 		"Mailbox opens and body reads.");
-	series[P_RETRIES] = counter(m, "mailtier_popstore_deadlock_retries_total",
+	series[P_RETRIES] = mt_metrics_counter_series(m, "mailtier_popstore_deadlock_retries_total",
 		"Transactions retried after a Berkeley DB deadlock.");
-	series[P_CHECKPOINTS] = counter(m, "mailtier_popstore_checkpoints_total",
+	series[P_CHECKPOINTS] = mt_metrics_counter_series(m, "mailtier_popstore_checkpoints_total",
 		"Berkeley DB checkpoints.");
 	struct mt_metric_family *f = mt_metrics_counter(m, "mailtier_sessions_total",
 		"Client sessions accepted, by listener.", "listener");
 	series[P_LMTP] = mt_metric_series1(f, "lmtp");
 	series[P_POP3] = mt_metric_series1(f, "pop3");
 	series[P_IMAP] = mt_metric_series1(f, "imap");
-	series[P_REFUSED] = counter(m, "mailtier_popstore_connections_refused_total",
+	series[P_REFUSED] = mt_metrics_counter_series(m, "mailtier_popstore_connections_refused_total",
 		"Connections refused (limits, clients not in lmtp_clients).");
 	f = mt_metrics_counter(m, "mailtier_popstore_logins_total",
 		"POP3 and IMAP logins, by result.", "result");
