@@ -23,7 +23,8 @@ lib_libmailtier_a_SOURCES = \
 	lib/sasl.c lib/sasl.h \
 	lib/secret.c lib/secret.h \
 	lib/metrics.c lib/metrics-process.c lib/metrics.h \
-	lib/metrics-http.c lib/metrics-http.h
+	lib/metrics-http.c lib/metrics-http.h \
+	lib/http-request.c lib/http-request.h
 
 # What a program linking libmailtier needs.
 MAILTIER_LIBS = lib/libmailtier.a $(LIBEVENT_OPENSSL_LIBS) $(LIBEVENT_LIBS) \

@@ -31,11 +31,14 @@ unit_tests = \
 	tests/unit/test-privdrop \
 	tests/unit/test-sasl \
 	tests/unit/test-authfail \
-	tests/unit/test-secret
+	tests/unit/test-secret \
+	tests/unit/test-metrics \
+	tests/unit/test-http-request
 
 check_PROGRAMS += $(unit_tests)
 TESTS += $(unit_tests)
 
+tests_unit_test_metrics_LDADD = $(UNIT_LIBS) -lm
 tests_unit_test_settings_LDADD = settings/libmtsettings.a $(UNIT_LIBS)
 tests_unit_test_daemon_args_LDADD = daemon/libmtdaemon.a settings/libmtsettings.a $(UNIT_LIBS)
 tests_unit_test_daemon_LDADD = daemon/libmtdaemon.a settings/libmtsettings.a $(UNIT_LIBS)
