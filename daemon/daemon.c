@@ -7,14 +7,57 @@
 #include "alloc.h"
 #include "daemon-args.h"
 #include "log.h"
+#include "metrics.h"
 #include "metrics-http.h"
 #include "privdrop.h"
 #include "sdnotify.h"
+#include "tls.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* Metrics every daemon exports */
+
+/* TLS handshakes, from OpenSSL's counters of the daemon's contexts. */
+struct tls_series {
+	struct mt_daemon *d;
+	struct mt_series *started[2], *completed[2];	/* [server, client] */
+};
+
+static void tls_collect(void *context)
+{
+	struct tls_series *ts = context;
+	struct mt_tls *tls[2] = { ts->d->tls_server, ts->d->tls_client };
+	for (unsigned int i = 0; i < 2; i++) {
+		if (tls[i] == NULL)
+			continue;
+		struct mt_tls_counts c;
+		mt_tls_get_counts(tls[i], &c);
+		mt_series_store(ts->started[i], c.started);
+		mt_series_store(ts->completed[i], c.completed);
+	}
+}
+
+static void tls_metrics_init(struct mt_daemon *d, struct tls_series *ts)
+{
+	struct mt_metric_family *started = mt_metrics_counter(d->metrics,
+		"mailtier_tls_handshakes_started_total",
+		"TLS handshakes begun, by side (server: with clients, implicit TLS and "
+		"STARTTLS; client: to other servers).", "side");
+	struct mt_metric_family *completed = mt_metrics_counter(d->metrics,
+		"mailtier_tls_handshakes_completed_total",
+		"TLS handshakes completed, by side; started minus completed: failed, or "
+		"still in progress.", "side");
+	static const char *const sides[2] = { "server", "client" };
+	ts->d = d;
+	for (unsigned int i = 0; i < 2; i++) {
+		ts->started[i] = mt_metric_series1(started, sides[i]);
+		ts->completed[i] = mt_metric_series1(completed, sides[i]);
+	}
+	mt_metrics_add_collector(d->metrics, tls_collect, ts);
+}
 
 /* Config */
 
@@ -162,6 +205,8 @@ int mt_daemon_main(const struct mt_daemon_def *def, void *context,
 		mt_fatal("%s", error);
 	if (!load_tls(&d, &error))
 		mt_fatal("%s: [tls]: %s", d.config_path, error);
+	struct tls_series tls_series;
+	tls_metrics_init(&d, &tls_series);
 
 	if ((d.loop = mt_loop_new(&error)) == NULL)
 		mt_fatal("%s", error);
@@ -190,6 +235,7 @@ int mt_daemon_main(const struct mt_daemon_def *def, void *context,
 	/* Before stop(): no scrape may read the state it frees. */
 	mt_metrics_http_free(&d.metrics_http);
 	def->stop(&d, status);
+	mt_metrics_remove_collector(d.metrics, tls_collect, &tls_series);
 	mt_tls_free(&d.tls_server);
 	mt_tls_free(&d.tls_client);
 	mt_loop_free(&d.loop);

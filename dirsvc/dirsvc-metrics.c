@@ -1,7 +1,9 @@
 /* dirsvc-metrics.c — the directory client's counters as metrics: the
  * same numbers as its "dirsvc stats:" log line (requests, authentication
  * results, LDAP operations, errors, connects, timeouts, temporary
- * failures) and its cache's, copied at each scrape.
+ * failures) and its cache's, copied at each scrape; failovers (connections
+ * opened on a URI after the first); and each LDAP operation's latency, a
+ * histogram the workers observe into.
  *
  * Trust boundary: none (counters this process kept). No RFC. */
 #include "dirsvc-private.h"
@@ -12,7 +14,7 @@
 
 enum {
 	S_LOOKUPS, S_AUTHS, S_AUTH_OK, S_AUTH_BAD, S_SEARCHES, S_BINDS, S_ERRORS,
-	S_CONNECTS, S_CONNECT_FAILURES, S_TIMEOUTS, S_TEMPFAILS,
+	S_CONNECTS, S_CONNECT_FAILURES, S_FAILOVERS, S_TIMEOUTS, S_TEMPFAILS,
 	S_CACHE_HITS, S_CACHE_NEGATIVE_HITS, S_CACHE_MISSES, S_CACHE_EVICTIONS,
 	S_CACHE_ENTRIES, S_COUNT
 };
@@ -40,6 +42,7 @@ static void collect(void *context)
 	mt_series_store(s[S_ERRORS], LOAD(ldap_errors));
 	mt_series_store(s[S_CONNECTS], LOAD(connects));
 	mt_series_store(s[S_CONNECT_FAILURES], LOAD(connect_failures));
+	mt_series_store(s[S_FAILOVERS], LOAD(failovers));
 	mt_series_store(s[S_TIMEOUTS], LOAD(timeouts));
 	mt_series_store(s[S_TEMPFAILS], LOAD(tempfails));
 	if (dm->dirsvc->cache != NULL) {
@@ -77,6 +80,18 @@ void mt_dirsvc_metrics(struct mt_dirsvc *dirsvc, struct mt_metrics *m)
 	s[S_CONNECT_FAILURES] = mt_metrics_counter_series(m,
 		"mailtier_dirsvc_ldap_connect_failures_total",
 		"LDAP connection attempts that failed (the next URI is tried).");
+	s[S_FAILOVERS] = mt_metrics_counter_series(m, "mailtier_dirsvc_failovers_total",
+		"LDAP connections opened on a directory server after the first of "
+		"[directory] uri (those before it were down or failed).");
+	static const double bounds[] = {
+		0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5,
+	};
+	f = mt_metrics_histogram(m, "mailtier_dirsvc_ldap_latency_seconds",
+		"Seconds each LDAP operation took (search: a lookup on the service "
+		"connection; bind: a password check).", "operation", bounds,
+		sizeof(bounds) / sizeof(bounds[0]));
+	atomic_store(&dirsvc->stats.latency[DIRSVC_CONN_SERVICE], mt_metric_series1(f, "search"));
+	atomic_store(&dirsvc->stats.latency[DIRSVC_CONN_AUTH], mt_metric_series1(f, "bind"));
 	s[S_TIMEOUTS] = mt_metrics_counter_series(m, "mailtier_dirsvc_timeouts_total",
 		"Directory requests past their deadline.");
 	s[S_TEMPFAILS] = mt_metrics_counter_series(m, "mailtier_dirsvc_tempfails_total",

@@ -34,6 +34,7 @@ struct dirsvc_uri {
 };
 
 struct dirsvc_worker;
+struct mt_series;
 
 struct dirsvc_stats {
 	_Atomic uint64_t lookups, auths;	/* requests asked */
@@ -43,6 +44,12 @@ struct dirsvc_stats {
 	_Atomic uint64_t timeouts;		/* requests past their deadline */
 	_Atomic uint64_t tempfails;
 	_Atomic uint64_t auth_ok, auth_bad;
+	/* Connections opened on a URI after the first: the ones before it
+	 * were down or failed (failover). */
+	_Atomic uint64_t failovers;
+	/* Each LDAP operation's seconds, by connection kind (search on the
+	 * service connection, bind on the auth one); NULL: not observed. */
+	_Atomic(struct mt_series *) latency[2];
 };
 
 struct mt_dirsvc {

@@ -23,6 +23,7 @@
  * RFCs: 4511 (LDAP), 4513 (simple bind). */
 #include "dirsvc-private.h"
 #include "clock.h"
+#include "metrics.h"
 #include "thread.h"
 
 #include "alloc.h"
@@ -146,6 +147,8 @@ static bool conn_open(struct dirsvc_worker *w, enum dirsvc_conn_kind kind,
 			c->ld = ld;
 			c->uri = i;
 			atomic_fetch_add(&d->stats.connects, 1);
+			if (i > 0)
+				atomic_fetch_add(&d->stats.failovers, 1);
 			mt_log(w->had_failure ? MT_LOG_INFO : MT_LOG_DEBUG,
 			       "dirsvc: connected uri=%s worker=%u conn=%s",
 			       d->uris[i].uri, w->index, conn_kind_names[kind]);
@@ -198,7 +201,11 @@ int mt_dirsvc_worker_run(struct dirsvc_worker *w, enum dirsvc_conn_kind kind,
 			break;
 		}
 		struct timeval tv = ms_to_tv(req->deadline - now);
+		struct mt_series *latency = atomic_load(&d->stats.latency[kind]);
+		uint64_t started = latency != NULL ? mt_clock_us() : 0;
 		rc = op(c->ld, &tv, context);
+		if (latency != NULL)
+			mt_series_observe(latency, (double)(mt_clock_us() - started) / 1e6);
 		if (!conn_error(rc))
 			return rc;
 		atomic_fetch_add(&d->stats.ldap_errors, 1);

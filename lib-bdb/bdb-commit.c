@@ -14,6 +14,7 @@
 #include "alloc.h"
 #include "log.h"
 #include "loop.h"
+#include "metrics.h"
 #include "thread.h"
 
 #include <errno.h>
@@ -34,6 +35,7 @@ struct bdb_job {
 	mt_bdb_done_fn *done;
 	void *context;
 	int status;
+	uint64_t submitted_us;	/* for the latency histogram */
 };
 
 struct job_queue {
@@ -57,6 +59,7 @@ struct mt_bdb_commit {
 	atomic_uint_fast64_t jobs, unflushed, reads, flushes, lazy_flushes, max_batch, retries,
 		failures, exec_usecs, flush_usecs, company_waits;
 	atomic_uint delay_usecs;
+	_Atomic(struct mt_series *) latency;	/* NULL: not observed */
 };
 
 static void queue_init(struct job_queue *q)
@@ -280,13 +283,19 @@ static void flush_batch(struct mt_bdb_commit *c, struct bdb_job *list,
 			atomic_fetch_add(&c->lazy_flushes, 1);
 		counter_max(&c->max_batch, count);
 	}
+	struct mt_series *latency = atomic_load(&c->latency);
+	uint64_t now = latency != NULL ? mt_clock_us() : 0;
 	for (struct bdb_job *job = list; job != NULL; job = job->next) {
 		if (ret != 0 && job->status == 0)
 			job->status = ret;
-		if (job->status != 0)
+		if (job->status != 0) {
 			atomic_fetch_add(&c->failures, 1);
-		else
+		} else {
 			atomic_fetch_add(&c->jobs, 1);
+			if (latency != NULL && job->submitted_us != 0 &&
+			    now >= job->submitted_us)
+				mt_series_observe(latency, (double)(now - job->submitted_us) / 1e6);
+		}
 	}
 	post_completions(c, list);
 }
@@ -438,10 +447,27 @@ void mt_bdb_commit_submit(struct mt_bdb_commit *c, struct mt_loop *loop,
 	job->fn = fn;
 	job->done = done;
 	job->context = context;
+	if (atomic_load(&c->latency) != NULL)
+		job->submitted_us = mt_clock_us();
 	atomic_fetch_add(&c->pending, 1);
 	if (awaits_flush(flags))
 		atomic_fetch_add(&c->executing, 1);
 	queue_push(&c->commit_q, job);
+}
+
+void mt_bdb_commit_observe_latency(struct mt_bdb_commit *c, struct mt_series *histogram)
+{
+	atomic_store(&c->latency, histogram);
+}
+
+struct mt_series *mt_bdb_commit_latency_histogram(struct mt_metrics *m, const char *name,
+						  const char *help)
+{
+	static const double bounds[] = {
+		0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10,
+	};
+	return mt_metric_series(mt_metrics_histogram(m, name, help, NULL, bounds,
+						     sizeof(bounds) / sizeof(bounds[0])), NULL);
 }
 
 void mt_bdb_commit_set_delay(struct mt_bdb_commit *c, unsigned int usecs)

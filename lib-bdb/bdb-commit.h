@@ -47,6 +47,8 @@
 
 struct mt_loop;
 struct mt_bdb_commit;
+struct mt_metrics;
+struct mt_series;
 
 /* On the executor thread: do the job inside txn (NULL for a read job).
  * Returns 0, or a Berkeley DB error / errno that aborts the transaction. */
@@ -127,6 +129,15 @@ struct mt_bdb_commit_stats {
 struct mt_bdb_commit *mt_bdb_commit_start(DB_ENV *env,
 					  const struct mt_bdb_commit_settings *set,
 					  const char **error_r);
+/* Observe each write job's latency, from its submission until the flush
+ * that made it durable, in seconds into histogram (lib/metrics.h); NULL
+ * stops. Jobs submitted before the call are not observed. Any thread. */
+void mt_bdb_commit_observe_latency(struct mt_bdb_commit *commit,
+				   struct mt_series *histogram);
+/* A histogram (no labels) with bounds for commit latencies (0.5 ms to
+ * 10 s), registered as name in m: what the daemons pass above. */
+struct mt_series *mt_bdb_commit_latency_histogram(struct mt_metrics *m, const char *name,
+						  const char *help);
 /* How long a flush may wait for company (see MT_BDB_JOB_COMPANY); 0 (the
  * default) never waits. Any thread. */
 void mt_bdb_commit_set_delay(struct mt_bdb_commit *commit, unsigned int usecs);

@@ -42,7 +42,23 @@ struct mt_tls {
 	SSL_CTX *ctx;		/* NULL until the first successful load */
 	struct tls_conf conf;	/* what ctx was built from */
 	char *error;
+	/* Handshakes counted by contexts a reload replaced (under lock). */
+	struct mt_tls_counts retired;
 };
+
+/* OpenSSL's own per-context counters (SSL_CTX_sess_accept(3)). */
+static void ctx_counts(const struct mt_tls *tls, SSL_CTX *ctx, struct mt_tls_counts *c)
+{
+	if (ctx == NULL)
+		return;
+	if (tls->role == MT_TLS_SERVER) {
+		c->started += (uint64_t)SSL_CTX_sess_accept(ctx);
+		c->completed += (uint64_t)SSL_CTX_sess_accept_good(ctx);
+	} else {
+		c->started += (uint64_t)SSL_CTX_sess_connect(ctx);
+		c->completed += (uint64_t)SSL_CTX_sess_connect_good(ctx);
+	}
+}
 
 /* An unset setting may come as NULL or as "" from the config file. */
 static char *dup_or_null(const char *s)
@@ -272,6 +288,7 @@ bool mt_tls_load(struct mt_tls *tls, const struct mt_tls_settings *set,
 	pthread_mutex_lock(&tls->lock);
 	SSL_CTX *old = tls->ctx;
 	tls->ctx = ctx;
+	ctx_counts(tls, old, &tls->retired);
 	pthread_mutex_unlock(&tls->lock);
 	/* Drops only our reference: sessions made from old keep it alive. */
 	SSL_CTX_free(old);
@@ -295,6 +312,14 @@ bool mt_tls_reload(struct mt_tls *tls, const char **error_r)
 		.min_version = tls->conf.min_version,
 	};
 	return mt_tls_load(tls, &set, error_r);
+}
+
+void mt_tls_get_counts(struct mt_tls *tls, struct mt_tls_counts *counts_r)
+{
+	pthread_mutex_lock(&tls->lock);
+	*counts_r = tls->retired;
+	ctx_counts(tls, tls->ctx, counts_r);
+	pthread_mutex_unlock(&tls->lock);
 }
 
 SSL_CTX *mt_tls_get_ctx(struct mt_tls *tls)

@@ -20,6 +20,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <openssl/ssl.h>
 
@@ -70,6 +71,15 @@ bool mt_tls_load(struct mt_tls *tls, const struct mt_tls_settings *set,
 bool mt_tls_reload(struct mt_tls *tls, const char **error_r);
 /* The current context, with a reference the caller must SSL_CTX_free(). */
 SSL_CTX *mt_tls_get_ctx(struct mt_tls *tls);
+
+/* Handshakes begun and completed with this object's contexts (those a
+ * reload replaced: until the reload; as OpenSSL counts them, SSL_CTX_sess_accept(3) and
+ * _connect(3)). started - completed: failed, or still in progress. Any
+ * thread. */
+struct mt_tls_counts {
+	uint64_t started, completed;
+};
+void mt_tls_get_counts(struct mt_tls *tls, struct mt_tls_counts *counts_r);
 /* A new SSL on the current context. Thread-safe; static error. */
 SSL *mt_tls_ssl_new(struct mt_tls *tls, const char **error_r);
 /* Client side: send host as SNI (not for IP literals, RFC 6066 section 3)

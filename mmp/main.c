@@ -374,12 +374,13 @@ static void start(struct mt_daemon *d)
 
 static void stop(struct mt_daemon *d, int status)
 {
-	(void)d; (void)status;
+	(void)status;
 	mmp_shards_stop(server.shards);
 	mt_workers_stop(&server.workers);
 	mt_timer_free(&server.sweep);
 	log_stats();
 	mt_dirsvc_free(&server.dirsvc);
+	mmp_metrics_free(&server, d->metrics);
 	mmp_shards_free(&server.shards);
 	mmp_clients_free(&server.clients);
 	mt_secret_free(&server.proxy_password);

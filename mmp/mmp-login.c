@@ -164,6 +164,7 @@ static void backend_done(struct mmp_session *sess,
 {
 	struct mmp_server *server = sess->worker->server;
 
+	mmp_shard_count_login(sess->shard, sess->protocol, status);
 	switch (status) {
 	case MMP_BACKEND_OK: {
 		struct bufferevent *bev = mmp_backend_take(&sess->backend);

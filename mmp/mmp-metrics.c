@@ -1,22 +1,87 @@
 /* mmp-metrics.c — what mailtier-mmp exports on its metrics_listen: client
  * connections open and admitted, refused by reason, logins by result,
- * shards that refused a backend login, and the bytes relayed each way —
- * the counters of its "stats" log line, read at each scrape (the workers
- * count them with atomics). The directory's come from dirsvc.
+ * shards that refused a backend login, the bytes relayed each way and the
+ * sessions relaying now — the counters of its "stats" log line, read at
+ * each scrape (the workers count them with atomics) — and per shard and
+ * protocol: whether the MMP sees it up (its down mark, cleared by the
+ * probe) and its backend logins by result. Shard names are the
+ * operator's [shards] keys, so the labels stay bounded. The directory's
+ * come from dirsvc.
  *
  * Trust boundary: none (counts). No RFC. */
 #include "mmp.h"
 #include "metrics.h"
+#include "alloc.h"
+
+#include <stdlib.h>
 
 #include <stdatomic.h>
 
 enum {
 	M_OPEN, M_CONNECTIONS, M_REFUSED_LIMIT, M_REFUSED_CLIENT, M_REFUSED_BLOCKED,
 	M_LOGIN_OK, M_LOGIN_FAILED, M_LOGIN_TEMPFAIL, M_BACKEND_REFUSED,
-	M_BYTES_IN, M_BYTES_OUT, M_COUNT
+	M_BYTES_IN, M_BYTES_OUT, M_RELAYS, M_COUNT
 };
 
 static struct mt_series *series[M_COUNT];
+
+static const char *const backend_results[MMP_BACKEND_STATUS_COUNT] = {
+	[MMP_BACKEND_OK] = "ok", [MMP_BACKEND_REFUSED] = "refused",
+	[MMP_BACKEND_FAILED] = "failed",
+};
+
+/* Per shard and protocol (only the protocols it has an address for). */
+struct shard_series {
+	struct mmp_shard *shard;
+	enum mmp_protocol protocol;
+	struct mt_series *up;
+	struct mt_series *logins[MMP_BACKEND_STATUS_COUNT];
+};
+
+static struct shard_series *shard_series;
+static size_t n_shard_series;
+
+static void collect_shards(void)
+{
+	for (size_t i = 0; i < n_shard_series; i++) {
+		struct shard_series *ss = &shard_series[i];
+		mt_series_set(ss->up, mmp_shard_is_down(ss->shard, ss->protocol) ? 0 : 1);
+		for (unsigned int r = 0; r < MMP_BACKEND_STATUS_COUNT; r++)
+			mt_series_store(ss->logins[r], mmp_shard_logins(ss->shard, ss->protocol,
+									 (enum mmp_backend_status)r));
+	}
+}
+
+static void init_shards(struct mmp_server *server, struct mt_metrics *m)
+{
+	struct mt_metric_family *up = mt_metrics_gauge(m, "mailtier_mmp_shard_up",
+		"1 while the MMP sends logins to the shard's listener for the protocol, 0 "
+		"while it is marked down (until its probe answers).", "shard,protocol");
+	struct mt_metric_family *logins = mt_metrics_counter(m,
+		"mailtier_mmp_backend_logins_total",
+		"Backend logins on users' behalf, by shard, protocol and result (ok; "
+		"refused: the store's -ERR or NO; failed: unreachable, timeout, protocol "
+		"error).", "shard,protocol,result");
+	size_t n = mmp_shards_count(server->shards);
+	shard_series = mt_xcalloc(n * MMP_PROTO_COUNT + 1, sizeof(*shard_series));
+	for (size_t i = 0; i < n; i++) {
+		struct mmp_shard *shard = mmp_shards_get(server->shards, i);
+		for (unsigned int p = 0; p < MMP_PROTO_COUNT; p++) {
+			if (!mmp_shard_has(shard, (enum mmp_protocol)p))
+				continue;
+			struct shard_series *ss = &shard_series[n_shard_series++];
+			ss->shard = shard;
+			ss->protocol = (enum mmp_protocol)p;
+			const char *name = mmp_shard_name(shard);
+			const char *proto = mmp_protocol_names[p];
+			ss->up = mt_metric_series2(up, name, proto);
+			for (unsigned int r = 0; r < MMP_BACKEND_STATUS_COUNT; r++) {
+				const char *values[] = { name, proto, backend_results[r] };
+				ss->logins[r] = mt_metric_series(logins, values);
+			}
+		}
+	}
+}
 
 static void collect(void *context)
 {
@@ -33,6 +98,8 @@ static void collect(void *context)
 	mt_series_store(series[M_BACKEND_REFUSED], atomic_load(&st->backend_refused));
 	mt_series_store(series[M_BYTES_IN], atomic_load(&st->bytes_in));
 	mt_series_store(series[M_BYTES_OUT], atomic_load(&st->bytes_out));
+	mt_series_set(series[M_RELAYS], (double)atomic_load(&st->relays_open));
+	collect_shards();
 }
 
 void mmp_metrics_init(struct mmp_server *server, struct mt_metrics *m)
@@ -62,5 +129,17 @@ void mmp_metrics_init(struct mmp_server *server, struct mt_metrics *m)
 		"Bytes relayed between clients and shards, by direction.", "direction");
 	series[M_BYTES_IN] = mt_metric_series1(f, "from_client");
 	series[M_BYTES_OUT] = mt_metric_series1(f, "to_client");
+	series[M_RELAYS] = mt_metrics_gauge_series(m, "mailtier_mmp_sessions_relaying",
+		"Sessions logged in and relayed to a shard now (IMAP clients in IDLE or "
+		"between commands count here: the relay does not read the stream).");
+	init_shards(server, m);
 	mt_metrics_add_collector(m, collect, server);
+}
+
+void mmp_metrics_free(struct mmp_server *server, struct mt_metrics *m)
+{
+	mt_metrics_remove_collector(m, collect, server);
+	free(shard_series);
+	shard_series = NULL;
+	n_shard_series = 0;
 }

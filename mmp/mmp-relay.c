@@ -151,6 +151,7 @@ void mmp_relay_free(struct mmp_relay **relay_p)
 		close(relay->client_fd);
 	if (relay->backend_fd >= 0)
 		close(relay->backend_fd);
+	atomic_fetch_sub(&relay->sess->worker->server->stats.relays_open, 1);
 	free(relay);
 }
 
@@ -410,6 +411,7 @@ void mmp_relay_start(struct mmp_session *sess, struct bufferevent *backend)
 	relay->up.pipe[0] = relay->up.pipe[1] = -1;
 	relay->down.pipe[0] = relay->down.pipe[1] = -1;
 	sess->relay = relay;
+	atomic_fetch_add(&sess->worker->server->stats.relays_open, 1);
 	mmp_enter_state(sess, MMP_STATE_RELAY);
 	/* From now on the session ends only when a side closes or after
 	 * idle_timeout without a byte either way (the relay touches it). */

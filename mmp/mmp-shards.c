@@ -47,6 +47,7 @@ struct shard_endpoint {
 	socklen_t addrlen;
 	char addr_str[MT_SOCKADDR_STRLEN];
 	atomic_bool down;
+	atomic_uint_fast64_t logins[MMP_BACKEND_STATUS_COUNT];
 	/* main loop only */
 	struct mt_timer *retry;
 	struct bufferevent *probe;
@@ -185,6 +186,36 @@ struct mmp_shard *mmp_shards_find(const struct mmp_shards *shards,
 		if (strcmp(shards->list[i].name, name) == 0)
 			return &shards->list[i];
 	return NULL;
+}
+
+size_t mmp_shards_count(const struct mmp_shards *shards)
+{
+	return shards->count;
+}
+
+struct mmp_shard *mmp_shards_get(const struct mmp_shards *shards, size_t index)
+{
+	return index < shards->count ? &shards->list[index] : NULL;
+}
+
+bool mmp_shard_has(const struct mmp_shard *shard, enum mmp_protocol protocol)
+{
+	return shard->endpoints[protocol].configured;
+}
+
+void mmp_shard_count_login(struct mmp_shard *shard, enum mmp_protocol protocol,
+			   enum mmp_backend_status status)
+{
+	if (status < MMP_BACKEND_STATUS_COUNT)
+		atomic_fetch_add_explicit(&shard->endpoints[protocol].logins[status], 1,
+					  memory_order_relaxed);
+}
+
+uint64_t mmp_shard_logins(const struct mmp_shard *shard, enum mmp_protocol protocol,
+			  enum mmp_backend_status status)
+{
+	return atomic_load_explicit(&shard->endpoints[protocol].logins[status],
+				    memory_order_relaxed);
 }
 
 bool mmp_shards_serve(const struct mmp_shards *shards, enum mmp_protocol protocol,

@@ -140,6 +140,7 @@ struct mmp_counters {
 	atomic_uint_fast64_t tempfail;		/* directory or shard unavailable */
 	atomic_uint_fast64_t backend_refused;	/* -ERR from the shard (IN-USE...) */
 	atomic_uint_fast64_t bytes_in, bytes_out;
+	atomic_uint_fast64_t relays_open;	/* logged in, relaying now */
 };
 
 struct mmp_server {
@@ -352,6 +353,7 @@ enum mmp_backend_status {
 	MMP_BACKEND_OK,		/* +OK / tagged OK: relay from now on */
 	MMP_BACKEND_REFUSED,	/* -ERR line / tagged NO from the store: pass it on */
 	MMP_BACKEND_FAILED,	/* unreachable, timeout, protocol error */
+	MMP_BACKEND_STATUS_COUNT
 };
 
 typedef void mmp_backend_cb_t(struct mmp_session *sess,
@@ -400,6 +402,16 @@ bool mmp_shard_is_down(struct mmp_shard *shard, enum mmp_protocol protocol);
  * the main loop every shard_retry_interval until it answers. */
 void mmp_shard_failed(struct mmp_shard *shard, enum mmp_protocol protocol,
 		      const char *reason);
+/* Any thread: count one backend login's outcome (metrics). */
+void mmp_shard_count_login(struct mmp_shard *shard, enum mmp_protocol protocol,
+			   enum mmp_backend_status status);
+/* For the metrics: the shards in [shards] order, whether one has an
+ * address for protocol, and its backend logins by status so far. */
+size_t mmp_shards_count(const struct mmp_shards *shards);
+struct mmp_shard *mmp_shards_get(const struct mmp_shards *shards, size_t index);
+bool mmp_shard_has(const struct mmp_shard *shard, enum mmp_protocol protocol);
+uint64_t mmp_shard_logins(const struct mmp_shard *shard, enum mmp_protocol protocol,
+			  enum mmp_backend_status status);
 
 /* mmp-relay.c */
 
@@ -449,6 +461,8 @@ void mmp_clients_sweep(struct mmp_clients *clients, uint64_t now_ms);
 /* mmp-metrics.c: the counters on metrics_listen (read at scrapes). */
 struct mt_metrics;
 void mmp_metrics_init(struct mmp_server *server, struct mt_metrics *m);
+/* Before the shards are freed. */
+void mmp_metrics_free(struct mmp_server *server, struct mt_metrics *m);
 /* Addresses tracked (tests, stats). */
 size_t mmp_clients_count(struct mmp_clients *clients);
 

@@ -387,6 +387,7 @@ static bool apply(struct attempt *att, struct route *rt, int64_t now)
 			d->next_retry = r->next_try;
 		d->stats.deferred++;
 		mta_metrics_delivery(d->mta, rt->proto == DEST_LMTP, "deferred", delay);
+		mta_metrics_deferral(d->mta, rt->text);
 		mt_slog(MT_LOG_INFO, &att->log, "to=<%s> relay=%s delay=%.2f "
 			"status=deferred (%s) next_try=%+.0fs", orig, route_relay(rt),
 			delay, rt->text, (double)(r->next_try - now) / 1000.0);
@@ -440,6 +441,7 @@ static void attempt_finish(struct attempt *att)
 			bounce_create(d->mta, msg, dsn, n_dsn);
 		if (report != NULL) {
 			d->stats.dsns++;
+			mta_metrics_dsn(d->mta, msg->sender[0] == '\0');
 			mt_slog(MT_LOG_INFO, &att->log, "%s: queue=%s to=<%s> "
 				"recipients=%u", msg->sender[0] != '\0' ?
 				"sender notification" : "postmaster copy", report->id,

@@ -4,6 +4,7 @@
  * lib/metrics. */
 #include "mta-metrics.h"
 #include "alloc.h"
+#include "bdb-commit.h"
 #include "command-metrics.h"
 #include "delivery.h"
 #include "mta.h"
@@ -26,6 +27,14 @@ static const char *const service_names[SMTP_SERVICE_COUNT] = {
 static const char *const result_names[] = { "delivered", "deferred", "bounced" };
 #define N_RESULTS (sizeof(result_names) / sizeof(result_names[0]))
 
+/* RFC 3463 3.1-3.8: the enhanced status code's subject (x.N.x), index N;
+ * 0 for a reply without one. */
+static const char *const subject_names[] = {
+	"other", "address", "mailbox", "system", "network", "protocol", "content",
+	"security",
+};
+#define N_SUBJECTS (sizeof(subject_names) / sizeof(subject_names[0]))
+
 /* Seconds from arrival to a recipient's final result: from a local
  * store's few milliseconds to a retried relay's hours. */
 static const double latency_bounds[] = {
@@ -39,6 +48,8 @@ struct mta_metrics {
 	struct mt_series *sessions[SMTP_SERVICE_COUNT];
 	struct mt_series *deliveries[2][N_RESULTS];	/* [lmtp][result] */
 	struct mt_series *latency[2];
+	struct mt_series *deferrals[N_SUBJECTS];
+	struct mt_series *dsns[2];	/* [to_postmaster] */
 	struct mt_command_metrics *commands;
 	/* Read by the collector. */
 	struct mt_series *connections_open, *queue_messages, *queue_oldest_age;
@@ -103,6 +114,17 @@ void mta_metrics_init(struct mta *mta, struct mt_metrics *m)
 			mm->deliveries[lmtp][r] = mt_metric_series2(f, dest, result_names[r]);
 		mm->latency[lmtp] = mt_metric_series1(h, dest);
 	}
+	f = mt_metrics_counter(m, "mailtier_mta_deferrals_total",
+		"Recipients deferred (a 4xx reply or a failed attempt), by the reply's "
+		"enhanced status code subject (RFC 3463: network is x.4.x — no answer, "
+		"bad connection, routing; system x.3.x; mailbox x.2.x; ...).", "reason");
+	for (unsigned int i = 0; i < N_SUBJECTS; i++)
+		mm->deferrals[i] = mt_metric_series1(f, subject_names[i]);
+	f = mt_metrics_counter(m, "mailtier_mta_dsns_total",
+		"Delivery status notifications queued (failure: to the sender; "
+		"postmaster: for a message without a sender).", "kind");
+	mm->dsns[0] = mt_metric_series1(f, "failure");
+	mm->dsns[1] = mt_metric_series1(f, "postmaster");
 	mm->commands = mt_command_metrics_new(m, "smtp", &smtp_command_table);
 	mm->connections_open = mt_metrics_gauge_series(m, "mailtier_connections_open",
 		"Client connections open now.");
@@ -119,6 +141,10 @@ void mta_metrics_init(struct mta *mta, struct mt_metrics *m)
 		"Seconds the queue's storage threads spent in transactions.");
 	mm->flush_seconds = mt_metrics_counter_series(m, "mailtier_mta_log_flush_seconds_total",
 		"Seconds the queue's storage threads spent flushing the log.");
+	queue_observe_commit_latency(mta->queue, mt_bdb_commit_latency_histogram(m,
+		"mailtier_mta_queue_commit_latency_seconds",
+		"Seconds from a queue write's submission (a message accepted, a delivery "
+		"recorded) until the log flush that made it durable."));
 	mta->metrics = mm;
 	mt_metrics_add_collector(m, collect, mta);
 }
@@ -129,6 +155,7 @@ void mta_metrics_free(struct mta *mta)
 	if (mm == NULL)
 		return;
 	mt_metrics_remove_collector(mm->registry, collect, mta);
+	queue_observe_commit_latency(mta->queue, NULL);
 	mt_command_metrics_free(&mm->commands);
 	free(mm);
 	mta->metrics = NULL;
@@ -178,4 +205,35 @@ void mta_metrics_delivery(struct mta *mta, bool lmtp, const char *result,
 	}
 	if (strcmp(result, "delivered") == 0)
 		mt_series_observe(mm->latency[lmtp], seconds);
+}
+
+/* "451 4.4.1 text" → 4 (network); 0 when the reply has no x.y.z. */
+static unsigned int reply_subject(const char *reply)
+{
+	if (reply == NULL)
+		return 0;
+	const char *p = reply;
+	while (*p >= '0' && *p <= '9')
+		p++;
+	while (*p == ' ' || *p == '-')
+		p++;
+	if ((p[0] == '4' || p[0] == '5' || p[0] == '2') && p[1] == '.' &&
+	    p[2] >= '0' && p[2] <= '9' && (p[3] == '.' || (p[3] >= '0' && p[3] <= '9'))) {
+		unsigned int subject = (unsigned int)(p[2] - '0');
+		if (p[3] == '.' && subject < N_SUBJECTS)
+			return subject;
+	}
+	return 0;
+}
+
+void mta_metrics_deferral(struct mta *mta, const char *reply)
+{
+	if (mta->metrics != NULL)
+		mt_series_add(mta->metrics->deferrals[reply_subject(reply)], 1);
+}
+
+void mta_metrics_dsn(struct mta *mta, bool to_postmaster)
+{
+	if (mta->metrics != NULL)
+		mt_series_add(mta->metrics->dsns[to_postmaster ? 1 : 0], 1);
 }

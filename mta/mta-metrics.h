@@ -54,5 +54,12 @@ void mta_metrics_session_end(struct mta *mta, const struct mt_commands *commands
  * result is "delivered", "deferred" or "bounced"; latency from arrival. */
 void mta_metrics_delivery(struct mta *mta, bool lmtp, const char *result,
 			  double seconds);
+/* A recipient deferred with this reply ("451 4.4.1 ..."): counted by its
+ * enhanced status code's subject (RFC 3463 3: address, mailbox, system,
+ * network, protocol, content, security; "other" without one). */
+void mta_metrics_deferral(struct mta *mta, const char *reply);
+/* A delivery status notification (RFC 3464) queued, by kind (failure:
+ * to the sender; postmaster: the copy of one that could not be sent). */
+void mta_metrics_dsn(struct mta *mta, bool to_postmaster);
 
 #endif

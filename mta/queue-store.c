@@ -451,6 +451,12 @@ void queue_store_set_commit_delay(struct queue_store *store, unsigned int usecs)
 	mt_bdb_commit_set_delay(store->commit, usecs);
 }
 
+void queue_store_observe_commit_latency(struct queue_store *store,
+					struct mt_series *histogram)
+{
+	mt_bdb_commit_observe_latency(store->commit, histogram);
+}
+
 /* Reads */
 
 /* On the executor thread: id's pieces from r->from on, whole, until

@@ -27,6 +27,7 @@
 
 struct mt_buf;
 struct mt_loop;
+struct mt_series;
 struct queue;
 
 #define QUEUE_ID_LEN 16		/* upper-case hex digits */
@@ -203,6 +204,8 @@ struct queue_op *queue_submit(struct queue *queue, struct queue_msg *msg,
 			      bool company, queue_done_cb_t *cb, void *context);
 /* commit_delay: how long a flush may wait for company (0: never). */
 void queue_set_commit_delay(struct queue *queue, unsigned int usecs);
+/* Observe each queue write's latency (submitted → durable) into histogram. */
+void queue_observe_commit_latency(struct queue *queue, struct mt_series *histogram);
 void queue_op_forget(struct queue_op **op_p);
 /* Write msg's current state; when no recipient waits any more, remove it
  * from disk and from the index instead. With extra (a new message, e.g. a

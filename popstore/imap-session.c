@@ -401,6 +401,7 @@ static void conn_closed(struct mt_conn *conn, const char *reason)
 	struct imap_session *s = conn_session(conn);
 	struct mt_buf counts = MT_BUF_INIT;
 	mt_commands_summary(&imap_command_table, &s->commands, "cmd_", &counts);
+	popstore_metrics_session_end(s->ps, POPSTORE_IMAP, &s->commands);
 	mt_slog(MT_LOG_INFO, &s->log, "imap disconnect peer=%s user=%s reason=%s%s errors=%u",
 		s->peer, s->user != NULL ? s->user : "-", reason,
 		mt_buf_cstr(&counts), s->errors);

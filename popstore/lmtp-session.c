@@ -176,6 +176,7 @@ static void conn_closed(struct mt_smtpd *d, const char *reason)
 	struct lmtp_session *s = LMTP_SESSION(d);
 	struct mt_buf counts = MT_BUF_INIT;
 	mt_commands_summary(&lmtp_command_table, &s->smtpd.commands, "", &counts);
+	popstore_metrics_session_end(s->ps, POPSTORE_LMTP, &s->smtpd.commands);
 	mt_slog(MT_LOG_INFO, &s->log,
 		"lmtp disconnect peer=%s reason=%s%s delivered=%llu rejected=%llu errors=%u",
 		s->peer, reason, mt_buf_cstr(&counts),

@@ -249,6 +249,7 @@ static void stop(struct mt_daemon *d, int status)
 	/* Run the deferred frees the closes just posted. */
 	event_base_loop(mt_loop_base(ps->loop), EVLOOP_NONBLOCK);
 	log_stats(ps, "exit");
+	popstore_metrics_free(ps);
 	mt_timer_free(&ps->failed_check);
 	mt_dirsvc_client_free(&ps->dir);
 	mt_dirsvc_free(&ps->dirsvc);

@@ -310,6 +310,7 @@ static void conn_closed(struct mt_conn *conn, const char *reason)
 	struct pop3_session *s = conn_session(conn);
 	struct mt_buf counts = MT_BUF_INIT;
 	mt_commands_summary(&pop3_command_table, &s->commands, "cmd_", &counts);
+	popstore_metrics_session_end(s->ps, POPSTORE_POP3, &s->commands);
 	mt_slog(MT_LOG_INFO, &s->log,
 		"pop3 disconnect peer=%s user=%s reason=%s%s retrieved=%llu retrieved_bytes=%llu errors=%u",
 		s->peer, s->login != NULL ? s->login : "-", reason,

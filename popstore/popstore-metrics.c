@@ -3,12 +3,34 @@
  * by result, refused connections, sessions open, the store's group
  * commits (log flushes and the requests they completed), expunges,
  * purged bytes, reads and deadlock retries — its "stats" line's counters,
- * read at each scrape. The directory's come from dirsvc.
+ * read at each scrape — and: each write request's commit latency
+ * (submitted → durable, a histogram), the Berkeley DB cache's hits and
+ * misses and the log bytes written (read from the environment at each
+ * scrape), whether the store is in no-space mode, and the LMTP, POP3 and
+ * IMAP commands by verb and result (lib-mail/command-metrics, added when
+ * a session ends). The directory's come from dirsvc.
  *
  * Trust boundary: none (counts). No RFC. */
 #include "popstore.h"
 #include "metrics.h"
 #include "store/store.h"
+#include "alloc.h"
+#include "bdb-commit.h"
+#include "command-metrics.h"
+#include "lmtp-parse.h"
+#include "log.h"
+#include "pop3-parse.h"
+
+#include <stdlib.h>
+
+extern const struct mt_command_table imap_command_table;
+
+struct popstore_metrics {
+	struct mt_metrics *registry;
+	struct mt_command_metrics *commands[POPSTORE_PROTOCOL_COUNT];
+	struct mt_series *cache_hits, *cache_misses, *cache_bytes, *log_bytes, *no_space;
+	bool env_error_logged;
+};
 
 enum {
 	P_OPEN, P_DELIVERIES, P_DELIVERY_REQUESTS, P_FLUSHES, P_FLUSHED, P_EXPUNGES,
@@ -40,6 +62,21 @@ static void collect(void *context)
 	mt_series_store(series[P_REFUSED], ps->refused_connections);
 	mt_series_store(series[P_LOGIN_OK], ps->logins);
 	mt_series_store(series[P_LOGIN_FAILED], ps->logins_failed);
+
+	struct popstore_metrics *pm = ps->metrics;
+	struct mt_store_env_counters env;
+	const char *error;
+	if (!mt_store_env_counters_get(ps->store, &env, &error)) {
+		if (!pm->env_error_logged)
+			mt_warning("metrics: %s", error);
+		pm->env_error_logged = true;
+		return;
+	}
+	mt_series_store(pm->cache_hits, env.cache_hits);
+	mt_series_store(pm->cache_misses, env.cache_misses);
+	mt_series_set(pm->cache_bytes, (double)env.cache_bytes);
+	mt_series_store(pm->log_bytes, env.log_bytes);
+	mt_series_set(pm->no_space, env.no_space ? 1 : 0);
 }
 
 void popstore_metrics_init(struct popstore *ps, struct mt_metrics *m)
@@ -77,5 +114,48 @@ void popstore_metrics_init(struct popstore *ps, struct mt_metrics *m)
 		"POP3 and IMAP logins, by result.", "result");
 	series[P_LOGIN_OK] = mt_metric_series1(f, "ok");
 	series[P_LOGIN_FAILED] = mt_metric_series1(f, "failed");
+
+	struct popstore_metrics *pm = mt_xcalloc(1, sizeof(*pm));
+	pm->registry = m;
+	pm->commands[POPSTORE_LMTP] = mt_command_metrics_new(m, "lmtp", &lmtp_command_table);
+	pm->commands[POPSTORE_POP3] = mt_command_metrics_new(m, "pop3", &pop3_command_table);
+	pm->commands[POPSTORE_IMAP] = mt_command_metrics_new(m, "imap", &imap_command_table);
+	pm->cache_hits = mt_metrics_counter_series(m, "mailtier_popstore_bdb_cache_hits_total",
+		"Berkeley DB cache pages found in the cache (since the environment was "
+		"created; the hit ratio: hits / (hits + misses)).");
+	pm->cache_misses = mt_metrics_counter_series(m, "mailtier_popstore_bdb_cache_misses_total",
+		"Berkeley DB cache pages read from disk.");
+	pm->cache_bytes = mt_metrics_gauge_series(m, "mailtier_popstore_bdb_cache_bytes",
+		"The Berkeley DB cache's size.");
+	pm->log_bytes = mt_metrics_counter_series(m, "mailtier_popstore_bdb_log_written_bytes_total",
+		"Bytes written to the Berkeley DB log (since the environment was created).");
+	pm->no_space = mt_metrics_gauge_series(m, "mailtier_popstore_disk_full",
+		"1 while the store is in no-space mode (deliveries and expunges refused "
+		"with 452 4.3.1 / -ERR [SYS/TEMP] until space is back), else 0.");
+	mt_store_observe_commit_latency(ps->store, mt_bdb_commit_latency_histogram(m,
+		"mailtier_popstore_commit_latency_seconds",
+		"Seconds from a store write's submission (a delivery, an expunge, flags) "
+		"until the log flush that made it durable."));
+	ps->metrics = pm;
 	mt_metrics_add_collector(m, collect, ps);
+}
+
+void popstore_metrics_session_end(struct popstore *ps, enum popstore_protocol protocol,
+				  const struct mt_commands *commands)
+{
+	if (ps->metrics != NULL)
+		mt_command_metrics_add(ps->metrics->commands[protocol], commands);
+}
+
+void popstore_metrics_free(struct popstore *ps)
+{
+	struct popstore_metrics *pm = ps->metrics;
+	if (pm == NULL)
+		return;
+	mt_metrics_remove_collector(pm->registry, collect, ps);
+	mt_store_observe_commit_latency(ps->store, NULL);
+	for (unsigned int i = 0; i < POPSTORE_PROTOCOL_COUNT; i++)
+		mt_command_metrics_free(&pm->commands[i]);
+	free(pm);
+	ps->metrics = NULL;
 }

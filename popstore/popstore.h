@@ -76,6 +76,7 @@ struct popstore {
 	uint64_t lmtp_connections, pop3_connections, imap_connections,
 		refused_connections;
 	uint64_t messages_delivered, logins, logins_failed;
+	struct popstore_metrics *metrics;	/* popstore-metrics.c */
 };
 
 /* popstore.c (the daemon's shared glue; main.c starts it) */
@@ -150,7 +151,14 @@ void imap_sessions_drain(struct popstore *ps);
 void imap_sessions_free_all(struct popstore *ps);
 
 /* popstore-metrics.c: the counters on metrics_listen (read at scrapes). */
+struct mt_commands;
 struct mt_metrics;
+enum popstore_protocol { POPSTORE_LMTP, POPSTORE_POP3, POPSTORE_IMAP, POPSTORE_PROTOCOL_COUNT };
 void popstore_metrics_init(struct popstore *ps, struct mt_metrics *m);
+/* A session ended: add its command counters. */
+void popstore_metrics_session_end(struct popstore *ps, enum popstore_protocol protocol,
+				  const struct mt_commands *commands);
+/* Before the store closes (after the sessions are freed). */
+void popstore_metrics_free(struct popstore *ps);
 
 #endif

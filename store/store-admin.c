@@ -37,6 +37,32 @@ static int scan_retried(struct mt_store *store,
 	}
 }
 
+bool mt_store_env_counters_get(struct mt_store *store,
+			       struct mt_store_env_counters *c, const char **error_r)
+{
+	DB_ENV *env = store->env;
+	memset(c, 0, sizeof(*c));
+	c->no_space = store_space_full(store);
+	DB_MPOOL_STAT *ms;
+	int ret = env->memp_stat(env, &ms, NULL, 0);
+	if (ret != 0) {
+		*error_r = store_error("store %s: memp_stat: %s", store->home, db_strerror(ret));
+		return false;
+	}
+	c->cache_hits = ms->st_cache_hit;
+	c->cache_misses = ms->st_cache_miss;
+	c->cache_bytes = (uint64_t)ms->st_gbytes << 30 | ms->st_bytes;
+	free(ms);
+	DB_LOG_STAT *ls;
+	if ((ret = env->log_stat(env, &ls, 0)) != 0) {
+		*error_r = store_error("store %s: log_stat: %s", store->home, db_strerror(ret));
+		return false;
+	}
+	c->log_bytes = (uint64_t)ls->st_w_mbytes * 1048576u + ls->st_w_bytes;
+	free(ls);
+	return true;
+}
+
 enum mt_store_status mt_store_stat_get(struct mt_store *store,
 				       struct mt_store_stat *st,
 				       const char **error_r)

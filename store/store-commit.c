@@ -176,6 +176,12 @@ unsigned int store_commit_executing(struct mt_store *store)
 	return store->commit != NULL ? mt_bdb_commit_executing(store->commit) : 0;
 }
 
+void mt_store_observe_commit_latency(struct mt_store *store, struct mt_series *histogram)
+{
+	if (store->commit != NULL)
+		mt_bdb_commit_observe_latency(store->commit, histogram);
+}
+
 void store_commit_counters(struct mt_store *store, struct mt_store_counters *c)
 {
 	struct mt_bdb_commit_stats st = store->commit_final;

@@ -60,6 +60,7 @@
 
 struct mt_loop;
 struct mt_buf;
+struct mt_series;
 struct mt_store;
 struct mt_store_body;
 struct mt_store_port;
@@ -579,6 +580,22 @@ struct mt_store_counters {
 };
 void mt_store_counters_get(struct mt_store *store,
 			   struct mt_store_counters *counters_r);
+
+/* What a scrape reads of the environment, cheaply (no scan): the cache's
+ * page hits and misses and the log bytes written since the environment
+ * was created (all processes), and whether the store is in no-space mode
+ * now (store-space.c). false and an error on a Berkeley DB failure. */
+struct mt_store_env_counters {
+	uint64_t cache_hits, cache_misses, cache_bytes;
+	uint64_t log_bytes;
+	bool no_space;
+};
+bool mt_store_env_counters_get(struct mt_store *store,
+			       struct mt_store_env_counters *counters_r,
+			       const char **error_r);
+/* Observe each write request's latency (submitted → durable) into
+ * histogram (lib/metrics.h); NULL stops. SERVE mode. */
+void mt_store_observe_commit_latency(struct mt_store *store, struct mt_series *histogram);
 
 /* `mailtierctl store stat`: contents, log and checkpoint state. */
 struct mt_store_stat {
