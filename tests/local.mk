@@ -54,7 +54,8 @@ integration_tests = \
 	tests/integration/test-config-check.sh \
 	tests/integration/test-harness.py \
 	tests/integration/test-directory.py \
-	tests/integration/test-cluster.py
+	tests/integration/test-cluster.py \
+	tests/integration/test-metrics.py
 
 TESTS += $(integration_tests)
 EXTRA_DIST += $(integration_tests) tests/integration/configs

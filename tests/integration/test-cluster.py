@@ -85,7 +85,7 @@ def test(h):
                       capture_output=True).returncode != 0:
         raise mtharness.Skip("swaks and curl are needed (scripts/install-deps)")
     d = os.path.join(h.tmpdir, "cluster")
-    base = mtharness.free_port_block(16)
+    base = mtharness.free_port_block(20)
     h.add_cleanup(lambda: h.ctl("cluster", "down", "--dir", d, check=False))
     p = h.ctl("cluster", "up", "--dir", d, "--base-port", base, "--users", 40)
     assert "cluster " + d + " is up" in p.stdout, p.stdout

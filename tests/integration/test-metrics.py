@@ -1,0 +1,316 @@
+#!/usr/bin/env python3
+"""test-metrics.py -- every daemon's metrics endpoint on a whole local
+cluster (`mailtierctl cluster up`: slapd, two store shards, the MTA, the
+MMP), read as Prometheus reads it.
+
+  - each daemon's /metrics passes `promtool check metrics` (Debian's
+    prometheus package) and names its daemon in mailtier_build_info; HEAD
+    answers the same length without a body;
+  - known traffic moves the counters by exactly its size: 10 messages sent
+    with smtplib raise mailtier_mta_messages_accepted_total by 10, the
+    SMTP DATA commands, the lmtp deliveries and their latency histogram by
+    10, the two shards' stored deliveries by 10 together; an MMP login
+    that works and one with a wrong password move the MMP's logins and the
+    shard's backend logins;
+  - a shard killed with SIGKILL shows as mailtier_mmp_shard_up 0 once a
+    login found it down, and 1 again after it is restarted;
+  - bad requests to the metrics port while mail flows (more idle
+    connections than the limit, a client sending a byte a second, a head
+    over 8 KiB, another path, POST with a body, HTTP/2, garbage) get their
+    status code or are closed, and every message of the flow is still
+    accepted; the endpoint then serves as before."""
+
+import http.client
+import os
+import poplib
+import re
+import signal
+import smtplib
+import socket
+import subprocess
+import threading
+import time
+
+import mtharness
+
+
+def read_env(path):
+    env = {}
+    for line in open(path):
+        line = line.strip()
+        if line and not line.startswith("#"):
+            k, _, v = line.partition("=")
+            env[k] = v
+    return env
+
+
+def scrape(port, method="GET", path="/metrics"):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    c.request(method, path)
+    r = c.getresponse()
+    body = r.read()
+    c.close()
+    return r.status, r.getheader("Content-Type"), r.getheader("Content-Length"), body
+
+
+SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
+LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+def samples(text):
+    """[(name, {label: value}, float)] of a text exposition."""
+    out = []
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = SAMPLE.match(line)
+        assert m, f"not a sample line: {line!r}"
+        labels = dict(LABEL.findall(m.group(2) or ""))
+        out.append((m.group(1), labels, float(m.group(3))))
+    return out
+
+
+def value(port, name, **labels):
+    """The sum of NAME's samples whose labels include these."""
+    status, _, _, body = scrape(port)
+    assert status == 200, status
+    return sum(v for n, l, v in samples(body.decode())
+               if n == name and all(l.get(k) == want for k, want in labels.items()))
+
+
+def wait_value(port, name, want, timeout=30, **labels):
+    deadline = time.time() + timeout
+    while True:
+        got = value(port, name, **labels)
+        if got == want or time.time() > deadline:
+            return got
+        time.sleep(0.2)
+
+
+def pids(h, d):
+    p = h.ctl("cluster", "status", "--dir", d, check=False)
+    rows = {}
+    for line in p.stdout.splitlines():
+        m = re.match(r"^(slapd|shard\d+|mta|mmp)\s+(\S+)\s+(\S+)\s", line)
+        if m:
+            rows[m.group(1)] = m.group(2)
+    return rows
+
+
+def raw_request(port, data, timeout=15):
+    """Send data, return what the server answered until it closed."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(data)
+        got = b""
+        while True:
+            try:
+                chunk = s.recv(65536)
+            except ConnectionResetError:
+                break
+            if not chunk:
+                break
+            got += chunk
+        return got
+
+
+def check_endpoints(ports):
+    for name, port in ports.items():
+        status, ctype, length, body = scrape(port)
+        assert status == 200, (name, status)
+        assert ctype == "text/plain; version=0.0.4; charset=utf-8", (name, ctype)
+        assert int(length) == len(body) and len(body) > 1000, (name, length, len(body))
+        p = subprocess.run(["promtool", "check", "metrics"], input=body,
+                           capture_output=True, timeout=30)
+        assert p.returncode == 0 and p.stdout == b"" and p.stderr == b"", \
+            (name, p.returncode, p.stdout, p.stderr)
+        daemon = {"mta": "mailtier-mta", "mmp": "mailtier-mmp"}.get(name, "mailtier-popstore")
+        text = body.decode()
+        assert re.search(r'^mailtier_build_info\{daemon="%s",version="[^"]+"\} 1$' % daemon,
+                         text, re.M), (name, text[:400])
+        assert value(port, "process_resident_memory_bytes") > 1e6
+        assert value(port, "process_open_fds") > 3
+        status, _, head_length, head_body = scrape(port, "HEAD")
+        assert status == 200 and head_body == b"" and abs(int(head_length) - len(body)) < 4096
+        status, _, _, _ = scrape(port, "GET", "/other")
+        assert status == 404, status
+
+
+def send(smtp_port, rcpt, subject):
+    with smtplib.SMTP("127.0.0.1", smtp_port, timeout=30) as s:
+        refused = s.sendmail("a@remote.test", [rcpt], f"Subject: {subject}\r\n\r\nbody\r\n")
+        assert refused == {}, refused
+
+
+def test(h):
+    if subprocess.run(["sh", "-c", "command -v promtool"], capture_output=True).returncode != 0:
+        raise mtharness.Skip("promtool is needed (Debian's prometheus package)")
+    d = os.path.join(h.tmpdir, "cluster")
+    base = mtharness.free_port_block(20)
+    h.add_cleanup(lambda: h.ctl("cluster", "down", "--dir", d, check=False))
+    h.ctl("cluster", "up", "--dir", d, "--base-port", base, "--users", 20)
+    env = read_env(os.path.join(d, "endpoints.env"))
+    conf = env["CONF"]
+    smtp, pop = int(env["SMTP_PORT"]), int(env["POP3_PORT"])
+    mta, mmp = int(env["MTA_METRICS_PORT"]), int(env["MMP_METRICS_PORT"])
+    shards = {1: int(env["SHARD1_METRICS_PORT"]), 2: int(env["SHARD2_METRICS_PORT"])}
+    check_endpoints({"mta": mta, "mmp": mmp, "shard1": shards[1], "shard2": shards[2]})
+
+    by_shard = {}
+    for k in range(1, 21):
+        shown = h.ctl("users", "show", f"user{k}@example.test", config=conf).stdout
+        by_shard.setdefault("shard1" if "shard1" in shown else "shard2", []).append(k)
+    assert set(by_shard) == {"shard1", "shard2"}, by_shard
+
+    # 10 messages: the counters move by exactly 10.
+    accepted = value(mta, "mailtier_mta_messages_accepted_total")
+    data_ok = value(mta, "mailtier_commands_total", protocol="smtp", command="data", result="ok")
+    sessions = value(mta, "mailtier_sessions_total", listener="smtp")
+    delivered = value(mta, "mailtier_mta_deliveries_total", destination="lmtp",
+                      result="delivered")
+    latency_count = value(mta, "mailtier_mta_delivery_latency_seconds_count",
+                          destination="lmtp")
+    stored = sum(value(p, "mailtier_popstore_deliveries_total") for p in shards.values())
+    lmtp_data = sum(value(p, "mailtier_commands_total", protocol="lmtp", command="data")
+                    for p in shards.values())
+    for i in range(10):
+        send(smtp, f"user{1 + i}@example.test", f"counted {i}")
+    assert value(mta, "mailtier_mta_messages_accepted_total") == accepted + 10
+    assert value(mta, "mailtier_sessions_total", listener="smtp") == sessions + 10
+    # A session's commands are added when it ends (smtplib has quit).
+    assert wait_value(mta, "mailtier_commands_total", data_ok + 10, protocol="smtp",
+                      command="data", result="ok") == data_ok + 10
+    assert wait_value(mta, "mailtier_mta_deliveries_total", delivered + 10,
+                      destination="lmtp", result="delivered") == delivered + 10
+    assert value(mta, "mailtier_mta_delivery_latency_seconds_count",
+                 destination="lmtp") == latency_count + 10
+    assert wait_value(mta, "mailtier_mta_queue_messages", 0) == 0
+    assert sum(value(p, "mailtier_popstore_deliveries_total")
+               for p in shards.values()) == stored + 10
+    assert value(mta, "mailtier_mta_queue_commit_latency_seconds_count") >= 10
+    assert sum(value(p, "mailtier_popstore_commit_latency_seconds_count")
+               for p in shards.values()) >= 10
+    # The MTA's LMTP sessions to the shards end when it closes them; their
+    # DATA commands are counted then (at least the ones already closed).
+    assert sum(value(p, "mailtier_commands_total", protocol="lmtp", command="data")
+               for p in shards.values()) >= lmtp_data
+
+    # MMP logins: one good, one wrong password.
+    k = by_shard["shard1"][0]
+    ok = value(mmp, "mailtier_mmp_logins_total", result="ok")
+    failed = value(mmp, "mailtier_mmp_logins_total", result="failed")
+    backend_ok = value(mmp, "mailtier_mmp_backend_logins_total", shard="shard1",
+                       protocol="pop3", result="ok")
+    p = poplib.POP3("127.0.0.1", pop, timeout=10)
+    p.user(f"user{k}@example.test")
+    p.pass_(f"secret{k}")
+    p.quit()
+    p = poplib.POP3("127.0.0.1", pop, timeout=10)
+    p.user(f"user{k}@example.test")
+    try:
+        p.pass_("wrong")
+        raise AssertionError("a wrong password was accepted")
+    except poplib.error_proto:
+        pass
+    p.quit()
+    assert value(mmp, "mailtier_mmp_logins_total", result="ok") == ok + 1
+    assert value(mmp, "mailtier_mmp_logins_total", result="failed") == failed + 1
+    assert value(mmp, "mailtier_mmp_backend_logins_total", shard="shard1", protocol="pop3",
+                 result="ok") == backend_ok + 1
+
+    # A shard killed: the MMP's gauge says so once a login found it down,
+    # and it is back after the restart.
+    assert value(mmp, "mailtier_mmp_shard_up", shard="shard2", protocol="pop3") == 1
+    k2 = by_shard["shard2"][0]
+    os.kill(int(pids(h, d)["shard2"]), signal.SIGKILL)
+    time.sleep(0.5)
+    p = poplib.POP3("127.0.0.1", pop, timeout=10)
+    p.user(f"user{k2}@example.test")
+    try:
+        p.pass_(f"secret{k2}")
+        raise AssertionError("a login to a killed shard worked")
+    except poplib.error_proto as e:
+        assert b"SYS/TEMP" in e.args[0], e
+    p.quit()
+    assert value(mmp, "mailtier_mmp_shard_up", shard="shard2", protocol="pop3") == 0
+    assert value(mmp, "mailtier_mmp_shard_up", shard="shard1", protocol="pop3") == 1
+    assert value(mmp, "mailtier_mmp_backend_logins_total", shard="shard2", protocol="pop3",
+                 result="failed") >= 1
+    h.ctl("cluster", "up", "--dir", d)
+    assert wait_value(mmp, "mailtier_mmp_shard_up", 1, timeout=40, shard="shard2",
+                      protocol="pop3") == 1
+    shards[2] = int(env["SHARD2_METRICS_PORT"])
+
+    # Bad requests while mail flows.
+    flow_errors = []
+    flow_accepted = value(mta, "mailtier_mta_messages_accepted_total")
+
+    def flow():
+        try:
+            for i in range(30):
+                send(smtp, f"user{1 + i % 20}@example.test", f"flow {i}")
+        except Exception as e:  # reported by the main thread
+            flow_errors.append(repr(e))
+
+    t = threading.Thread(target=flow)
+    t.start()
+    try:
+        idle = [socket.create_connection(("127.0.0.1", mta), timeout=10) for _ in range(16)]
+        time.sleep(0.3)
+        got = raw_request(mta, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert got.startswith(b"HTTP/1.1 503 "), got[:80]
+        for s in idle:
+            s.close()
+        time.sleep(0.3)
+        assert value(mta, "mailtier_metrics_http_connections_refused_total") >= 1
+
+        big = b"GET /metrics HTTP/1.1\r\nX-Big: " + b"a" * 9000 + b"\r\n\r\n"
+        assert raw_request(mta, big).startswith(b"HTTP/1.1 431 ")
+        assert raw_request(mta, b"GET /foo HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+                           ).startswith(b"HTTP/1.1 404 ")
+        got = raw_request(mta, b"POST /metrics HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello")
+        assert got.startswith(b"HTTP/1.1 405 ") and b"Allow: GET, HEAD" in got, got[:200]
+        assert raw_request(mta, b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n").startswith(b"HTTP/1.1 505 ")
+        assert raw_request(mta, b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n"
+                           ).startswith(b"HTTP/1.1 400 ")
+
+        # A client that sends a byte a second is cut off after its 10 s.
+        request = b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: slow\r\n\r\n"
+        started = time.time()
+        closed_after = None
+        with socket.create_connection(("127.0.0.1", mta), timeout=30) as s:
+            for i, byte in enumerate(request):
+                try:
+                    s.send(bytes([byte]))
+                except (BrokenPipeError, ConnectionResetError):
+                    closed_after = i
+                    break
+                time.sleep(0.5)
+                if i > 0 and i % 4 == 0:
+                    s.setblocking(False)
+                    try:
+                        if s.recv(1) == b"":
+                            closed_after = i
+                            break
+                    except BlockingIOError:
+                        pass
+                    except ConnectionResetError:
+                        closed_after = i
+                        break
+                    finally:
+                        s.setblocking(True)
+        elapsed = time.time() - started
+        assert closed_after is not None and closed_after < len(request) - 1, \
+            (closed_after, elapsed)
+        assert 9 <= elapsed <= 20, elapsed
+    finally:
+        t.join(timeout=120)
+    assert not t.is_alive() and flow_errors == [], flow_errors
+    assert value(mta, "mailtier_mta_messages_accepted_total") == flow_accepted + 30
+    status, _, _, body = scrape(mta)
+    assert status == 200 and b"mailtier_mta_queue_messages" in body
+    assert value(mta, "mailtier_metrics_http_requests_total", code="431") >= 1
+    check_endpoints({"mta": mta, "mmp": mmp, "shard1": shards[1], "shard2": shards[2]})
+
+
+if __name__ == "__main__":
+    mtharness.main(test)
