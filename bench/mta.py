@@ -55,6 +55,9 @@ sessions).
                [--postfix-variant tuned|defaults] [--postfix-routing ldap|hash]
                [--users 1000] [--procs 2] [--warmup 5] [--stop-after 2]
                [--max-load 3 --quiet-wait S] [--keep]
+  bench/mta.py --metrics-ab [--scrape-interval 1] [--rates ...] [--repeat 3]
+               (mailtier with metrics off against metrics on and /metrics
+               scraped every second, alternating as above; no Postfix, no root)
   bench/mta.py --report SAVED-OUTPUT     (the summary again, from a run's output)
 
 The comparison, as measured in bench/README.md (about 40 min):
@@ -334,6 +337,58 @@ class Mailtier:
 
     def flush(self):
         self.b.run_ctl("queue", "flush", timeout=30)
+
+
+class MailtierScraped(Mailtier):
+    """mailtier-mta with metrics_listen set and /metrics fetched every
+    --scrape-interval seconds while it runs, as a Prometheus would."""
+    name = "mailtier+metrics"
+
+    def __init__(self, b):
+        super().__init__(b)
+        self.metrics_port = free_ports(1)[0]
+        self.conf = os.path.join(b.dir, "mailtier-metrics.conf")
+        self.scrapes = self.scrape_errors = self.scrape_bytes = 0
+        self.done = None
+
+    def scraper(self):
+        import http.client
+        while not self.done.wait(self.b.a.scrape_interval):
+            try:
+                c = http.client.HTTPConnection("127.0.0.1", self.metrics_port, timeout=5)
+                c.request("GET", "/metrics")
+                r = c.getresponse()
+                body = r.read()
+                c.close()
+                if r.status != 200:
+                    raise RuntimeError(f"status {r.status}")
+                self.scrapes += 1
+                self.scrape_bytes += len(body)
+            except Exception:
+                self.scrape_errors += 1
+
+    def start(self):
+        with open(self.b.conf) as f:
+            text = f.read()
+        with open(self.conf, "w") as f:
+            f.write(text.replace("\n[mta]\n", f"\n[mta]\nmetrics_listen = 127.0.0.1:"
+                                 f"{self.metrics_port}\n", 1))
+        shutil.rmtree(os.path.join(self.b.dir, "queue"), ignore_errors=True)
+        self.b.start("mta", [binary("mta/mailtier-mta"), "-f", "-c", self.conf], self.port)
+        wait_port(self.metrics_port, self.b.procs["mta"])
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self.scraper, daemon=True)
+        self.thread.start()
+
+    def stop(self):
+        if self.done is not None:
+            self.done.set()
+            self.thread.join(10)
+            self.done = None
+            log(f"{self.name}: {self.scrapes} scrapes of /metrics "
+                f"({self.scrape_bytes // max(1, self.scrapes)} bytes each), "
+                f"{self.scrape_errors} failed")
+        super().stop()
 
 
 class PostfixMTA:
@@ -622,6 +677,29 @@ def report(results, a, rates, mtas, load_samples, cmd):
                   f"(user {fmt(med([1000 * r['mta_cpu_user'] / max(1, r['ok']) for r in rs]), 2)},"
                   f" system {fmt(med([1000 * r['mta_cpu_sys'] / max(1, r['ok']) for r in rs]), 2)};"
                   f" {len(rs)} steps)")
+    if "mailtier" in summary and "mailtier+metrics" in summary:
+        off, on = summary["mailtier"], summary["mailtier+metrics"]
+        cpu = {m: med([r["mta_cpu_ms_per_msg"] for r in results if r["mta"] == m
+                       and r["holds"] and not isinstance(r["rate"], str)])
+               for m in ("mailtier", "mailtier+metrics")}
+        print(f"\nmetrics on and scraped every {a.scrape_interval} s / metrics off "
+              f"(medians): highest holding rate {fmt(on['achieved'], 0)} / "
+              f"{fmt(off['achieved'], 0)} msgs/min"
+              + (f" = {on['achieved'] / off['achieved']:.3f}" if off["achieved"] else "")
+              + f"; DATA mean {fmt(on['data'])} / {fmt(off['data'])} ms; the MTA's CPU "
+              f"per message {fmt(cpu['mailtier+metrics'], 3)} / {fmt(cpu['mailtier'], 3)} ms")
+        for rate in rates:
+            pair = {m: [r for r in results if r["mta"] == m and r["rate"] == rate]
+                    for m in ("mailtier", "mailtier+metrics")}
+            if pair["mailtier"] and pair["mailtier+metrics"]:
+                c_on = med([r["mta_cpu_ms_per_msg"] for r in pair["mailtier+metrics"]])
+                c_off = med([r["mta_cpu_ms_per_msg"] for r in pair["mailtier"]])
+                print(f"  at {rate:,}/min: achieved "
+                      f"{fmt(med([r['achieved'] for r in pair['mailtier+metrics']]), 0)} / "
+                      f"{fmt(med([r['achieved'] for r in pair['mailtier']]), 0)}, DATA mean "
+                      f"{fmt(med([r['data_avg'] for r in pair['mailtier+metrics']]))} / "
+                      f"{fmt(med([r['data_avg'] for r in pair['mailtier']]))} ms, CPU/msg "
+                      f"{fmt(c_on, 3)} / {fmt(c_off, 3)} ms")
     ratio = None
     if "mailtier" in summary and "postfix" in summary:
         mt, pf = summary["mailtier"], summary["postfix"]
@@ -714,7 +792,7 @@ def report_from_log(ap, path):
     argv = cmd.split("bench/mta.py", 1)[1].split()
     a = ap.parse_args(argv)
     rates = sorted(int(r) for r in a.rates.split(",") if r)
-    report(results, a, rates, [m for m in ("mailtier", "postfix")
+    report(results, a, rates, [m for m in ("mailtier", "mailtier+metrics", "postfix")
                                if any(r["mta"] == m for r in results)],
            [r["loadavg"] for r in results], cmd)
 
@@ -749,6 +827,10 @@ def main():
     ap.add_argument("--delivery-concurrency", type=int, default=16)
     ap.add_argument("--remote-concurrency", type=int, default=20)
     ap.add_argument("--keep", action="store_true", help="keep the run directory")
+    ap.add_argument("--metrics-ab", action="store_true",
+                    help="mailtier with metrics off against mailtier with metrics_listen "
+                    "set and /metrics scraped every --scrape-interval s (no Postfix)")
+    ap.add_argument("--scrape-interval", type=float, default=1.0)
     ap.add_argument("--report", metavar="LOG",
                     help="print the summary again from a saved run's output (its JSON"
                     " lines and start: line); runs nothing")
@@ -758,7 +840,7 @@ def main():
     rates = sorted(int(r) for r in a.rates.split(",") if r)
     if not rates:
         sys.exit("bench/mta: no --rates")
-    if os.geteuid() != 0 and a.only != "mailtier":
+    if os.geteuid() != 0 and a.only != "mailtier" and not a.metrics_ab:
         sys.exit("bench/mta: run as root (Postfix), or --only mailtier")
     cmd = "MT_BUILDDIR=" + BUILD + " " + " ".join(["bench/mta.py"] + sys.argv[1:])
 
@@ -774,8 +856,10 @@ def main():
     mta = None
     try:
         b.setup()
-        systems = {"mailtier": Mailtier(b), "postfix": PostfixMTA(b)}
-        mtas = [m for m in ("mailtier", "postfix") if a.only in (None, m)]
+        systems = {"mailtier": Mailtier(b), "postfix": PostfixMTA(b),
+                   "mailtier+metrics": MailtierScraped(b)}
+        mtas = (["mailtier", "mailtier+metrics"] if a.metrics_ab else
+                [m for m in ("mailtier", "postfix") if a.only in (None, m)])
         for rep in range(1, a.repeat + 1):
             order = mtas if rep % 2 else list(reversed(mtas))
             for m in order:
@@ -797,7 +881,7 @@ def main():
         else:
             shutil.rmtree(b.dir, ignore_errors=True)
     if results:
-        report(results, a, rates, [m for m in ("mailtier", "postfix")
+        report(results, a, rates, [m for m in ("mailtier", "mailtier+metrics", "postfix")
                                    if any(r["mta"] == m for r in results)],
                [r["loadavg"] for r in results], cmd)
 
