@@ -71,6 +71,8 @@ static const char usage_text[] =
 "  --agent-timeout S         a worker or agent silent this long fails the run (30)\n"
 "  --progress S              progress line every S seconds, 0 = none (1 on a\n"
 "                            terminal, else 10)\n"
+"  --metrics-listen H:P      the run's figures live on http://H:P/metrics\n"
+"                            (Prometheus text format, updated every second)\n"
 "  --config FILE             defaults from FILE's [loadgen] section\n"
 "  -v, --verbose             log more (twice: debug)\n"
 "\n"

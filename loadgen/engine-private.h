@@ -30,6 +30,7 @@ struct lg_engine {
 	char helo[300];
 	struct lg_tracker *tracker;
 	struct lg_sink *sink;
+	struct lg_live_metrics *live;	/* --metrics-listen (standalone) */
 	struct lg_ledger *ledger;	/* --ledger (ledger.h) */
 	struct mt_tls *tls;		/* --tls / --imaps: the client context */
 	bool probes;			/* the probe user is ours */

@@ -15,6 +15,7 @@
 
 #include "alloc.h"
 #include "ledger.h"
+#include "live-metrics.h"
 #include "tls.h"
 #include "log.h"
 
@@ -235,6 +236,7 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
 		e->last_beat_us = now;
 		snapshot(e, now, &p);
 		lg_run_result_add_sample(e->result, (double)(now - e->start_us) / 1e6, &p);
+		lg_live_metrics_update(e->live, &p);
 		if (e->hooks != NULL)
 			e->hooks->beat(e, &p, e->hooks->context);
 	}
@@ -346,6 +348,9 @@ static bool setup(struct lg_engine *e, struct lg_run_settings *limited,
 	if (e->sink != NULL && e->ledger != NULL)
 		lg_sink_set_ledger(e->sink, e->ledger);
 	result->have_sink = e->sink != NULL;
+	if (e->hooks == NULL && set->metrics_listen != NULL &&
+	    (e->live = lg_live_metrics_start(e->loop, set->metrics_listen, error_r)) == NULL)
+		return false;
 	mt_loop_set_drain(e->loop, set->step_timeout_ms + 2000, drain_cb, e);
 	if (!mt_loop_handle_signals(e->loop, NULL, NULL, error_r))
 		return false;
@@ -384,6 +389,7 @@ static void teardown(struct lg_engine *e, bool ok)
 	if (e->sched_active)
 		lg_schedule_free(&e->sched);
 	lg_sink_free(&e->sink);
+	lg_live_metrics_free(&e->live);
 	mt_tls_free(&e->tls);
 	struct event **timers[] = { &e->arrival_ev, &e->phase_ev, &e->tick_ev,
 				    &e->reaper_ev, &e->probe_ev, &e->poll_ev };

@@ -37,6 +37,7 @@ struct lg_run_settings {
 	bool tls;			/* IMAP: STARTTLS before the login */
 	bool imaps;			/* IMAP: implicit TLS (the 993 kind of port) */
 	const char *sink_listen;	/* NULL: no sink, remote delivery untimed */
+	const char *metrics_listen;	/* NULL: no live metrics (live-metrics.h) */
 	unsigned int levels[LG_MAX_LEVELS];
 	size_t n_levels;
 	uint64_t warmup_ms, duration_ms, cooldown_ms;

@@ -22,6 +22,7 @@ loadgen_libloadgen_a_SOURCES = \
 	loadgen/ledger.c loadgen/ledger.h \
 	loadgen/resolve.c loadgen/resolve.h \
 	loadgen/progress.c loadgen/progress.h \
+	loadgen/live-metrics.c loadgen/live-metrics.h \
 	loadgen/engine.c loadgen/engine.h loadgen/engine-sessions.c \
 	loadgen/engine-private.h \
 	loadgen/run-options.c loadgen/run-options.h \

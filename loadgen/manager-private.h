@@ -42,6 +42,7 @@ struct manager {
 	size_t n, done;
 	struct mt_loop *loop;
 	struct lg_sink *sink;
+	struct lg_live_metrics *live;	/* --metrics-listen */
 	struct mt_timer *tick;
 	uint64_t base_run_id;
 	struct lg_stats **measured;	/* per level: the sum so far */

@@ -9,6 +9,7 @@
 #include "manager-private.h"
 
 #include "agent.h"
+#include "live-metrics.h"
 #include "alloc.h"
 #include "log.h"
 #include "loop.h"
@@ -285,6 +286,7 @@ static void tick_cb(void *context)
 	if (have && now - m->last_sample_us >= 1000000) {
 		m->last_sample_us = now;
 		lg_run_result_add_sample(m->result, (double)(now - m->start_us) / 1e6, &sum);
+		lg_live_metrics_update(m->live, &sum);
 	}
 	if (have && m->set->progress_ms > 0 &&
 	    now - m->last_progress_us >= (uint64_t)m->set->progress_ms * 1000) {
@@ -319,6 +321,9 @@ static bool start_loop(struct manager *m, const char **error_r)
 			return false;
 		lg_sink_set_arrival(m->sink, arrival, m);
 	}
+	if (m->set->metrics_listen != NULL &&
+	    (m->live = lg_live_metrics_start(m->loop, m->set->metrics_listen, error_r)) == NULL)
+		return false;
 	mt_loop_set_drain(m->loop, m->set->step_timeout_ms + 5000 +
 			  (unsigned int)m->mset->agent_timeout_ms, drain_cb, m);
 	if (!mt_loop_handle_signals(m->loop, NULL, NULL, error_r))
@@ -458,6 +463,7 @@ bool lg_manager_run(const struct lg_run_settings *set,
 	}
 	mt_timer_free(&m.tick);
 	lg_sink_free(&m.sink);
+	lg_live_metrics_free(&m.live);
 	reap(&m);
 	mt_loop_free(&m.loop);
 	for (size_t i = 0; i < set->n_levels; i++)

@@ -49,6 +49,7 @@ const struct lg_run_option lg_run_options[] = {
 	{ "ramp", LG_OPT_BOOL, S(ramp), 0, 0, LG_OPT_WIRE },
 	{ "remote-sink", LG_OPT_BOOL, S(remote_sink), 0, 0, LG_OPT_WIRE },
 	{ "ledger", LG_OPT_STRING, S(ledger), 0, 0, LG_OPT_FLAG },
+	{ "metrics-listen", LG_OPT_STRING, S(metrics_listen), 0, 0, LG_OPT_FLAG },
 };
 const size_t lg_run_options_count = sizeof(lg_run_options) / sizeof(lg_run_options[0]);
 

@@ -18,7 +18,10 @@ MMP), read as Prometheus reads it.
     connections than the limit, a client sending a byte a second, a head
     over 8 KiB, another path, POST with a body, HTTP/2, garbage) get their
     status code or are closed, and every message of the flow is still
-    accepted; the endpoint then serves as before."""
+    accepted; the endpoint then serves as before;
+  - mailtier-load --metrics-listen serves the run's figures while it runs
+    (promtool-valid; the run's message counter grows during the measured
+    phase and ends at no more than the report's total)."""
 
 import http.client
 import os
@@ -310,6 +313,49 @@ def test(h):
     assert status == 200 and b"mailtier_mta_queue_messages" in body
     assert value(mta, "mailtier_metrics_http_requests_total", code="431") >= 1
     check_endpoints({"mta": mta, "mmp": mmp, "shard1": shards[1], "shard2": shards[2]})
+    loadgen_live(h, conf)
+
+
+def loadgen_live(h, conf):
+    """mailtier-load's own figures, scraped while it loads the cluster."""
+    port = mtharness.free_port()
+    report = os.path.join(h.tmpdir, "load-report")
+    lg = subprocess.Popen([mtharness.binary("loadgen/mailtier-load"), "run", "--config", conf,
+                           "--rate", "600", "--users", "20", "--levels", "100",
+                           "--warmup", "1", "--duration", "8", "--cooldown", "3",
+                           "--probe-interval", "0", "--progress", "0", "--seed", "3",
+                           "--report", report, "--metrics-listen", f"127.0.0.1:{port}"],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    h.add_cleanup(lambda: lg.kill())
+    mtharness.wait_port(port, proc=lg, timeout=20)
+    seen, validated = [], False
+    deadline = time.time() + 60
+    while lg.poll() is None and time.time() < deadline:
+        try:
+            status, _, _, body = scrape(port)
+        except (ConnectionError, OSError):
+            break   # the run has ended and closed its endpoint
+        assert status == 200, status
+        text = body.decode()
+        if not validated and "mailtier_load_phase 1" in text:
+            p = subprocess.run(["promtool", "check", "metrics"], input=body,
+                               capture_output=True, timeout=30)
+            assert p.returncode == 0 and p.stdout == b"" and p.stderr == b"", p
+            validated = True
+        got = {n: v for n, l, v in samples(text) if not l}
+        seen.append((got["mailtier_load_phase"], got["mailtier_load_messages_total"]))
+        time.sleep(0.5)
+    out = lg.communicate(timeout=60)[0].decode()
+    assert lg.returncode in (0, 1), out        # 1: QoS not judged or not met
+    assert validated, (seen, out)
+    totals = [t for _, t in seen]
+    assert totals == sorted(totals), totals        # a counter never goes down
+    assert max(t for ph, t in seen if ph == 1) > 0, seen
+    import json
+    levels = json.load(open(os.path.join(report, "results.json")))["levels"]
+    sent = sum(lv[part]["counters"]["msgs_local_sent"] for lv in levels
+               for part in ("warmup", "measure"))
+    assert 0 < totals[-1] <= sent, (totals[-1], sent)
 
 
 if __name__ == "__main__":
