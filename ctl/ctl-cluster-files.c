@@ -1,6 +1,7 @@
 /* ctl-cluster-files.c — the files of a local cluster (see ctl-cluster.h):
  * its directory tree, the self-signed certificate, the proxy secret, the
- * generated mailtier.conf and endpoints.env (written and read back).
+ * generated mailtier.conf, endpoints.env (written and read back) and
+ * prometheus.yml.
  *
  * Trust boundary: the operator's command line and files this tool wrote;
  * endpoints.env is parsed strictly (KEY=value lines with values we write:
@@ -203,6 +204,81 @@ bool cluster_write_config(const struct cluster *c, char **error_r)
 	return ok;
 }
 
+/* The shipped alert rules: installed as $(pkgdatadir)/prometheus/, in a
+ * source tree under packaging/. NULL if neither is there. */
+static char *alert_rules_path(void)
+{
+	static const char *const names[] = {
+		"prometheus/mailtier-alerts.yml", "packaging/prometheus/mailtier-alerts.yml",
+	};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		char *path = ctl_data_path(names[i]);
+		if (access(path, R_OK) == 0)
+			return path;
+		free(path);
+	}
+	return NULL;
+}
+
+/* text as a YAML single-quoted scalar (a quote doubled, nothing else
+ * escaped). */
+static void append_yaml_quoted(struct mt_buf *out, const char *text)
+{
+	mt_buf_append_char(out, '\'');
+	for (; *text != '\0'; text++) {
+		if (*text == '\'')
+			mt_buf_append_char(out, '\'');
+		mt_buf_append_char(out, *text);
+	}
+	mt_buf_append_char(out, '\'');
+}
+
+static void append_scrape_job(struct mt_buf *out, const char *job, unsigned int port)
+{
+	mt_buf_appendf(out, "  - job_name: %s\n    static_configs:\n"
+		       "      - targets: ['127.0.0.1:%u']\n", job, port);
+}
+
+/* DIR/prometheus.yml: a Prometheus scraping every daemon of the cluster
+ * (job mta, mmp, shardN) with mailtier's alert rules loaded. */
+static bool write_prometheus_config(const struct cluster *c, char **error_r)
+{
+	struct mt_buf yml = MT_BUF_INIT;
+	mt_buf_appendf(&yml,
+		"# Written by `mailtierctl cluster up`: scrapes every daemon of the\n"
+		"# cluster in %s.\n"
+		"# Use with:  prometheus --config.file %s/prometheus.yml\n"
+		"global:\n  scrape_interval: 5s\n  scrape_timeout: 4s\n"
+		"  evaluation_interval: 5s\n",
+		c->dir, c->dir);
+	char *rules = alert_rules_path();
+	if (rules != NULL) {
+		mt_buf_appendf(&yml, "rule_files:\n  - ");
+		append_yaml_quoted(&yml, rules);
+		mt_buf_appendf(&yml, "\n");
+	} else {
+		mt_buf_appendf(&yml, "# prometheus/mailtier-alerts.yml was not found.\n"
+			       "rule_files: []\n");
+	}
+	mt_buf_appendf(&yml, "scrape_configs:\n");
+	append_scrape_job(&yml, "mta", cluster_metrics_port(c, CLUSTER_METRICS_MTA));
+	append_scrape_job(&yml, "mmp", cluster_metrics_port(c, CLUSTER_METRICS_MMP));
+	for (unsigned int n = 1; n <= c->shards; n++) {
+		char job[32];
+		snprintf(job, sizeof(job), "shard%u", n);
+		append_scrape_job(&yml, job, cluster_metrics_port(c, CLUSTER_METRICS_MMP + n));
+	}
+	char *path = cluster_path(c, "prometheus.yml");
+	const char *error;
+	bool ok = ctl_write_private(path, mt_buf_cstr(&yml), &error);
+	if (!ok)
+		*error_r = mt_xasprintf("%s: cannot write: %s", path, error);
+	free(path);
+	free(rules);
+	mt_buf_free(&yml);
+	return ok;
+}
+
 bool cluster_write_endpoints(const struct cluster *c, char **error_r)
 {
 	struct mt_buf env = MT_BUF_INIT;
@@ -236,7 +312,7 @@ bool cluster_write_endpoints(const struct cluster *c, char **error_r)
 		*error_r = mt_xasprintf("%s: cannot write: %s", path, error);
 	free(path);
 	mt_buf_free(&env);
-	return ok;
+	return ok && write_prometheus_config(c, error_r);
 }
 
 static void replace(char **field, const char *value)

@@ -4,6 +4,7 @@
  *
  * DIR/mailtier.conf   the cluster's config (written once; edit and re-run up)
  * DIR/endpoints.env   shell assignments: ports, domains, the sink
+ * DIR/prometheus.yml  a Prometheus config scraping every daemon
  * DIR/directory/      the local slapd (`mailtierctl directory up`)
  * DIR/store-shardN/   each shard's Berkeley DB environment
  * DIR/queue/          the MTA's queue
@@ -80,7 +81,8 @@ char *cluster_path(const struct cluster *c, const char *name);
 bool cluster_prepare_dir(const struct cluster *c, char **error_r);
 /* Write DIR/mailtier.conf unless it exists; true if it is there after. */
 bool cluster_write_config(const struct cluster *c, char **error_r);
-/* Write DIR/endpoints.env (always: it is derived, never edited). */
+/* Write DIR/endpoints.env and DIR/prometheus.yml (always: they are
+ * derived, never edited). */
 bool cluster_write_endpoints(const struct cluster *c, char **error_r);
 /* Read DIR/endpoints.env back into c (dir set by the caller). false if
  * there is none; *error_r set if it is there but unreadable. */

@@ -14,3 +14,13 @@ EXTRA_DIST += packaging/debian/changelog packaging/debian/control \
 EXTRA_DIST += packaging/rpm/mailtier.spec
 EXTRA_DIST += scripts/build-deb scripts/build-rpm scripts/check-packages \
 	tests/packaging/test-deb.sh tests/packaging/test-rpm.sh
+
+# Monitoring: Prometheus alert rules (with their promtool unit tests, not
+# installed) and a Grafana dashboard, in $(pkgdatadir)/prometheus and
+# $(pkgdatadir)/grafana; `mailtierctl cluster up` names the rules in
+# DIR/prometheus.yml.
+prometheusdatadir = $(pkgdatadir)/prometheus
+dist_prometheusdata_DATA = packaging/prometheus/mailtier-alerts.yml
+grafanadatadir = $(pkgdatadir)/grafana
+dist_grafanadata_DATA = packaging/grafana/mailtier-dashboard.json
+EXTRA_DIST += packaging/prometheus/mailtier-alerts.test.yml

@@ -7,9 +7,11 @@ MT_TOP=$(cd "$(dirname "$0")/.." && pwd)
 MT_BUILD_PACKAGES="build-essential autoconf automake libtool pkgconf
 libevent-dev libssl-dev libsystemd-dev libcmocka-dev libc-ares-dev
 libldap-dev libdb5.3-dev libinih-dev libcrypt-dev python3 openssl"
-# What the integration tests, the demo and the benchmarks run for real.
+# What the integration tests, the demo and the benchmarks run for real
+# (prometheus: its promtool checks the shipped alert rules, and
+# test-metrics-prometheus.py scrapes a cluster with it).
 MT_RUNTIME_PACKAGES="slapd ldap-utils db5.3-util swaks curl fetchmail isync
-offlineimap3 getmail6"
+offlineimap3 getmail6 prometheus"
 # What scripts/check-packages needs to build and check the .deb and .rpm
 # packages (dpkg-buildpackage, debhelper with dh_installsysusers, rpmbuild,
 # systemd-analyze, man for the installed pages).

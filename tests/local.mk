@@ -55,7 +55,10 @@ integration_tests = \
 	tests/integration/test-harness.py \
 	tests/integration/test-directory.py \
 	tests/integration/test-cluster.py \
-	tests/integration/test-metrics.py
+	tests/integration/test-metrics.py \
+	tests/integration/test-monitoring-files.py \
+	tests/integration/test-metrics-prometheus.py
 
 TESTS += $(integration_tests)
-EXTRA_DIST += $(integration_tests) tests/integration/configs
+EXTRA_DIST += $(integration_tests) tests/integration/configs \
+	tests/integration/monitoring.py

@@ -95,6 +95,8 @@ for f in /etc/mailtier/mailtier.conf \
 	 /usr/lib/sysusers.d/mailtier.conf /usr/lib/tmpfiles.d/mailtier.conf \
 	 /usr/share/mailtier/dirsvc/mailtier.schema /usr/share/mailtier/dirsvc/mailtier.ldif \
 	 /usr/share/mailtier/dirsvc/base.ldif.in \
+	 /usr/share/mailtier/prometheus/mailtier-alerts.yml \
+	 /usr/share/mailtier/grafana/mailtier-dashboard.json \
 	 /usr/share/man/man5/mailtier.conf.5.gz /usr/share/man/man8/mailtier-mta.8.gz \
 	 /usr/share/man/man8/mailtier-mmp.8.gz /usr/share/man/man8/mailtier-popstore.8.gz \
 	 /usr/share/man/man8/mailtierctl.8.gz /usr/share/man/man1/mailtier-load.1.gz; do

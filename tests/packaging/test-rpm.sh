@@ -45,7 +45,9 @@ for f in /usr/sbin/mailtier-mta /usr/sbin/mailtier-mmp /usr/sbin/mailtier-popsto
 	 /usr/lib/systemd/system/mailtier-popstore@.service \
 	 /usr/lib/sysusers.d/mailtier.conf /usr/lib/tmpfiles.d/mailtier.conf \
 	 /usr/share/mailtier/dirsvc/mailtier.schema \
-	 /usr/share/mailtier/dirsvc/mailtier-slapd-setup.sh; do
+	 /usr/share/mailtier/dirsvc/mailtier-slapd-setup.sh \
+	 /usr/share/mailtier/prometheus/mailtier-alerts.yml \
+	 /usr/share/mailtier/grafana/mailtier-dashboard.json; do
 	if grep -qx "$f" "$tmp/main.list"; then ok "mailtier has $f"; else fail "mailtier lacks $f"; fi
 done
 for page in man5/mailtier.conf.5 man8/mailtier-mta.8 man8/mailtier-mmp.8 \
