@@ -29,13 +29,15 @@ struct popstore_metrics {
 	struct mt_metrics *registry;
 	struct mt_command_metrics *commands[POPSTORE_PROTOCOL_COUNT];
 	struct mt_series *cache_hits, *cache_misses, *cache_bytes, *log_bytes, *no_space;
+	struct mt_series *mailboxes_open;
 	bool env_error_logged;
 };
 
 enum {
 	P_OPEN, P_DELIVERIES, P_DELIVERY_REQUESTS, P_FLUSHES, P_FLUSHED, P_EXPUNGES,
 	P_EXPUNGED, P_PURGED, P_READS, P_RETRIES, P_CHECKPOINTS,
-	P_LMTP, P_POP3, P_IMAP, P_REFUSED, P_LOGIN_OK, P_LOGIN_FAILED, P_COUNT
+	P_LMTP, P_POP3, P_IMAP, P_REFUSED, P_LOGIN_OK, P_LOGIN_FAILED, P_DUPLICATES, P_BYTES,
+	P_COUNT
 };
 
 static struct mt_series *series[P_COUNT];
@@ -62,6 +64,8 @@ static void collect(void *context)
 	mt_series_store(series[P_REFUSED], ps->refused_connections);
 	mt_series_store(series[P_LOGIN_OK], ps->logins);
 	mt_series_store(series[P_LOGIN_FAILED], ps->logins_failed);
+	mt_series_store(series[P_DUPLICATES], c.duplicates);
+	mt_series_store(series[P_BYTES], c.bytes_stored);
 
 	struct popstore_metrics *pm = ps->metrics;
 	struct mt_store_env_counters env;
@@ -77,6 +81,7 @@ static void collect(void *context)
 	mt_series_set(pm->cache_bytes, (double)env.cache_bytes);
 	mt_series_store(pm->log_bytes, env.log_bytes);
 	mt_series_set(pm->no_space, env.no_space ? 1 : 0);
+	mt_series_set(pm->mailboxes_open, env.mailboxes_open);
 }
 
 void popstore_metrics_init(struct popstore *ps, struct mt_metrics *m)
@@ -114,6 +119,11 @@ void popstore_metrics_init(struct popstore *ps, struct mt_metrics *m)
 		"POP3 and IMAP logins, by result.", "result");
 	series[P_LOGIN_OK] = mt_metric_series1(f, "ok");
 	series[P_LOGIN_FAILED] = mt_metric_series1(f, "failed");
+	series[P_DUPLICATES] = mt_metrics_counter_series(m, "mailtier_popstore_duplicates_total",
+		"Redeliveries recognised (the same delivery id within redelivery_window): "
+		"answered with the first copy, not stored again.");
+	series[P_BYTES] = mt_metrics_counter_series(m, "mailtier_popstore_stored_bytes_total",
+		"Message bytes stored (once per recipient; duplicates not counted).");
 
 	struct popstore_metrics *pm = mt_xcalloc(1, sizeof(*pm));
 	pm->registry = m;
@@ -129,6 +139,8 @@ void popstore_metrics_init(struct popstore *ps, struct mt_metrics *m)
 		"The Berkeley DB cache's size.");
 	pm->log_bytes = mt_metrics_counter_series(m, "mailtier_popstore_bdb_log_written_bytes_total",
 		"Bytes written to the Berkeley DB log (since the environment was created).");
+	pm->mailboxes_open = mt_metrics_gauge_series(m, "mailtier_popstore_mailboxes_open",
+		"Mailboxes (and IMAP folders) open now by this shard's sessions.");
 	pm->no_space = mt_metrics_gauge_series(m, "mailtier_popstore_disk_full",
 		"1 while the store is in no-space mode (deliveries and expunges refused "
 		"with 452 4.3.1 / -ERR [SYS/TEMP] until space is back), else 0.");

@@ -43,6 +43,9 @@ bool mt_store_env_counters_get(struct mt_store *store,
 	DB_ENV *env = store->env;
 	memset(c, 0, sizeof(*c));
 	c->no_space = store_space_full(store);
+	pthread_mutex_lock(&store->open_lock);
+	c->mailboxes_open = store->open_count;
+	pthread_mutex_unlock(&store->open_lock);
 	DB_MPOOL_STAT *ms;
 	int ret = env->memp_stat(env, &ms, NULL, 0);
 	if (ret != 0) {

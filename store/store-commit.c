@@ -83,12 +83,19 @@ static void request_settle(struct mt_store *store, struct mt_store_req *req,
 		return;
 	}
 	if (req->kind == STORE_REQ_DELIVER) {
-		uint64_t delivered = 0;
-		for (unsigned int i = 0; i < req->rcpt_count; i++)
-			if (req->rcpts[i].status == MT_STORE_OK)
-				delivered++;
+		uint64_t delivered = 0, duplicates = 0;
+		for (unsigned int i = 0; i < req->rcpt_count; i++) {
+			if (req->rcpts[i].status != MT_STORE_OK)
+				continue;
+			delivered++;
+			duplicates += req->rcpts[i].duplicate;
+		}
+		uint64_t size = req->sbody != NULL ? mt_store_body_size(req->sbody) :
+			req->body_size;
 		store_counter_add(&store->n_delivery_requests, 1);
 		store_counter_add(&store->n_deliveries, delivered);
+		store_counter_add(&store->n_duplicates, duplicates);
+		store_counter_add(&store->n_bytes_stored, (delivered - duplicates) * size);
 	} else if (req->kind == STORE_REQ_EXPUNGE && req->status == MT_STORE_OK) {
 		store_counter_add(&store->n_expunges, 1);
 		store_counter_add(&store->n_expunged, req->removed);

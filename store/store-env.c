@@ -740,4 +740,6 @@ void mt_store_counters_get(struct mt_store *store,
 	c->chunk_writes = atomic_load(&store->n_chunk_writes);
 	c->aborted = atomic_load(&store->n_aborted);
 	c->swept = atomic_load(&store->n_swept);
+	c->duplicates = atomic_load(&store->n_duplicates);
+	c->bytes_stored = atomic_load(&store->n_bytes_stored);
 }

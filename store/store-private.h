@@ -336,7 +336,7 @@ struct mt_store {
 
 	atomic_uint_fast64_t n_deliveries, n_delivery_requests, n_expunges,
 		n_expunged, n_retries, n_reads, n_checkpoints, n_purged, n_purge_txns,
-		n_chunk_writes, n_aborted, n_swept;
+		n_chunk_writes, n_aborted, n_swept, n_duplicates, n_bytes_stored;
 };
 
 /* store-env.c */

@@ -577,6 +577,11 @@ struct mt_store_counters {
 	uint64_t chunk_writes;		/* streamed bodies' chunk transactions */
 	uint64_t aborted;		/* bodies aborted (chunks queued for the purger) */
 	uint64_t swept;			/* half-written bodies queued at open */
+	/* Of the deliveries, redeliveries recognised within
+	 * redelivery_window (not stored again), and the message bytes the
+	 * others stored (once per recipient). */
+	uint64_t duplicates;
+	uint64_t bytes_stored;
 };
 void mt_store_counters_get(struct mt_store *store,
 			   struct mt_store_counters *counters_r);
@@ -589,6 +594,7 @@ struct mt_store_env_counters {
 	uint64_t cache_hits, cache_misses, cache_bytes;
 	uint64_t log_bytes;
 	bool no_space;
+	unsigned int mailboxes_open;	/* by sessions of this process now */
 };
 bool mt_store_env_counters_get(struct mt_store *store,
 			       struct mt_store_env_counters *counters_r,

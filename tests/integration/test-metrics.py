@@ -24,6 +24,7 @@ MMP), read as Prometheus reads it.
     phase and ends at no more than the report's total)."""
 
 import http.client
+import imaplib
 import os
 import poplib
 import re
@@ -173,6 +174,7 @@ def test(h):
     latency_count = value(mta, "mailtier_mta_delivery_latency_seconds_count",
                           destination="lmtp")
     stored = sum(value(p, "mailtier_popstore_deliveries_total") for p in shards.values())
+    stored_bytes = sum(value(p, "mailtier_popstore_stored_bytes_total") for p in shards.values())
     lmtp_data = sum(value(p, "mailtier_commands_total", protocol="lmtp", command="data")
                     for p in shards.values())
     for i in range(10):
@@ -189,6 +191,10 @@ def test(h):
     assert wait_value(mta, "mailtier_mta_queue_messages", 0) == 0
     assert sum(value(p, "mailtier_popstore_deliveries_total")
                for p in shards.values()) == stored + 10
+    # Each stored copy is the message and the store's Return-Path/Received.
+    grown = sum(value(p, "mailtier_popstore_stored_bytes_total")
+                for p in shards.values()) - stored_bytes
+    assert 10 * len("Subject: counted 0\r\n\r\nbody\r\n") <= grown <= 10 * 4096, grown
     assert value(mta, "mailtier_mta_queue_commit_latency_seconds_count") >= 10
     assert sum(value(p, "mailtier_popstore_commit_latency_seconds_count")
                for p in shards.values()) >= 10
@@ -196,6 +202,18 @@ def test(h):
     # DATA commands are counted then (at least the ones already closed).
     assert sum(value(p, "mailtier_commands_total", protocol="lmtp", command="data")
                for p in shards.values()) >= lmtp_data
+
+    # A mailbox selected over IMAP is open; after LOGOUT it is not.
+    k1 = by_shard["shard1"][0]
+    assert value(shards[1], "mailtier_popstore_mailboxes_open") == 0
+    c = imaplib.IMAP4("127.0.0.1", int(env["SHARD1_IMAP_PORT"]), timeout=10)
+    c.login(f"user{k1}@example.test", f"secret{k1}")
+    c.select("INBOX")
+    assert value(shards[1], "mailtier_popstore_mailboxes_open") == 1
+    c.logout()
+    assert wait_value(shards[1], "mailtier_popstore_mailboxes_open", 0, timeout=10) == 0
+    assert value(shards[1], "mailtier_commands_total", protocol="imap", command="select",
+                 result="ok") >= 1
 
     # MMP logins: one good, one wrong password.
     k = by_shard["shard1"][0]
