@@ -114,6 +114,17 @@ def free_ports(count, host="127.0.0.1"):
             s.close()
 
 
+def read_env(path):
+    """The KEY=VALUE lines of a file such as `cluster up`'s endpoints.env."""
+    env = {}
+    for line in open(path):
+        line = line.strip()
+        if line and not line.startswith("#"):
+            k, _, v = line.partition("=")
+            env[k] = v
+    return env
+
+
 def free_port_block(count, host="127.0.0.1"):
     """A base port P with P..P+count-1 free on host, below the kernel's
     ephemeral range (outgoing connections take ports there and could take

@@ -24,16 +24,6 @@ import time
 import mtharness
 
 
-def read_env(path):
-    env = {}
-    for line in open(path):
-        line = line.strip()
-        if line and not line.startswith("#"):
-            k, _, v = line.partition("=")
-            env[k] = v
-    return env
-
-
 def port_open(port):
     with socket.socket() as s:
         s.settimeout(2)
@@ -89,7 +79,7 @@ def test(h):
     h.add_cleanup(lambda: h.ctl("cluster", "down", "--dir", d, check=False))
     p = h.ctl("cluster", "up", "--dir", d, "--base-port", base, "--users", 40)
     assert "cluster " + d + " is up" in p.stdout, p.stdout
-    env = read_env(os.path.join(d, "endpoints.env"))
+    env = mtharness.read_env(os.path.join(d, "endpoints.env"))
     assert env["CONF"] == os.path.join(d, "mailtier.conf")
     assert env["DOMAIN"] == "example.test" and env["REMOTE_DOMAIN"] == "remote.test"
     assert int(env["SMTP_PORT"]) == base + 1 and int(env["POP3_PORT"]) == base + 4

@@ -27,16 +27,6 @@ PROMETHEUS = "/usr/bin/prometheus"
 MESSAGES = 3
 
 
-def read_env(path):
-    env = {}
-    for line in open(path):
-        line = line.strip()
-        if line and not line.startswith("#"):
-            k, _, v = line.partition("=")
-            env[k] = v
-    return env
-
-
 class Api:
     """Prometheus's HTTP API on 127.0.0.1:port."""
 
@@ -149,7 +139,7 @@ def test(h):
     base = mtharness.free_port_block(20)
     h.add_cleanup(lambda: h.ctl("cluster", "down", "--dir", d, check=False))
     h.ctl("cluster", "up", "--dir", d, "--base-port", base, "--users", 10)
-    env = read_env(os.path.join(d, "endpoints.env"))
+    env = mtharness.read_env(os.path.join(d, "endpoints.env"))
     check_config_file(d, env)
 
     # Mail in before the first scrape, so every sample counts it.

@@ -38,16 +38,6 @@ import time
 import mtharness
 
 
-def read_env(path):
-    env = {}
-    for line in open(path):
-        line = line.strip()
-        if line and not line.startswith("#"):
-            k, _, v = line.partition("=")
-            env[k] = v
-    return env
-
-
 def scrape(port, method="GET", path="/metrics"):
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     c.request(method, path)
@@ -152,7 +142,7 @@ def test(h):
     base = mtharness.free_port_block(20)
     h.add_cleanup(lambda: h.ctl("cluster", "down", "--dir", d, check=False))
     h.ctl("cluster", "up", "--dir", d, "--base-port", base, "--users", 20)
-    env = read_env(os.path.join(d, "endpoints.env"))
+    env = mtharness.read_env(os.path.join(d, "endpoints.env"))
     conf = env["CONF"]
     smtp, pop = int(env["SMTP_PORT"]), int(env["POP3_PORT"])
     mta, mmp = int(env["MTA_METRICS_PORT"]), int(env["MMP_METRICS_PORT"])

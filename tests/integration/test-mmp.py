@@ -72,7 +72,10 @@ MAIL = {
 }
 AUTH_FAIL_DELAY = 0.3
 # Upper time bounds stretch when the MMP runs under valgrind.
-SLOW = 4.0 if os.environ.get("MT_MMP_WRAPPER") else 1.0
+# Upper bounds on answer times are multiplied by SLOW: 4 under valgrind, 1.5
+# otherwise, since CI runs this next to other tests on two shared cores (a
+# CI run failed here once with no reproduction at 1.0 on an idle machine).
+SLOW = 4.0 if os.environ.get("MT_MMP_WRAPPER") else 1.5
 
 
 def check(cond, what):
@@ -313,7 +316,7 @@ def test_in_use(c):
           f"second session gets the store's [IN-USE]: {err}")
     a.quit()
     ok = None
-    for _ in range(20):           # the store releases the lock after QUIT
+    for _ in range(50):           # the store releases the lock after QUIT
         ok = error_of(b.pass_, "alice-pw")
         if ok is None:
             break
@@ -477,7 +480,7 @@ def test_splice(c):
 
 
 def test_timeouts(c):
-    lt = 2 if SLOW == 1 else 8     # seconds: login_timeout, idle_timeout
+    lt = 2 if SLOW < 2 else 8     # seconds: login_timeout, idle_timeout
     c.start_mmp(login_timeout=f"{lt}s", idle_timeout=f"{lt}s", conn_limit=3)
     s = raw(c.mmp_port)
     read_line(s)
