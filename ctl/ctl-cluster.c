@@ -7,13 +7,16 @@
  *           start every daemon that is not running and wait until each
  *           is ready (sd_notify READY=1), write endpoints.env
  *   status  each daemon: pid, state (stopped / running / ready: its
- *           listeners answer), listeners, counters
+ *           listeners answer), listeners, and its counters read from
+ *           its /metrics (ctl-cluster-metrics.c)
+ *   top     the daemons' metrics every few seconds, with rates
  *   down    SIGTERM each by its pid file (MMP, MTA, shards, slapd) and wait
  *   logs    tail the daemons' logs (-F unless --no-follow)
  *
  * Trust boundary: the operator's command line and the files `up` wrote. */
 #include "ctl.h"
 #include "ctl-cluster.h"
+#include "ctl-metrics.h"
 #include "ctl-spawn.h"
 #include "ctl-util.h"
 #include "alloc.h"
@@ -34,24 +37,9 @@
 
 #define READY_TIMEOUT_MS 120000u
 #define STOP_TIMEOUT_MS 30000u
+#define METRICS_TIMEOUT_MS 3000u
 
-enum daemon_kind { DAEMON_SLAPD, DAEMON_STORE, DAEMON_MTA, DAEMON_MMP };
-
-struct daemon_port {
-	const char *label;
-	unsigned int port;
-};
-
-struct cluster_daemon {
-	char name[24];
-	enum daemon_kind kind;
-	unsigned int shard;
-	struct daemon_port ports[4];
-	size_t n_ports;
-};
-
-/* Every daemon of the cluster, in start order; returns how many. */
-static size_t cluster_daemons(const struct cluster *c, struct cluster_daemon *out)
+size_t cluster_daemons(const struct cluster *c, struct cluster_daemon *out)
 {
 	size_t n = 0;
 	out[n++] = (struct cluster_daemon){ .name = "slapd", .kind = DAEMON_SLAPD,
@@ -61,19 +49,21 @@ static size_t cluster_daemons(const struct cluster *c, struct cluster_daemon *ou
 		*d = (struct cluster_daemon){ .kind = DAEMON_STORE, .shard = s,
 			.ports = { { "lmtp", cluster_shard_lmtp(c, s) },
 				   { "pop3", cluster_shard_pop3(c, s) },
-				   { "imap", cluster_shard_imap(c, s) } }, .n_ports = 3 };
+				   { "imap", cluster_shard_imap(c, s) } }, .n_ports = 3,
+			.metrics_port = cluster_metrics_port(c, CLUSTER_METRICS_MMP + s) };
 		snprintf(d->name, sizeof(d->name), "shard%u", s);
 	}
 	out[n++] = (struct cluster_daemon){ .name = "mta", .kind = DAEMON_MTA,
 		.ports = { { "smtp", cluster_port(c, CLUSTER_PORT_SMTP) },
 			   { "submission", cluster_port(c, CLUSTER_PORT_SUBMISSION) },
 			   { "submissions", cluster_port(c, CLUSTER_PORT_SUBMISSIONS) } },
-		.n_ports = 3 };
+		.n_ports = 3, .metrics_port = cluster_metrics_port(c, CLUSTER_METRICS_MTA) };
 	out[n++] = (struct cluster_daemon){ .name = "mmp", .kind = DAEMON_MMP,
 		.ports = { { "pop3", cluster_port(c, CLUSTER_PORT_POP3) },
 			   { "pop3s", cluster_port(c, CLUSTER_PORT_POP3S) },
 			   { "imap", cluster_port(c, CLUSTER_PORT_IMAP) },
-			   { "imaps", cluster_port(c, CLUSTER_PORT_IMAPS) } }, .n_ports = 4 };
+			   { "imaps", cluster_port(c, CLUSTER_PORT_IMAPS) } }, .n_ports = 4,
+		.metrics_port = cluster_metrics_port(c, CLUSTER_METRICS_MMP) };
 	return n;
 }
 
@@ -113,6 +103,8 @@ struct cluster_opts {
 	bool follow;
 	unsigned int lines;
 	const char *only;	/* logs NAME */
+	double interval_s;	/* top */
+	unsigned long count;	/* top: frames, 0 until interrupted */
 };
 
 static int cluster_usage(const char *progname)
@@ -121,9 +113,10 @@ static int cluster_usage(const char *progname)
 		"usage: %s cluster up --dir DIR [--shards N] [--users U] [--base-port P]\n"
 		"                         [--domain D] [--remote-domain R] [--sink HOST:PORT]\n"
 		"       %s cluster status --dir DIR\n"
+		"       %s cluster top --dir DIR [--interval SECONDS] [--count N]\n"
 		"       %s cluster down --dir DIR\n"
 		"       %s cluster logs --dir DIR [--no-follow] [--lines N] [NAME]\n",
-		progname, progname, progname, progname);
+		progname, progname, progname, progname, progname);
 	return CTL_EXIT_USAGE;
 }
 
@@ -153,10 +146,12 @@ static bool parse_cluster_opts(int argc, char **argv, struct cluster_opts *o)
 		{ "sink", required_argument, NULL, 's' },
 		{ "no-follow", no_argument, NULL, 'F' },
 		{ "lines", required_argument, NULL, 'l' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "count", required_argument, NULL, 'c' },
 		{ NULL, 0, NULL, 0 },
 	};
 	*o = (struct cluster_opts){ .c = { .shards = 2, .users = 1000, .base_port = 20000 },
-				    .follow = true, .lines = 20 };
+				    .follow = true, .lines = 20, .interval_s = 2.0 };
 	const char *dir = NULL, *domain = "example.test", *remote = "remote.test", *sink = NULL;
 	unsigned long v;
 	optind = 0;
@@ -190,6 +185,24 @@ static bool parse_cluster_opts(int argc, char **argv, struct cluster_opts *o)
 			if (!parse_number("lines", optarg, 1, 1000000, &v))
 				return false;
 			o->lines = (unsigned int)v;
+			break;
+		case 'i': {
+			char *end;
+			errno = 0;
+			double seconds = strtod(optarg, &end);
+			if (errno != 0 || end == optarg || *end != '\0' || !(seconds >= 0.1) ||
+			    seconds > 3600) {
+				fprintf(stderr, "--interval: '%s' is not a number of seconds from 0.1 to 3600\n",
+					optarg);
+				return false;
+			}
+			o->interval_s = seconds;
+			break;
+		}
+		case 'c':
+			if (!parse_number("count", optarg, 1, 100000000, &v))
+				return false;
+			o->count = v;
 			break;
 		default:
 			return false;
@@ -472,58 +485,16 @@ static int cluster_up(const struct cluster *c)
 
 /* status */
 
-/* The last " stats " line of a daemon's log (its periodic counters). */
-static char *last_stats_line(const struct cluster *c, const struct cluster_daemon *d)
+static void print_metrics(const struct cluster_daemon *d, const struct ctl_metrics_target *t)
 {
-	char *path = mt_xasprintf("%s/log/%s.log", c->dir, d->name);
-	FILE *f = fopen(path, "r");
-	free(path);
-	if (f == NULL)
-		return NULL;
-	if (fseek(f, -65536, SEEK_END) != 0)
-		rewind(f);
-	char line[2048];
-	char *found = NULL;
-	while (fgets(line, sizeof(line), f) != NULL) {
-		char *at = strstr(line, " stats ");
-		if (at != NULL) {
-			line[strcspn(line, "\n")] = '\0';
-			free(found);
-			found = mt_xstrdup(at + 1);
-		}
+	if (!t->ok) {
+		printf("           metrics %s:%u: %s\n", t->host, t->port, t->error);
+		return;
 	}
-	fclose(f);
-	return found;
-}
-
-static void print_counters(const struct cluster *c, const struct cluster_daemon *d)
-{
-	if (d->kind == DAEMON_MTA) {
-		char *queue = cluster_path(c, "queue");
-		char *reply = ctl_admin_ask(queue, "STATS");
-		free(queue);
-		if (reply == NULL)
-			return;
-		/* "name: value" lines, shown as one line of name=value. */
-		struct mt_buf line = MT_BUF_INIT;
-		char *body = strchr(reply, '\n');
-		for (char *save = NULL, *l = body != NULL ? strtok_r(body + 1, "\n", &save) : NULL;
-		     l != NULL && strcmp(l, ".") != 0; l = strtok_r(NULL, "\n", &save)) {
-			char *colon = strstr(l, ": ");
-			if (colon != NULL)
-				memmove(colon + 1, colon + 2, strlen(colon + 2) + 1), *colon = '=';
-			mt_buf_appendf(&line, "%s%s", line.len > 0 ? " " : "", l);
-		}
-		if (line.len > 0)
-			printf("           queue %s\n", mt_buf_cstr(&line));
-		mt_buf_free(&line);
-		free(reply);
-	} else if (d->kind != DAEMON_SLAPD) {
-		char *stats = last_stats_line(c, d);
-		if (stats != NULL)
-			printf("           %s\n", stats);
-		free(stats);
-	}
+	struct mt_buf line = MT_BUF_INIT;
+	cluster_metrics_summary(&line, d, &t->metrics);
+	printf("           metrics %s:%u: %s\n", t->host, t->port, mt_buf_cstr(&line));
+	mt_buf_free(&line);
 }
 
 static int cluster_status(const struct cluster *c)
@@ -532,6 +503,13 @@ static int cluster_status(const struct cluster *c)
 	size_t n = cluster_daemons(c, daemons);
 	printf("cluster %s: %u shards, %lu users @%s, sink %s\n", c->dir, c->shards,
 	       c->users, c->domain, c->sink);
+	printf("counters: each daemon's /metrics (metrics_listen), read now\n");
+	/* Every running daemon's metrics at once, before the table. */
+	struct ctl_metrics_target targets[CLUSTER_MAX_SHARDS + 3];
+	for (size_t i = 0; i < n; i++)
+		targets[i] = (struct ctl_metrics_target){ .host = "127.0.0.1",
+							  .port = daemons[i].metrics_port };
+	ctl_metrics_scrape(targets + 1, n - 1, METRICS_TIMEOUT_MS);	/* [0] is slapd */
 	printf("%-8s %-8s %-8s %s\n", "NAME", "PID", "STATE", "LISTENERS");
 	bool all_ready = true;
 	for (size_t i = 0; i < n; i++) {
@@ -552,10 +530,12 @@ static int cluster_status(const struct cluster *c)
 		printf("%-8s %-8s %-8s %s\n", d->name, pidtext,
 		       pid == 0 ? "stopped" : ready ? "ready" : "running", mt_buf_cstr(&listeners));
 		mt_buf_free(&listeners);
-		if (pid != 0)
-			print_counters(c, d);
+		if (pid != 0 && d->metrics_port != 0)
+			print_metrics(d, &targets[i]);
 		all_ready = all_ready && ready;
 	}
+	for (size_t i = 1; i < n; i++)
+		ctl_metrics_target_clear(&targets[i]);
 	return all_ready ? CTL_EXIT_OK : CTL_EXIT_FAIL;
 }
 
@@ -643,6 +623,8 @@ int ctl_cluster(struct ctl_context *ctx, int argc, char **argv)
 		status = CTL_EXIT_FAIL;
 	} else if (strcmp(cmd, "status") == 0) {
 		status = cluster_status(&o.c);
+	} else if (strcmp(cmd, "top") == 0) {
+		status = cluster_top(&o.c, o.interval_s, o.count);
 	} else if (strcmp(cmd, "down") == 0) {
 		status = cluster_down(&o.c);
 	} else {

@@ -21,6 +21,9 @@
 #define MT_CTL_CLUSTER_H
 
 #include <stdbool.h>
+#include <stddef.h>
+
+struct mt_buf;
 
 #define CLUSTER_MAX_SHARDS 40
 
@@ -72,6 +75,35 @@ static inline unsigned int cluster_metrics_port(const struct cluster *c, unsigne
 {
 	return c->base_port + 10 + 3 * c->shards + which;
 }
+
+enum daemon_kind { DAEMON_SLAPD, DAEMON_STORE, DAEMON_MTA, DAEMON_MMP };
+
+struct daemon_port {
+	const char *label;
+	unsigned int port;
+};
+
+struct cluster_daemon {
+	char name[24];
+	enum daemon_kind kind;
+	unsigned int shard;
+	struct daemon_port ports[4];
+	size_t n_ports;
+	unsigned int metrics_port;	/* 0: it has none (slapd) */
+};
+
+/* Every daemon of the cluster, in start order (at most
+ * CLUSTER_MAX_SHARDS + 3); returns how many. ctl-cluster.c. */
+size_t cluster_daemons(const struct cluster *c, struct cluster_daemon *out);
+
+/* What the daemons' /metrics say (ctl-cluster-metrics.c): one line of
+ * d's counters for `cluster status` (appended to out), and `cluster top`,
+ * a per-daemon view every interval_s seconds, count frames (0: until
+ * interrupted). */
+struct ctl_metrics;
+void cluster_metrics_summary(struct mt_buf *out, const struct cluster_daemon *d,
+			     const struct ctl_metrics *m);
+int cluster_top(const struct cluster *c, double interval_s, unsigned long count);
 
 /* DIR/NAME; caller frees. */
 char *cluster_path(const struct cluster *c, const char *name);

@@ -19,6 +19,10 @@ MMP), read as Prometheus reads it.
     over 8 KiB, another path, POST with a body, HTTP/2, garbage) get their
     status code or are closed, and every message of the flow is still
     accepted; the endpoint then serves as before;
+  - `mailtierctl cluster status` prints the endpoints' counters (the
+    same values as the scrape) and `cluster top`'s rates over its interval
+    add up to the 10 messages sent inside it; with a shard killed, top
+    names its endpoint as unreachable and exits 1;
   - mailtier-load --metrics-listen serves the run's figures while it runs
     (promtool-valid; the run's message counter grows during the measured
     phase and ends at no more than the report's total)."""
@@ -193,6 +197,8 @@ def test(h):
     assert sum(value(p, "mailtier_commands_total", protocol="lmtp", command="data")
                for p in shards.values()) >= lmtp_data
 
+    ctl_views(h, d, env, mta, shards)
+
     # A mailbox selected over IMAP is open; after LOGOUT it is not.
     k1 = by_shard["shard1"][0]
     assert value(shards[1], "mailtier_popstore_mailboxes_open") == 0
@@ -246,6 +252,12 @@ def test(h):
     assert value(mmp, "mailtier_mmp_shard_up", shard="shard1", protocol="pop3") == 1
     assert value(mmp, "mailtier_mmp_backend_logins_total", shard="shard2", protocol="pop3",
                  result="failed") >= 1
+    # `cluster top` names the daemon whose endpoint is gone and fails.
+    p = h.ctl("cluster", "top", "--dir", d, "--interval", "0.5", "--count", "1", check=False)
+    assert p.returncode == 1, (p.returncode, p.stdout, p.stderr)
+    assert re.search(r"^shard2\s+no\s+127\.0\.0\.1:%d: cannot connect" % shards[2],
+                     p.stdout, re.M), p.stdout
+    assert re.search(r"^shard1\s+yes\s", p.stdout, re.M), p.stdout
     h.ctl("cluster", "up", "--dir", d)
     assert wait_value(mmp, "mailtier_mmp_shard_up", 1, timeout=40, shard="shard2",
                       protocol="pop3") == 1
@@ -322,6 +334,54 @@ def test(h):
     assert value(mta, "mailtier_metrics_http_requests_total", code="431") >= 1
     check_endpoints({"mta": mta, "mmp": mmp, "shard1": shards[1], "shard2": shards[2]})
     loadgen_live(h, conf)
+
+
+def ctl_views(h, d, env, mta, shards):
+    """`mailtierctl cluster status` and `cluster top` show what the
+    endpoints say: status's counters are the metrics' values, top's rates
+    over its interval add up to the messages sent within it."""
+    # status reads the metrics before its connect probes of the listeners
+    # (each probe is a session), so the count read here is the one shown.
+    smtp_sessions = int(value(mta, "mailtier_sessions_total", listener="smtp"))
+    p = h.ctl("cluster", "status", "--dir", d)
+    out = p.stdout
+    assert "counters: each daemon's /metrics (metrics_listen)" in out, out
+    line = re.search(r"^\s+metrics 127\.0\.0\.1:%d: (.*)$" % mta, out, re.M)
+    assert line, out
+    accepted = int(value(mta, "mailtier_mta_messages_accepted_total"))
+    assert re.search(r"; accepted %d, refused 0," % accepted, line.group(1)), line.group(1)
+    assert re.search(r"sessions smtp=%d " % smtp_sessions, line.group(1)), line.group(1)
+    assert "; queue 0, oldest 0 s;" in line.group(1), line.group(1)
+    delivered = 0
+    for n, port in shards.items():
+        m = re.search(r"^\s+metrics 127\.0\.0\.1:%d: .*; deliveries (\d+), " % port, out, re.M)
+        assert m, out
+        assert int(m.group(1)) == int(value(port, "mailtier_popstore_deliveries_total")), out
+        delivered += int(m.group(1))
+    assert delivered >= 10, out
+
+    # top: one frame over 4 s, 10 messages sent inside it.
+    top = subprocess.Popen([mtharness.binary("ctl/mailtierctl"), "cluster", "top", "--dir", d, "--interval", "4",
+                            "--count", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+    started = time.monotonic()
+    time.sleep(1)
+    for i in range(10):
+        send(int(env["SMTP_PORT"]), f"user{1 + i}@example.test", f"top {i}")
+    sent_within = time.monotonic() - started < 3.5
+    out, err = top.communicate(timeout=60)
+    assert top.returncode == 0, (top.returncode, out, err)
+    dt = float(re.search(r"rates over ([0-9.]+) s, from each daemon's /metrics", out).group(1))
+    row = re.search(r"^mta\s+yes\s+\S+\s+\S+ \S+\s+\d+\s+\d+\s+([0-9.]+)\s+"
+                    r"accepted/s ([0-9.]+) delivered/s", out, re.M)
+    assert row, out
+    sessions_rate, accepted_rate = float(row.group(1)), float(row.group(2))
+    assert accepted_rate > 0, out
+    if sent_within:
+        assert abs(accepted_rate * dt - 10) <= 0.05 * dt + 0.01, (accepted_rate, dt, out)
+        assert abs(sessions_rate * dt - 10) <= 0.05 * dt + 0.01, (sessions_rate, dt, out)
+    for name in ("shard1", "shard2", "mmp"):
+        assert re.search(r"^%s\s+yes\s" % name, out, re.M), out
 
 
 def loadgen_live(h, conf):
