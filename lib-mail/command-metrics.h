@@ -6,7 +6,12 @@
  *
  * result is "ok" or "failed" (the command's final reply), command the
  * lower-case verb or "unknown", so the labels stay the table's own and
- * bounded. One per protocol and table; the series exist from the start.
+ * bounded; and its final replies by class to
+ *
+ *	mailtier_replies_total{protocol="smtp",class="4xx"}
+ *
+ * (smtp/lmtp 2xx 4xx 5xx, pop3 ok err, imap ok no bad). One per protocol
+ * and table; the series exist from the start.
  *
  * Trust boundary: none (counts the engine already made).
  * Threading: mt_command_metrics_add from any thread (atomics). */

@@ -8,6 +8,7 @@
 #include "command-find.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 const struct mt_command_def *mt_command_table_def(const struct mt_command_table *t,
 						 size_t i)
@@ -27,6 +28,7 @@ void mt_commands_init(struct mt_commands *c, const struct mt_command_table *tabl
 	c->current = -1;
 	c->flags = 0;
 	c->junk = 0;
+	memset(c->replies, 0, sizeof(c->replies));
 }
 
 void mt_commands_free(struct mt_commands *c)
@@ -79,13 +81,34 @@ void mt_commands_unknown(struct mt_commands *c)
 	c->current = (int)c->count;
 }
 
-void mt_commands_reply(struct mt_commands *c, bool ok)
+void mt_commands_reply_class(struct mt_commands *c, enum mt_reply_class cls)
 {
 	if (c->current < 0)
 		return;
-	if (ok)
+	if (cls == MT_REPLY_SUCCESS)
 		c->ok[c->current]++;
+	if ((unsigned int)cls < MT_REPLY_CLASSES)
+		c->replies[cls]++;
 	mt_commands_forget(c);
+}
+
+void mt_commands_reply(struct mt_commands *c, bool ok)
+{
+	mt_commands_reply_class(c, ok ? MT_REPLY_SUCCESS : MT_REPLY_FAILURE);
+}
+
+enum mt_reply_class mt_reply_class_smtp(int code)
+{
+	return code < 400 ? MT_REPLY_SUCCESS : code < 500 ? MT_REPLY_TEMPFAIL : MT_REPLY_FAILURE;
+}
+
+enum mt_reply_class mt_reply_class_imap(const char *status, size_t len)
+{
+	if (len >= 2 && strncmp(status, "OK", 2) == 0 && (len == 2 || status[2] == ' '))
+		return MT_REPLY_SUCCESS;
+	if (len >= 2 && strncmp(status, "NO", 2) == 0 && (len == 2 || status[2] == ' '))
+		return MT_REPLY_FAILURE;
+	return MT_REPLY_BAD;
 }
 
 const char *mt_commands_current_name(const struct mt_command_table *table,

@@ -109,6 +109,17 @@ struct mt_command_call {
 	const char *arg;		/* after the verb and one space; "" */
 };
 
+/* The class of a command's final reply, as each protocol has them: SMTP
+ * and LMTP 2xx (and 3xx) / 4xx / 5xx (RFC 5321 4.2.1), POP3 +OK / -ERR
+ * (RFC 1939 3), IMAP OK / NO / BAD (RFC 9051 7.1). */
+enum mt_reply_class {
+	MT_REPLY_SUCCESS,	/* 2xx, +OK, OK */
+	MT_REPLY_TEMPFAIL,	/* 4xx */
+	MT_REPLY_FAILURE,	/* 5xx, -ERR, NO */
+	MT_REPLY_BAD,		/* IMAP BAD */
+};
+#define MT_REPLY_CLASSES 4
+
 /* One session's counters and the command in progress. */
 struct mt_commands {
 	unsigned int *total, *ok;	/* count + 1 slots: the last is unknown */
@@ -116,6 +127,7 @@ struct mt_commands {
 	int current;			/* slot of the command awaiting its reply, or -1 */
 	unsigned int flags;		/* the last checked command's (0: unknown) */
 	unsigned int junk;
+	unsigned int replies[MT_REPLY_CLASSES];	/* final replies by class */
 };
 
 void mt_commands_init(struct mt_commands *c, const struct mt_command_table *table);
@@ -134,6 +146,15 @@ void mt_commands_unknown(struct mt_commands *c);
 /* The final reply to the current command: counted as ok or not; then no
  * command is current. No-op when none is current. */
 void mt_commands_reply(struct mt_commands *c, bool ok);
+/* The same with the reply's class (ok: MT_REPLY_SUCCESS), counted in
+ * replies[] too. mt_commands_reply(c, ok) is SUCCESS or FAILURE. */
+void mt_commands_reply_class(struct mt_commands *c, enum mt_reply_class cls);
+/* An SMTP/LMTP reply code's class (3xx counts as success: 354 and 334
+ * are not final, a final 3xx does not exist). */
+enum mt_reply_class mt_reply_class_smtp(int code);
+/* An IMAP tagged reply's class from its status word ("OK ...", "NO ...",
+ * "BAD ..."; anything else is BAD). */
+enum mt_reply_class mt_reply_class_imap(const char *status, size_t len);
 /* The current command's verb as the table writes it ("MAIL"), "unknown",
  * or "-" when none is current (for reject log lines). */
 const char *mt_commands_current_name(const struct mt_command_table *table,

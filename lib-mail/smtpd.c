@@ -84,7 +84,7 @@ static void count_reply(struct mt_smtpd *d, int code)
 	/* 334 and 354 ask for more; the command is done at its final reply. */
 	if (code == 334 || code == 354)
 		return;
-	mt_commands_reply(&d->commands, code < 400);
+	mt_commands_reply_class(&d->commands, mt_reply_class_smtp(code));
 }
 
 static void write_reply(struct mt_smtpd *d, int code, bool more,

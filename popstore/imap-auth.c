@@ -125,8 +125,10 @@ static void login_reply(void *context, const char *line)
 	struct imap_session *s = context;
 	imap_line(s, "%s", line);
 	/* A tagged reply ends the command; "*" and "+" lines do not. */
-	if (line[0] != '*' && line[0] != '+')
-		mt_commands_reply(&s->commands, strstr(line, " OK ") != NULL);
+	const char *space = strchr(line, ' ');
+	if (line[0] != '*' && line[0] != '+' && space != NULL)
+		mt_commands_reply_class(&s->commands,
+					mt_reply_class_imap(space + 1, strlen(space + 1)));
 }
 
 static void login_error(void *context, const char *line)

@@ -83,7 +83,7 @@ static void vtagged(struct imap_session *s, const char *tag, const char *fmt,
 	evbuffer_add_printf(out, "%s ", tag);
 	evbuffer_add_vprintf(out, fmt, ap);
 	evbuffer_add(out, "\r\n", 2);
-	mt_commands_reply(&s->commands, strncmp(fmt, "OK", 2) == 0);
+	mt_commands_reply_class(&s->commands, mt_reply_class_imap(fmt, strlen(fmt)));
 }
 
 void imap_tagged(struct imap_session *s, const char *tag, const char *fmt, ...)
@@ -125,7 +125,9 @@ void imap_error(struct imap_session *s, const char *tag, const char *fmt, ...)
 void imap_error_line(struct imap_session *s, const char *line)
 {
 	imap_line(s, "%s", line);
-	mt_commands_reply(&s->commands, false);
+	const char *space = strchr(line, ' ');
+	mt_commands_reply_class(&s->commands, space != NULL ?
+				mt_reply_class_imap(space + 1, strlen(space + 1)) : MT_REPLY_BAD);
 	count_error(s);
 }
 
@@ -264,7 +266,7 @@ static bool process_command(struct imap_session *s, struct evbuffer *in)
 				   p->error);
 		else {
 			imap_line(s, "* BAD %s", p->error);
-			mt_commands_reply(&s->commands, false);
+			mt_commands_reply_class(&s->commands, MT_REPLY_BAD);
 			count_error(s);
 		}
 		break;

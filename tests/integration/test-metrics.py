@@ -171,13 +171,28 @@ def test(h):
     stored_bytes = sum(value(p, "mailtier_popstore_stored_bytes_total") for p in shards.values())
     lmtp_data = sum(value(p, "mailtier_commands_total", protocol="lmtp", command="data")
                     for p in shards.values())
+    replies_2xx = value(mta, "mailtier_replies_total", protocol="smtp", **{"class": "2xx"})
+    replies_5xx = value(mta, "mailtier_replies_total", protocol="smtp", **{"class": "5xx"})
     for i in range(10):
         send(smtp, f"user{1 + i}@example.test", f"counted {i}")
+    # One refused recipient: a 5xx reply (and its session's 2xx ones).
+    with smtplib.SMTP("127.0.0.1", smtp, timeout=30) as s:
+        s.ehlo("counted")
+        s.mail("sender@remote.test")
+        code, _ = s.rcpt("nobody-here@example.test")
+        assert 500 <= code < 600, code
+        s.rset()
     assert value(mta, "mailtier_mta_messages_accepted_total") == accepted + 10
-    assert value(mta, "mailtier_sessions_total", listener="smtp") == sessions + 10
+    assert value(mta, "mailtier_sessions_total", listener="smtp") == sessions + 11
     # A session's commands are added when it ends (smtplib has quit).
     assert wait_value(mta, "mailtier_commands_total", data_ok + 10, protocol="smtp",
                       command="data", result="ok") == data_ok + 10
+    # Each of the 10 sessions: EHLO, MAIL, RCPT, DATA (its final 250), QUIT;
+    # the 11th: EHLO, MAIL, RSET, QUIT and the refused RCPT.
+    assert wait_value(mta, "mailtier_replies_total", replies_2xx + 54, protocol="smtp",
+                      **{"class": "2xx"}) == replies_2xx + 54
+    assert value(mta, "mailtier_replies_total", protocol="smtp",
+                 **{"class": "5xx"}) == replies_5xx + 1
     assert wait_value(mta, "mailtier_mta_deliveries_total", delivered + 10,
                       destination="lmtp", result="delivered") == delivered + 10
     assert value(mta, "mailtier_mta_delivery_latency_seconds_count",
@@ -206,8 +221,20 @@ def test(h):
     c.login(f"user{k1}@example.test", f"secret{k1}")
     c.select("INBOX")
     assert value(shards[1], "mailtier_popstore_mailboxes_open") == 1
+    no = value(shards[1], "mailtier_replies_total", protocol="imap", **{"class": "no"})
+    bad = value(shards[1], "mailtier_replies_total", protocol="imap", **{"class": "bad"})
+    assert c.select("No/Such/Folder")[0] == "NO"
+    try:
+        c.xatom("FROBNICATE")
+        raise AssertionError("an unknown IMAP command was accepted")
+    except imaplib.IMAP4.error:
+        pass
     c.logout()
     assert wait_value(shards[1], "mailtier_popstore_mailboxes_open", 0, timeout=10) == 0
+    assert wait_value(shards[1], "mailtier_replies_total", no + 1, timeout=10, protocol="imap",
+                      **{"class": "no"}) == no + 1
+    assert value(shards[1], "mailtier_replies_total", protocol="imap",
+                 **{"class": "bad"}) == bad + 1
     assert value(shards[1], "mailtier_commands_total", protocol="imap", command="select",
                  result="ok") >= 1
 

@@ -146,7 +146,30 @@ static void test_replies_and_summary(void **state)
 	mt_commands_summary(&toy_table, &c, "", &out);
 	assert_string_equal(mt_buf_cstr(&out),
 			    " ehlo=1 mail=1/2 quit=1 unknown=0/2 commands=3/6");
+	/* Final replies by class: the answered ones only. */
+	assert_int_equal(c.replies[MT_REPLY_SUCCESS], 3);
+	assert_int_equal(c.replies[MT_REPLY_FAILURE], 3);
+	assert_int_equal(c.replies[MT_REPLY_TEMPFAIL], 0);
+	check(&c, &open, "QUIT", &call);
+	mt_commands_reply_class(&c, mt_reply_class_smtp(451));
+	check(&c, &open, "QUIT", &call);
+	mt_commands_reply_class(&c, mt_reply_class_imap("BAD [CLIENTBUG] x", 17));
+	mt_commands_reply_class(&c, MT_REPLY_SUCCESS);	/* nothing current */
+	assert_int_equal(c.replies[MT_REPLY_TEMPFAIL], 1);
+	assert_int_equal(c.replies[MT_REPLY_BAD], 1);
+	assert_int_equal(c.replies[MT_REPLY_SUCCESS], 3);
 	mt_commands_free(&c);
+
+	assert_int_equal(mt_reply_class_smtp(250), MT_REPLY_SUCCESS);
+	assert_int_equal(mt_reply_class_smtp(354), MT_REPLY_SUCCESS);
+	assert_int_equal(mt_reply_class_smtp(421), MT_REPLY_TEMPFAIL);
+	assert_int_equal(mt_reply_class_smtp(550), MT_REPLY_FAILURE);
+	assert_int_equal(mt_reply_class_imap("OK done", 7), MT_REPLY_SUCCESS);
+	assert_int_equal(mt_reply_class_imap("OK", 2), MT_REPLY_SUCCESS);
+	assert_int_equal(mt_reply_class_imap("NO [TRYCREATE] x", 16), MT_REPLY_FAILURE);
+	assert_int_equal(mt_reply_class_imap("BAD x", 5), MT_REPLY_BAD);
+	assert_int_equal(mt_reply_class_imap("OKAY", 4), MT_REPLY_BAD);
+	assert_int_equal(mt_reply_class_imap("", 0), MT_REPLY_BAD);
 
 	/* Nothing at all; a prefix. */
 	mt_buf_free(&out);
