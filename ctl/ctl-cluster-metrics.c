@@ -137,10 +137,29 @@ void cluster_metrics_summary(struct mt_buf *out, const struct cluster_daemon *d,
 	append_process(out, m);
 }
 
+void cluster_metrics_scrape(const struct cluster_daemon *d, size_t n,
+			    struct ctl_metrics_target *targets)
+{
+	struct ctl_metrics_target *scraped[CLUSTER_MAX_SHARDS + 3];
+	struct ctl_metrics_target list[CLUSTER_MAX_SHARDS + 3];
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		targets[i] = (struct ctl_metrics_target){ .host = "127.0.0.1",
+							  .port = d[i].metrics_port };
+		if (d[i].metrics_port != 0) {
+			scraped[k] = &targets[i];
+			list[k++] = targets[i];
+		}
+	}
+	ctl_metrics_scrape(list, k, SCRAPE_TIMEOUT_MS);
+	for (size_t i = 0; i < k; i++)
+		*scraped[i] = list[i];
+}
+
 /* top */
 
 struct top_daemon {
-	struct cluster_daemon d;
+	const struct cluster_daemon *d;
 	struct ctl_metrics_target now, before;
 };
 
@@ -165,13 +184,13 @@ static void top_row(struct mt_buf *out, const struct top_daemon *t, double dt)
 {
 	const struct ctl_metrics *m = &t->now.metrics;
 	if (!t->now.ok) {
-		mt_buf_appendf(out, "%-8s %-4s %s\n", t->d.name, "no", t->now.error);
+		mt_buf_appendf(out, "%-8s %-4s %s\n", t->d->name, "no", t->now.error);
 		return;
 	}
 	double cpu = rate(t, "process_cpu_seconds_total", NULL, dt);
 	struct mt_buf rss = MT_BUF_INIT;
 	append_bytes(&rss, sum(m, "process_resident_memory_bytes", NULL));
-	mt_buf_appendf(out, "%-8s %-4s ", t->d.name, "yes");
+	mt_buf_appendf(out, "%-8s %-4s ", t->d->name, "yes");
 	if (isnan(cpu))
 		mt_buf_appendf(out, "%5s", "-");
 	else
@@ -179,14 +198,14 @@ static void top_row(struct mt_buf *out, const struct top_daemon *t, double dt)
 	mt_buf_appendf(out, " %10s %5.0f %5.0f", mt_buf_cstr(&rss), sum(m, "process_open_fds", NULL),
 		       sum(m, "mailtier_connections_open", NULL));
 	mt_buf_free(&rss);
-	const char *sessions = t->d.kind == DAEMON_MMP ? "mailtier_mmp_connections_total"
+	const char *sessions = t->d->kind == DAEMON_MMP ? "mailtier_mmp_connections_total"
 						       : "mailtier_sessions_total";
 	double sess = rate(t, sessions, NULL, dt);
 	if (isnan(sess))
 		mt_buf_appendf(out, " %7s ", "-");
 	else
 		mt_buf_appendf(out, " %7.1f ", sess);
-	switch (t->d.kind) {
+	switch (t->d->kind) {
 	case DAEMON_MTA:
 		append_rate(out, "accepted/s", rate(t, "mailtier_mta_messages_accepted_total", NULL, dt));
 		append_rate(out, "delivered/s",
@@ -219,18 +238,16 @@ static void top_row(struct mt_buf *out, const struct top_daemon *t, double dt)
 	mt_buf_append_char(out, '\n');
 }
 
-static void scrape_all(struct top_daemon *t, size_t n)
+/* The daemons' metrics now; the previous scrape kept as before. */
+static void scrape_all(const struct cluster_daemon *d, struct top_daemon *t, size_t n)
 {
 	struct ctl_metrics_target targets[CLUSTER_MAX_SHARDS + 3];
+	cluster_metrics_scrape(d, n, targets);
 	for (size_t i = 0; i < n; i++) {
 		ctl_metrics_target_clear(&t[i].before);
 		t[i].before = t[i].now;
-		targets[i] = (struct ctl_metrics_target){ .host = "127.0.0.1",
-							  .port = t[i].d.metrics_port };
-	}
-	ctl_metrics_scrape(targets, n, SCRAPE_TIMEOUT_MS);
-	for (size_t i = 0; i < n; i++)
 		t[i].now = targets[i];
+	}
 }
 
 static void sleep_seconds(double s)
@@ -243,22 +260,19 @@ static void sleep_seconds(double s)
 
 int cluster_top(const struct cluster *c, double interval_s, unsigned long count)
 {
-	struct cluster_daemon all[CLUSTER_MAX_SHARDS + 3];
-	size_t n_all = cluster_daemons(c, all);
+	struct cluster_daemon d[CLUSTER_MAX_SHARDS + 3];
+	size_t n = cluster_daemons(c, d);
 	struct top_daemon t[CLUSTER_MAX_SHARDS + 3];
-	size_t n = 0;
-	for (size_t i = 0; i < n_all; i++) {
-		if (all[i].metrics_port != 0)
-			t[n++] = (struct top_daemon){ .d = all[i] };
-	}
+	for (size_t i = 0; i < n; i++)
+		t[i] = (struct top_daemon){ .d = &d[i] };
 	bool tty = isatty(STDOUT_FILENO) == 1;
-	scrape_all(t, n);
+	scrape_all(d, t, n);
 	struct timespec then, now;
 	clock_gettime(CLOCK_MONOTONIC, &then);
 	bool all_up = true;
 	for (unsigned long frame = 0; count == 0 || frame < count; frame++) {
 		sleep_seconds(interval_s);
-		scrape_all(t, n);
+		scrape_all(d, t, n);
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		double dt = (double)(now.tv_sec - then.tv_sec) +
 			    (double)(now.tv_nsec - then.tv_nsec) / 1e9;
@@ -279,6 +293,8 @@ int cluster_top(const struct cluster *c, double interval_s, unsigned long count)
 			       "RSS", "FDS", "CONN", "SESS/s", "DETAIL");
 		all_up = true;
 		for (size_t i = 0; i < n; i++) {
+			if (d[i].metrics_port == 0)
+				continue;	/* slapd */
 			top_row(&out, &t[i], dt);
 			all_up = all_up && t[i].now.ok;
 		}

@@ -37,7 +37,6 @@
 
 #define READY_TIMEOUT_MS 120000u
 #define STOP_TIMEOUT_MS 30000u
-#define METRICS_TIMEOUT_MS 3000u
 
 size_t cluster_daemons(const struct cluster *c, struct cluster_daemon *out)
 {
@@ -504,12 +503,9 @@ static int cluster_status(const struct cluster *c)
 	printf("cluster %s: %u shards, %lu users @%s, sink %s\n", c->dir, c->shards,
 	       c->users, c->domain, c->sink);
 	printf("counters: each daemon's /metrics (metrics_listen), read now\n");
-	/* Every running daemon's metrics at once, before the table. */
+	/* Every daemon's metrics at once, before the table (and its probes). */
 	struct ctl_metrics_target targets[CLUSTER_MAX_SHARDS + 3];
-	for (size_t i = 0; i < n; i++)
-		targets[i] = (struct ctl_metrics_target){ .host = "127.0.0.1",
-							  .port = daemons[i].metrics_port };
-	ctl_metrics_scrape(targets + 1, n - 1, METRICS_TIMEOUT_MS);	/* [0] is slapd */
+	cluster_metrics_scrape(daemons, n, targets);
 	printf("%-8s %-8s %-8s %s\n", "NAME", "PID", "STATE", "LISTENERS");
 	bool all_ready = true;
 	for (size_t i = 0; i < n; i++) {
@@ -534,7 +530,7 @@ static int cluster_status(const struct cluster *c)
 			print_metrics(d, &targets[i]);
 		all_ready = all_ready && ready;
 	}
-	for (size_t i = 1; i < n; i++)
+	for (size_t i = 0; i < n; i++)
 		ctl_metrics_target_clear(&targets[i]);
 	return all_ready ? CTL_EXIT_OK : CTL_EXIT_FAIL;
 }

@@ -101,9 +101,15 @@ size_t cluster_daemons(const struct cluster *c, struct cluster_daemon *out);
  * a per-daemon view every interval_s seconds, count frames (0: until
  * interrupted). */
 struct ctl_metrics;
+struct ctl_metrics_target;
 void cluster_metrics_summary(struct mt_buf *out, const struct cluster_daemon *d,
 			     const struct ctl_metrics *m);
 int cluster_top(const struct cluster *c, double interval_s, unsigned long count);
+/* Scrape every one of d[0..n) that has a metrics port, at once, into
+ * targets[i] (ctl_metrics_target_clear each after; one without a port is
+ * left empty: neither ok nor an error). */
+void cluster_metrics_scrape(const struct cluster_daemon *d, size_t n,
+			    struct ctl_metrics_target *targets);
 
 /* DIR/NAME; caller frees. */
 char *cluster_path(const struct cluster *c, const char *name);

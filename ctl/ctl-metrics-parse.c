@@ -185,14 +185,15 @@ static bool parse_sample(struct ctl_metric_sample *s, const char *p, const char 
 	while (p < end && (*p == ' ' || *p == '\t'))
 		p++;
 	if (p < end) {	/* a timestamp: an integer of milliseconds */
-		const char *ts = p;
 		if (*p == '-')
 			p++;
+		const char *digits = p;
 		while (p < end && *p >= '0' && *p <= '9')
 			p++;
+		bool has_digits = p > digits;
 		while (p < end && (*p == ' ' || *p == '\t'))
 			p++;
-		if (p < end || p == ts) {
+		if (p < end || !has_digits) {
 			*why_r = "something after the value that is not a timestamp";
 			return false;
 		}

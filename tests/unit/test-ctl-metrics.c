@@ -129,6 +129,7 @@ static void test_refusals(void **state)
 		{ "a 0x10\n", "line 1: the value is not a number" },
 		{ "a 1 2 3\n", "line 1: something after the value that is not a timestamp" },
 		{ "a 1 12z\n", "line 1: something after the value that is not a timestamp" },
+		{ "a 1 -\n", "line 1: something after the value that is not a timestamp" },
 		{ "a{a=\"\",b=\"\",c=\"\",d=\"\",e=\"\",f=\"\",g=\"\",h=\"\",i=\"\"} 1\n",
 		  "line 1: more labels than this reader keeps (8)" },
 	};
