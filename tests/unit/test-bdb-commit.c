@@ -269,30 +269,42 @@ static void threaded_wait(unsigned int wanted)
 	pthread_mutex_unlock(&threaded.lock);
 }
 
-/* Two transactions of its own, as a delivery to two mailboxes does. */
+/* One of own_txn_fn's transactions: the put of key + i * 100000. */
+static int own_txn_put(DB_ENV *env, struct job *j, unsigned int i)
+{
+	DB_TXN *t;
+	int ret = env->txn_begin(env, NULL, &t, 0);
+	if (ret != 0)
+	return ret;
+	unsigned int k = j->key + i * 100000u;
+	DBT key, data;
+	memset(&key, 0, sizeof(key));
+	memset(&data, 0, sizeof(data));
+	key.data = &k;
+	key.size = sizeof(k);
+	data.data = j->value;
+	data.size = (u_int32_t)strlen(j->value);
+	ret = j->f->db->put(j->f->db, t, &key, &data, 0);
+	if (ret != 0) {
+		(void)t->abort(t);
+		return ret;
+	}
+	return t->commit(t, DB_TXN_NOSYNC);
+}
+
+/* Two transactions of its own, as a delivery to two mailboxes does; one
+ * the deadlock detector chose as its victim is run again, as the store's
+ * are. */
 static int own_txn_fn(DB_ENV *env, DB_TXN *txn, void *context)
 {
 	struct job *j = context;
 	assert_null(txn);
 	for (unsigned int i = 0; i < 2; i++) {
-		DB_TXN *t;
-		int ret = env->txn_begin(env, NULL, &t, 0);
+		int ret;
+		do
+			ret = own_txn_put(env, j, i);
+		while (ret == DB_LOCK_DEADLOCK);
 		if (ret != 0)
-			return ret;
-		unsigned int k = j->key + i * 100000u;
-		DBT key, data;
-		memset(&key, 0, sizeof(key));
-		memset(&data, 0, sizeof(data));
-		key.data = &k;
-		key.size = sizeof(k);
-		data.data = j->value;
-		data.size = (u_int32_t)strlen(j->value);
-		ret = j->f->db->put(j->f->db, t, &key, &data, 0);
-		if (ret != 0) {
-			(void)t->abort(t);
-			return ret;
-		}
-		if ((ret = t->commit(t, DB_TXN_NOSYNC)) != 0)
 			return ret;
 	}
 	return 0;

@@ -27,6 +27,10 @@ static inline void test_bdb_open(const char *dir, const char *logdir,
 {
 	DB_ENV *env;
 	assert_int_equal(db_env_create(&env, 0), 0);
+	/* As the queue's and the store's environments: concurrent executors'
+	 * transactions can deadlock on a btree page, and without a detector
+	 * both wait forever (CI hung here once). */
+	assert_int_equal(env->set_lk_detect(env, DB_LOCK_DEFAULT), 0);
 	if (logdir != NULL) {
 		assert_int_equal(env->set_lg_dir(env, logdir), 0);
 		assert_int_equal(env->set_lg_max(env, 512u << 10), 0);
