@@ -1,8 +1,11 @@
 # tests/local.mk — unit tests (cmocka) and integration tests (shell/Python
 # with real daemons, real clients) run by `make check`.
 TEST_EXTENSIONS = .sh .py
-SH_LOG_COMPILER = $(SHELL)
-PY_LOG_COMPILER = $(PYTHON3)
+# Every test runs under tests/harness/bounded.sh's time bound.
+MT_BOUNDED = $(SHELL) $(top_srcdir)/tests/harness/bounded.sh
+LOG_COMPILER = $(MT_BOUNDED)
+SH_LOG_COMPILER = $(MT_BOUNDED) $(SHELL)
+PY_LOG_COMPILER = $(MT_BOUNDED) $(PYTHON3)
 AM_TESTS_ENVIRONMENT = \
 	MT_BUILDDIR='$(abs_top_builddir)'; export MT_BUILDDIR; \
 	MT_SRCDIR='$(abs_top_srcdir)'; export MT_SRCDIR; \
@@ -48,7 +51,7 @@ check_PROGRAMS += tests/harness/mt-echod
 tests_harness_mt_echod_SOURCES = tests/harness/mt-echod.c
 tests_harness_mt_echod_LDADD = $(MAILTIER_LIBS)
 
-EXTRA_DIST += tests/harness/mtharness.py
+EXTRA_DIST += tests/harness/mtharness.py tests/harness/bounded.sh
 
 integration_tests = \
 	tests/integration/test-config-check.sh \

@@ -596,8 +596,16 @@ class Harness:
         return socket.create_connection((host, port), timeout=timeout)
 
 
+def _terminated(signum, frame):
+    raise HarnessError(f"terminated by signal {signum} (bounded.sh's time "
+                       "bound, MT_TEST_TIMEOUT?)")
+
+
 def main(test, *args):
-    """Run test(harness, *args) and exit 0 (pass), 1 (fail) or 77 (skip)."""
+    """Run test(harness, *args) and exit 0 (pass), 1 (fail) or 77 (skip).
+    A SIGTERM (tests/harness/bounded.sh's time bound) fails the test the
+    same way, so its daemons are stopped and their logs printed."""
+    signal.signal(signal.SIGTERM, _terminated)
     try:
         with Harness() as h:
             test(h, *args)
