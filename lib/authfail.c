@@ -39,6 +39,7 @@ struct mt_authfail {
 	size_t n_buckets;		/* a power of two */
 	size_t count;
 	uint64_t last_sweep_ms;
+	struct mt_authfail_stats stats;	/* under lock; count is its addresses */
 };
 
 #define INITIAL_BUCKETS 256
@@ -176,11 +177,13 @@ enum mt_authfail_admit mt_authfail_session_open(struct mt_authfail *af,
 	pthread_mutex_lock(&af->lock);
 	struct authfail_entry *e = get(af, key);
 	expire(e, limits, now_ms);
-	if (limits->block_after != 0 && e->failures >= limits->block_after)
+	if (limits->block_after != 0 && e->failures >= limits->block_after) {
 		admit = MT_AUTHFAIL_ADMIT_BLOCKED;
-	else if (limits->sessions != 0 && e->sessions >= limits->sessions)
+		af->stats.refused_blocked++;
+	} else if (limits->sessions != 0 && e->sessions >= limits->sessions) {
 		admit = MT_AUTHFAIL_ADMIT_SESSIONS;
-	else
+		af->stats.refused_sessions++;
+	} else
 		e->sessions++;
 	/* A refused address holds failures or sessions: its entry stays. */
 	pthread_mutex_unlock(&af->lock);
@@ -216,6 +219,9 @@ uint64_t mt_authfail_failed(struct mt_authfail *af, const char *ip,
 	expire(e, limits, now_ms);
 	if (e->failures < UINT32_MAX)
 		e->failures++;
+	af->stats.failures++;
+	if (limits->block_after != 0 && e->failures == limits->block_after)
+		af->stats.blocks++;
 	if (now_ms > e->last_failure_ms)
 		e->last_failure_ms = now_ms;
 	uint64_t failures = e->failures;
@@ -239,6 +245,8 @@ bool mt_authfail_blocked(struct mt_authfail *af, const char *ip,
 	if (*pp != NULL) {
 		expire(*pp, limits, now_ms);
 		blocked = (*pp)->failures >= limits->block_after;
+		if (blocked)
+			af->stats.refused_blocked++;
 		/* Expired and without sessions: nothing left to remember. */
 		drop_if_empty(af, pp);
 	}
@@ -251,6 +259,14 @@ void mt_authfail_sweep(struct mt_authfail *af,
 {
 	pthread_mutex_lock(&af->lock);
 	sweep_locked(af, limits, now_ms);
+	pthread_mutex_unlock(&af->lock);
+}
+
+void mt_authfail_get_stats(struct mt_authfail *af, struct mt_authfail_stats *stats)
+{
+	pthread_mutex_lock(&af->lock);
+	*stats = af->stats;
+	stats->addresses = af->count;
 	pthread_mutex_unlock(&af->lock);
 }
 

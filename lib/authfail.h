@@ -40,6 +40,16 @@
 
 struct mt_authfail;
 
+/* What a table has done since it was made (mt_authfail_get_stats; the
+ * metrics of lib/authfail-metrics.c). Counts only, never an address. */
+struct mt_authfail_stats {
+	uint64_t failures;		/* mt_authfail_failed calls */
+	uint64_t blocks;		/* an address reached block_after */
+	uint64_t refused_blocked;	/* refused while blocked (session or request) */
+	uint64_t refused_sessions;	/* refused at the per-address session limit */
+	size_t addresses;		/* remembered now */
+};
+
 /* The operator's limits (each daemon fills them from its own settings). */
 struct mt_authfail_limits {
 	uint64_t delay;		/* ms: the first failure's; 0: no delay */
@@ -78,6 +88,8 @@ bool mt_authfail_blocked(struct mt_authfail *af, const char *ip,
 /* Forget failures older than the window; drop entries holding nothing. */
 void mt_authfail_sweep(struct mt_authfail *af,
 		       const struct mt_authfail_limits *limits, uint64_t now_ms);
+/* The counts above, read at once. */
+void mt_authfail_get_stats(struct mt_authfail *af, struct mt_authfail_stats *stats);
 /* Addresses remembered (stats, tests). */
 size_t mt_authfail_count(struct mt_authfail *af);
 

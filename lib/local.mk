@@ -20,6 +20,7 @@ lib_libmailtier_a_SOURCES = \
 	lib/cidr.c lib/cidr.h \
 	lib/thread.c lib/thread.h \
 	lib/authfail.c lib/authfail.h \
+	lib/authfail-metrics.c lib/authfail-metrics.h \
 	lib/sasl.c lib/sasl.h \
 	lib/secret.c lib/secret.h \
 	lib/metrics.c lib/metrics-process.c lib/metrics.h \

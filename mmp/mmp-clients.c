@@ -19,12 +19,14 @@
 #include "mmp.h"
 #include "alloc.h"
 #include "authfail.h"
+#include "authfail-metrics.h"
 
 #include <stdlib.h>
 
 struct mmp_clients {
 	struct mt_authfail_limits limits;
 	struct mt_authfail *table;
+	struct mt_authfail_metrics *metrics;	/* table "client" */
 };
 
 struct mmp_clients *mmp_clients_new(const struct mmp_clients_settings *set)
@@ -46,6 +48,7 @@ void mmp_clients_free(struct mmp_clients **clients_p)
 	if (c == NULL)
 		return;
 	*clients_p = NULL;
+	mt_authfail_metrics_free(&c->metrics);
 	mt_authfail_free(&c->table);
 	free(c);
 }
@@ -91,6 +94,11 @@ uint64_t mmp_clients_auth_failed(struct mmp_clients *c,
 void mmp_clients_sweep(struct mmp_clients *c, uint64_t now_ms)
 {
 	mt_authfail_sweep(c->table, &c->limits, now_ms);
+}
+
+void mmp_clients_export_metrics(struct mmp_clients *c, struct mt_metrics *m)
+{
+	c->metrics = mt_authfail_metrics_new(m, "client", &c->table);
 }
 
 size_t mmp_clients_count(struct mmp_clients *c)

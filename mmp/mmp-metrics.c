@@ -133,6 +133,7 @@ void mmp_metrics_init(struct mmp_server *server, struct mt_metrics *m)
 		"Sessions logged in and relayed to a shard now (IMAP clients in IDLE or "
 		"between commands count here: the relay does not read the stream).");
 	init_shards(server, m);
+	mmp_clients_export_metrics(server->clients, m);
 	mt_metrics_add_collector(m, collect, server);
 }
 

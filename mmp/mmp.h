@@ -465,5 +465,8 @@ void mmp_metrics_init(struct mmp_server *server, struct mt_metrics *m);
 void mmp_metrics_free(struct mmp_server *server, struct mt_metrics *m);
 /* Addresses tracked (tests, stats). */
 size_t mmp_clients_count(struct mmp_clients *clients);
+/* The table's metrics (lib/authfail-metrics.h, table "client"), removed
+ * by mmp_clients_free. */
+void mmp_clients_export_metrics(struct mmp_clients *clients, struct mt_metrics *m);
 
 #endif

@@ -145,6 +145,7 @@ void mta_metrics_init(struct mta *mta, struct mt_metrics *m)
 		"mailtier_mta_queue_commit_latency_seconds",
 		"Seconds from a queue write's submission (a message accepted, a delivery "
 		"recorded) until the log flush that made it durable."));
+	smtp_server_export_metrics(mta->server, m);
 	mta->metrics = mm;
 	mt_metrics_add_collector(m, collect, mta);
 }

@@ -26,6 +26,7 @@
 #include "clock.h"
 #include "alloc.h"
 #include "authfail.h"
+#include "authfail-metrics.h"
 #include "log.h"
 #include "mta.h"
 
@@ -42,6 +43,7 @@ struct smtp_server {
 	bool draining;
 	struct mt_authfail *clients;	/* per address: sessions, failed AUTHs */
 	struct mt_authfail *rcpt_fails;	/* per address: unknown recipients */
+	struct mt_authfail_metrics *clients_metrics, *rcpt_fails_metrics;
 };
 
 /* The per-address limits of the config in force (read on each use: a
@@ -112,9 +114,17 @@ void smtp_server_free(struct smtp_server **server_p)
 		return;
 	mt_conn_list_close_all(&server->sessions, "shutdown");
 	*server_p = NULL;
+	mt_authfail_metrics_free(&server->clients_metrics);
+	mt_authfail_metrics_free(&server->rcpt_fails_metrics);
 	mt_authfail_free(&server->clients);
 	mt_authfail_free(&server->rcpt_fails);
 	free(server);
+}
+
+void smtp_server_export_metrics(struct smtp_server *server, struct mt_metrics *m)
+{
+	server->clients_metrics = mt_authfail_metrics_new(m, "client", &server->clients);
+	server->rcpt_fails_metrics = mt_authfail_metrics_new(m, "rcpt", &server->rcpt_fails);
 }
 
 unsigned int smtp_server_count(const struct smtp_server *server)

@@ -35,6 +35,7 @@ struct bufferevent;
 struct event;
 struct mta;
 struct mt_dirsvc_request;
+struct mt_metrics;
 
 /* Which listener accepted the connection. */
 enum smtp_service {
@@ -137,6 +138,10 @@ void smtp_server_accept(struct smtp_server *server, enum smtp_service service,
 /* SIGTERM: say 421 to idle sessions, let the others finish their
  * transaction; mta_drain_check() when the last one is gone. */
 void smtp_server_drain(struct smtp_server *server);
+/* The per-address tables' metrics (lib/authfail-metrics.h: table
+ * "client" for sessions and failed AUTHs, "rcpt" for unknown recipients),
+ * removed by smtp_server_free. */
+void smtp_server_export_metrics(struct smtp_server *server, struct mt_metrics *m);
 unsigned int smtp_server_count(const struct smtp_server *server);
 /* A failed AUTH from ip: the delay (ms) before its 535 answer, counted
  * from the AUTH (lib/authfail.h; its clock is lib/clock's mt_clock_ms). */

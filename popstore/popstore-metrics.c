@@ -8,13 +8,16 @@
  * misses and the log bytes written (read from the environment at each
  * scrape), whether the store is in no-space mode, and the LMTP, POP3 and
  * IMAP commands by verb and result (lib-mail/command-metrics, added when
- * a session ends). The directory's come from dirsvc.
+ * a session ends); the per-address tables' counts (lib/authfail-metrics:
+ * "client", the sessions per address; "auth", failed logins and blocks).
+ * The directory's come from dirsvc.
  *
  * Trust boundary: none (counts). No RFC. */
 #include "popstore.h"
 #include "metrics.h"
 #include "store/store.h"
 #include "alloc.h"
+#include "authfail-metrics.h"
 #include "bdb-commit.h"
 #include "command-metrics.h"
 #include "lmtp-parse.h"
@@ -30,6 +33,7 @@ struct popstore_metrics {
 	struct mt_command_metrics *commands[POPSTORE_PROTOCOL_COUNT];
 	struct mt_series *cache_hits, *cache_misses, *cache_bytes, *log_bytes, *no_space;
 	struct mt_series *mailboxes_open;
+	struct mt_authfail_metrics *address_sessions, *auth_failures;
 	bool env_error_logged;
 };
 
@@ -148,6 +152,8 @@ void popstore_metrics_init(struct popstore *ps, struct mt_metrics *m)
 		"mailtier_popstore_commit_latency_seconds",
 		"Seconds from a store write's submission (a delivery, an expunge, flags) "
 		"until the log flush that made it durable."));
+	pm->address_sessions = mt_authfail_metrics_new(m, "client", &ps->address_sessions);
+	pm->auth_failures = mt_authfail_metrics_new(m, "auth", &ps->auth_failures);
 	ps->metrics = pm;
 	mt_metrics_add_collector(m, collect, ps);
 }
@@ -166,6 +172,8 @@ void popstore_metrics_free(struct popstore *ps)
 		return;
 	mt_metrics_remove_collector(pm->registry, collect, ps);
 	mt_store_observe_commit_latency(ps->store, NULL);
+	mt_authfail_metrics_free(&pm->address_sessions);
+	mt_authfail_metrics_free(&pm->auth_failures);
 	for (unsigned int i = 0; i < POPSTORE_PROTOCOL_COUNT; i++)
 		mt_command_metrics_free(&pm->commands[i]);
 	free(pm);

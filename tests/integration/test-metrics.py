@@ -173,6 +173,7 @@ def test(h):
                     for p in shards.values())
     replies_2xx = value(mta, "mailtier_replies_total", protocol="smtp", **{"class": "2xx"})
     replies_5xx = value(mta, "mailtier_replies_total", protocol="smtp", **{"class": "5xx"})
+    rcpt_failures = value(mta, "mailtier_address_failures_total", table="rcpt")
     for i in range(10):
         send(smtp, f"user{1 + i}@example.test", f"counted {i}")
     # One refused recipient: a 5xx reply (and its session's 2xx ones).
@@ -193,6 +194,15 @@ def test(h):
                       **{"class": "2xx"}) == replies_2xx + 54
     assert value(mta, "mailtier_replies_total", protocol="smtp",
                  **{"class": "5xx"}) == replies_5xx + 1
+    # The unknown recipient is not counted against the client's address:
+    # 127.0.0.1 is in mynetworks, which rcpt_fail_limit spares; the tables
+    # are exported all the same, and no address is in any label.
+    body = scrape(mta)[3]
+    assert value(mta, "mailtier_address_failures_total",
+                 table="rcpt") == rcpt_failures
+    for table in (b"client", b"rcpt"):
+        assert b'mailtier_address_refusals_total{table="%s",limit="sessions"}' % table in body
+    assert b"127.0.0.1" not in body
     assert wait_value(mta, "mailtier_mta_deliveries_total", delivered + 10,
                       destination="lmtp", result="delivered") == delivered + 10
     assert value(mta, "mailtier_mta_delivery_latency_seconds_count",
@@ -242,6 +252,7 @@ def test(h):
     k = by_shard["shard1"][0]
     ok = value(mmp, "mailtier_mmp_logins_total", result="ok")
     failed = value(mmp, "mailtier_mmp_logins_total", result="failed")
+    mmp_failures = value(mmp, "mailtier_address_failures_total", table="client")
     backend_ok = value(mmp, "mailtier_mmp_backend_logins_total", shard="shard1",
                        protocol="pop3", result="ok")
     p = poplib.POP3("127.0.0.1", pop, timeout=10)
@@ -258,6 +269,8 @@ def test(h):
     p.quit()
     assert value(mmp, "mailtier_mmp_logins_total", result="ok") == ok + 1
     assert value(mmp, "mailtier_mmp_logins_total", result="failed") == failed + 1
+    assert value(mmp, "mailtier_address_failures_total",
+                 table="client") == mmp_failures + 1
     assert value(mmp, "mailtier_mmp_backend_logins_total", shard="shard1", protocol="pop3",
                  result="ok") == backend_ok + 1
 

@@ -21,6 +21,9 @@
 #include <sys/un.h>
 
 #include "authfail.h"
+#include "authfail-metrics.h"
+#include "buf.h"
+#include "metrics.h"
 #include "clock.h"
 
 static const struct mt_authfail_limits mmp_like = {
@@ -79,6 +82,53 @@ static void test_doubling_per_address(void **state)
 	mt_authfail_free(&af);
 	assert_null(af);
 	mt_authfail_free(&af);		/* a second free is harmless */
+}
+
+/* What the table counts (mt_authfail_get_stats) and how
+ * lib/authfail-metrics renders it. */
+static void test_stats_and_metrics(void **state)
+{
+	struct mt_authfail *af = mt_authfail_new();
+	struct mt_metrics *m = mt_metrics_new();
+	struct mt_authfail_metrics *am = mt_authfail_metrics_new(m, "client", &af);
+	const char *ip = "198.51.100.20";
+	(void)state;
+
+	for (unsigned int i = 0; i < 3; i++)
+		assert_int_equal(mt_authfail_session_open(af, ip, &mmp_like, 1000),
+				 MT_AUTHFAIL_ADMIT_OK);
+	assert_int_equal(mt_authfail_session_open(af, ip, &mmp_like, 1000),
+			 MT_AUTHFAIL_ADMIT_SESSIONS);
+	for (unsigned int i = 0; i < 6; i++)	/* the 5th blocks; the 6th is no new block */
+		(void)mt_authfail_failed(af, ip, &mmp_like, 2000 + i, NULL);
+	assert_int_equal(mt_authfail_session_open(af, ip, &mmp_like, 3000),
+			 MT_AUTHFAIL_ADMIT_BLOCKED);
+	assert_true(mt_authfail_blocked(af, ip, &mmp_like, 3000));
+	assert_false(mt_authfail_blocked(af, "198.51.100.21", &mmp_like, 3000));
+	struct mt_authfail_stats st;
+	mt_authfail_get_stats(af, &st);
+	assert_int_equal(st.failures, 6);
+	assert_int_equal(st.blocks, 1);
+	assert_int_equal(st.refused_blocked, 2);
+	assert_int_equal(st.refused_sessions, 1);
+	assert_int_equal(st.addresses, 1);
+
+	struct mt_buf out = MT_BUF_INIT;
+	mt_metrics_render(m, &out);
+	const char *text = mt_buf_cstr(&out);
+	assert_non_null(strstr(text, "mailtier_address_failures_total{table=\"client\"} 6\n"));
+	assert_non_null(strstr(text, "mailtier_address_blocks_total{table=\"client\"} 1\n"));
+	assert_non_null(strstr(text,
+		"mailtier_address_refusals_total{table=\"client\",limit=\"blocked\"} 2\n"));
+	assert_non_null(strstr(text,
+		"mailtier_address_refusals_total{table=\"client\",limit=\"sessions\"} 1\n"));
+	assert_non_null(strstr(text, "mailtier_addresses_tracked{table=\"client\"} 1\n"));
+	assert_null(strstr(text, ip));	/* never an address */
+	mt_buf_free(&out);
+	mt_authfail_metrics_free(&am);
+	assert_null(am);
+	mt_authfail_free(&af);
+	mt_metrics_free(&m);
 }
 
 static void test_cap(void **state)
@@ -380,6 +430,7 @@ int main(void)
 		cmocka_unit_test(test_delay_table),
 		cmocka_unit_test(test_doubling_per_address),
 		cmocka_unit_test(test_cap),
+		cmocka_unit_test(test_stats_and_metrics),
 		cmocka_unit_test(test_window_expiry),
 		cmocka_unit_test(test_block),
 		cmocka_unit_test(test_blocked_query),
