@@ -3,6 +3,7 @@
 #include "alloc.h"
 #include "clock.h"
 #include "log.h"
+#include "metrics.h"
 #include "thread.h"
 
 #include <errno.h>
@@ -19,6 +20,7 @@ struct mt_bdb_checkpointer {
 	pthread_cond_t cond;
 	bool stop;
 	atomic_ulong written;
+	_Atomic(struct mt_series *) duration;	/* NULL: not observed */
 };
 
 static DB_LSN last_checkpoint(DB_ENV *env)
@@ -55,8 +57,12 @@ static void checkpoint(struct mt_bdb_checkpointer *c, bool forced)
 	if (written)
 		mt_log(ms >= MT_BDB_CHECKPOINT_SLOW_MS ? MT_LOG_INFO : MT_LOG_DEBUG,
 		       "%s: checkpoint took %.1f ms", c->set.name, ms);
-	if (written)
+	if (written) {
 		atomic_fetch_add(&c->written, 1);
+		struct mt_series *duration = atomic_load(&c->duration);
+		if (duration != NULL)
+			mt_series_observe(duration, ms / 1000.0);
+	}
 	bool handled = c->set.checkpointed != NULL &&
 		c->set.checkpointed(c->set.context, ret, written);
 	if (ret != 0 && !handled)
@@ -124,6 +130,21 @@ mt_bdb_checkpointer_start(DB_ENV *env, const struct mt_bdb_checkpoint_settings *
 		return NULL;
 	}
 	return c;
+}
+
+void mt_bdb_checkpointer_observe(struct mt_bdb_checkpointer *c, struct mt_series *histogram)
+{
+	atomic_store(&c->duration, histogram);
+}
+
+struct mt_series *mt_bdb_checkpoint_duration_histogram(struct mt_metrics *m, const char *name,
+							const char *help)
+{
+	static const double bounds[] = {
+		0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
+	};
+	return mt_metric_series(mt_metrics_histogram(m, name, help, NULL, bounds,
+						     sizeof(bounds) / sizeof(bounds[0])), NULL);
 }
 
 unsigned long mt_bdb_checkpointer_count(struct mt_bdb_checkpointer *c)

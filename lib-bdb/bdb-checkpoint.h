@@ -59,6 +59,14 @@ mt_bdb_checkpointer_start(DB_ENV *env, const struct mt_bdb_checkpoint_settings *
  * else only if that much log was written since the last. 0 or the Berkeley
  * DB error; *written_r: whether a checkpoint was written. */
 int mt_bdb_checkpoint(DB_ENV *env, unsigned int log_kbytes, bool *written_r);
+/* Observe each written checkpoint's duration (seconds) into histogram
+ * (NULL: stop). Any thread. */
+struct mt_series;
+struct mt_metrics;
+void mt_bdb_checkpointer_observe(struct mt_bdb_checkpointer *ckp, struct mt_series *histogram);
+/* A histogram for that, from 1 ms to 30 s, registered as name in m. */
+struct mt_series *mt_bdb_checkpoint_duration_histogram(struct mt_metrics *m, const char *name,
+							const char *help);
 /* Checkpoints the thread has written. Any thread. */
 unsigned long mt_bdb_checkpointer_count(struct mt_bdb_checkpointer *ckp);
 /* Stop and join the thread (a checkpoint in progress finishes first). */

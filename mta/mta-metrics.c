@@ -4,6 +4,7 @@
  * lib/metrics. */
 #include "mta-metrics.h"
 #include "alloc.h"
+#include "bdb-checkpoint.h"
 #include "bdb-commit.h"
 #include "command-metrics.h"
 #include "delivery.h"
@@ -145,6 +146,10 @@ void mta_metrics_init(struct mta *mta, struct mt_metrics *m)
 		"mailtier_mta_queue_commit_latency_seconds",
 		"Seconds from a queue write's submission (a message accepted, a delivery "
 		"recorded) until the log flush that made it durable."));
+	queue_observe_checkpoints(mta->queue, mt_bdb_checkpoint_duration_histogram(m,
+		"mailtier_mta_checkpoint_duration_seconds",
+		"Seconds each Berkeley DB checkpoint of the queue took (written ones: "
+		"every 8 MiB of log or 60 s)."));
 	smtp_server_export_metrics(mta->server, m);
 	mta->metrics = mm;
 	mt_metrics_add_collector(m, collect, mta);
@@ -157,6 +162,7 @@ void mta_metrics_free(struct mta *mta)
 		return;
 	mt_metrics_remove_collector(mm->registry, collect, mta);
 	queue_observe_commit_latency(mta->queue, NULL);
+	queue_observe_checkpoints(mta->queue, NULL);
 	mt_command_metrics_free(&mm->commands);
 	free(mm);
 	mta->metrics = NULL;

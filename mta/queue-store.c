@@ -451,6 +451,12 @@ void queue_store_set_commit_delay(struct queue_store *store, unsigned int usecs)
 	mt_bdb_commit_set_delay(store->commit, usecs);
 }
 
+void queue_store_observe_checkpoints(struct queue_store *store, struct mt_series *histogram)
+{
+	if (store->checkpointer != NULL)
+		mt_bdb_checkpointer_observe(store->checkpointer, histogram);
+}
+
 void queue_store_observe_commit_latency(struct queue_store *store,
 					struct mt_series *histogram)
 {

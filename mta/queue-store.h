@@ -70,6 +70,7 @@ void queue_store_write_submit(struct queue_store *store,
 			      queue_store_done_cb_t *done, void *context);
 /* The longest a flush waits for company (commit_delay). */
 void queue_store_set_commit_delay(struct queue_store *store, unsigned int usecs);
+void queue_store_observe_checkpoints(struct queue_store *store, struct mt_series *histogram);
 void queue_store_observe_commit_latency(struct queue_store *store,
 					struct mt_series *histogram);
 

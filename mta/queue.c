@@ -663,6 +663,11 @@ void queue_set_commit_delay(struct queue *q, unsigned int usecs)
 	queue_store_set_commit_delay(q->store, usecs);
 }
 
+void queue_observe_checkpoints(struct queue *q, struct mt_series *histogram)
+{
+	queue_store_observe_checkpoints(q->store, histogram);
+}
+
 void queue_observe_commit_latency(struct queue *q, struct mt_series *histogram)
 {
 	queue_store_observe_commit_latency(q->store, histogram);

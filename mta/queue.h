@@ -206,6 +206,8 @@ struct queue_op *queue_submit(struct queue *queue, struct queue_msg *msg,
 void queue_set_commit_delay(struct queue *queue, unsigned int usecs);
 /* Observe each queue write's latency (submitted → durable) into histogram. */
 void queue_observe_commit_latency(struct queue *queue, struct mt_series *histogram);
+/* Observe each checkpoint of the queue's environment (its duration). */
+void queue_observe_checkpoints(struct queue *queue, struct mt_series *histogram);
 void queue_op_forget(struct queue_op **op_p);
 /* Write msg's current state; when no recipient waits any more, remove it
  * from disk and from the index instead. With extra (a new message, e.g. a

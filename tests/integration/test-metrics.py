@@ -203,6 +203,8 @@ def test(h):
     for table in (b"client", b"rcpt"):
         assert b'mailtier_address_refusals_total{table="%s",limit="sessions"}' % table in body
     assert b"127.0.0.1" not in body
+    # The queue's checkpoint durations (one written every 60 s: none yet).
+    assert b"mailtier_mta_checkpoint_duration_seconds_count " in body
     assert wait_value(mta, "mailtier_mta_deliveries_total", delivered + 10,
                       destination="lmtp", result="delivered") == delivered + 10
     assert value(mta, "mailtier_mta_delivery_latency_seconds_count",

@@ -25,6 +25,8 @@
 #include <db.h>
 
 #include "bdb-checkpoint.h"
+#include "buf.h"
+#include "metrics.h"
 #include "log.h"
 #include "test-bdb-util.h"
 
@@ -148,6 +150,10 @@ static void test_thread(void **state)
 	put_some(f, 0, 200);
 	struct mt_bdb_checkpointer *c = mt_bdb_checkpointer_start(f->env, &set, &error);
 	assert_non_null(c);
+	/* Observed before the first tick (a second away). */
+	struct mt_metrics *m = mt_metrics_new();
+	mt_bdb_checkpointer_observe(c, mt_bdb_checkpoint_duration_histogram(m,
+		"test_checkpoint_duration_seconds", "test"));
 	wait_ticks(&h, 2);
 	/* Interval 1 s: every second's checkpoint is forced. */
 	assert_true(atomic_load(&h.calls) >= 1);
@@ -165,7 +171,17 @@ static void test_thread(void **state)
 	ticks = atomic_load(&h.ticks);
 	wait_ticks(&h, ticks + 2);
 	assert_int_equal(atomic_load(&h.calls), calls);
+	/* No checkpoint runs now: each written one was observed once. */
+	struct mt_buf out = MT_BUF_INIT;
+	mt_metrics_render(m, &out);
+	char want[64];
+	snprintf(want, sizeof(want), "test_checkpoint_duration_seconds_count %lu\n",
+		 mt_bdb_checkpointer_count(c));
+	if (strstr(mt_buf_cstr(&out), want) == NULL)
+		fail_msg("no '%s' in:\n%s", want, mt_buf_cstr(&out));
+	mt_buf_free(&out);
 	mt_bdb_checkpointer_stop(&c);
+	mt_metrics_free(&m);
 	assert_null(c);
 }
 
