@@ -24,7 +24,8 @@ lib_mail_libmtmail_a_SOURCES = \
 	lib-mail/mime-address.c lib-mail/mime-address.h \
 	lib-mail/mime-scan.c lib-mail/mime-scan.h \
 	lib-mail/imap-bodystructure.c lib-mail/imap-bodystructure.h \
-	lib-mail/mime-decode.c lib-mail/mime-decode.h
+	lib-mail/mime-decode.c lib-mail/mime-decode.h \
+	lib-mail/milter-proto.c lib-mail/milter-proto.h
 
 # What a program linking lib-mail needs (before MAILTIER_LIBS).
 MTMAIL_LIBS = lib-mail/libmtmail.a $(MAILTIER_LIBS)
@@ -36,7 +37,8 @@ lib_mail_unit_tests = tests/unit/test-smtp-reply tests/unit/test-command-find \
 	tests/unit/test-imap-write tests/unit/test-imap-mailbox \
 	tests/unit/test-imap-date tests/unit/test-imap-login \
 	tests/unit/test-imap-search tests/unit/test-mime-address \
-	tests/unit/test-mime-scan tests/unit/test-mime-decode
+	tests/unit/test-mime-scan tests/unit/test-mime-decode \
+	tests/unit/test-milter-proto
 check_PROGRAMS += $(lib_mail_unit_tests)
 TESTS += $(lib_mail_unit_tests)
 tests_unit_test_smtp_reply_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
@@ -57,3 +59,4 @@ tests_unit_test_imap_search_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_mime_address_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_mime_scan_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_mime_decode_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
+tests_unit_test_milter_proto_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)

@@ -48,6 +48,16 @@ struct mt_buf;
  * or a reply text; anything longer is a protocol error. */
 #define MT_MILTER_PACKET_MAX (1024u * 1024u + 64u * 1024u)
 
+/* Bounds on the fields of a filter's answer (libmilter sets none; these
+ * are this reader's): longer is a protocol error. A header value is
+ * bounded only by the packet. */
+#define MT_MILTER_HEADER_NAME_MAX 255u	/* ADDHEADER, INSHEADER, CHGHEADER */
+#define MT_MILTER_ADDRESS_MAX 1024u	/* ADDRCPT(_PAR), DELRCPT, CHGFROM */
+#define MT_MILTER_ARGS_MAX 1024u	/* ADDRCPT_PAR, CHGFROM: ESMTP parameters */
+#define MT_MILTER_REASON_MAX 1024u	/* QUARANTINE */
+#define MT_MILTER_REPLY_TEXT_MAX 4096u	/* REPLYCODE: all lines and their CRLFs */
+#define MT_MILTER_REPLY_LINES_MAX 32u	/* as libmilter's smfi_setmlreply() */
+
 /* Commands, MTA → filter (SMFIC_*). */
 enum mt_milter_cmd {
 	MT_MILTER_CMD_ABORT = 'A',
@@ -149,7 +159,8 @@ void mt_milter_put_optneg(struct mt_buf *out, uint32_t version,
 			  uint32_t actions, uint32_t protocol);
 /* MACRO for the command cmd: n name/value pairs, names[i] as the filter
  * knows them ("j", "{daemon_name}"). A value holding NUL cannot be sent
- * (the caller's values are its own strings). */
+ * (the caller's values are its own strings); a pair whose value is NULL
+ * (a macro without a value) is left out, as Postfix does. */
 void mt_milter_put_macros(struct mt_buf *out, enum mt_milter_cmd cmd,
 			  const char *const *names, const char *const *values,
 			  size_t n);
@@ -166,7 +177,8 @@ void mt_milter_put_strings(struct mt_buf *out, enum mt_milter_cmd cmd,
  * caller prepared it). */
 void mt_milter_put_header(struct mt_buf *out, const char *name,
 			  const char *value);
-/* BODY: len octets (at most MT_MILTER_CHUNK_SIZE) of the message body. */
+/* BODY: len octets (at most MT_MILTER_CHUNK_SIZE: more is a bug, and
+ * panics) of the message body. */
 void mt_milter_put_body(struct mt_buf *out, const void *data, size_t len);
 /* A command without data: DATA, EOH, BODYEOB, ABORT, QUIT, QUIT_NC. */
 void mt_milter_put_command(struct mt_buf *out, enum mt_milter_cmd cmd);
@@ -224,13 +236,37 @@ struct mt_milter_reply {
 };
 
 /* Decode packet into *reply_r. False with *error_r (static text) when the
- * code is unknown or the data is not of its code's shape. */
+ * code is unknown or the data is not of its code's shape (reply_r->code
+ * is the packet's code even then, for the log line):
+ *  - CONTINUE, ACCEPT, REJECT, TEMPFAIL, DISCARD, SKIP, PROGRESS,
+ *    SHUTDOWN, CONN_FAIL: no data at all;
+ *  - every string NUL-terminated inside the packet, nothing after the
+ *    last one;
+ *  - a header name 1..MT_MILTER_HEADER_NAME_MAX octets of 33..126 but
+ *    ':' (RFC 5322 2.2); a header value (may be empty) with every CR
+ *    followed by LF and every LF by SP or HTAB (a fold: a filter cannot
+ *    start a header line of its own); INSHEADER and CHGHEADER with their
+ *    4-octet index first;
+ *  - an address non-empty, a reason (QUARANTINE) non-empty, ESMTP
+ *    parameters possibly empty; none holds a control octet (< 0x20,
+ *    0x7f), each within its bound above;
+ *  - REPLYCODE: the text as mt_milter_reply_text_valid() wants it;
+ *  - REPLBODY: any octets, possibly none;
+ *  - OPTNEG: version, actions, protocol (12 octets), then (4-octet
+ *    stage < MT_MILTER_STAGE_COUNT, macro list: any NUL-terminated
+ *    string) pairs, a stage at most once;
+ *  - SETSYMLIST is refused: libmilter sends the lists inside OPTNEG. */
 bool mt_milter_reply_decode(const struct mt_milter_packet *packet,
 			    struct mt_milter_reply *reply_r, const char **error_r);
 
-/* Is reply_code's text a valid REPLYCODE ("4xx"/"5xx", then ' ' or '-'
- * and text; each further line after CRLF with the same code)? The
- * enhanced status code, if there is one, must have the same class. */
+/* Is text a valid REPLYCODE text? CRLF-separated lines (no CRLF after
+ * the last), at most MT_MILTER_REPLY_LINES_MAX of them and
+ * MT_MILTER_REPLY_TEXT_MAX octets in all; each line is "DDD" with first
+ * digit 4 or 5, the same code on every line, then '-' and text on all
+ * but the last, ' ' and text (or nothing) on the last; the text holds no
+ * control octet but HTAB. A line's text that starts with an enhanced
+ * status code (RFC 3463 2: class "." 1*3digit "." 1*3digit, then SP,
+ * HTAB or the line's end) must have the reply code's class. */
 bool mt_milter_reply_text_valid(const char *text);
 
 /* The name of a reply code for logs ("reject", "addheader", ...). */

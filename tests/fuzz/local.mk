@@ -14,6 +14,7 @@ fuzz_regression_tests = \
 	tests/fuzz/fuzz-ldap-escape \
 	tests/fuzz/fuzz-pwhash \
 	tests/fuzz/fuzz-reply \
+	tests/fuzz/fuzz-milter-reply \
 	tests/fuzz/fuzz-imap-cmd \
 	tests/fuzz/fuzz-imap-write \
 	tests/fuzz/fuzz-imap-mailbox \
@@ -47,6 +48,8 @@ tests_fuzz_fuzz_pwhash_SOURCES = tests/fuzz/fuzz-pwhash.c $(fuzz_common)
 tests_fuzz_fuzz_pwhash_LDADD = dirsvc/libdirsvc.a $(DIRSVC_LIBS) $(UNIT_LIBS)
 tests_fuzz_fuzz_reply_SOURCES = tests/fuzz/fuzz-reply.c $(fuzz_common)
 tests_fuzz_fuzz_reply_LDADD = lib-mail/libmtmail.a $(UNIT_LIBS)
+tests_fuzz_fuzz_milter_reply_SOURCES = tests/fuzz/fuzz-milter-reply.c $(fuzz_common)
+tests_fuzz_fuzz_milter_reply_LDADD = lib-mail/libmtmail.a $(UNIT_LIBS)
 tests_fuzz_fuzz_imap_cmd_SOURCES = tests/fuzz/fuzz-imap-cmd.c $(fuzz_common)
 tests_fuzz_fuzz_imap_cmd_LDADD = lib-mail/libmtmail.a $(UNIT_LIBS)
 tests_fuzz_fuzz_imap_write_SOURCES = tests/fuzz/fuzz-imap-write.c $(fuzz_common)
@@ -96,7 +99,8 @@ EXTRA_DIST += tests/fuzz/README.md tests/fuzz/corpus scripts/fuzz \
 	tests/fuzz/lineio.dict tests/fuzz/dotcodec.dict \
 	tests/fuzz/address.dict tests/fuzz/config.dict \
 	tests/fuzz/ldap-escape.dict tests/fuzz/pwhash.dict \
-	tests/fuzz/reply.dict tests/fuzz/sasl.dict tests/fuzz/imap-cmd.dict \
+	tests/fuzz/reply.dict tests/fuzz/milter-reply.dict \
+	tests/fuzz/sasl.dict tests/fuzz/imap-cmd.dict \
 	tests/fuzz/imap-write.dict tests/fuzz/imap-mailbox.dict \
 	tests/fuzz/imap-date.dict tests/fuzz/imap-search.dict \
 	tests/fuzz/mime-scan.dict \
@@ -115,6 +119,7 @@ fuzz_binaries = \
 	tests/fuzz/bin/fuzz-ldap-escape \
 	tests/fuzz/bin/fuzz-pwhash \
 	tests/fuzz/bin/fuzz-reply \
+	tests/fuzz/bin/fuzz-milter-reply \
 	tests/fuzz/bin/fuzz-imap-cmd \
 	tests/fuzz/bin/fuzz-imap-write \
 	tests/fuzz/bin/fuzz-imap-mailbox \
@@ -196,6 +201,8 @@ tests/fuzz/bin/fuzz-pwhash: tests/fuzz/fuzz-pwhash.c dirsvc/pwhash.c dirsvc/pwha
 	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-pwhash.c $(srcdir)/dirsvc/pwhash.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
 tests/fuzz/bin/fuzz-reply: tests/fuzz/fuzz-reply.c lib-mail/smtp-reply.c lib-mail/smtp-reply.h lib-mail/pop3-status.c lib-mail/pop3-status.h $(fuzz_headers) $(FUZZ_LIBMAILTIER)
 	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-reply.c $(srcdir)/lib-mail/smtp-reply.c $(srcdir)/lib-mail/pop3-status.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
+tests/fuzz/bin/fuzz-milter-reply: tests/fuzz/fuzz-milter-reply.c lib-mail/milter-proto.c lib-mail/milter-proto.h $(fuzz_headers) $(FUZZ_LIBMAILTIER)
+	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-milter-reply.c $(srcdir)/lib-mail/milter-proto.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
 tests/fuzz/bin/fuzz-imap-cmd: tests/fuzz/fuzz-imap-cmd.c lib-mail/imap-parse.c lib-mail/imap-parse.h $(fuzz_headers) $(FUZZ_LIBMAILTIER)
 	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-imap-cmd.c $(srcdir)/lib-mail/imap-parse.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
 tests/fuzz/bin/fuzz-imap-write: tests/fuzz/fuzz-imap-write.c lib-mail/imap-write.c lib-mail/imap-write.h lib-mail/imap-utf7.c lib-mail/imap-utf7.h lib-mail/imap-parse.c lib-mail/imap-parse.h $(fuzz_headers) $(FUZZ_LIBMAILTIER)
