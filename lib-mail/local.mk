@@ -25,7 +25,8 @@ lib_mail_libmtmail_a_SOURCES = \
 	lib-mail/mime-scan.c lib-mail/mime-scan.h \
 	lib-mail/imap-bodystructure.c lib-mail/imap-bodystructure.h \
 	lib-mail/mime-decode.c lib-mail/mime-decode.h \
-	lib-mail/milter-proto.c lib-mail/milter-proto.h
+	lib-mail/milter-proto.c lib-mail/milter-proto.h \
+	lib-mail/milter-client.c lib-mail/milter-client.h
 
 # What a program linking lib-mail needs (before MAILTIER_LIBS).
 MTMAIL_LIBS = lib-mail/libmtmail.a $(MAILTIER_LIBS)

@@ -11,6 +11,8 @@ mta_libmta_a_SOURCES = \
 	mta/smtp-server.c mta/smtp-session.c mta/smtp-session.h \
 	mta/smtp-commands.c mta/smtp-auth.c mta/smtp-data.c \
 	mta/smtp-parse.c mta/smtp-parse.h \
+	mta/smtp-milter.c mta/smtp-milter-content.c mta/smtp-milter.h \
+	mta/smtp-milter-private.h mta/milter-headers.c mta/milter-headers.h \
 	mta/queue.c mta/queue.h mta/queue-records.c mta/queue-records.h \
 	mta/queue-store.c mta/queue-store.h mta/queue-private.h mta/queue-spool.c \
 	mta/delivery.c mta/delivery.h mta/delivery-private.h \

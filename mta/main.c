@@ -25,6 +25,7 @@
 #include "mta-policy.h"
 #include "queue.h"
 #include "sdnotify.h"
+#include "smtp-milter.h"
 #include "smtp-session.h"
 
 #include <stdlib.h>
@@ -59,6 +60,8 @@ static bool configure(struct mt_daemon *d, const char **error_r)
 	(void)error_r;
 	mta->config_path = d->config_path;
 	use_config(mta, d->config);
+	if ((mta->milters = mta_milters_new(d->config, mta->set, error_r)) == NULL)
+		return false;
 	d->stats_interval_msecs = STATS_INTERVAL_MSECS;
 	d->metrics_listen = &mta->set->metrics_listen;
 	return true;
@@ -151,6 +154,15 @@ static void reload_config(struct mt_daemon *d, struct mt_config *next_config)
 	    !same_hostport(&next->submissions_listen, &mta->set->submissions_listen) ||
 	    strcmp(next->queue_dir, mta->set->queue_dir) != 0)
 		mt_warning("reload: listener and queue_dir changes need a restart");
+	const char *error;
+	struct mta_milters *milters = mta_milters_new(next_config, next, &error);
+	if (milters == NULL)
+		mt_error("reload: mail filters: %s (the sessions to come keep the "
+			 "filters they had)", error);
+	else {
+		mta_milters_unref(&mta->milters);
+		mta->milters = milters;
+	}
 	use_config(mta, next_config);
 }
 
@@ -192,6 +204,7 @@ static void stop(struct mt_daemon *d, int status)
 	mt_dirsvc_client_free(&mta->dir);
 	mt_dirsvc_free(&mta->dirsvc);
 	mta_policy_free(&mta->policy);
+	mta_milters_unref(&mta->milters);
 	free(mta->hostname);
 }
 

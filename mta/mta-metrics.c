@@ -18,6 +18,7 @@
 
 static const char *const refusal_names[MTA_REFUSED_COUNT] = {
 	"queue_error", "bare_newline", "too_big", "line_too_long", "nul", "bdat",
+	"milter",
 };
 static const char *const rcpt_refusal_names[MTA_RCPT_COUNT] = {
 	"unknown_user", "relay_denied", "too_many", "directory", "limited",

@@ -26,6 +26,7 @@ enum mta_refusal {
 	MTA_REFUSED_LINE_TOO_LONG,
 	MTA_REFUSED_NUL,
 	MTA_REFUSED_BDAT,		/* a failed BDAT chunk */
+	MTA_REFUSED_MILTER,		/* a mail filter rejected or tempfailed it */
 	MTA_REFUSED_COUNT
 };
 

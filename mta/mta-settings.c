@@ -3,6 +3,7 @@
 #include "mta-settings.h"
 #include "address.h"
 #include "mailtier-settings.h"
+#include "milter-settings.h"
 
 #include <arpa/inet.h>
 #include <stddef.h>
@@ -142,6 +143,24 @@ static const struct mt_setting_def mta_settings[] = {
 	{ .name = "rcpt_fail_window", .type = MT_SETTING_DURATION,
 	  .offset = M(rcpt_fail_window), .default_value = "5m", .min = 1000,
 	  .doc = "A client address's unknown recipients count until this long after its last one." },
+	{ .name = "smtpd_milters", .type = MT_SETTING_LIST, .offset = M(smtpd_milters),
+	  .doc = "Mail filters (milters: rspamd, OpenDKIM, ...) for the SMTP listener (smtp_listen), by the NAME of their [milter.NAME] sections, in the order they are asked (empty: none)." },
+	{ .name = "submission_milters", .type = MT_SETTING_LIST,
+	  .offset = M(submission_milters),
+	  .doc = "Mail filters for submission_listen and submissions_listen, as smtpd_milters (e.g. a DKIM signer)." },
+	{ .name = "milter_default_action", .type = MT_SETTING_ENUM,
+	  .offset = M(milter_default_action), .default_value = "tempfail",
+	  .enum_values = mt_milter_action_names,
+	  .doc = "What a filter that cannot be reached, times out or breaks the protocol means for the session's mail: tempfail (451 4.7.1), accept (go on without it) or reject (550 5.7.1); [milter.NAME] default_action overrides it." },
+	{ .name = "milter_connect_timeout", .type = MT_SETTING_DURATION,
+	  .offset = M(milter_connect_timeout), .default_value = "30s", .min = 100,
+	  .doc = "Time to connect to a filter and negotiate with it." },
+	{ .name = "milter_command_timeout", .type = MT_SETTING_DURATION,
+	  .offset = M(milter_command_timeout), .default_value = "30s", .min = 100,
+	  .doc = "Time a filter has to answer a command (connect, HELO, MAIL, RCPT, DATA, a header)." },
+	{ .name = "milter_content_timeout", .type = MT_SETTING_DURATION,
+	  .offset = M(milter_content_timeout), .default_value = "300s", .min = 100,
+	  .doc = "Time a filter has to answer a body chunk or the end of the message (a PROGRESS from it restarts the clock)." },
 	{ .name = "dns_servers", .type = MT_SETTING_LIST, .offset = M(dns_servers),
 	  .doc = "DNS servers for MX lookups as ip or ip:port (empty: /etc/resolv.conf)." },
 	MT_SETTINGS_END,
@@ -196,6 +215,14 @@ static void mta_check(struct mt_config_checker *checker,
 			mt_config_check_error(checker, section, roles[i], "'%s': %s",
 					      values[i], error);
 	}
+	const struct mt_strlist *lists[] = { &set->smtpd_milters, &set->submission_milters };
+	const char *const list_keys[] = { "smtpd_milters", "submission_milters" };
+	for (size_t l = 0; l < 2; l++)
+		for (size_t i = 0; i < lists[l]->count; i++)
+			if (mt_config_get(config, "milter", lists[l]->items[i]) == NULL)
+				mt_config_check_error(checker, section, list_keys[l],
+					"'%s': no [milter.%s] section", lists[l]->items[i],
+					lists[l]->items[i]);
 	if (set->retry_schedule.count == 0)
 		mt_config_check_error(checker, section, "retry_schedule",
 				      "at least one delay is needed");

@@ -64,6 +64,13 @@ struct mt_mta_settings {
 	uint64_t rcpt_fail_delay;	/* ms, the first; 0: off */
 	uint64_t rcpt_fail_limit;	/* then 450 4.7.1; 0: no limit */
 	uint64_t rcpt_fail_window;	/* ms */
+	/* Mail filters (milter-settings.h; smtp-milter.c). */
+	struct mt_strlist smtpd_milters;	/* names of [milter.NAME]: port 25 */
+	struct mt_strlist submission_milters;	/* 587 and 465 */
+	unsigned int milter_default_action;	/* enum mt_milter_action */
+	uint64_t milter_connect_timeout;	/* ms */
+	uint64_t milter_command_timeout;	/* ms */
+	uint64_t milter_content_timeout;	/* ms */
 };
 
 #endif

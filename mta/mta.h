@@ -25,6 +25,7 @@ struct queue;
 struct delivery;
 struct smtp_server;
 struct mta_admin;
+struct mta_milters;
 
 #define MTA_NAME "mailtier-mta"
 
@@ -48,6 +49,7 @@ struct mta {
 	struct smtp_server *server;
 	struct mta_admin *admin;
 	struct mta_metrics *metrics;	/* NULL: not counted (tests, fuzzing) */
+	struct mta_milters *milters;	/* the mail filters of the config in force */
 	bool draining;
 };
 

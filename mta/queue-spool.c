@@ -112,6 +112,29 @@ void queue_spool_write(struct queue_spool *spool, struct mt_buf *content)
 				 piece_done, spool);
 }
 
+static void rewind_done(int status, void *context)
+{
+	piece_done(status, context);
+}
+
+void queue_spool_rewind(struct queue_spool *spool)
+{
+	if (spool->in_flight > 0)
+		mt_panic("queue=%s: rewinding a spool with a write in flight", spool->id);
+	spool->written = 0;
+	if (spool->next_index == 1 || spool->status != 0)
+		return;
+	/* One job deletes what was written; the next piece is written only
+	 * once it is done (busy meanwhile), so the order holds whatever
+	 * the storage threads do. */
+	struct queue_store_write *w = queue_store_write_new();
+	queue_store_write_delete(w, spool->id);
+	spool->next_index = 1;
+	spool->in_flight++;
+	queue_store_write_submit(spool->queue->store, w, QUEUE_STORE_UNFLUSHED,
+				 rewind_done, spool);
+}
+
 bool queue_spool_busy(const struct queue_spool *spool)
 {
 	return spool->in_flight > 0;

@@ -178,6 +178,10 @@ struct queue_spool *queue_spool_new(struct queue *queue, const char *id,
 /* Write content (taken, left empty) as the next piece; dropped once a
  * piece has failed (the message will be refused, queue_spool_failed). */
 void queue_spool_write(struct queue_spool *spool, struct mt_buf *content);
+/* Start the body again (a mail filter replaced it): what was written is
+ * deleted (the spool is busy until it is) and the next piece is the
+ * first. Not while a write is in flight. */
+void queue_spool_rewind(struct queue_spool *spool);
 /* A piece write is in flight: read no more content until ready. */
 bool queue_spool_busy(const struct queue_spool *spool);
 /* A piece could not be written (a full disk): answer 451 at the end. */

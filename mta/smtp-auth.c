@@ -75,6 +75,7 @@ static void auth_done(const struct mt_dirsvc_auth *result, void *context)
 		s->authenticated = true;
 		free(s->auth_user);
 		s->auth_user = mt_xstrdup(result->address);
+		s->auth_type = s->auth_trying;
 		mt_slog(MT_LOG_INFO, &s->log, "auth ok user=%s from %s",
 			s->auth_user, s->peer_name);
 		mt_smtpd_reply(&s->smtpd, 235, "2.7.0 Authentication successful");
@@ -95,9 +96,11 @@ static void auth_done(const struct mt_dirsvc_auth *result, void *context)
 }
 
 /* Hand the credentials to the directory; wipes password. */
-static void authenticate(struct smtp_session *s, const char *user, char *password)
+static void authenticate(struct smtp_session *s, const char *mech,
+			 const char *user, char *password)
 {
 	auth_reset(s);
+	s->auth_trying = mech;
 	s->auth_started_ms = mt_clock_ms();
 	if (user[0] == '\0' || password[0] == '\0') {
 		explicit_bzero(password, strlen(password));
@@ -146,7 +149,7 @@ static void auth_plain(struct smtp_session *s, const char *b64)
 		auth_fail(s, "authorization identity differs");
 		return;
 	}
-	authenticate(s, plain.authcid, plain.passwd);
+	authenticate(s, "PLAIN", plain.authcid, plain.passwd);
 	mt_sasl_plain_wipe(&plain);
 }
 
@@ -171,7 +174,7 @@ static void auth_login_step(struct smtp_session *s, const char *b64)
 	} else {
 		char *user = s->auth_login_user;
 		s->auth_login_user = NULL;
-		authenticate(s, user, buf);
+		authenticate(s, "LOGIN", user, buf);
 		explicit_bzero(user, strlen(user));
 		free(user);
 	}
@@ -240,7 +243,8 @@ static void sender_lookup_done(const struct mt_dirsvc_recipient *result,
 	s->dir_req = NULL;
 	if (result->status == MT_DIRSVC_FOUND &&
 	    strcasecmp(result->address, s->auth_user) == 0) {
-		smtp_mail_accept(s);
+		if (smtp_mail_accept(s))
+			return;		/* the mail filters answer */
 	} else if (result->status == MT_DIRSVC_TEMPFAIL) {
 		mt_slog(MT_LOG_WARNING, &s->log, "directory lookup of sender <%s> "
 			"failed: %s", s->tx.sender,

@@ -31,6 +31,7 @@
 #include "mta-metrics.h"
 #include "mta-policy.h"
 #include "mta.h"
+#include "smtp-milter.h"
 #include "smtp-parse.h"
 
 #include <ctype.h>
@@ -76,15 +77,25 @@ void smtp_tx_reset(struct smtp_session *s)
 	free(tx->rcpts);
 	free(tx->sender);
 	free(tx->envid);
+	free(tx->mail_params);
 	mt_buf_free(&tx->prefix);
+	smtp_milter_abort(s);
 	mt_smtpd_content_reset(&s->smtpd);
 	queue_spool_abort(&tx->spool);
 	memset(tx, 0, sizeof(*tx));
 	s->log.queue_id[0] = '\0';
 }
 
-static void tx_add_rcpt(struct smtp_tx *tx, struct smtp_pending_rcpt *pending)
+static bool tx_has_rcpt(const struct smtp_tx *tx, const char *address);
+static void pending_clear(struct smtp_pending_rcpt *pending);
+
+void smtp_tx_add_rcpt(struct smtp_session *s, struct smtp_pending_rcpt *pending)
 {
+	struct smtp_tx *tx = &s->tx;
+	if (tx_has_rcpt(tx, pending->address)) {
+		pending_clear(pending);
+		return;
+	}
 	unsigned int n = tx->rcpt_count;
 	if (n == 0 || (n & (n - 1)) == 0)
 		tx->rcpts = mt_xrealloc(tx->rcpts, (n == 0 ? 1 : 2 * (size_t)n) *
@@ -93,7 +104,42 @@ static void tx_add_rcpt(struct smtp_tx *tx, struct smtp_pending_rcpt *pending)
 	r->address = pending->address;
 	r->orcpt = pending->orcpt;
 	r->notify = pending->notify;
+	free(pending->params);
 	memset(pending, 0, sizeof(*pending));
+}
+
+unsigned int smtp_tx_del_rcpt(struct smtp_session *s, const char *address)
+{
+	struct smtp_tx *tx = &s->tx;
+	unsigned int kept = 0, removed = 0;
+	for (unsigned int i = 0; i < tx->rcpt_count; i++) {
+		if (strcasecmp(tx->rcpts[i].address, address) == 0) {
+			free(tx->rcpts[i].address);
+			free(tx->rcpts[i].orcpt);
+			removed++;
+			continue;
+		}
+		tx->rcpts[kept++] = tx->rcpts[i];
+	}
+	tx->rcpt_count = kept;
+	return removed;
+}
+
+/* The ESMTP parameters as the client gave them ("SIZE=10 BODY=8BITMIME"). */
+static char *params_string(const struct mt_esmtp_params *params)
+{
+	struct mt_buf out = MT_BUF_INIT;
+	for (size_t i = 0; i < params->count; i++) {
+		if (i > 0)
+			mt_buf_append_char(&out, ' ');
+		mt_buf_append_str(&out, params->param[i].key);
+		if (params->param[i].value != NULL) {
+			mt_buf_append_char(&out, '=');
+			mt_buf_append_str(&out, params->param[i].value);
+		}
+	}
+	mt_buf_append(&out, "", 0);
+	return mt_buf_steal(&out);
 }
 
 static bool tx_has_rcpt(const struct smtp_tx *tx, const char *address)
@@ -108,6 +154,7 @@ static void pending_clear(struct smtp_pending_rcpt *pending)
 {
 	free(pending->address);
 	free(pending->orcpt);
+	free(pending->params);
 	memset(pending, 0, sizeof(*pending));
 }
 
@@ -122,14 +169,13 @@ static void set_helo(struct smtp_session *s, const char *args, size_t len,
 	s->esmtp = esmtp;
 }
 
-void smtp_cmd_ehlo(struct smtp_session *s, const char *args)
+/* The answer to EHLO (the extensions we offer) or HELO. */
+static void helo_answer(struct smtp_session *s)
 {
-	size_t len;
-	if (!smtp_parse_helo(args, &len)) {
-		mt_smtpd_reply(&s->smtpd, 501, "5.5.4 Syntax: EHLO hostname");
+	if (!s->esmtp) {
+		mt_smtpd_reply(&s->smtpd, 250, "%s", s->mta->hostname);
 		return;
 	}
-	set_helo(s, args, len, true);
 	const struct mt_mta_settings *set = s->mta->set;
 	mt_smtpd_reply_more(&s->smtpd, 250, "%s", s->mta->hostname);
 	mt_smtpd_reply_more(&s->smtpd, 250, "PIPELINING");
@@ -145,6 +191,42 @@ void smtp_cmd_ehlo(struct smtp_session *s, const char *args)
 	mt_smtpd_reply(&s->smtpd, 250, "CHUNKING");
 }
 
+/* The filters' word on HELO/EHLO: a refusal leaves the session without
+ * a greeting name (MAIL then needs another HELO/EHLO). */
+static void helo_milter_done(struct smtp_session *s, const struct smtp_milter_verdict *v)
+{
+	if (v->status == MT_MILTER_REJECT || v->status == MT_MILTER_TEMPFAIL) {
+		smtp_milter_reply(s, v);
+		MT_FREE(&s->helo);
+	} else {
+		helo_answer(s);
+	}
+	mt_smtpd_enter_state(&s->smtpd, MT_SMTPD_COMMAND);
+	mt_smtpd_resume(&s->smtpd);
+}
+
+static void greeting_command(struct smtp_session *s, const char *args, size_t len,
+			     bool esmtp)
+{
+	set_helo(s, args, len, esmtp);
+	if (!smtp_milter_active(s)) {
+		helo_answer(s);
+		return;
+	}
+	mt_smtpd_enter_state(&s->smtpd, MT_SMTPD_WAIT);
+	smtp_milter_helo(s, helo_milter_done);
+}
+
+void smtp_cmd_ehlo(struct smtp_session *s, const char *args)
+{
+	size_t len;
+	if (!smtp_parse_helo(args, &len)) {
+		mt_smtpd_reply(&s->smtpd, 501, "5.5.4 Syntax: EHLO hostname");
+		return;
+	}
+	greeting_command(s, args, len, true);
+}
+
 void smtp_cmd_helo(struct smtp_session *s, const char *args)
 {
 	size_t len;
@@ -152,8 +234,7 @@ void smtp_cmd_helo(struct smtp_session *s, const char *args)
 		mt_smtpd_reply(&s->smtpd, 501, "5.5.4 Syntax: HELO hostname");
 		return;
 	}
-	set_helo(s, args, len, false);
-	mt_smtpd_reply(&s->smtpd, 250, "%s", s->mta->hostname);
+	greeting_command(s, args, len, false);
 }
 
 void smtp_cmd_starttls(struct smtp_session *s, const char *args)
@@ -215,11 +296,24 @@ void smtp_cmd_mail(struct smtp_session *s, const char *args)
 	tx->smtputf8 = mail.smtputf8;
 	tx->ret = (enum queue_ret)mail.ret;
 	tx->envid = mail.envid != NULL ? mt_xstrdup(mail.envid) : NULL;
+	tx->mail_params = params_string(&mail.params);
 	/* After AUTH the sender must be the login's (smtp-auth.c). */
 	smtp_auth_check_sender(s);
 }
 
-void smtp_mail_accept(struct smtp_session *s)
+static void mail_milter_done(struct smtp_session *s, const struct smtp_milter_verdict *v)
+{
+	if (v->status == MT_MILTER_REJECT || v->status == MT_MILTER_TEMPFAIL) {
+		smtp_milter_reply(s, v);
+		smtp_tx_reset(s);
+	} else {
+		mt_smtpd_reply(&s->smtpd, 250, "2.1.0 Ok");
+	}
+	mt_smtpd_enter_state(&s->smtpd, MT_SMTPD_COMMAND);
+	mt_smtpd_resume(&s->smtpd);
+}
+
+bool smtp_mail_accept(struct smtp_session *s)
 {
 	struct smtp_tx *tx = &s->tx;
 	tx->active = true;
@@ -229,7 +323,13 @@ void smtp_mail_accept(struct smtp_session *s)
 		tx->sender, (unsigned long long)tx->declared_size, s->peer_name,
 		s->authenticated ? " auth=" : "",
 		s->authenticated ? s->auth_user : "");
+	if (smtp_milter_active(s)) {
+		mt_smtpd_enter_state(&s->smtpd, MT_SMTPD_WAIT);
+		smtp_milter_mail(s, tx->mail_params, mail_milter_done);
+		return true;
+	}
 	mt_smtpd_reply(&s->smtpd, 250, "2.1.0 Ok");
+	return false;
 }
 
 /* RCPT */
@@ -287,6 +387,35 @@ static bool rcpt_limited(struct smtp_session *s, const char *address)
 	return true;
 }
 
+static void rcpt_milter_done(struct smtp_session *s, const struct smtp_milter_verdict *v)
+{
+	struct smtp_pending_rcpt *pending = &s->pending_rcpt;
+	if (v->status == MT_MILTER_REJECT || v->status == MT_MILTER_TEMPFAIL) {
+		smtp_milter_reply(s, v);
+		pending_clear(pending);
+	} else {
+		smtp_tx_add_rcpt(s, pending);
+		mt_smtpd_reply(&s->smtpd, 250, "2.1.5 Ok");
+	}
+	mt_smtpd_enter_state(&s->smtpd, MT_SMTPD_COMMAND);
+	mt_smtpd_resume(&s->smtpd);
+}
+
+/* s->pending_rcpt passed our checks: to the filters, or added at once
+ * (250). True when the filters answer later. */
+static bool rcpt_accept(struct smtp_session *s)
+{
+	struct smtp_pending_rcpt *pending = &s->pending_rcpt;
+	if (!smtp_milter_active(s)) {
+		smtp_tx_add_rcpt(s, pending);
+		mt_smtpd_reply(&s->smtpd, 250, "2.1.5 Ok");
+		return false;
+	}
+	mt_smtpd_enter_state(&s->smtpd, MT_SMTPD_WAIT);
+	smtp_milter_rcpt(s, pending->address, pending->params, rcpt_milter_done);
+	return true;
+}
+
 static void rcpt_lookup_done(const struct mt_dirsvc_recipient *result,
 			     void *context)
 {
@@ -303,8 +432,8 @@ static void rcpt_lookup_done(const struct mt_dirsvc_recipient *result,
 		mt_slog(MT_LOG_DEBUG, &s->log, "rcpt to=<%s> shard=%s%s",
 			pending->address, result->shard,
 			result->cached ? " cached=yes" : "");
-		tx_add_rcpt(&s->tx, pending);
-		mt_smtpd_reply(&s->smtpd, 250, "2.1.5 Ok");
+		if (rcpt_accept(s))
+			return;		/* the filters answer */
 		break;
 	case MT_DIRSVC_NOT_FOUND:
 	case MT_DIRSVC_INVALID:
@@ -336,7 +465,7 @@ void smtp_cmd_rcpt(struct smtp_session *s, const char *args)
 {
 	struct mt_smtp_rcpt_args rcpt;
 	struct mt_smtp_param_error error;
-	struct smtp_pending_rcpt pending = { NULL, NULL, 0 };
+	struct smtp_pending_rcpt pending = { NULL, NULL, 0, NULL };
 
 	if (!s->tx.active) {
 		mt_smtpd_reply(&s->smtpd, 503, "5.5.1 Error: need MAIL command");
@@ -357,6 +486,7 @@ void smtp_cmd_rcpt(struct smtp_session *s, const char *args)
 	const struct mt_address *addr = &rcpt.addr;
 	pending.notify = rcpt.notify;
 	pending.orcpt = rcpt.orcpt != NULL ? mt_xstrdup(rcpt.orcpt) : NULL;
+	pending.params = params_string(&rcpt.params);
 	/* <Postmaster>, postmaster@, MAILER-DAEMON@, abuse@ (RFC 5321
 	 * 4.5.1, RFC 2142): the configured mailbox, from anyone. */
 	const char *role = mta_policy_role_mailbox(s->mta->policy,
@@ -393,8 +523,8 @@ void smtp_cmd_rcpt(struct smtp_session *s, const char *args)
 			pending_clear(&pending);
 			return;
 		}
-		tx_add_rcpt(&s->tx, &pending);
-		mt_smtpd_reply(&s->smtpd, 250, "2.1.5 Ok");
+		s->pending_rcpt = pending;
+		rcpt_accept(s);
 		return;
 	}
 	if (s->mta->dir == NULL) {

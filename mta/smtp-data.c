@@ -34,6 +34,7 @@
 #include "mta.h"
 #include "mta-metrics.h"
 #include "smtp-content.h"
+#include "smtp-milter.h"
 #include "smtp-parse.h"
 
 #include <ctype.h>
@@ -93,44 +94,53 @@ static void add_received(struct smtp_session *s)
 
 /* Content in pieces */
 
-/* The start of the client's content is in tx->body (before the first
- * piece leaves): look at its header section once. One piece holds any
- * header section of sensible size; one longer than that is judged by its
- * first QUEUE_PIECE_SIZE octets, which hold more Received: fields than
- * max_hops allows. */
-static void check_head(struct smtp_session *s)
+/* The start of the client's header section, head[0..len): look at it
+ * once. One piece holds any header section of sensible size; one longer
+ * than that is judged by its first QUEUE_PIECE_SIZE octets, which hold
+ * more Received: fields than max_hops allows. */
+static void check_head(struct smtp_session *s, const char *head, size_t len)
 {
 	struct smtp_tx *tx = &s->tx;
-	const struct mt_buf *body = &s->smtpd.content.body;
 	if (tx->head_checked)
 		return;
 	tx->head_checked = true;
-	tx->head_hops = mt_smtp_count_received(body->data, body->len);
-	tx->head_fields = mt_smtp_header_fields(body->data, body->len);
+	tx->head_hops = mt_smtp_count_received(head, len);
+	tx->head_fields = mt_smtp_header_fields(head, len);
 }
 
 static void spool_ready(void *context)
 {
 	struct smtp_session *s = context;
+	if (s->milter != NULL)
+		smtp_milter_spool_ready(s);
 	if (s->smtpd.content.paused)
 		mt_smtpd_resume(&s->smtpd);
 }
 
-/* The engine's content hook: a piece of content goes to the queue. False
- * while the previous piece is still being written: the engine reads
- * nothing more until it is (the socket's input stops at its watermark),
- * so a session holds about two pieces whatever the message's size. */
-bool smtp_data_piece(struct mt_smtpd *d)
+struct queue_spool *smtp_data_spool(struct smtp_session *s)
 {
-	struct smtp_session *s = SMTP_SESSION(d);
 	struct smtp_tx *tx = &s->tx;
 	if (tx->spool == NULL)
 		tx->spool = queue_spool_new(s->mta->queue, tx->queue_id,
 					    spool_ready, s);
-	if (queue_spool_busy(tx->spool))
+	return tx->spool;
+}
+
+/* The engine's content hook: a piece of content goes to the queue (or
+ * first to the mail filters). False while the previous piece is still
+ * being written: the engine reads nothing more until it is (the socket's
+ * input stops at its watermark), so a session holds about two pieces
+ * whatever the message's size. */
+bool smtp_data_piece(struct mt_smtpd *d)
+{
+	struct smtp_session *s = SMTP_SESSION(d);
+	if (s->milter != NULL)
+		return smtp_milter_piece(s);
+	struct queue_spool *spool = smtp_data_spool(s);
+	if (queue_spool_busy(spool))
 		return false;
-	check_head(s);
-	queue_spool_write(tx->spool, &d->content.body);
+	check_head(s, d->content.body.data, d->content.body.len);
+	queue_spool_write(spool, &d->content.body);
 	return true;
 }
 
@@ -190,27 +200,35 @@ static void add_missing_headers(struct smtp_session *s)
 			(have & MT_SMTP_HEADER_MESSAGE_ID) == 0 ? " Message-ID:" : "");
 }
 
-/* The content is complete and acceptable: queue it durably (what is not
- * written as pieces yet goes with the envelope). */
-static void finish_message(struct smtp_session *s)
+void smtp_data_head_checks(struct smtp_session *s, const char *head, size_t len)
+{
+	check_head(s, head, len);
+	add_missing_headers(s);
+}
+
+/* Queue the message durably: head (taken: our lines and the header
+ * section, or our lines only) as piece 0, the spool's pieces, then tail
+ * (what is not written as pieces yet goes with the envelope). */
+static void submit(struct smtp_session *s, char *head, size_t head_len,
+		   struct mt_buf *tail)
 {
 	struct smtp_tx *tx = &s->tx;
 	if (tx->spool != NULL && queue_spool_failed(tx->spool)) {
+		free(head);
 		mta_metrics_refused(s->mta, MTA_REFUSED_QUEUE_ERROR);
 		mt_smtpd_reply(&s->smtpd, 451, "4.3.0 Error: queue file write error");
 		smtp_tx_reset(s);
 		mt_smtpd_enter_state(&s->smtpd, MT_SMTPD_COMMAND);
 		return;
 	}
-	check_head(s);
-	add_missing_headers(s);
 	struct queue_msg *msg = queue_msg_new();
 	unsigned int hops = tx->head_hops;
 
 	memcpy(msg->id, tx->queue_id, sizeof(msg->id));
 	msg->arrival = mt_wall_ms();
 	msg->flags = (tx->body_8bit ? QUEUE_MSG_8BIT : 0) |
-		(tx->smtputf8 ? QUEUE_MSG_SMTPUTF8 : 0);
+		(tx->smtputf8 ? QUEUE_MSG_SMTPUTF8 : 0) |
+		(tx->quarantined ? QUEUE_MSG_HELD : 0);
 	if (hops > s->mta->set->max_hops) {
 		mt_slog(MT_LOG_WARNING, &s->log, "mail loop: %u Received: lines "
 			"(max_hops=%u); the message will be bounced", hops,
@@ -227,18 +245,63 @@ static void finish_message(struct smtp_session *s)
 			mt_xstrdup(tx->rcpts[i].orcpt) : NULL;
 		r->notify = tx->rcpts[i].notify;
 	}
-	struct mt_buf *body = &s->smtpd.content.body;
-	size_t prefix_len = tx->prefix.len;
-	uint64_t size = prefix_len + body->len +
+	uint64_t size = head_len + tail->len +
 		(tx->spool != NULL ? queue_spool_size(tx->spool) : 0);
 	msg->size = size;
-	msg->body = queue_body_new(mt_buf_steal(&tx->prefix), prefix_len);
+	msg->body = queue_body_new(head, head_len);
 	tx->queued_size = size;
 	tx->queued_at = mt_clock_us();
 	mt_smtpd_enter_state(&s->smtpd, MT_SMTPD_WAIT);
-	s->queue_op = queue_submit(s->mta->queue, msg, &tx->spool, body,
+	s->queue_op = queue_submit(s->mta->queue, msg, &tx->spool, tail,
 				   smtp_server_receiving(s->mta->server) > 0,
 				   queued_done, s);
+}
+
+/* Every filter has answered the end of the message. */
+static void milter_end_done(struct smtp_session *s, const struct smtp_milter_verdict *v)
+{
+	switch (v->status) {
+	case MT_MILTER_REJECT:
+	case MT_MILTER_TEMPFAIL:
+		mta_metrics_refused(s->mta, MTA_REFUSED_MILTER);
+		smtp_milter_reply(s, v);
+		break;
+	case MT_MILTER_DISCARD:
+		/* A filter's wish: accepted, and dropped (as Sendmail and
+		 * Postfix do; the log says so). */
+		mt_slog(MT_LOG_INFO, &s->log, "discarded from=<%s> nrcpt=%u (milter)",
+			s->tx.sender, s->tx.rcpt_count);
+		mt_smtpd_reply(&s->smtpd, 250, "2.0.0 Ok: queued as %s", s->tx.queue_id);
+		break;
+	default: {
+		size_t head_len;
+		char *head = smtp_milter_head(s, &head_len);
+		submit(s, head, head_len, smtp_milter_tail(s));
+		if (s->smtpd.state == MT_SMTPD_COMMAND)
+			mt_smtpd_resume(&s->smtpd);	/* refused: read on */
+		return;
+	}
+	}
+	smtp_tx_reset(s);
+	mt_smtpd_enter_state(&s->smtpd, MT_SMTPD_COMMAND);
+	mt_smtpd_resume(&s->smtpd);
+}
+
+/* The content is complete and acceptable: through the filters, if the
+ * session has any, then to the queue. */
+static void finish_message(struct smtp_session *s)
+{
+	struct smtp_tx *tx = &s->tx;
+	if (s->milter != NULL) {
+		mt_smtpd_enter_state(&s->smtpd, MT_SMTPD_WAIT);
+		smtp_milter_end(s, milter_end_done);
+		return;
+	}
+	struct mt_buf *body = &s->smtpd.content.body;
+	check_head(s, body->data, body->len);
+	add_missing_headers(s);
+	size_t prefix_len = tx->prefix.len;
+	submit(s, mt_buf_steal(&tx->prefix), prefix_len, body);
 }
 
 /* Refuse the content just read; the transaction is over either way. */

@@ -21,6 +21,7 @@
 #include "mta-metrics.h"
 #include "mta-policy.h"
 #include "mta.h"
+#include "smtp-milter.h"
 #include "tls.h"
 
 #include <stdio.h>
@@ -101,6 +102,14 @@ static void gate(struct mt_smtpd *d, struct mt_command_gate *gate)
 	gate->max_junk = (unsigned int)s->mta->set->max_junk_commands;
 }
 
+/* A mail filter refused the connection: every command but these gets
+ * its answer (as Postfix does after a milter's connect reject). */
+static bool allowed_when_denied(smtp_cmd_handler_t *handler)
+{
+	return handler == smtp_cmd_quit || handler == smtp_cmd_noop ||
+		handler == smtp_cmd_rset || handler == smtp_cmd_help;
+}
+
 static void run(struct mt_smtpd *d, unsigned int index, const char *arg)
 {
 	struct smtp_session *s = SMTP_SESSION(d);
@@ -108,6 +117,11 @@ static void run(struct mt_smtpd *d, unsigned int index, const char *arg)
 	if (smtp_server_draining(s) && cmd->handler != smtp_cmd_quit) {
 		mt_smtpd_finish(d, 421, "4.3.2 %s Service shutting down",
 				s->mta->hostname);
+		return;
+	}
+	if (s->milter_denied.status != MT_MILTER_CONTINUE &&
+	    !allowed_when_denied(cmd->handler)) {
+		smtp_milter_reply(s, &s->milter_denied);
 		return;
 	}
 	cmd->handler(s, arg);
@@ -169,11 +183,38 @@ static bool next_command(struct mt_smtpd *d)
 	return false;
 }
 
+static void say_hello(struct smtp_session *s)
+{
+	mt_line_reply(mt_conn_output(&s->smtpd.conn), 220, false, "%s ESMTP %s",
+		      s->mta->hostname, MTA_NAME);
+}
+
+/* The filters heard of the connection: greet. A refusal is kept for the
+ * commands that follow (run). */
+static void connect_milter_done(struct smtp_session *s,
+				const struct smtp_milter_verdict *v)
+{
+	if (v->status == MT_MILTER_REJECT || v->status == MT_MILTER_TEMPFAIL) {
+		s->milter_denied.status = v->status;
+		s->milter_denied_text = v->text != NULL ? mt_xstrdup(v->text) : NULL;
+		s->milter_denied.text = s->milter_denied_text;
+	}
+	say_hello(s);
+	mt_smtpd_enter_state(&s->smtpd, MT_SMTPD_COMMAND);
+	mt_smtpd_resume(&s->smtpd);
+}
+
+/* The filters first hear of the connection (before our 220, as
+ * Postfix's smtpd does); without filters, greet at once. */
 static void greet(struct mt_smtpd *d)
 {
 	struct smtp_session *s = SMTP_SESSION(d);
-	mt_line_reply(mt_conn_output(&d->conn), 220, false, "%s ESMTP %s",
-		      s->mta->hostname, MTA_NAME);
+	if (!smtp_milter_active(s)) {
+		say_hello(s);
+		return;
+	}
+	mt_smtpd_enter_state(d, MT_SMTPD_WAIT);
+	smtp_milter_connect(s, connect_milter_done);
 }
 
 static void conn_eof(struct mt_smtpd *d, bool error)
@@ -272,6 +313,7 @@ struct smtp_session *smtp_session_new(struct mta *mta, struct mt_conn_list *list
 	s->smtpd.log = &s->log;
 	s->smtpd.peer_name = s->peer_name;
 	s->smtpd.tls_server = mta->tls_server;
+	smtp_milter_session_start(s);
 	mt_smtpd_start(&s->smtpd, &smtpd_def, &s->smtpd_settings, list, mta->loop,
 		       bev, service == SMTP_SERVICE_SUBMISSIONS);
 	return s;
@@ -321,6 +363,8 @@ static void conn_closed(struct mt_smtpd *d, const char *reason)
 	mt_dirsvc_request_cancel(&s->dir_req);
 	queue_op_forget(&s->queue_op);
 	smtp_tx_reset(s);
+	smtp_milter_session_end(s);
+	free(s->milter_denied_text);
 	free(s->pending_rcpt.address);
 	free(s->pending_rcpt.orcpt);
 	free(s->helo);

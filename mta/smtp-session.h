@@ -29,6 +29,7 @@
 #include "log.h"
 #include "loop.h"
 #include "queue.h"
+#include "smtp-milter.h"
 #include "smtpd.h"
 
 struct bufferevent;
@@ -36,6 +37,7 @@ struct event;
 struct mta;
 struct mt_dirsvc_request;
 struct mt_metrics;
+struct smtp_milters;
 
 /* Which listener accepted the connection. */
 enum smtp_service {
@@ -85,6 +87,8 @@ struct smtp_tx {
 	unsigned int head_hops;		/* its Received: fields */
 	unsigned int head_fields;	/* SMTP_HEADER_* present */
 	const char *bdat_error;		/* reply for this chunk, once read */
+	char *mail_params;		/* MAIL's ESMTP parameters as sent (filters) */
+	bool quarantined;		/* a filter asked: queued held */
 	size_t queued_size;		/* body octets handed to the queue */
 	uint64_t queued_at;		/* monotonic usecs of the hand-over */
 };
@@ -94,6 +98,7 @@ struct smtp_pending_rcpt {
 	char *address;
 	char *orcpt;
 	unsigned int notify;
+	char *params;			/* RCPT's ESMTP parameters as sent (filters) */
 };
 
 struct smtp_session {
@@ -112,13 +117,19 @@ struct smtp_session {
 	bool esmtp;
 	bool authenticated;
 	char *auth_user;
+	const char *auth_type;		/* "PLAIN" or "LOGIN" once authenticated */
 
 	struct smtp_tx tx;
 	struct smtp_pending_rcpt pending_rcpt;
 	struct mt_dirsvc_request *dir_req;
 	struct queue_op *queue_op;
+	struct smtp_milters *milter;	/* the listener's mail filters, or NULL */
+	/* A filter refused the connection: the answer to every command. */
+	struct smtp_milter_verdict milter_denied;
+	char *milter_denied_text;
 	/* AUTH in progress */
 	int auth_mech;			/* 0 none, 1 PLAIN, 2 LOGIN */
+	const char *auth_trying;	/* the mechanism being checked */
 	char *auth_login_user;		/* LOGIN: the user, awaiting password */
 	uint64_t auth_started_ms;	/* credentials complete (monotonic) */
 	uint64_t rcpt_started_ms;	/* the RCPT arrived (monotonic) */
@@ -192,9 +203,14 @@ bool smtp_server_draining(const struct smtp_session *s);
 
 /* Transaction (smtp-commands.c). */
 void smtp_tx_reset(struct smtp_session *s);
+/* Add a recipient (pending's strings taken) unless it is there already;
+ * remove every recipient equal to address (case-insensitive): how many. */
+void smtp_tx_add_rcpt(struct smtp_session *s, struct smtp_pending_rcpt *pending);
+unsigned int smtp_tx_del_rcpt(struct smtp_session *s, const char *address);
 /* MAIL's proceed half: the sender in s->tx is acceptable; the transaction
- * starts (queue id, log line, 250). */
-void smtp_mail_accept(struct smtp_session *s);
+ * starts (queue id, log line), and the 250 goes out now, or once the
+ * mail filters have answered (true: the session waits for them). */
+bool smtp_mail_accept(struct smtp_session *s);
 
 /* Handlers */
 smtp_cmd_handler_t smtp_cmd_ehlo, smtp_cmd_helo, smtp_cmd_mail, smtp_cmd_rcpt,
@@ -216,5 +232,11 @@ smtp_cmd_handler_t smtp_cmd_data, smtp_cmd_bdat;
 bool smtp_data_piece(struct mt_smtpd *d);
 void smtp_data_end(struct mt_smtpd *d, enum mt_dot_result verdict, const char *error);
 void smtp_bdat_end(struct mt_smtpd *d);
+/* The transaction's spool, made on first use. */
+struct queue_spool *smtp_data_spool(struct smtp_session *s);
+/* The MTA's checks of the client's header section head[0..len) (its
+ * Received: count, Date:/Message-ID:) and the fields it adds to
+ * tx.prefix (add_missing_headers). */
+void smtp_data_head_checks(struct smtp_session *s, const char *head, size_t len);
 
 #endif

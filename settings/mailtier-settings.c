@@ -149,7 +149,7 @@ const struct mt_section_def mt_shards_section = {
 const struct mt_section_def *const mt_mailtier_sections[] = {
 	&mt_global_section, &mt_directory_section, &mt_shards_section,
 	&mt_tls_section, &mt_mta_section, &mt_mmp_section,
-	&mt_popstore_section, &mt_loadgen_section, NULL,
+	&mt_popstore_section, &mt_loadgen_section, &mt_milter_section, NULL,
 };
 
 struct mt_config *mt_mailtier_config_load(const char *path, char **errors_r)

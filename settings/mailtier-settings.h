@@ -46,6 +46,7 @@ extern const struct mt_section_def mt_mta_section;
 extern const struct mt_section_def mt_mmp_section;
 extern const struct mt_section_def mt_popstore_section;
 extern const struct mt_section_def mt_loadgen_section;
+extern const struct mt_section_def mt_milter_section;
 
 /* Every section of mailtier.conf, NULL-terminated. */
 extern const struct mt_section_def *const mt_mailtier_sections[];
