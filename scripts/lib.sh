@@ -11,7 +11,8 @@ libldap-dev libdb5.3-dev libinih-dev libcrypt-dev python3 openssl"
 # (prometheus: its promtool checks the shipped alert rules, and
 # test-metrics-prometheus.py scrapes a cluster with it).
 MT_RUNTIME_PACKAGES="slapd ldap-utils db5.3-util swaks curl fetchmail isync
-offlineimap3 getmail6 prometheus"
+offlineimap3 getmail6 prometheus rspamd opendkim opendkim-tools unbound
+bind9-dnsutils"
 # What scripts/check-packages needs to build and check the .deb and .rpm
 # packages (dpkg-buildpackage, debhelper with dh_installsysusers, rpmbuild,
 # systemd-analyze, man for the installed pages).

@@ -60,7 +60,8 @@ integration_tests = \
 	tests/integration/test-cluster.py \
 	tests/integration/test-metrics.py \
 	tests/integration/test-monitoring-files.py \
-	tests/integration/test-metrics-prometheus.py
+	tests/integration/test-metrics-prometheus.py \
+	tests/integration/test-filters-selfcheck.py
 
 TESTS += $(integration_tests)
 EXTRA_DIST += $(integration_tests) tests/integration/configs \
