@@ -569,8 +569,8 @@ static void answered(struct mt_milter_client *c, const struct mt_milter_reply *r
 		c->in_message = false;
 		return;
 	}
-	if (c->waiting_for == MT_MILTER_CMD_BODYEOB)
-		c->in_message = false;
+	if (message_over)
+		c->in_message = false;	/* the filter is done with it: no ABORT */
 	answer_later(c, status, text);
 }
 

@@ -52,7 +52,9 @@ mta_integration_tests = \
 	tests/integration/test-mta-crash.py \
 	tests/integration/test-mta-popstore.py \
 	tests/integration/test-mta-smtputf8.py \
-	tests/integration/test-mta-bigmail.py
+	tests/integration/test-mta-bigmail.py \
+	tests/integration/test-mta-milter.py
 TESTS += $(mta_integration_tests)
 EXTRA_DIST += $(mta_integration_tests) tests/integration/lmtpd.py \
-	tests/integration/mta_setup.py
+	tests/integration/mta_setup.py tests/integration/milter_script.py \
+	tests/integration/filters.py
