@@ -34,12 +34,14 @@ EXTRA_DIST += mta/README.md bench/mta.py bench/mta-load.py bench/mta-ab.sh
 mta_unit_tests = \
 	tests/unit/test-mta-records \
 	tests/unit/test-mta-policy \
-	tests/unit/test-mta-queue
+	tests/unit/test-mta-queue \
+	tests/unit/test-milter-headers
 check_PROGRAMS += $(mta_unit_tests)
 TESTS += $(mta_unit_tests)
 tests_unit_test_mta_records_LDADD = $(MTA_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_mta_policy_LDADD = $(MTA_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_mta_queue_LDADD = $(MTA_LIBS) $(CMOCKA_LIBS)
+tests_unit_test_milter_headers_LDADD = $(MTA_LIBS) $(CMOCKA_LIBS)
 
 # Integration tests: real slapd, real clients (swaks, curl, smtplib), LMTP
 # and SMTP stand-ins (tests/integration/lmtpd.py), a DNS stub.
@@ -53,7 +55,8 @@ mta_integration_tests = \
 	tests/integration/test-mta-popstore.py \
 	tests/integration/test-mta-smtputf8.py \
 	tests/integration/test-mta-bigmail.py \
-	tests/integration/test-mta-milter.py
+	tests/integration/test-mta-milter.py \
+	tests/integration/test-mta-milter-filters.py
 TESTS += $(mta_integration_tests)
 EXTRA_DIST += $(mta_integration_tests) tests/integration/lmtpd.py \
 	tests/integration/mta_setup.py tests/integration/milter_script.py \
