@@ -530,12 +530,6 @@ static const char *tls_macro(struct smtp_milters *ms, const char *name)
 	return NULL;
 }
 
-static const char *const service_names[SMTP_SERVICE_COUNT] = {
-	[SMTP_SERVICE_SMTP] = "smtp",
-	[SMTP_SERVICE_SUBMISSION] = "submission",
-	[SMTP_SERVICE_SUBMISSIONS] = "submissions",
-};
-
 static const char *domain_of(const char *address)
 {
 	const char *at = address != NULL ? strrchr(address, '@') : NULL;
@@ -564,7 +558,12 @@ const char *milter_macro(const char *name, void *context)
 	if (strcmp(name, "v") == 0)
 		return MTA_NAME " " PACKAGE_VERSION;
 	if (strcmp(name, "daemon_name") == 0)
-		return service_names[s->service];
+		/* As Postfix's milter_macro_daemon_name: the host name (rspamd
+		 * makes it the authserv-id of its Authentication-Results,
+		 * RFC 8601 2.5), and on the submission listeners the word
+		 * sites give it there (-o milter_macro_daemon_name=ORIGINATING:
+		 * OpenDKIM's "MTA ORIGINATING" signs all of it). */
+		return s->service == SMTP_SERVICE_SMTP ? s->mta->hostname : "ORIGINATING";
 	if (strcmp(name, "daemon_addr") == 0) {
 		struct sockaddr_storage ss;
 		socklen_t sl = sizeof(ss);

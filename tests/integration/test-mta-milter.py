@@ -251,7 +251,7 @@ def check_stages_and_macros(setup):
             ["header"] * 6 + ["eoh", "body", "eom", "quit"], s.names()
         assert s.optneg["version"] == 6 and s.optneg["actions"] == ms.SMFIF_ALL, s.optneg
         c = s.macros["connect"]
-        assert c["j"] == "mx.example.test" and c["{daemon_name}"] == "smtp", c
+        assert c["j"] == "mx.example.test" and c["{daemon_name}"] == "mx.example.test", c
         assert c["{client_addr}"] == "127.0.0.1" and c["{client_port}"].isdigit(), c
         assert s.macros["mail"]["{mail_addr}"] == "x@remote.test", s.macros["mail"]
         assert "{auth_authen}" not in s.macros["mail"], s.macros["mail"]
@@ -266,7 +266,7 @@ def check_stages_and_macros(setup):
             c2.sendmail(ALICE, [BOB], message(subject="submitted"))
         setup.env.shards["s2"].wait_messages(1)
         t = sub.wait_sessions(1)[0]
-        assert t.macros["connect"]["{daemon_name}"] == "submission", t.macros
+        assert t.macros["connect"]["{daemon_name}"] == "ORIGINATING", t.macros
         helos = t.find("helo")
         assert len(helos) == 2, t.names()	# before and after STARTTLS
         assert helos[-1].macros.get("{tls_version}", "").startswith("TLSv1."), helos[-1].macros
