@@ -52,6 +52,7 @@ struct mta_metrics {
 	struct mt_series *latency[2];
 	struct mt_series *deferrals[N_SUBJECTS];
 	struct mt_series *dsns[2];	/* [to_postmaster] */
+	struct mt_metric_family *milter_results;
 	struct mt_command_metrics *commands;
 	/* Read by the collector. */
 	struct mt_series *connections_open, *queue_messages, *queue_oldest_age;
@@ -127,6 +128,11 @@ void mta_metrics_init(struct mta *mta, struct mt_metrics *m)
 		"postmaster: for a message without a sender).", "kind");
 	mm->dsns[0] = mt_metric_series1(f, "failure");
 	mm->dsns[1] = mt_metric_series1(f, "postmaster");
+	mm->milter_results = mt_metrics_counter(m, "mailtier_mta_milter_results_total",
+		"Mail filters' words on messages, by filter ([milter.NAME]) and result: "
+		"accept (passed it), reject, tempfail, discard, quarantine, failed "
+		"(unreachable, timed out or broke the protocol: its default action "
+		"applied).", "milter,result");
 	mm->commands = mt_command_metrics_new(m, "smtp", &smtp_command_table);
 	mm->connections_open = mt_metrics_gauge_series(m, "mailtier_connections_open",
 		"Client connections open now.");
@@ -244,4 +250,11 @@ void mta_metrics_dsn(struct mta *mta, bool to_postmaster)
 {
 	if (mta->metrics != NULL)
 		mt_series_add(mta->metrics->dsns[to_postmaster ? 1 : 0], 1);
+}
+
+void mta_metrics_milter(struct mta *mta, const char *milter, const char *result)
+{
+	if (mta->metrics != NULL)
+		mt_series_add(mt_metric_series2(mta->metrics->milter_results, milter,
+						result), 1);
 }

@@ -62,5 +62,10 @@ void mta_metrics_deferral(struct mta *mta, const char *reply);
 /* A delivery status notification (RFC 3464) queued, by kind (failure:
  * to the sender; postmaster: the copy of one that could not be sent). */
 void mta_metrics_dsn(struct mta *mta, bool to_postmaster);
+/* A mail filter's word on a message (the [milter.NAME] name: the
+ * operator's, a bounded set): "accept" (it passed the filter), "reject",
+ * "tempfail", "discard", "quarantine", or "failed" (unreachable, timed
+ * out, broke the protocol: its default action applied). */
+void mta_metrics_milter(struct mta *mta, const char *milter, const char *result);
 
 #endif

@@ -20,6 +20,7 @@
  * Sendmail libmilter (what each modification means). */
 #include "smtp-milter-private.h"
 #include "alloc.h"
+#include "mta-metrics.h"
 #include "mta.h"
 #include "smtp-parse.h"
 #include "smtp-session.h"
@@ -470,6 +471,7 @@ bool milter_mod(const struct mt_milter_reply *mod, void *context)
 			"is held: mailtierctl queue release %s)", name, mod->name,
 			s->tx.queue_id);
 		s->tx.quarantined = true;
+		mta_metrics_milter(s->mta, name, "quarantine");
 		return true;
 	case MT_MILTER_R_REPLBODY:
 		return replace_body(ms, mod);

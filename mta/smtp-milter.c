@@ -13,6 +13,7 @@
  * stage carries by default, the default replies). */
 #include "smtp-milter-private.h"
 #include "alloc.h"
+#include "mta-metrics.h"
 #include "mta-policy.h"
 #include "mta.h"
 #include "smtp-session.h"
@@ -280,6 +281,7 @@ static void walk_answer(const struct mt_milter_answer *answer, void *context);
 /* A failed filter: its default action. False when that ends the walk. */
 static bool filter_failed(struct smtp_milters *ms, struct smtp_milter *m)
 {
+	mta_metrics_milter(ms->s->mta, m->filter->name, "failed");
 	switch (m->filter->default_action) {
 	case MT_MILTER_ACTION_ACCEPT:
 		mt_slog(MT_LOG_INFO, &ms->s->log, "milter=%s default_action=accept: "
@@ -350,6 +352,8 @@ static void walk_answer(const struct mt_milter_answer *answer, void *context)
 	const char *name = m->filter->name;
 	switch (answer->status) {
 	case MT_MILTER_CONTINUE:
+		if (ms->kind == WALK_EOM)
+			mta_metrics_milter(ms->s->mta, name, "accept");
 		ms->item++;
 		break;
 	case MT_MILTER_SKIP:
@@ -362,11 +366,16 @@ static void walk_answer(const struct mt_milter_answer *answer, void *context)
 		else
 			m->off_message = true;
 		mt_slog(MT_LOG_DEBUG, &ms->s->log, "milter=%s accept", name);
+		if (!session_stage(ms->kind, ms->stage_cmd))
+			mta_metrics_milter(ms->s->mta, name, "accept");
 		ms->item = SIZE_MAX;
 		break;
 	case MT_MILTER_REJECT:
 	case MT_MILTER_TEMPFAIL:
 	case MT_MILTER_DISCARD:
+		mta_metrics_milter(ms->s->mta, name, answer->status == MT_MILTER_REJECT ?
+				   "reject" : answer->status == MT_MILTER_TEMPFAIL ?
+				   "tempfail" : "discard");
 		milter_set_verdict(ms, answer->status, answer->text, name);
 		walk_end(ms);
 		return;

@@ -50,7 +50,9 @@ class Setup:
     def __init__(self, h):
         self.h = h
         self.remote = lmtpd.MailSink(lmtp=False, name="remote").start()
+        self.metrics_port = mtharness.free_port()
         self.env = mta_setup.MtaEnv(h, mta_options={
+            "metrics_listen": f"127.0.0.1:{self.metrics_port}",
             "relayhost": f"127.0.0.1:{self.remote.port}",
             "mynetworks": "127.0.0.1/32",
             "milter_connect_timeout": "2s",
@@ -93,6 +95,18 @@ class Setup:
         for sink in list(self.env.shards.values()) + [self.remote]:
             with sink.lock:
                 sink.messages.clear()
+
+    def milter_results(self):
+        """{(milter, result): count} from the MTA's /metrics."""
+        import urllib.request
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics",
+                                    timeout=10) as r:
+            text = r.read().decode()
+        out = {}
+        for m in re.finditer(r'^mailtier_mta_milter_results_total\{milter="([^"]*)",'
+                             r'result="([^"]*)"\} (\d+)$', text, re.M):
+            out[(m.group(1), m.group(2))] = int(m.group(3))
+        return out
 
     def queue_list(self):
         return self.h.ctl("queue", "list", config=self.env.conf).stdout
@@ -233,6 +247,8 @@ def check_quarantine(setup):
         setup.h.ctl("queue", "release", qid, config=setup.env.conf)
         got = setup.env.shards["s1"].wait_messages(1)[0]
         assert b"Subject: quarantine" in got.data
+    counts = setup.milter_results()
+    assert counts.get(("m1", "quarantine")) == 1, counts
     setup.reset_sinks()
 
 
@@ -363,6 +379,9 @@ def check_verdicts(setup):
         expect_refused(setup, [ALICE], message(), 550, "5.7.1 Command rejected")
         script.on = {}
         nothing_delivered(setup, 0.5)
+    counts = setup.milter_results()
+    for result, least in (("reject", 4), ("tempfail", 1), ("discard", 1), ("accept", 3)):
+        assert counts.get(("m1", result), 0) >= least, (result, counts)
 
 
 # Failures and default actions
@@ -384,6 +403,7 @@ def check_failures(setup):
         expect_refused(setup, [ALICE], message(), code, text)
         setup.env.mta.wait_log(r"milter=down address=inet:127\.0\.0\.1:\d+ failed")
     nothing_delivered(setup, 0.2)
+    assert setup.milter_results().get(("down", "failed"), 0) >= 2, setup.milter_results()
     setup.configure(smtpd=["down"], filters={"down": (down, {"default_action": "accept"})},
                     options={"milter_default_action": "reject"})
     send(setup, [ALICE], message(subject="without it"))
