@@ -35,6 +35,7 @@ import time
 
 import lmtpd
 import milter_script as ms
+import popstorelib
 import mta_setup
 import mtharness
 
@@ -488,7 +489,11 @@ def check_big_replacement(setup):
             assert len(s.messages[0].body) == len(body), len(s.messages[0].body)
             growth.append((peak[0] - before) / 1024)
         setup.h.note(f"big replacement: MTA RssAnon growth per round (MiB): {growth}")
-        assert growth[1] < 8, f"MTA memory grew {growth[1]:.1f} MiB for a 20 MiB body (round 2)"
+        if popstorelib.instrumented(pid):
+            print("# ASan or valgrind: the memory figure is not checked")
+        else:
+            assert growth[1] < 8, \
+                f"MTA memory grew {growth[1]:.1f} MiB for a 20 MiB body (round 2)"
     setup.reset_sinks()
 
 
