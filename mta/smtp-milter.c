@@ -418,6 +418,10 @@ static void stage_then(struct smtp_milters *ms)
 {
 	struct smtp_milter_verdict v = ms->verdict;
 	ms->verdict.status = MT_MILTER_CONTINUE;	/* a stage's verdict is its own */
+	/* DISCARD at MAIL or RCPT drops the whole message, answered as if
+	 * accepted (libmilter); at connect and HELO it means nothing. */
+	if (v.status == MT_MILTER_DISCARD && !session_stage(WALK_STAGE, ms->stage_cmd))
+		ms->discard = true;
 	if (v.status != MT_MILTER_CONTINUE)
 		mt_slog(MT_LOG_INFO, &ms->s->log, "milter=%s %s at %s%s%s", ms->verdict_by,
 			v.status == MT_MILTER_REJECT ? "reject" :

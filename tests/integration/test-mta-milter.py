@@ -375,6 +375,11 @@ def check_verdicts(setup):
         send(setup, [ALICE], message(subject="discarded"))
         setup.env.mta.wait_log(r"discarded from=<x@remote.test> nrcpt=1 \(milter\)")
         nothing_delivered(setup)
+        script.on = {"rcpt": ms.DISCARD}
+        send(setup, [ALICE], message(subject="discarded at rcpt"))
+        mta_setup.wait_until("the second discard", lambda: len(re.findall(
+            r"discarded from=<x@remote.test> nrcpt=1 \(milter\)", setup.env.mta.log())) == 2)
+        nothing_delivered(setup)
         # A reply of the wrong class is not used as it is.
         script.on = {"eom": ms.Reply(ms.SMFIR_REJECT)}
         expect_refused(setup, [ALICE], message(), 550, "5.7.1 Command rejected")
