@@ -39,7 +39,7 @@ lib_mail_unit_tests = tests/unit/test-smtp-reply tests/unit/test-command-find \
 	tests/unit/test-imap-date tests/unit/test-imap-login \
 	tests/unit/test-imap-search tests/unit/test-mime-address \
 	tests/unit/test-mime-scan tests/unit/test-mime-decode \
-	tests/unit/test-milter-proto
+	tests/unit/test-milter-proto tests/unit/test-milter-client
 check_PROGRAMS += $(lib_mail_unit_tests)
 TESTS += $(lib_mail_unit_tests)
 tests_unit_test_smtp_reply_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
@@ -61,3 +61,4 @@ tests_unit_test_mime_address_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_mime_scan_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_mime_decode_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_milter_proto_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
+tests_unit_test_milter_client_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)

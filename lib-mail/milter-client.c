@@ -591,19 +591,24 @@ static uint32_t mod_action(char code)
 	}
 }
 
-/* One packet; false when reading must stop (failed, held, answered). */
-static bool take_packet(struct mt_milter_client *c, const struct mt_milter_packet *p)
+/* One packet. Afterwards the client may have failed, or be holding the
+ * packet back (c->held): then reading stops. */
+static void take_packet(struct mt_milter_client *c, const struct mt_milter_packet *p)
 {
 	struct mt_milter_reply r;
 	const char *error;
 	if (!mt_milter_reply_decode(p, &r, &error)) {
 		fail(c, "%s (reply '%c')", error, p->code >= 0x20 && p->code < 0x7f ?
 		     p->code : '?');
-		return false;
+		return;
 	}
-	if (r.code == MT_MILTER_R_PROGRESS && c->state != CLIENT_NEGOTIATING) {
+	/* PROGRESS restarts the clock of an answer awaited; when nothing is
+	 * awaited it is a packet nobody asked for (restarting the clock then
+	 * would fail an idle client later with "no answer"). */
+	if (r.code == MT_MILTER_R_PROGRESS &&
+	    (c->state == CLIENT_WAITING || c->state == CLIENT_EOM)) {
 		set_timer(c, c->wait_msecs);
-		return true;
+		return;
 	}
 	switch (c->state) {
 	case CLIENT_NEGOTIATING:
@@ -613,34 +618,31 @@ static bool take_packet(struct mt_milter_client *c, const struct mt_milter_packe
 			fail(c, "it refused the negotiation");
 		else
 			fail(c, "%s instead of OPTNEG", mt_milter_reply_name((char)r.code));
-		return false;
+		return;
 	case CLIENT_WAITING:
 		answered(c, &r);
-		return false;
+		return;
 	case CLIENT_EOM: {
 		uint32_t action = mod_action((char)r.code);
 		if (action == 0) {
 			answered(c, &r);
-			return false;
+			return;
 		}
 		if ((c->actions & action) == 0) {
 			fail(c, "%s without having negotiated it",
 			     mt_milter_reply_name((char)r.code));
-			return false;
+			return;
 		}
-		if (c->abort_after || c->mod_cb == NULL)
-			return true;
-		if (!c->mod_cb(&r, c->context)) {
+		/* Dropped after an abort; held back when mod_cb says so. */
+		if (!c->abort_after && c->mod_cb != NULL && !c->mod_cb(&r, c->context)) {
 			c->held = true;
 			evtimer_del(c->timer);
 			bufferevent_disable(c->bev, EV_READ);
-			return false;
 		}
-		return true;
+		return;
 	}
 	default:
 		fail(c, "%s when nothing was asked", mt_milter_reply_name((char)r.code));
-		return false;
 	}
 }
 
@@ -669,12 +671,13 @@ static void read_cb(struct bufferevent *bev, void *arg)
 			fail(c, "an unreadable packet");
 			return;
 		}
-		bool go_on = take_packet(c, &p);
+		take_packet(c, &p);
 		if (c->held)
 			return;		/* the same packet again at resume */
 		if (c->state != CLIENT_FAILED)
 			evbuffer_drain(in, used);
-		if (!go_on)
-			return;
+		/* Go on after an answer too: a packet behind it was sent when
+		 * nothing was asked and fails the client now, rather than wait
+		 * in the buffer to be taken as the next command's answer. */
 	}
 }
