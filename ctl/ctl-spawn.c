@@ -8,6 +8,11 @@
  * the name, and the daemon stops notifying (lib/sdnotify.c) — as a
  * daemon started by hand never notifies.
  *
+ * A daemon that does not notify (rspamd) gets no NOTIFY_SOCKET; the
+ * caller's probe says when it is ready instead. One that must not run as
+ * root gets its user and group in the child before exec, as a unit's
+ * User= does.
+ *
  * Trust boundary: the messages come from a daemon we started; only
  * "READY=1" is looked for, anything else is ignored. */
 #include "ctl-spawn.h"
@@ -17,6 +22,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <poll.h>
 #include <stddef.h>
@@ -51,7 +57,17 @@ static int notify_socket(const char *name, char **env_value_r)
 	return fd;
 }
 
-/* The child: own session, stdin from /dev/null, output to the log. */
+/* The child: s->uid if set (no supplementary groups, then the group,
+ * then the user); false with errno set. */
+static bool drop_privileges(const struct ctl_spawn *s)
+{
+	if (s->uid == 0)
+		return true;
+	return setgroups(0, NULL) == 0 && setgid(s->gid) == 0 && setuid(s->uid) == 0;
+}
+
+/* The child: own session, stdin from /dev/null, output to the log, the
+ * notify socket (when there is one) in NOTIFY_SOCKET. */
 static _Noreturn void exec_daemon(const struct ctl_spawn *s, const char *notify, int log_fd)
 {
 	setsid();
@@ -60,7 +76,10 @@ static _Noreturn void exec_daemon(const struct ctl_spawn *s, const char *notify,
 		dup2(null_fd, STDIN_FILENO);
 	dup2(log_fd, STDOUT_FILENO);
 	dup2(log_fd, STDERR_FILENO);
-	setenv("NOTIFY_SOCKET", notify, 1);
+	if (notify != NULL)
+		setenv("NOTIFY_SOCKET", notify, 1);
+	else
+		unsetenv("NOTIFY_SOCKET");
 	/* As the units' LimitNOFILE= does: the MMP sizes itself by it. */
 	struct rlimit nofile;
 	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
@@ -72,6 +91,11 @@ static _Noreturn void exec_daemon(const struct ctl_spawn *s, const char *notify,
 	unsetenv("LISTEN_FDS");
 	unsetenv("LISTEN_PID");
 	signal(SIGPIPE, SIG_DFL);
+	if (!drop_privileges(s)) {
+		fprintf(stderr, "cannot become uid %ld gid %ld: %s\n", (long)s->uid,
+			(long)s->gid, strerror(errno));
+		_exit(126);
+	}
 	execv(s->argv[0], s->argv);
 	fprintf(stderr, "cannot run %s: %s\n", s->argv[0], strerror(errno));
 	_exit(127);
@@ -89,10 +113,11 @@ static bool has_ready(const char *msg)
 	return false;
 }
 
-/* Wait for READY=1 from pid; "" on success, else why not. */
-static const char *wait_ready(int fd, pid_t pid, unsigned int timeout_ms)
+/* Wait until pid is ready: READY=1 on fd, or s->probe (fd is -1 then);
+ * "" on success, else why not. */
+static const char *wait_ready(const struct ctl_spawn *s, int fd, pid_t pid)
 {
-	long long deadline = ((long long)mt_clock_ms()) + timeout_ms;
+	long long deadline = ((long long)mt_clock_ms()) + s->ready_timeout_ms;
 	for (;;) {
 		int status;
 		if (waitpid(pid, &status, WNOHANG) == pid)
@@ -103,7 +128,14 @@ static const char *wait_ready(int fd, pid_t pid, unsigned int timeout_ms)
 			return "not ready within the timeout";
 		struct pollfd p = { .fd = fd, .events = POLLIN };
 		/* Short polls: an exit shows up through waitpid, not the socket. */
-		if (poll(&p, 1, left < 100 ? (int)left : 100) <= 0)
+		if (poll(&p, fd >= 0 ? 1 : 0, left < 100 ? (int)left : 100) < 0)
+			continue;
+		if (s->probe != NULL) {
+			if (s->probe(s->probe_context))
+				return "";
+			continue;
+		}
+		if ((p.revents & POLLIN) == 0)
 			continue;
 		char msg[4096];
 		ssize_t n = recv(fd, msg, sizeof(msg) - 1, 0);
@@ -126,15 +158,16 @@ static bool write_pid(const char *path, pid_t pid)
 pid_t ctl_spawn_daemon(const struct ctl_spawn *s, char **error_r)
 {
 	char *notify = NULL;
-	int fd = notify_socket(s->name, &notify);
-	if (fd < 0) {
+	int fd = -1;
+	if (s->probe == NULL && (fd = notify_socket(s->name, &notify)) < 0) {
 		*error_r = mt_xasprintf("notify socket: %s", strerror(errno));
 		return 0;
 	}
 	int log_fd = open(s->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
 	if (log_fd < 0) {
 		*error_r = mt_xasprintf("%s: %s", s->log_path, strerror(errno));
-		close(fd);
+		if (fd >= 0)
+			close(fd);
 		free(notify);
 		return 0;
 	}
@@ -146,14 +179,19 @@ pid_t ctl_spawn_daemon(const struct ctl_spawn *s, char **error_r)
 	free(notify);
 	if (pid < 0) {
 		*error_r = mt_xasprintf("fork: %s", strerror(errno));
-		close(fd);
+		if (fd >= 0)
+			close(fd);
 		return 0;
 	}
-	const char *why = wait_ready(fd, pid, s->ready_timeout_ms);
-	close(fd);
+	const char *why = wait_ready(s, fd, pid);
+	if (fd >= 0)
+		close(fd);
 	if (why[0] != '\0') {
 		if (kill(pid, 0) == 0)
 			ctl_stop_pid(pid, 5000);
+		/* And whatever it forked (rspamd's workers): its session's
+		 * process group, whose id cannot be reused while one lives. */
+		kill(-pid, SIGKILL);
 		*error_r = mt_xasprintf("%s %s (see %s)", s->name, why, s->log_path);
 		return 0;
 	}

@@ -1,7 +1,9 @@
-/* ctl-spawn.h — starting a mailtier daemon in the background the way
- * systemd would (Type=notify): detached, its output appended to a log
- * file, readiness from its READY=1 on a notify socket we own. Used by
- * `mailtierctl cluster up`. */
+/* ctl-spawn.h — starting a daemon in the background the way systemd
+ * would: detached, its output appended to a log file, readiness from its
+ * READY=1 on a notify socket we own (Type=notify: mailtier's daemons) or
+ * from a probe the caller gives (a daemon that does not notify, such as
+ * rspamd), optionally as another user (User=). Used by `mailtierctl
+ * cluster up`. */
 #ifndef MT_CTL_SPAWN_H
 #define MT_CTL_SPAWN_H
 
@@ -14,12 +16,21 @@ struct ctl_spawn {
 	const char *log_path;		/* stdout and stderr appended here */
 	const char *pid_path;		/* written once the daemon is ready */
 	unsigned int ready_timeout_ms;
+	/* When set, ready means probe(probe_context) returned true (asked
+	 * every 100 ms; it must bound its own wait) instead of READY=1. */
+	bool (*probe)(void *probe_context);
+	void *probe_context;
+	/* When uid is not 0: the daemon runs as uid and gid with no
+	 * supplementary groups (we must be root for that). */
+	uid_t uid;
+	gid_t gid;
 };
 
-/* Start s->argv in its own session and wait until it sends READY=1, exits,
- * or the timeout passes. On success the pid (also written to pid_path);
- * on failure 0 with *error_r set (the daemon, if still running, is
- * killed) — the log file's last lines tell why. */
+/* Start s->argv in its own session and wait until it is ready (READY=1
+ * or s->probe), exits, or the timeout passes. On success the pid (also
+ * written to pid_path); on failure 0 with *error_r set (the daemon, if
+ * still running, is killed with its process group) — the log file's last
+ * lines tell why. */
 pid_t ctl_spawn_daemon(const struct ctl_spawn *s, char **error_r);
 
 /* The path of a program shipped with mailtier, e.g. ("mta",
