@@ -115,11 +115,22 @@ static void append_mta(struct mt_buf *conf, const struct cluster *c)
 		"# domain goes to the sink (mailtier-load --sink-listen %s).\n"
 		"relayhost = %s\ntransport_map = %s=%s\nqueue_dir = %s/queue\n"
 		"retry_schedule = 30s 1m 5m 15m\nmax_queue_lifetime = 1d\n"
-		"metrics_listen = 127.0.0.1:%u\n\n",
+		"metrics_listen = 127.0.0.1:%u\n",
 		cluster_port(c, CLUSTER_PORT_SMTP), cluster_port(c, CLUSTER_PORT_SUBMISSION),
 		cluster_port(c, CLUSTER_PORT_SUBMISSIONS), c->domain, c->domain,
 		c->sink, c->sink, c->remote_domain, c->sink, c->dir,
 		cluster_metrics_port(c, CLUSTER_METRICS_MTA));
+	if (c->milter == CLUSTER_MILTER_RSPAMD)
+		mt_buf_appendf(conf,
+			"# rspamd (`cluster up --milter rspamd`: its files in %s/rspamd/,\n"
+			"# its log in log/rspamd.log) checks every message on the SMTP and\n"
+			"# submission listeners: spam, SPF, DKIM, DMARC.\n"
+			"smtpd_milters = rspamd\nsubmission_milters = rspamd\n\n"
+			"[milter.rspamd]\n"
+			"# rspamd's proxy worker in milter mode, started by `cluster up`.\n"
+			"address = inet:127.0.0.1:%u\n",
+			c->dir, cluster_port(c, CLUSTER_PORT_MILTER));
+	mt_buf_append_char(conf, '\n');
 }
 
 static void append_mmp(struct mt_buf *conf, const struct cluster *c)
@@ -299,6 +310,10 @@ bool cluster_write_endpoints(const struct cluster *c, char **error_r)
 		c->shards, c->users, c->base_port,
 		cluster_metrics_port(c, CLUSTER_METRICS_MTA),
 		cluster_metrics_port(c, CLUSTER_METRICS_MMP));
+	mt_buf_appendf(&env, "MILTER=%s\n", cluster_milter_names[c->milter]);
+	if (c->milter == CLUSTER_MILTER_RSPAMD)
+		mt_buf_appendf(&env, "MILTER_PORT=%u\nDNS=%s\n", cluster_port(c, CLUSTER_PORT_MILTER),
+			       c->dns != NULL ? c->dns : "");
 	for (unsigned int n = 1; n <= c->shards; n++)
 		mt_buf_appendf(&env, "SHARD%u_LMTP_PORT=%u\nSHARD%u_POP3_PORT=%u\n"
 			       "SHARD%u_IMAP_PORT=%u\nSHARD%u_METRICS_PORT=%u\n",
@@ -330,6 +345,19 @@ static bool parse_uint(const char *text, unsigned long max, unsigned long *out)
 		return false;
 	*out = v;
 	return true;
+}
+
+const char *const cluster_milter_names[] = { "none", "rspamd", NULL };
+
+bool cluster_milter_parse(const char *text, enum cluster_milter *out)
+{
+	for (unsigned int i = 0; cluster_milter_names[i] != NULL; i++) {
+		if (strcmp(text, cluster_milter_names[i]) == 0) {
+			*out = (enum cluster_milter)i;
+			return true;
+		}
+	}
+	return false;
 }
 
 bool cluster_load_endpoints(struct cluster *c, char **error_r)
@@ -364,6 +392,10 @@ bool cluster_load_endpoints(struct cluster *c, char **error_r)
 			replace(&c->remote_domain, value);
 		else if (strcmp(key, "SINK") == 0)
 			replace(&c->sink, value);
+		else if (strcmp(key, "MILTER") == 0)
+			ok = cluster_milter_parse(value, &c->milter);
+		else if (strcmp(key, "DNS") == 0 && value[0] != '\0')
+			replace(&c->dns, value);
 		if (!ok)
 			*error_r = mt_xasprintf("%s:%u: bad value for %s", path, lineno, key);
 	}
@@ -387,5 +419,6 @@ void cluster_free(struct cluster *c)
 	free(c->domain);
 	free(c->remote_domain);
 	free(c->sink);
+	free(c->dns);
 	*c = (struct cluster){ 0 };
 }

@@ -5,12 +5,14 @@
  *
  *   up      write the config once, start slapd, provision users once,
  *           start every daemon that is not running and wait until each
- *           is ready (sd_notify READY=1), write endpoints.env
+ *           is ready (sd_notify READY=1), write endpoints.env; with
+ *           --milter rspamd, rspamd before the MTA (ctl-cluster-rspamd.c)
  *   status  each daemon: pid, state (stopped / running / ready: its
  *           listeners answer), listeners, and its counters read from
  *           its /metrics (ctl-cluster-metrics.c)
  *   top     the daemons' metrics every few seconds, with rates
- *   down    SIGTERM each by its pid file (MMP, MTA, shards, slapd) and wait
+ *   down    SIGTERM each by its pid file (MMP, MTA, rspamd, shards,
+ *           slapd) and wait
  *   logs    tail the daemons' logs (-F unless --no-follow)
  *
  * Trust boundary: the operator's command line and the files `up` wrote. */
@@ -99,6 +101,7 @@ static int port_answers(unsigned int port)
 struct cluster_opts {
 	struct cluster c;
 	bool given_shards, given_users, given_base, given_domain, given_remote, given_sink;
+	bool given_milter, given_dns;
 	bool follow;
 	unsigned int lines;
 	const char *only;	/* logs NAME */
@@ -111,6 +114,7 @@ static int cluster_usage(const char *progname)
 	fprintf(stderr,
 		"usage: %s cluster up --dir DIR [--shards N] [--users U] [--base-port P]\n"
 		"                         [--domain D] [--remote-domain R] [--sink HOST:PORT]\n"
+		"                         [--milter none|rspamd] [--dns HOST:PORT]\n"
 		"       %s cluster status --dir DIR\n"
 		"       %s cluster top --dir DIR [--interval SECONDS] [--count N]\n"
 		"       %s cluster down --dir DIR\n"
@@ -143,6 +147,8 @@ static bool parse_cluster_opts(int argc, char **argv, struct cluster_opts *o)
 		{ "domain", required_argument, NULL, 'D' },
 		{ "remote-domain", required_argument, NULL, 'R' },
 		{ "sink", required_argument, NULL, 's' },
+		{ "milter", required_argument, NULL, 'm' },
+		{ "dns", required_argument, NULL, 'N' },
 		{ "no-follow", no_argument, NULL, 'F' },
 		{ "lines", required_argument, NULL, 'l' },
 		{ "interval", required_argument, NULL, 'i' },
@@ -179,6 +185,22 @@ static bool parse_cluster_opts(int argc, char **argv, struct cluster_opts *o)
 		case 'D': domain = optarg; o->given_domain = true; break;
 		case 'R': remote = optarg; o->given_remote = true; break;
 		case 's': sink = optarg; o->given_sink = true; break;
+		case 'm':
+			if (!cluster_milter_parse(optarg, &o->c.milter)) {
+				fprintf(stderr, "--milter: '%s' is not one of: none, rspamd\n", optarg);
+				return false;
+			}
+			o->given_milter = true;
+			break;
+		case 'N':
+			if (!cluster_dns_valid(optarg)) {
+				fprintf(stderr, "--dns: '%s' is not IPV4:PORT or [IPV6]:PORT\n", optarg);
+				return false;
+			}
+			free(o->c.dns);
+			o->c.dns = mt_xstrdup(optarg);
+			o->given_dns = true;
+			break;
 		case 'F': o->follow = false; break;
 		case 'l':
 			if (!parse_number("lines", optarg, 1, 1000000, &v))
@@ -252,6 +274,9 @@ static bool load_existing(struct cluster_opts *o, bool *found_r)
 	else if (o->given_remote && strcmp(old.remote_domain, o->c.remote_domain) != 0)
 		differs = "--remote-domain";
 	else if (o->given_sink && strcmp(old.sink, o->c.sink) != 0) differs = "--sink";
+	else if (o->given_milter && old.milter != o->c.milter) differs = "--milter";
+	else if (o->given_dns && (old.dns == NULL || strcmp(old.dns, o->c.dns) != 0))
+		differs = "--dns";
 	if (differs != NULL) {
 		fprintf(stderr, "%s: the cluster in %s was made with another %s; "
 			"`cluster down` and remove the directory to change it\n",
@@ -374,17 +399,48 @@ static bool check_config(const struct cluster *c)
 	return true;
 }
 
-/* Ports of a daemon about to start that something else holds. */
+/* Is a port of daemon name, about to start, free (not held by something
+ * else)? */
+static bool port_free(const char *name, const struct daemon_port *port)
+{
+	if (port_answers(port->port) != 1)
+		return true;
+	fprintf(stderr, "%s: 127.0.0.1:%u (%s) is already in use by another "
+		"program; choose another --base-port\n", name, port->port, port->label);
+	return false;
+}
+
 static bool ports_free(const struct cluster_daemon *d)
 {
 	for (size_t i = 0; i < d->n_ports; i++) {
-		if (port_answers(d->ports[i].port) == 1) {
-			fprintf(stderr, "%s: 127.0.0.1:%u (%s) is already in use by another "
-				"program; choose another --base-port\n",
-				d->name, d->ports[i].port, d->ports[i].label);
+		if (!port_free(d->name, &d->ports[i]))
 			return false;
-		}
 	}
+	return true;
+}
+
+static const struct daemon_port *rspamd_port(const struct cluster *c, struct daemon_port *port)
+{
+	*port = (struct daemon_port){ "milter", cluster_port(c, CLUSTER_PORT_MILTER) };
+	return port;
+}
+
+/* rspamd in front of the MTA: started unless it runs. */
+static bool rspamd_up(const struct cluster *c)
+{
+	pid_t pid = cluster_rspamd_pid(c);
+	if (pid != 0) {
+		printf("%-8s already running (pid %ld)\n", "rspamd", (long)pid);
+		return true;
+	}
+	struct daemon_port port;
+	if (!port_free("rspamd", rspamd_port(c, &port)))
+		return false;
+	pid = cluster_rspamd_start(c, READY_TIMEOUT_MS);
+	if (pid == 0)
+		return false;
+	printf("%-8s ready (pid %ld)\n", "rspamd", (long)pid);
+	fflush(stdout);
 	return true;
 }
 
@@ -434,14 +490,18 @@ static void print_endpoints(const struct cluster *c)
 	       "  POP3 (MMP)  127.0.0.1:%u   POP3S 127.0.0.1:%u\n"
 	       "  IMAP (MMP)  127.0.0.1:%u   IMAPS 127.0.0.1:%u\n"
 	       "  LDAP        ldap://127.0.0.1:%u/\n"
-	       "  remote mail for @%s and every other domain goes to the sink at %s\n"
-	       "  endpoints:  . %s/endpoints.env\n"
-	       "  stop with:  mailtierctl cluster down --dir %s\n",
+	       "  remote mail for @%s and every other domain goes to the sink at %s\n",
 	       c->dir, c->shards, c->users, c->domain, cluster_port(c, CLUSTER_PORT_SMTP),
 	       cluster_port(c, CLUSTER_PORT_SUBMISSION), cluster_port(c, CLUSTER_PORT_SUBMISSIONS),
 	       cluster_port(c, CLUSTER_PORT_POP3), cluster_port(c, CLUSTER_PORT_POP3S),
 	       cluster_port(c, CLUSTER_PORT_IMAP), cluster_port(c, CLUSTER_PORT_IMAPS),
-	       cluster_port(c, CLUSTER_PORT_LDAP), c->remote_domain, c->sink, c->dir, c->dir);
+	       cluster_port(c, CLUSTER_PORT_LDAP), c->remote_domain, c->sink);
+	if (c->milter == CLUSTER_MILTER_RSPAMD)
+		printf("  milter      rspamd 127.0.0.1:%u on SMTP and submission (%s/rspamd/, DNS %s)\n",
+		       cluster_port(c, CLUSTER_PORT_MILTER), c->dir,
+		       c->dns != NULL ? c->dns : "from /etc/resolv.conf");
+	printf("  endpoints:  . %s/endpoints.env\n"
+	       "  stop with:  mailtierctl cluster down --dir %s\n", c->dir, c->dir);
 }
 
 static int cluster_up(const struct cluster *c)
@@ -449,12 +509,16 @@ static int cluster_up(const struct cluster *c)
 	struct cluster_daemon daemons[CLUSTER_MAX_SHARDS + 3];
 	size_t n = cluster_daemons(c, daemons);
 	char *error = NULL;
-	if (!cluster_prepare_dir(c, &error) || !cluster_write_config(c, &error)) {
+	bool rspamd = c->milter == CLUSTER_MILTER_RSPAMD;
+	/* Whether rspamd can run here, before anything is written or started. */
+	if ((rspamd && !cluster_rspamd_check(c, &error)) ||
+	    !cluster_prepare_dir(c, &error) || !cluster_write_config(c, &error)) {
 		fprintf(stderr, "%s\n", error);
 		free(error);
 		return CTL_EXIT_FAIL;
 	}
-	if (!check_config(c) || !cluster_write_endpoints(c, &error)) {
+	if (!check_config(c) || !cluster_write_endpoints(c, &error) ||
+	    (rspamd && !cluster_rspamd_write(c, &error))) {
 		if (error != NULL)
 			fprintf(stderr, "%s\n", error);
 		free(error);
@@ -465,6 +529,8 @@ static int cluster_up(const struct cluster *c)
 	if (!directory_up(c) || !provision_users(c))
 		return CTL_EXIT_FAIL;
 	for (size_t i = 1; i < n; i++) {
+		if (rspamd && daemons[i].kind == DAEMON_MTA && !rspamd_up(c))
+			return CTL_EXIT_FAIL;
 		pid_t pid = daemon_pid(c, &daemons[i]);
 		if (pid != 0) {
 			printf("%-8s already running (pid %ld)\n", daemons[i].name, (long)pid);
@@ -496,12 +562,35 @@ static void print_metrics(const struct cluster_daemon *d, const struct ctl_metri
 	mt_buf_free(&line);
 }
 
+/* One row of the table: name, pid, state, listeners; true if it runs and
+ * every listener answers. */
+static bool status_row(const char *name, pid_t pid, const struct daemon_port *ports,
+		       size_t n_ports)
+{
+	bool ready = pid != 0;
+	struct mt_buf listeners = MT_BUF_INIT;
+	for (size_t p = 0; p < n_ports; p++) {
+		int answers = pid != 0 ? port_answers(ports[p].port) : 0;
+		ready = ready && answers == 1;
+		mt_buf_appendf(&listeners, "%s%s=127.0.0.1:%u%s", p > 0 ? " " : "",
+			       ports[p].label, ports[p].port,
+			       pid != 0 && answers != 1 ? "(down)" : "");
+	}
+	char pidtext[16] = "-";
+	if (pid != 0)
+		snprintf(pidtext, sizeof(pidtext), "%ld", (long)pid);
+	printf("%-8s %-8s %-8s %s\n", name, pidtext,
+	       pid == 0 ? "stopped" : ready ? "ready" : "running", mt_buf_cstr(&listeners));
+	mt_buf_free(&listeners);
+	return ready;
+}
+
 static int cluster_status(const struct cluster *c)
 {
 	struct cluster_daemon daemons[CLUSTER_MAX_SHARDS + 3];
 	size_t n = cluster_daemons(c, daemons);
-	printf("cluster %s: %u shards, %lu users @%s, sink %s\n", c->dir, c->shards,
-	       c->users, c->domain, c->sink);
+	printf("cluster %s: %u shards, %lu users @%s, sink %s, milter %s\n", c->dir, c->shards,
+	       c->users, c->domain, c->sink, cluster_milter_names[c->milter]);
 	printf("counters: each daemon's /metrics (metrics_listen), read now\n");
 	/* Every daemon's metrics at once, before the table (and its probes). */
 	struct ctl_metrics_target targets[CLUSTER_MAX_SHARDS + 3];
@@ -511,24 +600,15 @@ static int cluster_status(const struct cluster *c)
 	for (size_t i = 0; i < n; i++) {
 		const struct cluster_daemon *d = &daemons[i];
 		pid_t pid = daemon_pid(c, d);
-		bool ready = pid != 0;
-		struct mt_buf listeners = MT_BUF_INIT;
-		for (size_t p = 0; p < d->n_ports; p++) {
-			int answers = pid != 0 ? port_answers(d->ports[p].port) : 0;
-			ready = ready && answers == 1;
-			mt_buf_appendf(&listeners, "%s%s=127.0.0.1:%u%s", p > 0 ? " " : "",
-				       d->ports[p].label, d->ports[p].port,
-				       pid != 0 && answers != 1 ? "(down)" : "");
-		}
-		char pidtext[16] = "-";
-		if (pid != 0)
-			snprintf(pidtext, sizeof(pidtext), "%ld", (long)pid);
-		printf("%-8s %-8s %-8s %s\n", d->name, pidtext,
-		       pid == 0 ? "stopped" : ready ? "ready" : "running", mt_buf_cstr(&listeners));
-		mt_buf_free(&listeners);
+		bool ready = status_row(d->name, pid, d->ports, d->n_ports);
 		if (pid != 0 && d->metrics_port != 0)
 			print_metrics(d, &targets[i]);
 		all_ready = all_ready && ready;
+		if (d->kind == DAEMON_MTA && c->milter == CLUSTER_MILTER_RSPAMD) {
+			struct daemon_port port;
+			ready = status_row("rspamd", cluster_rspamd_pid(c), rspamd_port(c, &port), 1);
+			all_ready = all_ready && ready;
+		}
 	}
 	for (size_t i = 0; i < n; i++)
 		ctl_metrics_target_clear(&targets[i]);
@@ -537,30 +617,52 @@ static int cluster_status(const struct cluster *c)
 
 /* down */
 
+/* Print how a stop went; false if it had to be killed. */
+static bool report_stop(const char *name, pid_t pid, bool clean)
+{
+	printf("%-8s pid %ld %s\n", name, (long)pid,
+	       clean ? "stopped" : "killed: it did not stop within 30 s");
+	return clean;
+}
+
+static bool rspamd_down(const struct cluster *c)
+{
+	pid_t pid = cluster_rspamd_pid(c);
+	if (pid == 0) {
+		printf("%-8s not running\n", "rspamd");
+		return true;
+	}
+	return report_stop("rspamd", pid, cluster_rspamd_stop(c, pid, STOP_TIMEOUT_MS));
+}
+
+static bool daemon_down(const struct cluster *c, const struct cluster_daemon *d)
+{
+	pid_t pid = daemon_pid(c, d);
+	if (pid == 0) {
+		printf("%-8s not running\n", d->name);
+		return true;
+	}
+	bool clean = report_stop(d->name, pid, ctl_stop_pid(pid, STOP_TIMEOUT_MS));
+	if (d->kind != DAEMON_SLAPD) {
+		char *path = pid_path(c, d);
+		unlink(path);
+		free(path);
+	}
+	return clean;
+}
+
 static int cluster_down(const struct cluster *c)
 {
 	struct cluster_daemon daemons[CLUSTER_MAX_SHARDS + 3];
 	size_t n = cluster_daemons(c, daemons);
-	int status = CTL_EXIT_OK;
+	bool ok = true;
 	for (size_t i = n; i-- > 0; ) {
-		const struct cluster_daemon *d = &daemons[i];
-		pid_t pid = daemon_pid(c, d);
-		if (pid == 0) {
-			printf("%-8s not running\n", d->name);
-			continue;
-		}
-		bool clean = ctl_stop_pid(pid, STOP_TIMEOUT_MS);
-		printf("%-8s pid %ld %s\n", d->name, (long)pid,
-		       clean ? "stopped" : "killed: it did not stop within 30 s");
-		if (!clean)
-			status = CTL_EXIT_FAIL;
-		if (d->kind != DAEMON_SLAPD) {
-			char *path = pid_path(c, d);
-			unlink(path);
-			free(path);
-		}
+		ok = daemon_down(c, &daemons[i]) && ok;
+		/* The filter after the MTA: no mail in its hands finds it gone. */
+		if (daemons[i].kind == DAEMON_MTA && c->milter == CLUSTER_MILTER_RSPAMD)
+			ok = rspamd_down(c) && ok;
 	}
-	return status;
+	return ok ? CTL_EXIT_OK : CTL_EXIT_FAIL;
 }
 
 /* logs */
@@ -579,17 +681,20 @@ static int cluster_logs(const struct cluster *c, const struct cluster_opts *o)
 	if (o->follow)
 		argv[argc++] = "-F";
 	size_t first_log = argc;
+	bool rspamd = c->milter == CLUSTER_MILTER_RSPAMD;
 	for (size_t i = 0; i < n; i++) {
 		if (daemons[i].kind == DAEMON_SLAPD)
 			continue;	/* slapd logs to syslog */
-		if (o->only != NULL && strcmp(o->only, daemons[i].name) != 0)
-			continue;
-		argv[argc++] = mt_xasprintf("%s/log/%s.log", c->dir, daemons[i].name);
+		if (o->only == NULL || strcmp(o->only, daemons[i].name) == 0)
+			argv[argc++] = mt_xasprintf("%s/log/%s.log", c->dir, daemons[i].name);
+		if (rspamd && daemons[i].kind == DAEMON_MTA &&
+		    (o->only == NULL || strcmp(o->only, "rspamd") == 0))
+			argv[argc++] = mt_xasprintf("%s/log/rspamd.log", c->dir);
 	}
 	argv[argc] = NULL;
 	if (argc == first_log) {
-		fprintf(stderr, "%s: no such daemon in %s (shard1..shard%u, mta, mmp)\n",
-			o->only, c->dir, c->shards);
+		fprintf(stderr, "%s: no such daemon in %s (shard1..shard%u, mta, %smmp)\n",
+			o->only, c->dir, c->shards, rspamd ? "rspamd, " : "");
 		return CTL_EXIT_USAGE;
 	}
 	fflush(NULL);
@@ -611,6 +716,9 @@ int ctl_cluster(struct ctl_context *ctx, int argc, char **argv)
 	int status;
 	if (!load_existing(&o, &found)) {
 		status = CTL_EXIT_FAIL;
+	} else if (o.c.dns != NULL && o.c.milter != CLUSTER_MILTER_RSPAMD) {
+		fprintf(stderr, "--dns names rspamd's nameserver: it goes with --milter rspamd\n");
+		status = CTL_EXIT_USAGE;
 	} else if (is_up) {
 		status = cluster_up(&o.c);
 	} else if (!found) {

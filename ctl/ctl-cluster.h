@@ -10,22 +10,28 @@
  * DIR/queue/          the MTA's queue
  * DIR/tls/            a self-signed certificate for 127.0.0.1 / localhost
  * DIR/log/NAME.log    each daemon's log; DIR/run/NAME.pid its pid
+ * DIR/rspamd/         with --milter rspamd: rspamd's config and state
+ *                     (ctl-cluster-rspamd.c)
  *
  * Ports from the base port P: P slapd, P+1 SMTP, P+2 submission, P+3
- * submissions, P+4 POP3, P+5 POP3S, P+6 IMAP and P+7 IMAPS (the MMP), P+9
- * the default sink, shard n (1-based) LMTP P+10+2(n-1) and POP3
- * P+11+2(n-1), then the shards' IMAP ports (cluster_shard_imap), then
- * the metrics endpoints: the MTA's, the MMP's, each shard's
- * (cluster_metrics_port). */
+ * submissions, P+4 POP3, P+5 POP3S, P+6 IMAP and P+7 IMAPS (the MMP), P+8
+ * rspamd's milter (with --milter rspamd), P+9 the default sink, shard n
+ * (1-based) LMTP P+10+2(n-1) and POP3 P+11+2(n-1), then the shards' IMAP
+ * ports (cluster_shard_imap), then the metrics endpoints: the MTA's, the
+ * MMP's, each shard's (cluster_metrics_port). */
 #ifndef MT_CTL_CLUSTER_H
 #define MT_CTL_CLUSTER_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 struct mt_buf;
 
 #define CLUSTER_MAX_SHARDS 40
+
+/* The mail filter in front of the MTA's SMTP and submission listeners. */
+enum cluster_milter { CLUSTER_MILTER_NONE = 0, CLUSTER_MILTER_RSPAMD };
 
 struct cluster {
 	char *dir;		/* absolute */
@@ -35,6 +41,8 @@ struct cluster {
 	char *domain;
 	char *remote_domain;
 	char *sink;		/* HOST:PORT the MTA relays remote mail to */
+	enum cluster_milter milter;
+	char *dns;		/* rspamd's nameserver HOST:PORT; NULL: resolv.conf */
 };
 
 enum cluster_port {
@@ -46,6 +54,7 @@ enum cluster_port {
 	CLUSTER_PORT_POP3S = 5,
 	CLUSTER_PORT_IMAP = 6,
 	CLUSTER_PORT_IMAPS = 7,
+	CLUSTER_PORT_MILTER = 8,
 	CLUSTER_PORT_SINK = 9,
 };
 static inline unsigned int cluster_port(const struct cluster *c, enum cluster_port p)
@@ -125,6 +134,32 @@ bool cluster_write_endpoints(const struct cluster *c, char **error_r);
 /* Read DIR/endpoints.env back into c (dir set by the caller). false if
  * there is none; *error_r set if it is there but unreadable. */
 bool cluster_load_endpoints(struct cluster *c, char **error_r);
+/* "none", "rspamd" (by enum cluster_milter; NULL-terminated), and a
+ * name's value. */
+extern const char *const cluster_milter_names[];
+bool cluster_milter_parse(const char *text, enum cluster_milter *out);
 void cluster_free(struct cluster *c);
+
+/* The rspamd milter (ctl-cluster-rspamd.c): Debian's rspamd with its own
+ * config and state in DIR/rspamd/, its proxy worker in milter mode on
+ * 127.0.0.1:P+8, run as _rspamd when we are root. It is not one of
+ * cluster_daemons() (it has no /metrics of ours and does not notify):
+ * `cluster up` starts it before the MTA, `down` stops it after. */
+
+/* A --dns value: IPv4:PORT or [IPv6]:PORT. */
+bool cluster_dns_valid(const char *text);
+/* Before anything starts: rspamd, its config and (as root) its user are
+ * there, and DIR suits it. */
+bool cluster_rspamd_check(const struct cluster *c, char **error_r);
+/* Write DIR/rspamd/ (every `up`: derived, like endpoints.env). */
+bool cluster_rspamd_write(const struct cluster *c, char **error_r);
+/* The running rspamd's pid (DIR/run/rspamd.pid), or 0. */
+pid_t cluster_rspamd_pid(const struct cluster *c);
+/* Start rspamd and wait until its milter answers; its pid, or 0 after a
+ * message on stderr. */
+pid_t cluster_rspamd_start(const struct cluster *c, unsigned int timeout_ms);
+/* Stop rspamd (SIGTERM, then what is left of its process group);
+ * false if it had to be killed. */
+bool cluster_rspamd_stop(const struct cluster *c, pid_t pid, unsigned int timeout_ms);
 
 #endif
