@@ -432,8 +432,10 @@ void mt_milter_client_command(struct mt_milter_client *c, enum mt_milter_cmd cmd
 	put_macros(c, cmd, macro_cb, macro_context);
 	mt_buf_append(&c->out, packet->data, packet->len);
 	send_out(c);
-	if (cmd == MT_MILTER_CMD_MAIL)
-		c->in_message = true;
+	if (cmd == MT_MILTER_CMD_MAIL || cmd == MT_MILTER_CMD_RCPT ||
+	    cmd == MT_MILTER_CMD_DATA || cmd == MT_MILTER_CMD_HEADER ||
+	    cmd == MT_MILTER_CMD_EOH || cmd == MT_MILTER_CMD_BODY)
+		c->in_message = true;	/* (a NOMAIL filter's message starts later) */
 	if ((c->protocol & no_reply(cmd)) != 0) {
 		answer_later(c, MT_MILTER_CONTINUE, NULL);
 		return;

@@ -95,7 +95,7 @@ struct mt_milter_client *mt_milter_client_new(struct mt_loop *loop,
 /* Say QUIT if idle and connected, close, free; no callback runs after. */
 void mt_milter_client_free(struct mt_milter_client **client_p);
 
-/* Connect and negotiate; answer CONTINUE, or FAILED (REJECT when the
+/* Connect and negotiate; answer CONTINUE, or FAILED (also when the
  * filter refused the negotiation). */
 void mt_milter_client_open(struct mt_milter_client *client,
 			   mt_milter_answer_cb_t *cb, void *context);
