@@ -1,6 +1,6 @@
 /* conn.c — the connection core (see conn.h): bufferevent callbacks, the
- * idle timer, close-after-flush, close and the deferred free, session
- * lists.
+ * idle timer, close-after-flush, close with its outcome and the deferred
+ * free, session lists.
  *
  * Trust boundary: none of its own (the peer's bytes are left to the tier).
  * The one timer (idle period and lifetime) bounds how long a peer may hold
@@ -16,6 +16,26 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
+
+const char *const mt_conn_outcome_names[MT_OUTCOME_COUNT] = {
+	[MT_OUTCOME_QUIT] = "quit",
+	[MT_OUTCOME_CLIENT_CLOSED] = "client_closed",
+	[MT_OUTCOME_TIMEOUT] = "timeout",
+	[MT_OUTCOME_ERROR] = "error",
+	[MT_OUTCOME_LIMIT] = "limit",
+	[MT_OUTCOME_REFUSED] = "refused",
+	[MT_OUTCOME_SHUTDOWN] = "shutdown",
+	[MT_OUTCOME_BACKEND_CLOSED] = "backend_closed",
+};
+
+/* The first decision to end the session is how it ended. */
+static void record_outcome(struct mt_conn *c, enum mt_conn_outcome outcome)
+{
+	if (c->outcome_set)
+		return;
+	c->outcome = outcome;
+	c->outcome_set = true;
+}
 
 static void conn_unlink(struct mt_conn *c)
 {
@@ -36,10 +56,12 @@ static void conn_free_cb(void *context)
 	c->ops->free(c);
 }
 
-void mt_conn_close(struct mt_conn *c, const char *reason)
+void mt_conn_close(struct mt_conn *c, enum mt_conn_outcome outcome,
+		   const char *reason)
 {
 	if (c->closed)
 		return;
+	record_outcome(c, outcome);
 	c->closed = true;
 	c->close_reason = reason;
 	conn_unlink(c);		/* ops->closed sees the list without c */
@@ -52,16 +74,24 @@ void mt_conn_close(struct mt_conn *c, const char *reason)
 	mt_loop_post_discardable(c->loop, conn_free_cb, conn_free_cb, c);
 }
 
-void mt_conn_close_after(struct mt_conn *c, const char *reason)
+void mt_conn_close_after(struct mt_conn *c, enum mt_conn_outcome outcome,
+			 const char *reason)
 {
 	if (c->closed || c->closing)
 		return;
+	record_outcome(c, outcome);
 	c->closing = true;
 	c->close_reason = reason;
 	if (c->bev != NULL)
 		bufferevent_disable(c->bev, EV_READ);
 	if (mt_conn_output_pending(c) == 0)
-		mt_conn_close(c, reason);
+		mt_conn_close(c, c->outcome, reason);
+}
+
+enum mt_conn_outcome mt_conn_outcome(const struct mt_conn *c)
+{
+	/* Set by every close; ERROR only for a session not closed yet. */
+	return c->outcome_set ? c->outcome : MT_OUTCOME_ERROR;
 }
 
 static void read_cb(struct bufferevent *bev, void *arg)
@@ -79,7 +109,7 @@ static void write_cb(struct bufferevent *bev, void *arg)
 	c->active_ms = mt_clock_coarse_ms();
 	if (c->closing) {
 		if (mt_conn_output_pending(c) == 0)
-			mt_conn_close(c, c->close_reason);
+			mt_conn_close(c, c->outcome, c->close_reason);
 		return;
 	}
 	if (c->ops->output != NULL)
@@ -97,7 +127,9 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 		return;
 	}
 	if (c->closing) {
-		mt_conn_close(c, c->close_reason);
+		/* The goodbye's write failed, or the peer left meanwhile: the
+		 * session still ended the way it was ending. */
+		mt_conn_close(c, c->outcome, c->close_reason);
 		return;
 	}
 	bufferevent_disable(bev, EV_READ);
@@ -129,11 +161,12 @@ static void timer_cb(void *arg)
 	}
 	if (c->closing) {
 		/* The peer does not read its last reply. */
-		mt_conn_close(c, c->close_reason);
+		mt_conn_close(c, c->outcome, c->close_reason);
 		return;
 	}
 	if (life_over) {
 		c->life_end_ms = 0;
+		record_outcome(c, MT_OUTCOME_TIMEOUT);
 		c->ops->session_timeout(c);
 		reason = "session-time";
 	} else if (c->ops->busy != NULL && c->ops->busy(c)) {
@@ -141,10 +174,13 @@ static void timer_cb(void *arg)
 		timer_arm(c, now);
 		return;
 	} else {
+		/* Recorded first: the tier's goodbye may close with words of
+		 * its own ("done"), but this is why. */
+		record_outcome(c, MT_OUTCOME_TIMEOUT);
 		c->ops->idle_timeout(c);
 		reason = "idle-timeout";
 	}
-	mt_conn_close_after(c, reason);
+	mt_conn_close_after(c, MT_OUTCOME_TIMEOUT, reason);
 	if (!c->closed) {
 		/* The goodbye has one more idle period to be written. */
 		c->active_ms = now;
@@ -174,6 +210,7 @@ void mt_conn_start(struct mt_conn *c, struct mt_conn_list *list,
 	c->closing = false;
 	c->closed = false;
 	c->close_reason = NULL;
+	c->outcome_set = false;
 	c->life_end_ms = 0;
 	c->idle_msecs = idle_msecs;
 	c->active_ms = mt_clock_coarse_ms();
@@ -263,5 +300,5 @@ void mt_conn_list_each(struct mt_conn_list *list, void (*fn)(struct mt_conn *con
 void mt_conn_list_close_all(struct mt_conn_list *list, const char *reason)
 {
 	while (list->head != NULL)
-		mt_conn_close(list->head, reason);
+		mt_conn_close(list->head, MT_OUTCOME_SHUTDOWN, reason);
 }

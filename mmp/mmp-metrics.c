@@ -1,5 +1,7 @@
 /* mmp-metrics.c — what mailtier-mmp exports on its metrics_listen: client
- * connections open and admitted, refused by reason, logins by result,
+ * connections open and admitted, sessions by listener and how they ended
+ * (listener and outcome, lib-mail/conn-metrics: counted by the workers
+ * and main's refusals with atomics), refused by reason, logins by result,
  * shards that refused a backend login, the bytes relayed each way and the
  * sessions relaying now — the counters of its "stats" log line, read at
  * each scrape (the workers count them with atomics) — and per shard and
@@ -12,6 +14,7 @@
 #include "mmp.h"
 #include "metrics.h"
 #include "alloc.h"
+#include "conn-metrics.h"
 
 #include <stdlib.h>
 
@@ -24,6 +27,9 @@ enum {
 };
 
 static struct mt_series *series[M_COUNT];
+/* Set before the workers start, cleared after they stopped. */
+static struct mt_series *sessions[MMP_LISTENER_COUNT];
+static struct mt_conn_metrics *closed;
 
 static const char *const backend_results[MMP_BACKEND_STATUS_COUNT] = {
 	[MMP_BACKEND_OK] = "ok", [MMP_BACKEND_REFUSED] = "refused",
@@ -109,7 +115,13 @@ void mmp_metrics_init(struct mmp_server *server, struct mt_metrics *m)
 	series[M_CONNECTIONS] = mt_metrics_counter_series(m,
 		"mailtier_mmp_connections_total",
 		"Client connections admitted (within the limits).");
-	struct mt_metric_family *f = mt_metrics_counter(m,
+	struct mt_metric_family *f = mt_metrics_counter(m, "mailtier_sessions_total",
+		"Client sessions accepted (admitted within the limits), by listener.",
+		"listener");
+	for (unsigned int k = 0; k < MMP_LISTENER_COUNT; k++)
+		sessions[k] = mt_metric_series1(f, mmp_listener_names[k]);
+	closed = mt_conn_metrics_new(m, mmp_listener_names, MMP_LISTENER_COUNT);
+	f = mt_metrics_counter(m,
 		"mailtier_mmp_connections_refused_total",
 		"Client connections refused, by reason (limit: conn_limit; client: "
 		"conn_limit_per_client; blocked: an address over auth_fail_limit).", "reason");
@@ -140,7 +152,21 @@ void mmp_metrics_init(struct mmp_server *server, struct mt_metrics *m)
 void mmp_metrics_free(struct mmp_server *server, struct mt_metrics *m)
 {
 	mt_metrics_remove_collector(m, collect, server);
+	mt_conn_metrics_free(&closed);
+	for (unsigned int k = 0; k < MMP_LISTENER_COUNT; k++)
+		sessions[k] = NULL;
 	free(shard_series);
 	shard_series = NULL;
 	n_shard_series = 0;
+}
+
+void mmp_metrics_session(enum mmp_listener_kind kind)
+{
+	if (sessions[kind] != NULL)
+		mt_series_add(sessions[kind], 1);
+}
+
+void mmp_metrics_session_closed(enum mmp_listener_kind kind, enum mt_conn_outcome outcome)
+{
+	mt_conn_metrics_closed(closed, kind, outcome);
 }

@@ -7,6 +7,7 @@
 #include "bdb-checkpoint.h"
 #include "bdb-commit.h"
 #include "command-metrics.h"
+#include "conn-metrics.h"
 #include "delivery.h"
 #include "mta.h"
 #include "metrics.h"
@@ -54,6 +55,7 @@ struct mta_metrics {
 	struct mt_series *dsns[2];	/* [to_postmaster] */
 	struct mt_metric_family *milter_results;
 	struct mt_command_metrics *commands;
+	struct mt_conn_metrics *closed;
 	/* Read by the collector. */
 	struct mt_series *connections_open, *queue_messages, *queue_oldest_age;
 	struct mt_series *flushes, *flushed_messages, *commit_seconds, *flush_seconds;
@@ -103,6 +105,7 @@ void mta_metrics_init(struct mta *mta, struct mt_metrics *m)
 		"Client sessions accepted, by listener.", "listener");
 	for (unsigned int i = 0; i < SMTP_SERVICE_COUNT; i++)
 		mm->sessions[i] = mt_metric_series1(f, service_names[i]);
+	mm->closed = mt_conn_metrics_new(m, service_names, SMTP_SERVICE_COUNT);
 	f = mt_metrics_counter(m, "mailtier_mta_deliveries_total",
 		"Recipient delivery results, by destination kind (lmtp: a store; "
 		"smtp: a relay or MX).", "destination,result");
@@ -171,6 +174,7 @@ void mta_metrics_free(struct mta *mta)
 	queue_observe_commit_latency(mta->queue, NULL);
 	queue_observe_checkpoints(mta->queue, NULL);
 	mt_command_metrics_free(&mm->commands);
+	mt_conn_metrics_free(&mm->closed);
 	free(mm);
 	mta->metrics = NULL;
 }
@@ -197,6 +201,13 @@ void mta_metrics_session(struct mta *mta, enum smtp_service service)
 {
 	if (mta->metrics != NULL)
 		mt_series_add(mta->metrics->sessions[service], 1);
+}
+
+void mta_metrics_session_closed(struct mta *mta, enum smtp_service service,
+				enum mt_conn_outcome outcome)
+{
+	if (mta->metrics != NULL)
+		mt_conn_metrics_closed(mta->metrics->closed, service, outcome);
 }
 
 void mta_metrics_session_end(struct mta *mta, const struct mt_commands *commands)

@@ -555,7 +555,7 @@ void smtp_cmd_noop(struct smtp_session *s, const char *args)
 
 void smtp_cmd_quit(struct smtp_session *s, const char *args)
 {
-	mt_smtpd_finish(&s->smtpd, 221, "2.0.0 Bye");
+	mt_smtpd_finish(&s->smtpd, MT_OUTCOME_QUIT, 221, "2.0.0 Bye");
 }
 
 void smtp_cmd_vrfy(struct smtp_session *s, const char *args)

@@ -1,5 +1,6 @@
 /* popstore-metrics.c — what mailtier-popstore exports on its
- * metrics_listen: deliveries made durable, sessions by protocol, logins
+ * metrics_listen: deliveries made durable, sessions by protocol and how
+ * they ended (listener and outcome, lib-mail/conn-metrics), logins
  * by result, refused connections, sessions open, the store's group
  * commits (log flushes and the requests they completed), expunges,
  * purged bytes, reads and deadlock retries — its "stats" line's counters,
@@ -20,6 +21,7 @@
 #include "authfail-metrics.h"
 #include "bdb-commit.h"
 #include "command-metrics.h"
+#include "conn-metrics.h"
 #include "lmtp-parse.h"
 #include "log.h"
 #include "pop3-parse.h"
@@ -31,6 +33,7 @@ extern const struct mt_command_table imap_command_table;
 struct popstore_metrics {
 	struct mt_metrics *registry;
 	struct mt_command_metrics *commands[POPSTORE_PROTOCOL_COUNT];
+	struct mt_conn_metrics *closed;
 	struct mt_series *cache_hits, *cache_misses, *cache_bytes, *log_bytes, *no_space;
 	struct mt_series *mailboxes_open;
 	struct mt_authfail_metrics *address_sessions, *auth_failures;
@@ -114,9 +117,9 @@ void popstore_metrics_init(struct popstore *ps, struct mt_metrics *m)
 		"Berkeley DB checkpoints.");
 	struct mt_metric_family *f = mt_metrics_counter(m, "mailtier_sessions_total",
 		"Client sessions accepted, by listener.", "listener");
-	series[P_LMTP] = mt_metric_series1(f, "lmtp");
-	series[P_POP3] = mt_metric_series1(f, "pop3");
-	series[P_IMAP] = mt_metric_series1(f, "imap");
+	series[P_LMTP] = mt_metric_series1(f, popstore_protocol_names[POPSTORE_LMTP]);
+	series[P_POP3] = mt_metric_series1(f, popstore_protocol_names[POPSTORE_POP3]);
+	series[P_IMAP] = mt_metric_series1(f, popstore_protocol_names[POPSTORE_IMAP]);
 	series[P_REFUSED] = mt_metrics_counter_series(m, "mailtier_popstore_connections_refused_total",
 		"Connections refused (limits, clients not in lmtp_clients).");
 	f = mt_metrics_counter(m, "mailtier_popstore_logins_total",
@@ -134,6 +137,7 @@ void popstore_metrics_init(struct popstore *ps, struct mt_metrics *m)
 	pm->commands[POPSTORE_LMTP] = mt_command_metrics_new(m, "lmtp", &lmtp_command_table);
 	pm->commands[POPSTORE_POP3] = mt_command_metrics_new(m, "pop3", &pop3_command_table);
 	pm->commands[POPSTORE_IMAP] = mt_command_metrics_new(m, "imap", &imap_command_table);
+	pm->closed = mt_conn_metrics_new(m, popstore_protocol_names, POPSTORE_PROTOCOL_COUNT);
 	pm->cache_hits = mt_metrics_counter_series(m, "mailtier_popstore_bdb_cache_hits_total",
 		"Berkeley DB cache pages found in the cache (since the environment was "
 		"created; the hit ratio: hits / (hits + misses)).");
@@ -159,9 +163,13 @@ void popstore_metrics_init(struct popstore *ps, struct mt_metrics *m)
 }
 
 void popstore_metrics_session_end(struct popstore *ps, enum popstore_protocol protocol,
+				  enum mt_conn_outcome outcome,
 				  const struct mt_commands *commands)
 {
-	if (ps->metrics != NULL)
+	if (ps->metrics == NULL)
+		return;
+	mt_conn_metrics_closed(ps->metrics->closed, protocol, outcome);
+	if (commands != NULL)
 		mt_command_metrics_add(ps->metrics->commands[protocol], commands);
 }
 
@@ -176,6 +184,7 @@ void popstore_metrics_free(struct popstore *ps)
 	mt_authfail_metrics_free(&pm->auth_failures);
 	for (unsigned int i = 0; i < POPSTORE_PROTOCOL_COUNT; i++)
 		mt_command_metrics_free(&pm->commands[i]);
+	mt_conn_metrics_free(&pm->closed);
 	free(pm);
 	ps->metrics = NULL;
 }

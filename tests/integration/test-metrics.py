@@ -12,6 +12,14 @@ MMP), read as Prometheus reads it.
     10, the two shards' stored deliveries by 10 together; an MMP login
     that works and one with a wrong password move the MMP's logins and the
     shard's backend logins;
+  - mailtier_sessions_closed_total{listener,outcome} counts how sessions
+    ended, exactly: the 11 SMTP sessions that say QUIT raise outcome quit
+    by 11 and nothing else, and every SMTP session accepted is then one
+    closed; one that idles past command_timeout (3 s here) raises timeout,
+    one that hangs up without QUIT client_closed; an IMAP LOGOUT on a
+    shard quit; through the MMP a POP3 QUIT before login is quit, a
+    relayed session's end is the store's (backend_closed) or the
+    client's, and the store counts the relayed QUIT as quit;
   - a shard killed with SIGKILL shows as mailtier_mmp_shard_up 0 once a
     login found it down, and 1 again after it is restarted;
   - bad requests to the metrics port while mail flows (more idle
@@ -133,6 +141,40 @@ def check_endpoints(ports):
         assert status == 404, status
 
 
+def closed(port, listener):
+    """{outcome: count} of mailtier_sessions_closed_total for listener."""
+    status, _, _, body = scrape(port)
+    assert status == 200, status
+    return {l["outcome"]: v for n, l, v in samples(body.decode())
+            if n == "mailtier_sessions_closed_total" and l.get("listener") == listener}
+
+
+def wait_closed(port, listener, want, timeout=15):
+    """Wait until listener's outcomes are want ({outcome: count}; the
+    others as before); return what was seen last."""
+    deadline = time.time() + timeout
+    while True:
+        got = closed(port, listener)
+        if got == want or time.time() > deadline:
+            return got
+        time.sleep(0.2)
+
+
+def plus(before, **more):
+    want = dict(before)
+    for outcome, n in more.items():
+        want[outcome] += n
+    return want
+
+
+def set_keys(conf, section, keys):
+    """Add key = value lines at the start of [section] in conf."""
+    lines = open(conf).read().split("\n")
+    at = lines.index(f"[{section}]") + 1
+    lines[at:at] = [f"{k} = {v}" for k, v in keys.items()]
+    open(conf, "w").write("\n".join(lines))
+
+
 def send(smtp_port, rcpt, subject):
     with smtplib.SMTP("127.0.0.1", smtp_port, timeout=30) as s:
         refused = s.sendmail("a@remote.test", [rcpt], f"Subject: {subject}\r\n\r\nbody\r\n")
@@ -148,6 +190,11 @@ def test(h):
     h.ctl("cluster", "up", "--dir", d, "--base-port", base, "--users", 20)
     env = mtharness.read_env(os.path.join(d, "endpoints.env"))
     conf = env["CONF"]
+    # Shorter bounds than a real site's, so the test need not wait for
+    # them: an SMTP session idles out after 3 s.
+    h.ctl("cluster", "down", "--dir", d)
+    set_keys(conf, "mta", {"command_timeout": "3s"})
+    h.ctl("cluster", "up", "--dir", d)
     smtp, pop = int(env["SMTP_PORT"]), int(env["POP3_PORT"])
     mta, mmp = int(env["MTA_METRICS_PORT"]), int(env["MMP_METRICS_PORT"])
     shards = {1: int(env["SHARD1_METRICS_PORT"]), 2: int(env["SHARD2_METRICS_PORT"])}
@@ -174,6 +221,9 @@ def test(h):
     replies_2xx = value(mta, "mailtier_replies_total", protocol="smtp", **{"class": "2xx"})
     replies_5xx = value(mta, "mailtier_replies_total", protocol="smtp", **{"class": "5xx"})
     rcpt_failures = value(mta, "mailtier_address_failures_total", table="rcpt")
+    smtp_closed = closed(mta, "smtp")
+    assert set(smtp_closed) == {"quit", "client_closed", "timeout", "error", "limit",
+                                "refused", "shutdown", "backend_closed"}, smtp_closed
     for i in range(10):
         send(smtp, f"user{1 + i}@example.test", f"counted {i}")
     # One refused recipient: a 5xx reply (and its session's 2xx ones).
@@ -194,6 +244,28 @@ def test(h):
                       **{"class": "2xx"}) == replies_2xx + 54
     assert value(mta, "mailtier_replies_total", protocol="smtp",
                  **{"class": "5xx"}) == replies_5xx + 1
+    # The 11 sessions ended with QUIT, and every SMTP session so far is
+    # closed once (the cluster's start-up probes as client_closed).
+    assert wait_closed(mta, "smtp", plus(smtp_closed, quit=11)) == \
+        plus(smtp_closed, quit=11)
+    assert sum(closed(mta, "smtp").values()) == \
+        value(mta, "mailtier_sessions_total", listener="smtp")
+    # One that says nothing until command_timeout: its 421 and timeout;
+    # one that hangs up without QUIT: client_closed.
+    before = closed(mta, "smtp")
+    with socket.create_connection(("127.0.0.1", smtp), timeout=20) as s:
+        got = b""
+        while True:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            got += chunk
+    assert got.startswith(b"220 ") and b"\r\n421 4.4.2 " in got, got
+    assert wait_closed(mta, "smtp", plus(before, timeout=1)) == plus(before, timeout=1)
+    with socket.create_connection(("127.0.0.1", smtp), timeout=20) as s:
+        assert s.recv(4096).startswith(b"220 ")
+    assert wait_closed(mta, "smtp", plus(before, timeout=1, client_closed=1)) == \
+        plus(before, timeout=1, client_closed=1)
     # The unknown recipient is not counted against the client's address:
     # 127.0.0.1 is in mynetworks, which rcpt_fail_limit spares; the tables
     # are exported all the same, and no address is in any label.
@@ -229,6 +301,7 @@ def test(h):
     # A mailbox selected over IMAP is open; after LOGOUT it is not.
     k1 = by_shard["shard1"][0]
     assert value(shards[1], "mailtier_popstore_mailboxes_open") == 0
+    imap_closed = closed(shards[1], "imap")
     c = imaplib.IMAP4("127.0.0.1", int(env["SHARD1_IMAP_PORT"]), timeout=10)
     c.login(f"user{k1}@example.test", f"secret{k1}")
     c.select("INBOX")
@@ -249,6 +322,8 @@ def test(h):
                  **{"class": "bad"}) == bad + 1
     assert value(shards[1], "mailtier_commands_total", protocol="imap", command="select",
                  result="ok") >= 1
+    assert wait_closed(shards[1], "imap", plus(imap_closed, quit=1)) == \
+        plus(imap_closed, quit=1)
 
     # MMP logins: one good, one wrong password.
     k = by_shard["shard1"][0]
@@ -257,6 +332,9 @@ def test(h):
     mmp_failures = value(mmp, "mailtier_address_failures_total", table="client")
     backend_ok = value(mmp, "mailtier_mmp_backend_logins_total", shard="shard1",
                        protocol="pop3", result="ok")
+    mmp_sessions = value(mmp, "mailtier_sessions_total", listener="pop3")
+    mmp_closed = closed(mmp, "pop3")
+    store_closed = closed(shards[1], "pop3")
     p = poplib.POP3("127.0.0.1", pop, timeout=10)
     p.user(f"user{k}@example.test")
     p.pass_(f"secret{k}")
@@ -275,6 +353,21 @@ def test(h):
                  table="client") == mmp_failures + 1
     assert value(mmp, "mailtier_mmp_backend_logins_total", shard="shard1", protocol="pop3",
                  result="ok") == backend_ok + 1
+    # The two sessions: the MMP answered the second's QUIT itself (quit);
+    # the first's QUIT went to the store, which said +OK and closed
+    # (backend_closed), unless poplib's own close reached the MMP first.
+    assert value(mmp, "mailtier_sessions_total", listener="pop3") == mmp_sessions + 2
+    deadline = time.time() + 15
+    while sum(closed(mmp, "pop3").values()) < sum(mmp_closed.values()) + 2 and \
+            time.time() < deadline:
+        time.sleep(0.2)
+    now = closed(mmp, "pop3")
+    assert sum(now.values()) == sum(mmp_closed.values()) + 2, (mmp_closed, now)
+    assert now["quit"] == mmp_closed["quit"] + 1, (mmp_closed, now)
+    assert now["backend_closed"] + now["client_closed"] == \
+        mmp_closed["backend_closed"] + mmp_closed["client_closed"] + 1, (mmp_closed, now)
+    assert wait_closed(shards[1], "pop3", plus(store_closed, quit=1)) == \
+        plus(store_closed, quit=1)
 
     # A shard killed: the MMP's gauge says so once a login found it down,
     # and it is back after the restart.
