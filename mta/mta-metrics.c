@@ -24,6 +24,9 @@ static const char *const refusal_names[MTA_REFUSED_COUNT] = {
 static const char *const rcpt_refusal_names[MTA_RCPT_COUNT] = {
 	"unknown_user", "relay_denied", "too_many", "directory", "limited",
 };
+static const char *const destination_names[MTA_DEST_COUNT] = {
+	[MTA_DEST_LOCAL] = "local", [MTA_DEST_REMOTE] = "remote",
+};
 static const char *const service_names[SMTP_SERVICE_COUNT] = {
 	"smtp", "submission", "submissions",
 };
@@ -48,6 +51,7 @@ struct mta_metrics {
 	struct mt_series *accepted;
 	struct mt_series *refused[MTA_REFUSED_COUNT];
 	struct mt_series *rcpt_refused[MTA_RCPT_COUNT];
+	struct mt_series *rcpt_accepted[MTA_DEST_COUNT];
 	struct mt_series *sessions[SMTP_SERVICE_COUNT];
 	struct mt_series *deliveries[2][N_RESULTS];	/* [lmtp][result] */
 	struct mt_series *latency[2];
@@ -101,6 +105,14 @@ void mta_metrics_init(struct mta *mta, struct mt_metrics *m)
 		"Recipients refused at RCPT, by reason.", "reason");
 	for (unsigned int i = 0; i < MTA_RCPT_COUNT; i++)
 		mm->rcpt_refused[i] = mt_metric_series1(f, rcpt_refusal_names[i]);
+	f = mt_metrics_counter(m, "mailtier_mta_recipients_total",
+		"Recipients accepted at RCPT (the 250 that adds one to a transaction; a "
+		"repeated address is not counted again; refused ones are "
+		"mailtier_mta_recipients_refused_total), by destination: local (a user of "
+		"local_domains found in the directory, delivered by LMTP to its store "
+		"shard), remote (another domain, relayed by SMTP).", "destination");
+	for (unsigned int i = 0; i < MTA_DEST_COUNT; i++)
+		mm->rcpt_accepted[i] = mt_metric_series1(f, destination_names[i]);
 	f = mt_metrics_counter(m, "mailtier_sessions_total",
 		"Client sessions accepted, by listener.", "listener");
 	for (unsigned int i = 0; i < SMTP_SERVICE_COUNT; i++)
@@ -195,6 +207,12 @@ void mta_metrics_rcpt_refused(struct mta *mta, enum mta_rcpt_refusal why)
 {
 	if (mta->metrics != NULL)
 		mt_series_add(mta->metrics->rcpt_refused[why], 1);
+}
+
+void mta_metrics_rcpt_accepted(struct mta *mta, enum mta_destination destination)
+{
+	if (mta->metrics != NULL)
+		mt_series_add(mta->metrics->rcpt_accepted[destination], 1);
 }
 
 void mta_metrics_session(struct mta *mta, enum smtp_service service)

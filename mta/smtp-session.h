@@ -121,6 +121,7 @@ struct smtp_session {
 
 	struct smtp_tx tx;
 	struct smtp_pending_rcpt pending_rcpt;
+	bool pending_rcpt_local;	/* a local domain's (metrics: its destination) */
 	struct mt_dirsvc_request *dir_req;
 	struct queue_op *queue_op;
 	struct smtp_milters *milter;	/* the listener's mail filters, or NULL */

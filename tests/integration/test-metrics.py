@@ -20,6 +20,11 @@ MMP), read as Prometheus reads it.
     shard quit; through the MMP a POP3 QUIT before login is quit, a
     relayed session's end is the store's (backend_closed) or the
     client's, and the store counts the relayed QUIT as quit;
+  - mailtier_mta_recipients_total{destination} counts recipients accepted
+    at RCPT: the 10 messages' local users raise local by 10 (the refused
+    one is not counted), a transaction with a remote recipient (given
+    twice: counted once) and a local one raises each by 1 though it is
+    reset before DATA;
   - a shard killed with SIGKILL shows as mailtier_mmp_shard_up 0 once a
     login found it down, and 1 again after it is restarted;
   - bad requests to the metrics port while mail flows (more idle
@@ -221,6 +226,8 @@ def test(h):
     replies_2xx = value(mta, "mailtier_replies_total", protocol="smtp", **{"class": "2xx"})
     replies_5xx = value(mta, "mailtier_replies_total", protocol="smtp", **{"class": "5xx"})
     rcpt_failures = value(mta, "mailtier_address_failures_total", table="rcpt")
+    rcpts_local = value(mta, "mailtier_mta_recipients_total", destination="local")
+    rcpts_remote = value(mta, "mailtier_mta_recipients_total", destination="remote")
     smtp_closed = closed(mta, "smtp")
     assert set(smtp_closed) == {"quit", "client_closed", "timeout", "error", "limit",
                                 "refused", "shutdown", "backend_closed"}, smtp_closed
@@ -235,6 +242,8 @@ def test(h):
         s.rset()
     assert value(mta, "mailtier_mta_messages_accepted_total") == accepted + 10
     assert value(mta, "mailtier_sessions_total", listener="smtp") == sessions + 11
+    assert value(mta, "mailtier_mta_recipients_total", destination="local") == rcpts_local + 10
+    assert value(mta, "mailtier_mta_recipients_total", destination="remote") == rcpts_remote
     # A session's commands are added when it ends (smtplib has quit).
     assert wait_value(mta, "mailtier_commands_total", data_ok + 10, protocol="smtp",
                       command="data", result="ok") == data_ok + 10
@@ -266,6 +275,18 @@ def test(h):
         assert s.recv(4096).startswith(b"220 ")
     assert wait_closed(mta, "smtp", plus(before, timeout=1, client_closed=1)) == \
         plus(before, timeout=1, client_closed=1)
+    # Recipients by destination, counted at their 250 (127.0.0.1 is in
+    # mynetworks: it may relay); nothing is queued (RSET).
+    with smtplib.SMTP("127.0.0.1", smtp, timeout=30) as s:
+        s.ehlo("recipients")
+        s.mail("sender@remote.test")
+        remote = "someone@" + env["REMOTE_DOMAIN"]
+        for rcpt in (remote, remote, "user1@example.test"):
+            code, _ = s.rcpt(rcpt)
+            assert code == 250, (rcpt, code)
+        s.rset()
+    assert value(mta, "mailtier_mta_recipients_total", destination="local") == rcpts_local + 11
+    assert value(mta, "mailtier_mta_recipients_total", destination="remote") == rcpts_remote + 1
     # The unknown recipient is not counted against the client's address:
     # 127.0.0.1 is in mynetworks, which rcpt_fail_limit spares; the tables
     # are exported all the same, and no address is in any label.
