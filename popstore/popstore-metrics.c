@@ -3,7 +3,8 @@
  * they ended (listener and outcome, lib-mail/conn-metrics), logins
  * by result, refused connections, sessions open, the store's group
  * commits (log flushes and the requests they completed), expunges,
- * purged bytes, reads and deadlock retries — its "stats" line's counters,
+ * purged bytes, the purge backlog (a gauge the store keeps, no scan),
+ * reads and deadlock retries — its "stats" line's counters,
  * read at each scrape — and: each write request's commit latency
  * (submitted → durable, a histogram), the Berkeley DB cache's hits and
  * misses and the log bytes written (read from the environment at each
@@ -42,7 +43,7 @@ struct popstore_metrics {
 
 enum {
 	P_OPEN, P_DELIVERIES, P_DELIVERY_REQUESTS, P_FLUSHES, P_FLUSHED, P_EXPUNGES,
-	P_EXPUNGED, P_PURGED, P_READS, P_RETRIES, P_CHECKPOINTS,
+	P_EXPUNGED, P_PURGED, P_PURGE_BACKLOG, P_READS, P_RETRIES, P_CHECKPOINTS,
 	P_LMTP, P_POP3, P_IMAP, P_REFUSED, P_LOGIN_OK, P_LOGIN_FAILED, P_DUPLICATES, P_BYTES,
 	P_COUNT
 };
@@ -62,6 +63,7 @@ static void collect(void *context)
 	mt_series_store(series[P_EXPUNGES], c.expunges);
 	mt_series_store(series[P_EXPUNGED], c.expunged);
 	mt_series_store(series[P_PURGED], c.purged);
+	mt_series_set(series[P_PURGE_BACKLOG], (double)c.purge_backlog);
 	mt_series_store(series[P_READS], c.reads);
 	mt_series_store(series[P_RETRIES], c.retries);
 	mt_series_store(series[P_CHECKPOINTS], c.checkpoints);
@@ -109,6 +111,13 @@ void popstore_metrics_init(struct popstore *ps, struct mt_metrics *m)
 		"Messages removed by them.");
 	series[P_PURGED] = mt_metrics_counter_series(m, "mailtier_popstore_purged_bytes_total",
 		"Expunged messages' bytes deleted by the purger.");
+	series[P_PURGE_BACKLOG] = mt_metrics_gauge_series(m,
+		"mailtier_popstore_purge_backlog_messages",
+		"Expunged messages whose bytes wait for the background purger now (the lazy "
+		"expunge: counted when the expunge commits, before its +OK or OK, until the "
+		"purger has deleted their chunks, purge_delay or more later; at start, what "
+		"purge.db held). Kept by the store, read without a scan; store stat's "
+		"purge_messages.");
 	series[P_READS] = mt_metrics_counter_series(m, "mailtier_popstore_reads_total",
 		"Mailbox opens and body reads.");
 	series[P_RETRIES] = mt_metrics_counter_series(m, "mailtier_popstore_deadlock_retries_total",

@@ -25,6 +25,10 @@ MMP), read as Prometheus reads it.
     one is not counted), a transaction with a remote recipient (given
     twice: counted once) and a local one raises each by 1 though it is
     reset before DATA;
+  - mailtier_popstore_purge_backlog_messages: a POP3 session that deletes a
+    mailbox's N messages leaves N waiting for the purger once its QUIT is
+    answered (purge_delay is 3 s here), and the purger brings it back to 0
+    within a bounded wait;
   - a shard killed with SIGKILL shows as mailtier_mmp_shard_up 0 once a
     login found it down, and 1 again after it is restarted;
   - bad requests to the metrics port while mail flows (more idle
@@ -199,6 +203,8 @@ def test(h):
     # them: an SMTP session idles out after 3 s.
     h.ctl("cluster", "down", "--dir", d)
     set_keys(conf, "mta", {"command_timeout": "3s"})
+    # Expunged bodies wait 3 s for the purger: long enough to see them.
+    set_keys(conf, "popstore", {"purge_delay": "3s"})
     h.ctl("cluster", "up", "--dir", d)
     smtp, pop = int(env["SMTP_PORT"]), int(env["POP3_PORT"])
     mta, mmp = int(env["MTA_METRICS_PORT"]), int(env["MMP_METRICS_PORT"])
@@ -389,6 +395,25 @@ def test(h):
         mmp_closed["backend_closed"] + mmp_closed["client_closed"] + 1, (mmp_closed, now)
     assert wait_closed(shards[1], "pop3", plus(store_closed, quit=1)) == \
         plus(store_closed, quit=1)
+
+    # The purge backlog: a POP3 QUIT that deletes every message of a
+    # mailbox on shard1 leaves them for the purger (3 s later), which
+    # then empties it.
+    k = next(k for k in by_shard["shard1"] if k <= 10)     # has mail
+    backlog = "mailtier_popstore_purge_backlog_messages"
+    assert wait_value(shards[1], backlog, 0, timeout=20) == 0
+    expunged = value(shards[1], "mailtier_popstore_expunged_messages_total")
+    p = poplib.POP3("127.0.0.1", pop, timeout=10)
+    p.user(f"user{k}@example.test")
+    p.pass_(f"secret{k}")
+    n = p.stat()[0]
+    assert n >= 2, n
+    for i in range(1, n + 1):
+        p.dele(i)
+    p.quit()
+    assert value(shards[1], backlog) == n
+    assert value(shards[1], "mailtier_popstore_expunged_messages_total") == expunged + n
+    assert wait_value(shards[1], backlog, 0, timeout=20) == 0
 
     # A shard killed: the MMP's gauge says so once a login found it down,
     # and it is back after the restart.
