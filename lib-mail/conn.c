@@ -1,6 +1,6 @@
 /* conn.c — the connection core (see conn.h): bufferevent callbacks, the
- * idle timer, close-after-flush, close with its outcome and the deferred
- * free, session lists.
+ * idle timer (also the lifetime and the quiet period), close-after-flush,
+ * close with its outcome and the deferred free, session lists.
  *
  * Trust boundary: none of its own (the peer's bytes are left to the tier).
  * The one timer (idle period and lifetime) bounds how long a peer may hold
@@ -64,6 +64,10 @@ void mt_conn_close(struct mt_conn *c, enum mt_conn_outcome outcome,
 	record_outcome(c, outcome);
 	c->closed = true;
 	c->close_reason = reason;
+	if (c->quiet) {		/* the tier's count of quiet sessions */
+		c->quiet = false;
+		c->ops->quiet(c, false);
+	}
 	conn_unlink(c);		/* ops->closed sees the list without c */
 	c->ops->closed(c, reason);
 	if (c->bev != NULL)	/* NULL: taken by the tier, or lost to STARTTLS */
@@ -94,11 +98,25 @@ enum mt_conn_outcome mt_conn_outcome(const struct mt_conn *c)
 	return c->outcome_set ? c->outcome : MT_OUTCOME_ERROR;
 }
 
+static void timer_arm(struct mt_conn *c, uint64_t now);
+
+/* Activity: stamp the clock; a quiet session is active again (and its
+ * next quiet period is timed from now). */
+static void conn_active(struct mt_conn *c)
+{
+	c->active_ms = mt_clock_coarse_ms();
+	if (c->quiet) {
+		c->quiet = false;
+		c->ops->quiet(c, false);
+		timer_arm(c, c->active_ms);
+	}
+}
+
 static void read_cb(struct bufferevent *bev, void *arg)
 {
 	struct mt_conn *c = arg;
 	(void)bev;
-	c->active_ms = mt_clock_coarse_ms();
+	conn_active(c);
 	c->ops->input(c);
 }
 
@@ -106,7 +124,7 @@ static void write_cb(struct bufferevent *bev, void *arg)
 {
 	struct mt_conn *c = arg;
 	(void)bev;
-	c->active_ms = mt_clock_coarse_ms();
+	conn_active(c);
 	if (c->closing) {
 		if (mt_conn_output_pending(c) == 0)
 			mt_conn_close(c, c->outcome, c->close_reason);
@@ -136,13 +154,16 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 	c->ops->eof(c, (what & BEV_EVENT_EOF) == 0 || (what & BEV_EVENT_ERROR) != 0);
 }
 
-/* Arm the timer for the nearer of the idle period's end (from the last
- * activity) and the lifetime's. */
+/* Arm the timer for the nearest of the idle period's end (from the last
+ * activity), the lifetime's and, unless it is quiet already, the quiet
+ * period's. */
 static void timer_arm(struct mt_conn *c, uint64_t now)
 {
 	uint64_t wake = c->active_ms + c->idle_msecs;
 	if (c->life_end_ms != 0 && c->life_end_ms < wake)
 		wake = c->life_end_ms;
+	if (c->quiet_msecs != 0 && !c->quiet && c->active_ms + c->quiet_msecs < wake)
+		wake = c->active_ms + c->quiet_msecs;
 	uint64_t ms = wake > now ? wake - now : 0;
 	mt_timer_set(c->timer, ms > UINT_MAX ? UINT_MAX : (unsigned int)ms);
 }
@@ -154,6 +175,12 @@ static void timer_cb(void *arg)
 	bool life_over = c->life_end_ms != 0 && now >= c->life_end_ms;
 	bool idle_over = now - c->active_ms >= c->idle_msecs;
 	const char *reason;
+
+	if (c->quiet_msecs != 0 && !c->quiet && !c->closing &&
+	    now - c->active_ms >= c->quiet_msecs) {
+		c->quiet = true;
+		c->ops->quiet(c, true);
+	}
 
 	if (!life_over && !idle_over) {
 		timer_arm(c, now);	/* active meanwhile: wait for the rest */
@@ -211,6 +238,8 @@ void mt_conn_start(struct mt_conn *c, struct mt_conn_list *list,
 	c->closed = false;
 	c->close_reason = NULL;
 	c->outcome_set = false;
+	c->quiet_msecs = 0;
+	c->quiet = false;
 	c->life_end_ms = 0;
 	c->idle_msecs = idle_msecs;
 	c->active_ms = mt_clock_coarse_ms();
@@ -248,7 +277,7 @@ size_t mt_conn_output_pending(struct mt_conn *c)
 
 void mt_conn_touch(struct mt_conn *c)
 {
-	c->active_ms = mt_clock_coarse_ms();
+	conn_active(c);
 }
 
 void mt_conn_set_idle(struct mt_conn *c, uint64_t msecs)
@@ -258,6 +287,18 @@ void mt_conn_set_idle(struct mt_conn *c, uint64_t msecs)
 	c->idle_msecs = msecs;
 	c->active_ms = mt_clock_coarse_ms();
 	timer_arm(c, c->active_ms);
+}
+
+void mt_conn_set_quiet(struct mt_conn *c, uint64_t msecs)
+{
+	if (c->closed)
+		return;
+	if (msecs == 0 && c->quiet) {
+		c->quiet = false;
+		c->ops->quiet(c, false);
+	}
+	c->quiet_msecs = msecs;
+	timer_arm(c, mt_clock_coarse_ms());
 }
 
 void mt_conn_set_lifetime(struct mt_conn *c, uint64_t msecs)

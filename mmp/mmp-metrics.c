@@ -2,8 +2,11 @@
  * connections open and admitted, sessions by listener and how they ended
  * (listener and outcome, lib-mail/conn-metrics: counted by the workers
  * and main's refusals with atomics), refused by reason, logins by result,
- * shards that refused a backend login, the bytes relayed each way and the
- * sessions relaying now — the counters of its "stats" log line, read at
+ * shards that refused a backend login, the bytes relayed each way, the
+ * sessions relaying now and of those the ones idle (no byte either way for
+ * idle_session_threshold: lib-mail/conn's quiet notice counts them as
+ * they change, no scan of the workers' sessions) — the counters of its
+ * "stats" log line, read at
  * each scrape (the workers count them with atomics) — and per shard and
  * protocol: whether the MMP sees it up (its down mark, cleared by the
  * probe) and its backend logins by result. Shard names are the
@@ -23,7 +26,7 @@
 enum {
 	M_OPEN, M_CONNECTIONS, M_REFUSED_LIMIT, M_REFUSED_CLIENT, M_REFUSED_BLOCKED,
 	M_LOGIN_OK, M_LOGIN_FAILED, M_LOGIN_TEMPFAIL, M_BACKEND_REFUSED,
-	M_BYTES_IN, M_BYTES_OUT, M_RELAYS, M_COUNT
+	M_BYTES_IN, M_BYTES_OUT, M_RELAYS, M_IDLE, M_COUNT
 };
 
 static struct mt_series *series[M_COUNT];
@@ -105,6 +108,7 @@ static void collect(void *context)
 	mt_series_store(series[M_BYTES_IN], atomic_load(&st->bytes_in));
 	mt_series_store(series[M_BYTES_OUT], atomic_load(&st->bytes_out));
 	mt_series_set(series[M_RELAYS], (double)atomic_load(&st->relays_open));
+	mt_series_set(series[M_IDLE], (double)atomic_load(&st->relays_idle));
 	collect_shards();
 }
 
@@ -144,6 +148,12 @@ void mmp_metrics_init(struct mmp_server *server, struct mt_metrics *m)
 	series[M_RELAYS] = mt_metrics_gauge_series(m, "mailtier_mmp_sessions_relaying",
 		"Sessions logged in and relayed to a shard now (IMAP clients in IDLE or "
 		"between commands count here: the relay does not read the stream).");
+	series[M_IDLE] = mt_metrics_gauge_series(m, "mailtier_mmp_sessions_idle",
+		"Of the sessions relaying, those that have moved no byte either way (client "
+		"to store or store to client) for at least idle_session_threshold (60 s by "
+		"default): IMAP clients in IDLE with no news, mail clients left open. A "
+		"session counts from the moment the threshold passes until its next byte or "
+		"its end; kept as sessions change, not by a scan.");
 	init_shards(server, m);
 	mmp_clients_export_metrics(server->clients, m);
 	mt_metrics_add_collector(m, collect, server);

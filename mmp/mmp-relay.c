@@ -1,7 +1,8 @@
 /* mmp-relay.c — after login: copy bytes between the client and the store
  * shard, both ways, until either side closes. Nothing is parsed or changed
  * (the store speaks POP3 to the client from here on); per read event the
- * proxy adds only the byte counts and the idle time stamp.
+ * proxy adds only the byte counts and the idle time stamp (which also
+ * ends a quiet period: the idle-sessions gauge, lib-mail/conn).
  *
  * Two ways to move the bytes:
  *   bufferevents  the default, and always with TLS: evbuffer chains move
@@ -431,6 +432,9 @@ void mmp_relay_start(struct mmp_session *sess, struct bufferevent *backend)
 	const struct mt_mmp_settings *set = sess->worker->server->set;
 	mt_conn_set_idle(&sess->conn, sess->protocol == MMP_PROTO_IMAP ?
 			 set->imap_idle_timeout : set->idle_timeout);
+	/* The idle-sessions gauge: counted as it changes (mmp-session.c's
+	 * quiet op), never by scanning the workers' sessions. */
+	mt_conn_set_quiet(&sess->conn, set->idle_session_threshold);
 
 	bufferevent_setcb(client, client_read_cb, client_write_cb,
 			  client_event_cb, relay);

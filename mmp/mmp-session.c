@@ -511,6 +511,17 @@ static void conn_eof(struct mt_conn *conn, bool error)
 	mmp_session_close(sess, MT_OUTCOME_ERROR, "client_error");
 }
 
+/* A relayed session went quiet for idle_session_threshold, or moves
+ * bytes again (or closes): the idle-sessions gauge. */
+static void conn_quiet(struct mt_conn *conn, bool quiet)
+{
+	struct mmp_counters *st = &conn_session(conn)->worker->server->stats;
+	if (quiet)
+		atomic_fetch_add(&st->relays_idle, 1);
+	else
+		atomic_fetch_sub(&st->relays_idle, 1);
+}
+
 /* Waiting on the directory, the penalty or the shard: not idle. */
 static bool conn_busy(struct mt_conn *conn)
 {
@@ -542,7 +553,8 @@ static void conn_timeout(struct mt_conn *conn)
 static const struct mt_conn_ops conn_ops = {
 	.input = conn_input, .output = conn_output, .connected = conn_connected,
 	.eof = conn_eof, .busy = conn_busy, .idle_timeout = conn_timeout,
-	.session_timeout = conn_timeout, .closed = conn_closed, .free = conn_free,
+	.session_timeout = conn_timeout, .quiet = conn_quiet, .closed = conn_closed,
+	.free = conn_free,
 };
 
 void mmp_session_new(struct mmp_worker *worker, int fd,

@@ -141,6 +141,8 @@ struct mmp_counters {
 	atomic_uint_fast64_t backend_refused;	/* -ERR from the shard (IN-USE...) */
 	atomic_uint_fast64_t bytes_in, bytes_out;
 	atomic_uint_fast64_t relays_open;	/* logged in, relaying now */
+	atomic_uint_fast64_t relays_idle;	/* of those, no byte for
+						 * idle_session_threshold */
 };
 
 struct mmp_server {

@@ -29,6 +29,10 @@ MMP), read as Prometheus reads it.
     mailbox's N messages leaves N waiting for the purger once its QUIT is
     answered (purge_delay is 3 s here), and the purger brings it back to 0
     within a bounded wait;
+  - mailtier_mmp_sessions_idle: an IMAP session relayed by the MMP counts
+    once it has moved no byte for idle_session_threshold (2 s here), not
+    before; a NOOP takes it out at once, silence puts it back, LOGOUT
+    ends it;
   - a shard killed with SIGKILL shows as mailtier_mmp_shard_up 0 once a
     login found it down, and 1 again after it is restarted;
   - bad requests to the metrics port while mail flows (more idle
@@ -205,6 +209,8 @@ def test(h):
     set_keys(conf, "mta", {"command_timeout": "3s"})
     # Expunged bodies wait 3 s for the purger: long enough to see them.
     set_keys(conf, "popstore", {"purge_delay": "3s"})
+    # A relayed session without a byte for 2 s counts as idle.
+    set_keys(conf, "mmp", {"idle_session_threshold": "2s"})
     h.ctl("cluster", "up", "--dir", d)
     smtp, pop = int(env["SMTP_PORT"]), int(env["POP3_PORT"])
     mta, mmp = int(env["MTA_METRICS_PORT"]), int(env["MMP_METRICS_PORT"])
@@ -395,6 +401,23 @@ def test(h):
         mmp_closed["backend_closed"] + mmp_closed["client_closed"] + 1, (mmp_closed, now)
     assert wait_closed(shards[1], "pop3", plus(store_closed, quit=1)) == \
         plus(store_closed, quit=1)
+
+    # Idle relayed sessions: an IMAP login through the MMP, then silence.
+    idle = "mailtier_mmp_sessions_idle"
+    assert value(mmp, idle) == 0
+    c = imaplib.IMAP4("127.0.0.1", int(env["IMAP_PORT"]), timeout=10)
+    c.login(f"user{k}@example.test", f"secret{k}")
+    quiet_since = time.monotonic()
+    assert value(mmp, "mailtier_mmp_sessions_relaying") == 1
+    assert value(mmp, idle) == 0
+    assert wait_value(mmp, idle, 1, timeout=15) == 1
+    assert time.monotonic() - quiet_since >= 1.5
+    c.noop()
+    assert value(mmp, idle) == 0       # its bytes ended the quiet period
+    assert wait_value(mmp, idle, 1, timeout=15) == 1
+    c.logout()
+    assert wait_value(mmp, idle, 0, timeout=10) == 0
+    assert wait_value(mmp, "mailtier_mmp_sessions_relaying", 0, timeout=10) == 0
 
     # The purge backlog: a POP3 QUIT that deletes every message of a
     # mailbox on shard1 leaves them for the purger (3 s later), which

@@ -13,7 +13,12 @@
  * (mt_conn_outcome): the one given, "timeout" for the core's own timers
  * even when the tier's goodbye closes with another, the first decision
  * when a closing session is closed again, "shutdown" for close-all; the
- * outcome names are the metrics' label values. */
+ * outcome names are the metrics' label values. The quiet notice: a
+ * session that keeps talking never goes quiet, a silent one does after
+ * its period (once), is active again at its next byte (through the core's
+ * read or a taken bufferevent's mt_conn_touch), quiet again after another
+ * period, and is reported active before ops->closed or when the notice is
+ * turned off. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -53,6 +58,8 @@ struct echo {
 	bool closing_inside;	/* closing from inside ops->input */
 	struct bufferevent *taken;	/* mt_conn_take_bev(): the relay's now */
 	unsigned int relayed;		/* reads on the taken bufferevent */
+	unsigned int quiet_on, quiet_off;	/* ops->quiet(true), (false) */
+	bool quiet_at_close;		/* quiet when ops->closed ran */
 };
 
 static struct echo *owner(struct mt_conn *conn)
@@ -120,6 +127,7 @@ static void echo_closed(struct mt_conn *conn, const char *reason)
 	e->closed++;
 	e->reason = reason;
 	e->outcome = mt_conn_outcome(conn);
+	e->quiet_at_close = e->quiet_on != e->quiet_off;
 	e->list_count_at_close = conn->list->count;
 	if (e->taken != NULL) {
 		assert_null(conn->bev);	/* the tier's to free */
@@ -145,10 +153,21 @@ static void echo_lifetime(struct mt_conn *conn)
 	evbuffer_add_printf(mt_conn_output(conn), "time is up\r\n");
 }
 
+static void echo_quiet(struct mt_conn *conn, bool quiet)
+{
+	struct echo *e = owner(conn);
+	/* Alternating, starting with true. */
+	assert_int_equal(quiet, e->quiet_on == e->quiet_off);
+	if (quiet)
+		e->quiet_on++;
+	else
+		e->quiet_off++;
+}
+
 static const struct mt_conn_ops echo_ops = {
 	.input = echo_input, .eof = echo_eof, .busy = echo_busy,
 	.idle_timeout = echo_idle, .session_timeout = echo_lifetime,
-	.closed = echo_closed, .free = echo_free,
+	.quiet = echo_quiet, .closed = echo_closed, .free = echo_free,
 };
 
 struct fixture {
@@ -467,6 +486,67 @@ static void test_first_outcome_kept(void **state)
 	free(e);
 }
 
+/* Spin the loop for about ms milliseconds. */
+static void spin_for(struct fixture *f, unsigned int ms)
+{
+	for (unsigned int i = 0; i < ms / 5; i++) {
+		usleep(5000);
+		spin(f, 2);
+	}
+}
+
+static void test_quiet(void **state)
+{
+	struct fixture *f = *state;
+	bool freed;
+	int peer;
+	struct echo *e = echo_new(f, &freed, 60000, &peer);
+	mt_conn_set_quiet(&e->conn, 60);
+	/* Talking (a line every 10 ms for 300 ms): never quiet. */
+	for (int i = 0; i < 30; i++) {
+		assert_int_equal(write(peer, "x\r\n", 3), 3);
+		spin_for(f, 10);
+	}
+	assert_int_equal(e->quiet_on, 0);
+	/* Silent: quiet once, however long. */
+	spin_for(f, 250);
+	assert_int_equal(e->quiet_on, 1);
+	assert_int_equal(e->quiet_off, 0);
+	/* A byte: active again at once; silent again: quiet again. */
+	assert_int_equal(write(peer, "y\r\n", 3), 3);
+	spin(f, 2);
+	assert_int_equal(e->quiet_off, 1);
+	spin_for(f, 250);
+	assert_int_equal(e->quiet_on, 2);
+	/* Turned off while quiet: reported active, no more notices. */
+	mt_conn_set_quiet(&e->conn, 0);
+	assert_int_equal(e->quiet_off, 2);
+	spin_for(f, 150);
+	assert_int_equal(e->quiet_on, 2);
+
+	/* A taken bufferevent (the MMP's relay): mt_conn_touch is the
+	 * activity; a session quiet at its close is reported active first. */
+	mt_conn_set_quiet(&e->conn, 60);
+	e->taken = mt_conn_take_bev(&e->conn);
+	bufferevent_setcb(e->taken, relay_read, NULL, NULL, e);
+	bufferevent_enable(e->taken, EV_READ);
+	spin_for(f, 250);
+	assert_int_equal(e->quiet_on, 3);
+	assert_int_equal(write(peer, "z", 1), 1);
+	spin(f, 2);
+	assert_int_equal(e->relayed, 1);
+	assert_int_equal(e->quiet_off, 3);
+	spin_for(f, 250);
+	assert_int_equal(e->quiet_on, 4);
+	mt_conn_close(&e->conn, MT_OUTCOME_CLIENT_CLOSED, "gone");
+	assert_int_equal(e->quiet_off, 4);
+	assert_false(e->quiet_at_close);
+	spin(f, 2);
+	assert_true(freed);
+	close(peer);
+	free(e);
+}
+
 /* The label values: every outcome named, [a-z_], no two alike. */
 static void test_outcome_names(void **state)
 {
@@ -496,6 +576,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_list, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_first_outcome_kept, setup, teardown),
 		cmocka_unit_test(test_outcome_names),
+		cmocka_unit_test_setup_teardown(test_quiet, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
