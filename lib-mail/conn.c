@@ -1,6 +1,6 @@
 /* conn.c — the connection core (see conn.h): bufferevent callbacks, the
- * idle timer, close-after-flush, close and the deferred free, session
- * lists.
+ * idle timer (also the lifetime and the quiet period), close-after-flush,
+ * close with its outcome and the deferred free, session lists.
  *
  * Trust boundary: none of its own (the peer's bytes are left to the tier).
  * The one timer (idle period and lifetime) bounds how long a peer may hold
@@ -16,6 +16,26 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
+
+const char *const mt_conn_outcome_names[MT_OUTCOME_COUNT] = {
+	[MT_OUTCOME_QUIT] = "quit",
+	[MT_OUTCOME_CLIENT_CLOSED] = "client_closed",
+	[MT_OUTCOME_TIMEOUT] = "timeout",
+	[MT_OUTCOME_ERROR] = "error",
+	[MT_OUTCOME_LIMIT] = "limit",
+	[MT_OUTCOME_REFUSED] = "refused",
+	[MT_OUTCOME_SHUTDOWN] = "shutdown",
+	[MT_OUTCOME_BACKEND_CLOSED] = "backend_closed",
+};
+
+/* The first decision to end the session is how it ended. */
+static void record_outcome(struct mt_conn *c, enum mt_conn_outcome outcome)
+{
+	if (c->outcome_set)
+		return;
+	c->outcome = outcome;
+	c->outcome_set = true;
+}
 
 static void conn_unlink(struct mt_conn *c)
 {
@@ -36,12 +56,18 @@ static void conn_free_cb(void *context)
 	c->ops->free(c);
 }
 
-void mt_conn_close(struct mt_conn *c, const char *reason)
+void mt_conn_close(struct mt_conn *c, enum mt_conn_outcome outcome,
+		   const char *reason)
 {
 	if (c->closed)
 		return;
+	record_outcome(c, outcome);
 	c->closed = true;
 	c->close_reason = reason;
+	if (c->quiet) {		/* the tier's count of quiet sessions */
+		c->quiet = false;
+		c->ops->quiet(c, false);
+	}
 	conn_unlink(c);		/* ops->closed sees the list without c */
 	c->ops->closed(c, reason);
 	if (c->bev != NULL)	/* NULL: taken by the tier, or lost to STARTTLS */
@@ -52,23 +78,45 @@ void mt_conn_close(struct mt_conn *c, const char *reason)
 	mt_loop_post_discardable(c->loop, conn_free_cb, conn_free_cb, c);
 }
 
-void mt_conn_close_after(struct mt_conn *c, const char *reason)
+void mt_conn_close_after(struct mt_conn *c, enum mt_conn_outcome outcome,
+			 const char *reason)
 {
 	if (c->closed || c->closing)
 		return;
+	record_outcome(c, outcome);
 	c->closing = true;
 	c->close_reason = reason;
 	if (c->bev != NULL)
 		bufferevent_disable(c->bev, EV_READ);
 	if (mt_conn_output_pending(c) == 0)
-		mt_conn_close(c, reason);
+		mt_conn_close(c, c->outcome, reason);
+}
+
+enum mt_conn_outcome mt_conn_outcome(const struct mt_conn *c)
+{
+	/* Set by every close; ERROR only for a session not closed yet. */
+	return c->outcome_set ? c->outcome : MT_OUTCOME_ERROR;
+}
+
+static void timer_arm(struct mt_conn *c, uint64_t now);
+
+/* Activity: stamp the clock; a quiet session is active again (and its
+ * next quiet period is timed from now). */
+static void conn_active(struct mt_conn *c)
+{
+	c->active_ms = mt_clock_coarse_ms();
+	if (c->quiet) {
+		c->quiet = false;
+		c->ops->quiet(c, false);
+		timer_arm(c, c->active_ms);
+	}
 }
 
 static void read_cb(struct bufferevent *bev, void *arg)
 {
 	struct mt_conn *c = arg;
 	(void)bev;
-	c->active_ms = mt_clock_coarse_ms();
+	conn_active(c);
 	c->ops->input(c);
 }
 
@@ -76,10 +124,10 @@ static void write_cb(struct bufferevent *bev, void *arg)
 {
 	struct mt_conn *c = arg;
 	(void)bev;
-	c->active_ms = mt_clock_coarse_ms();
+	conn_active(c);
 	if (c->closing) {
 		if (mt_conn_output_pending(c) == 0)
-			mt_conn_close(c, c->close_reason);
+			mt_conn_close(c, c->outcome, c->close_reason);
 		return;
 	}
 	if (c->ops->output != NULL)
@@ -97,20 +145,25 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 		return;
 	}
 	if (c->closing) {
-		mt_conn_close(c, c->close_reason);
+		/* The goodbye's write failed, or the peer left meanwhile: the
+		 * session still ended the way it was ending. */
+		mt_conn_close(c, c->outcome, c->close_reason);
 		return;
 	}
 	bufferevent_disable(bev, EV_READ);
 	c->ops->eof(c, (what & BEV_EVENT_EOF) == 0 || (what & BEV_EVENT_ERROR) != 0);
 }
 
-/* Arm the timer for the nearer of the idle period's end (from the last
- * activity) and the lifetime's. */
+/* Arm the timer for the nearest of the idle period's end (from the last
+ * activity), the lifetime's and, unless it is quiet already, the quiet
+ * period's. */
 static void timer_arm(struct mt_conn *c, uint64_t now)
 {
 	uint64_t wake = c->active_ms + c->idle_msecs;
 	if (c->life_end_ms != 0 && c->life_end_ms < wake)
 		wake = c->life_end_ms;
+	if (c->quiet_msecs != 0 && !c->quiet && c->active_ms + c->quiet_msecs < wake)
+		wake = c->active_ms + c->quiet_msecs;
 	uint64_t ms = wake > now ? wake - now : 0;
 	mt_timer_set(c->timer, ms > UINT_MAX ? UINT_MAX : (unsigned int)ms);
 }
@@ -123,17 +176,24 @@ static void timer_cb(void *arg)
 	bool idle_over = now - c->active_ms >= c->idle_msecs;
 	const char *reason;
 
+	if (c->quiet_msecs != 0 && !c->quiet && !c->closing &&
+	    now - c->active_ms >= c->quiet_msecs) {
+		c->quiet = true;
+		c->ops->quiet(c, true);
+	}
+
 	if (!life_over && !idle_over) {
 		timer_arm(c, now);	/* active meanwhile: wait for the rest */
 		return;
 	}
 	if (c->closing) {
 		/* The peer does not read its last reply. */
-		mt_conn_close(c, c->close_reason);
+		mt_conn_close(c, c->outcome, c->close_reason);
 		return;
 	}
 	if (life_over) {
 		c->life_end_ms = 0;
+		record_outcome(c, MT_OUTCOME_TIMEOUT);
 		c->ops->session_timeout(c);
 		reason = "session-time";
 	} else if (c->ops->busy != NULL && c->ops->busy(c)) {
@@ -141,10 +201,13 @@ static void timer_cb(void *arg)
 		timer_arm(c, now);
 		return;
 	} else {
+		/* Recorded first: the tier's goodbye may close with words of
+		 * its own ("done"), but this is why. */
+		record_outcome(c, MT_OUTCOME_TIMEOUT);
 		c->ops->idle_timeout(c);
 		reason = "idle-timeout";
 	}
-	mt_conn_close_after(c, reason);
+	mt_conn_close_after(c, MT_OUTCOME_TIMEOUT, reason);
 	if (!c->closed) {
 		/* The goodbye has one more idle period to be written. */
 		c->active_ms = now;
@@ -174,6 +237,9 @@ void mt_conn_start(struct mt_conn *c, struct mt_conn_list *list,
 	c->closing = false;
 	c->closed = false;
 	c->close_reason = NULL;
+	c->outcome_set = false;
+	c->quiet_msecs = 0;
+	c->quiet = false;
 	c->life_end_ms = 0;
 	c->idle_msecs = idle_msecs;
 	c->active_ms = mt_clock_coarse_ms();
@@ -211,7 +277,7 @@ size_t mt_conn_output_pending(struct mt_conn *c)
 
 void mt_conn_touch(struct mt_conn *c)
 {
-	c->active_ms = mt_clock_coarse_ms();
+	conn_active(c);
 }
 
 void mt_conn_set_idle(struct mt_conn *c, uint64_t msecs)
@@ -221,6 +287,18 @@ void mt_conn_set_idle(struct mt_conn *c, uint64_t msecs)
 	c->idle_msecs = msecs;
 	c->active_ms = mt_clock_coarse_ms();
 	timer_arm(c, c->active_ms);
+}
+
+void mt_conn_set_quiet(struct mt_conn *c, uint64_t msecs)
+{
+	if (c->closed)
+		return;
+	if (msecs == 0 && c->quiet) {
+		c->quiet = false;
+		c->ops->quiet(c, false);
+	}
+	c->quiet_msecs = msecs;
+	timer_arm(c, mt_clock_coarse_ms());
 }
 
 void mt_conn_set_lifetime(struct mt_conn *c, uint64_t msecs)
@@ -263,5 +341,5 @@ void mt_conn_list_each(struct mt_conn_list *list, void (*fn)(struct mt_conn *con
 void mt_conn_list_close_all(struct mt_conn_list *list, const char *reason)
 {
 	while (list->head != NULL)
-		mt_conn_close(list->head, reason);
+		mt_conn_close(list->head, MT_OUTCOME_SHUTDOWN, reason);
 }

@@ -8,6 +8,7 @@ lib_mail_libmtmail_a_SOURCES = \
 	lib-mail/command-find.c lib-mail/command-find.h \
 	lib-mail/command.c lib-mail/command.h \
 	lib-mail/command-metrics.c lib-mail/command-metrics.h \
+	lib-mail/conn-metrics.c lib-mail/conn-metrics.h \
 	lib-mail/smtp-reply.c lib-mail/smtp-reply.h \
 	lib-mail/smtp-params.c lib-mail/smtp-params.h \
 	lib-mail/smtp-content.c lib-mail/smtp-content.h \

@@ -176,7 +176,8 @@ bool mt_smtpd_reply_delayed(struct mt_smtpd *d, uint64_t delay_ms, int code,
 	return true;
 }
 
-void mt_smtpd_vfinish(struct mt_smtpd *d, int code, const char *fmt, va_list ap)
+void mt_smtpd_vfinish(struct mt_smtpd *d, enum mt_conn_outcome outcome, int code,
+		      const char *fmt, va_list ap)
 {
 	if (mt_smtpd_is_closed(d) || d->state == MT_SMTPD_CLOSING)
 		return;
@@ -186,14 +187,15 @@ void mt_smtpd_vfinish(struct mt_smtpd *d, int code, const char *fmt, va_list ap)
 	/* Nothing more is read; the core closes once the reply is out, or
 	 * at the idle timeout if the client does not take it. */
 	arm_idle_timer(d);
-	mt_conn_close_after(&d->conn, "done");
+	mt_conn_close_after(&d->conn, outcome, "done");
 }
 
-void mt_smtpd_finish(struct mt_smtpd *d, int code, const char *fmt, ...)
+void mt_smtpd_finish(struct mt_smtpd *d, enum mt_conn_outcome outcome, int code,
+		     const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	mt_smtpd_vfinish(d, code, fmt, ap);
+	mt_smtpd_vfinish(d, outcome, code, fmt, ap);
 	va_end(ap);
 }
 
@@ -332,7 +334,7 @@ static void start_tls(struct mt_smtpd *d)
 	if (tls_bev == NULL) {
 		mt_slog(MT_LOG_WARNING, d->log, "%sSTARTTLS from %s failed: %s",
 			d->set->log_prefix, d->peer_name, error);
-		mt_smtpd_close(d, "starttls failed");
+		mt_smtpd_close(d, MT_OUTCOME_ERROR, "starttls failed");
 		return;
 	}
 	if (discarded > 0)
@@ -453,7 +455,8 @@ void mt_smtpd_start(struct mt_smtpd *d, const struct mt_smtpd_def *def,
 		greet(d);
 }
 
-void mt_smtpd_close(struct mt_smtpd *d, const char *reason)
+void mt_smtpd_close(struct mt_smtpd *d, enum mt_conn_outcome outcome,
+		    const char *reason)
 {
-	mt_conn_close(&d->conn, reason);
+	mt_conn_close(&d->conn, outcome, reason);
 }

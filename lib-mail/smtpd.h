@@ -203,17 +203,20 @@ void mt_smtpd_reply_more(struct mt_smtpd *d, int code, const char *fmt, ...)
 bool mt_smtpd_reply_delayed(struct mt_smtpd *d, uint64_t delay_ms, int code,
 			    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* A last reply (421/221): nothing more is read; close once it is sent,
- * or at the idle timeout if the client does not take it. */
-void mt_smtpd_finish(struct mt_smtpd *d, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-void mt_smtpd_vfinish(struct mt_smtpd *d, int code, const char *fmt, va_list ap)
-	__attribute__((format(printf, 3, 0)));
+ * or at the idle timeout if the client does not take it. The log's
+ * reason is "done"; outcome says why (lib-mail/conn.h: the 221 to QUIT
+ * MT_OUTCOME_QUIT, a 421 TIMEOUT, LIMIT or SHUTDOWN). */
+void mt_smtpd_finish(struct mt_smtpd *d, enum mt_conn_outcome outcome, int code,
+		     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void mt_smtpd_vfinish(struct mt_smtpd *d, enum mt_conn_outcome outcome, int code,
+		      const char *fmt, va_list ap) __attribute__((format(printf, 4, 0)));
 
 void mt_smtpd_enter_state(struct mt_smtpd *d, enum mt_smtpd_state state);
 /* An asynchronous step finished (or a piece was taken): read on. */
 void mt_smtpd_resume(struct mt_smtpd *d);
 /* Close now (ops closed, then free from the loop). */
-void mt_smtpd_close(struct mt_smtpd *d, const char *reason);
+void mt_smtpd_close(struct mt_smtpd *d, enum mt_conn_outcome outcome,
+		    const char *reason);
 bool mt_smtpd_is_closed(const struct mt_smtpd *d);
 /* The 220 to STARTTLS is queued: wrap the socket in TLS once it is sent;
  * pipelined plaintext is discarded (RFC 3207 4.2, CVE-2011-0411). */

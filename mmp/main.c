@@ -118,6 +118,8 @@ static void refuse(int fd, const struct sockaddr *peer, socklen_t peerlen,
 	mt_info("refused client=%s listener=%s reason=%s",
 		mt_sockaddr_str(peer, addr, sizeof(addr)), mmp_listener_names[kind],
 		reason);
+	/* Counted here, also when a worker answers it (implicit TLS). */
+	mmp_metrics_session_closed(kind, MT_OUTCOME_REFUSED);
 	if (mmp_listener_implicit_tls(kind)) {
 		if (atomic_load(&server.rejects) < TLS_REFUSALS_MAX) {
 			atomic_fetch_add(&server.rejects, 1);
@@ -158,6 +160,7 @@ static void accept_conn(int fd, const struct sockaddr *peer, socklen_t peerlen,
 	}
 	atomic_fetch_add(&server.conns, 1);
 	atomic_fetch_add(&server.stats.connections, 1);
+	mmp_metrics_session(kind);
 	dispatch(fd, peer, peerlen, kind, NULL);
 }
 

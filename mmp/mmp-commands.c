@@ -120,5 +120,5 @@ static void cmd_stls(struct mmp_session *sess, const char *args)
 static void cmd_quit(struct mmp_session *sess, const char *args)
 {
 	(void)args;
-	mmp_session_finish(sess, "quit", "+OK Logging out.");
+	mmp_session_finish(sess, MT_OUTCOME_QUIT, "quit", "+OK Logging out.");
 }

@@ -155,7 +155,7 @@ static void cmd_logout(struct mmp_session *sess, const struct mt_imap_command *c
 	bool ends = cmd->count == 0;	/* else a BAD, and the session goes on */
 	mt_imap_login_logout(&sess->imap->login, cmd);
 	if (ends)
-		mmp_session_finish_queued(sess, "logout");
+		mmp_session_finish_queued(sess, MT_OUTCOME_QUIT, "logout");
 }
 
 static void cmd_id(struct mmp_session *sess, const struct mt_imap_command *cmd)
@@ -248,7 +248,8 @@ static bool read_command(struct mmp_session *sess, struct evbuffer *in)
 		break;
 	case MT_IMAP_PARSE_FATAL:
 		mt_slog(MT_LOG_INFO, &sess->log, "unfollowable input: %s", p->error);
-		mmp_session_finish(sess, "protocol_error", "* BYE %s", p->error);
+		mmp_session_finish(sess, MT_OUTCOME_LIMIT, "protocol_error", "* BYE %s",
+				   p->error);
 		break;
 	}
 	/* The front may be gone (a login that answered at once and relays). */

@@ -141,7 +141,8 @@ void mmp_login_delay_done(struct mmp_session *sess)
 		/* POP3 says it in its last line; IMAP answers the tag, then BYE. */
 		if (sess->protocol == MMP_PROTO_IMAP)
 			mmp_answer(sess, MMP_ANSWER_AUTH_FAILED);
-		mmp_session_finish_answer(sess, "auth_blocked", MMP_ANSWER_BYE_BLOCKED);
+		mmp_session_finish_answer(sess, MT_OUTCOME_LIMIT, "auth_blocked",
+					  MMP_ANSWER_BYE_BLOCKED);
 		return;
 	}
 	mmp_answer(sess, MMP_ANSWER_AUTH_FAILED);

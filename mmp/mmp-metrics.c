@@ -1,7 +1,12 @@
 /* mmp-metrics.c — what mailtier-mmp exports on its metrics_listen: client
- * connections open and admitted, refused by reason, logins by result,
- * shards that refused a backend login, the bytes relayed each way and the
- * sessions relaying now — the counters of its "stats" log line, read at
+ * connections open and admitted, sessions by listener and how they ended
+ * (listener and outcome, lib-mail/conn-metrics: counted by the workers
+ * and main's refusals with atomics), refused by reason, logins by result,
+ * shards that refused a backend login, the bytes relayed each way, the
+ * sessions relaying now and of those the ones idle (no byte either way for
+ * idle_session_threshold: lib-mail/conn's quiet notice counts them as
+ * they change, no scan of the workers' sessions) — the counters of its
+ * "stats" log line, read at
  * each scrape (the workers count them with atomics) — and per shard and
  * protocol: whether the MMP sees it up (its down mark, cleared by the
  * probe) and its backend logins by result. Shard names are the
@@ -12,6 +17,7 @@
 #include "mmp.h"
 #include "metrics.h"
 #include "alloc.h"
+#include "conn-metrics.h"
 
 #include <stdlib.h>
 
@@ -20,10 +26,13 @@
 enum {
 	M_OPEN, M_CONNECTIONS, M_REFUSED_LIMIT, M_REFUSED_CLIENT, M_REFUSED_BLOCKED,
 	M_LOGIN_OK, M_LOGIN_FAILED, M_LOGIN_TEMPFAIL, M_BACKEND_REFUSED,
-	M_BYTES_IN, M_BYTES_OUT, M_RELAYS, M_COUNT
+	M_BYTES_IN, M_BYTES_OUT, M_RELAYS, M_IDLE, M_COUNT
 };
 
 static struct mt_series *series[M_COUNT];
+/* Set before the workers start, cleared after they stopped. */
+static struct mt_series *sessions[MMP_LISTENER_COUNT];
+static struct mt_conn_metrics *closed;
 
 static const char *const backend_results[MMP_BACKEND_STATUS_COUNT] = {
 	[MMP_BACKEND_OK] = "ok", [MMP_BACKEND_REFUSED] = "refused",
@@ -99,6 +108,7 @@ static void collect(void *context)
 	mt_series_store(series[M_BYTES_IN], atomic_load(&st->bytes_in));
 	mt_series_store(series[M_BYTES_OUT], atomic_load(&st->bytes_out));
 	mt_series_set(series[M_RELAYS], (double)atomic_load(&st->relays_open));
+	mt_series_set(series[M_IDLE], (double)atomic_load(&st->relays_idle));
 	collect_shards();
 }
 
@@ -109,7 +119,13 @@ void mmp_metrics_init(struct mmp_server *server, struct mt_metrics *m)
 	series[M_CONNECTIONS] = mt_metrics_counter_series(m,
 		"mailtier_mmp_connections_total",
 		"Client connections admitted (within the limits).");
-	struct mt_metric_family *f = mt_metrics_counter(m,
+	struct mt_metric_family *f = mt_metrics_counter(m, "mailtier_sessions_total",
+		"Client sessions accepted (admitted within the limits), by listener.",
+		"listener");
+	for (unsigned int k = 0; k < MMP_LISTENER_COUNT; k++)
+		sessions[k] = mt_metric_series1(f, mmp_listener_names[k]);
+	closed = mt_conn_metrics_new(m, mmp_listener_names, MMP_LISTENER_COUNT);
+	f = mt_metrics_counter(m,
 		"mailtier_mmp_connections_refused_total",
 		"Client connections refused, by reason (limit: conn_limit; client: "
 		"conn_limit_per_client; blocked: an address over auth_fail_limit).", "reason");
@@ -132,6 +148,12 @@ void mmp_metrics_init(struct mmp_server *server, struct mt_metrics *m)
 	series[M_RELAYS] = mt_metrics_gauge_series(m, "mailtier_mmp_sessions_relaying",
 		"Sessions logged in and relayed to a shard now (IMAP clients in IDLE or "
 		"between commands count here: the relay does not read the stream).");
+	series[M_IDLE] = mt_metrics_gauge_series(m, "mailtier_mmp_sessions_idle",
+		"Of the sessions relaying, those that have moved no byte either way (client "
+		"to store or store to client) for at least idle_session_threshold (60 s by "
+		"default): IMAP clients in IDLE with no news, mail clients left open. A "
+		"session counts from the moment the threshold passes until its next byte or "
+		"its end; kept as sessions change, not by a scan.");
 	init_shards(server, m);
 	mmp_clients_export_metrics(server->clients, m);
 	mt_metrics_add_collector(m, collect, server);
@@ -140,7 +162,21 @@ void mmp_metrics_init(struct mmp_server *server, struct mt_metrics *m)
 void mmp_metrics_free(struct mmp_server *server, struct mt_metrics *m)
 {
 	mt_metrics_remove_collector(m, collect, server);
+	mt_conn_metrics_free(&closed);
+	for (unsigned int k = 0; k < MMP_LISTENER_COUNT; k++)
+		sessions[k] = NULL;
 	free(shard_series);
 	shard_series = NULL;
 	n_shard_series = 0;
+}
+
+void mmp_metrics_session(enum mmp_listener_kind kind)
+{
+	if (sessions[kind] != NULL)
+		mt_series_add(sessions[kind], 1);
+}
+
+void mmp_metrics_session_closed(enum mmp_listener_kind kind, enum mt_conn_outcome outcome)
+{
+	mt_conn_metrics_closed(closed, kind, outcome);
 }

@@ -1,7 +1,8 @@
 /* mmp-relay.c — after login: copy bytes between the client and the store
  * shard, both ways, until either side closes. Nothing is parsed or changed
  * (the store speaks POP3 to the client from here on); per read event the
- * proxy adds only the byte counts and the idle time stamp.
+ * proxy adds only the byte counts and the idle time stamp (which also
+ * ends a quiet period: the idle-sessions gauge, lib-mail/conn).
  *
  * Two ways to move the bytes:
  *   bufferevents  the default, and always with TLS: evbuffer chains move
@@ -53,6 +54,7 @@ struct splice_dir {
 	struct event *wr;	/* dst writable (only while the pipe is full) */
 	uint64_t *counter;
 	const char *eof_end;	/* the session's end when src closes */
+	enum mt_conn_outcome eof_outcome;
 	bool eof;
 };
 
@@ -61,6 +63,7 @@ struct mmp_relay {
 	struct bufferevent *client;	/* bufferevent mode: taken from sess->conn */
 	struct bufferevent *backend;
 	const char *closing_end;	/* one side closed: flush, then close */
+	enum mt_conn_outcome closing_outcome;
 	bool spliced;
 	int client_fd, backend_fd;	/* splice mode: we own them */
 	struct splice_dir up, down;	/* client -> store, store -> client */
@@ -157,9 +160,10 @@ void mmp_relay_free(struct mmp_relay **relay_p)
 
 /* Splice mode */
 
-static void splice_close(struct splice_dir *d, const char *end)
+static void splice_close(struct splice_dir *d, enum mt_conn_outcome outcome,
+			 const char *end)
 {
-	mmp_session_close(d->relay->sess, end);
+	mmp_session_close(d->relay->sess, outcome, end);
 }
 
 /* Move what is in the pipe to dst. false when the session was closed. */
@@ -182,14 +186,14 @@ static bool splice_flush(struct splice_dir *d)
 			event_add(d->wr, NULL);
 			return true;
 		}
-		splice_close(d, "write_error");
+		splice_close(d, MT_OUTCOME_ERROR, "write_error");
 		return false;
 	}
 	event_del(d->wr);
 	if (d->pipe[0] >= 0)
 		pool_put(pool, d->pipe);
 	if (d->eof) {
-		splice_close(d, d->eof_end);
+		splice_close(d, d->eof_outcome, d->eof_end);
 		return false;
 	}
 	event_add(d->rd, NULL);
@@ -205,7 +209,7 @@ static void splice_read_cb(evutil_socket_t fd, short what, void *arg)
 	if (d->pipe[0] < 0 && !pool_take(relay->sess->worker->pipes, d->pipe)) {
 		mt_slog(MT_LOG_ERROR, &relay->sess->log, "pipe2: %s",
 			strerror(errno));
-		splice_close(d, "error");
+		splice_close(d, MT_OUTCOME_ERROR, "error");
 		return;
 	}
 	ssize_t n = splice(d->src, NULL, d->pipe[1], NULL, SPLICE_CHUNK,
@@ -219,6 +223,7 @@ static void splice_read_cb(evutil_socket_t fd, short what, void *arg)
 	} else if (errno != EAGAIN && errno != EINTR) {
 		d->eof = true;
 		d->eof_end = d == &relay->up ? "client_error" : "backend_error";
+		d->eof_outcome = MT_OUTCOME_ERROR;
 	}
 	splice_flush(d);
 }
@@ -231,7 +236,7 @@ static void splice_write_cb(evutil_socket_t fd, short what, void *arg)
 
 static void splice_dir_init(struct mmp_relay *relay, struct splice_dir *d,
 			    int src, int dst, uint64_t *counter,
-			    const char *eof_end)
+			    enum mt_conn_outcome eof_outcome, const char *eof_end)
 {
 	struct event_base *base = relay->sess->worker->base;
 	d->relay = relay;
@@ -240,6 +245,7 @@ static void splice_dir_init(struct mmp_relay *relay, struct splice_dir *d,
 	d->pipe[0] = d->pipe[1] = -1;
 	d->counter = counter;
 	d->eof_end = eof_end;
+	d->eof_outcome = eof_outcome;
 	d->rd = event_new(base, src, EV_READ | EV_PERSIST, splice_read_cb, d);
 	d->wr = event_new(base, dst, EV_WRITE | EV_PERSIST, splice_write_cb, d);
 	if (d->rd == NULL || d->wr == NULL)
@@ -266,9 +272,9 @@ static void switch_to_splice(struct mmp_relay *relay)
 	relay->backend_fd = fds[1];
 	relay->spliced = true;
 	splice_dir_init(relay, &relay->up, fds[0], fds[1], &sess->bytes_in,
-			"client_eof");
+			MT_OUTCOME_CLIENT_CLOSED, "client_eof");
 	splice_dir_init(relay, &relay->down, fds[1], fds[0], &sess->bytes_out,
-			"backend_eof");
+			MT_OUTCOME_BACKEND_CLOSED, "backend_eof");
 	mt_slog(MT_LOG_DEBUG, &sess->log, "relay: splice");
 }
 
@@ -331,7 +337,7 @@ static void drained(struct mmp_relay *relay, struct bufferevent *dst,
 {
 	if (evbuffer_get_length(bufferevent_get_output(dst)) == 0 &&
 	    relay->closing_end != NULL) {
-		mmp_session_close(relay->sess, relay->closing_end);
+		mmp_session_close(relay->sess, relay->closing_outcome, relay->closing_end);
 		return;
 	}
 	if (relay->closing_end == NULL &&
@@ -356,15 +362,16 @@ static void backend_write_cb(struct bufferevent *bev, void *arg)
 
 /* One side closed (or failed): flush what is on its way to the other. */
 static void side_closed(struct mmp_relay *relay, struct bufferevent *other,
-			const char *end)
+			enum mt_conn_outcome outcome, const char *end)
 {
 	if (relay->closing_end != NULL)
 		return;
 	relay->closing_end = end;
+	relay->closing_outcome = outcome;
 	bufferevent_disable(relay->client, EV_READ);
 	bufferevent_disable(relay->backend, EV_READ);
 	if (evbuffer_get_length(bufferevent_get_output(other)) == 0) {
-		mmp_session_close(relay->sess, end);
+		mmp_session_close(relay->sess, outcome, end);
 		return;
 	}
 	bufferevent_setwatermark(other, EV_WRITE, 0, 0);
@@ -377,13 +384,15 @@ static void client_event_cb(struct bufferevent *bev, short what, void *arg)
 	(void)bev;
 	if (relay->closing_end != NULL) {
 		/* The side we were flushing to is gone too. */
-		mmp_session_close(relay->sess, relay->closing_end);
+		mmp_session_close(relay->sess, relay->closing_outcome, relay->closing_end);
 		return;
 	}
 	/* Bytes read with the EOF are still to be passed on. */
 	copy(relay, bev, relay->backend, &relay->sess->bytes_in);
-	side_closed(relay, relay->backend,
-		    (what & BEV_EVENT_EOF) != 0 ? "client_eof" : "client_error");
+	if ((what & BEV_EVENT_EOF) != 0)
+		side_closed(relay, relay->backend, MT_OUTCOME_CLIENT_CLOSED, "client_eof");
+	else
+		side_closed(relay, relay->backend, MT_OUTCOME_ERROR, "client_error");
 }
 
 static void backend_event_cb(struct bufferevent *bev, short what, void *arg)
@@ -391,12 +400,16 @@ static void backend_event_cb(struct bufferevent *bev, short what, void *arg)
 	struct mmp_relay *relay = arg;
 	(void)bev;
 	if (relay->closing_end != NULL) {
-		mmp_session_close(relay->sess, relay->closing_end);
+		mmp_session_close(relay->sess, relay->closing_outcome, relay->closing_end);
 		return;
 	}
 	copy(relay, bev, relay->client, &relay->sess->bytes_out);
-	side_closed(relay, relay->client,
-		    (what & BEV_EVENT_EOF) != 0 ? "backend_eof" : "backend_error");
+	/* The store ended it: after the client's QUIT or LOGOUT, or its own
+	 * timeout or error (the relay does not read the stream to know). */
+	if ((what & BEV_EVENT_EOF) != 0)
+		side_closed(relay, relay->client, MT_OUTCOME_BACKEND_CLOSED, "backend_eof");
+	else
+		side_closed(relay, relay->client, MT_OUTCOME_ERROR, "backend_error");
 }
 
 void mmp_relay_start(struct mmp_session *sess, struct bufferevent *backend)
@@ -419,6 +432,9 @@ void mmp_relay_start(struct mmp_session *sess, struct bufferevent *backend)
 	const struct mt_mmp_settings *set = sess->worker->server->set;
 	mt_conn_set_idle(&sess->conn, sess->protocol == MMP_PROTO_IMAP ?
 			 set->imap_idle_timeout : set->idle_timeout);
+	/* The idle-sessions gauge: counted as it changes (mmp-session.c's
+	 * quiet op), never by scanning the workers' sessions. */
+	mt_conn_set_quiet(&sess->conn, set->idle_session_threshold);
 
 	bufferevent_setcb(client, client_read_cb, client_write_cb,
 			  client_event_cb, relay);

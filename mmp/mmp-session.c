@@ -174,14 +174,15 @@ void mmp_session_flushed_check(struct mmp_session *sess)
 }
 
 /* Can the session still say a last word? (else it is closed now) */
-static bool finish_begin(struct mmp_session *sess, const char *end)
+static bool finish_begin(struct mmp_session *sess, enum mt_conn_outcome outcome,
+			 const char *end)
 {
 	if (sess->state == MMP_STATE_DEAD || sess->state == MMP_STATE_CLOSING)
 		return false;
 	if (sess->end == NULL)
 		sess->end = end;
 	if (sess->conn.bev == NULL || sess->state == MMP_STATE_TLS_HANDSHAKE) {
-		mmp_session_close(sess, end);
+		mmp_session_close(sess, outcome, end);
 		return false;
 	}
 	mmp_login_abort(sess);
@@ -190,20 +191,20 @@ static bool finish_begin(struct mmp_session *sess, const char *end)
 }
 
 /* The last reply is queued: close once it is written. */
-static void finish_after_flush(struct mmp_session *sess)
+static void finish_after_flush(struct mmp_session *sess, enum mt_conn_outcome outcome)
 {
 	mt_conn_set_idle(&sess->conn, CLOSING_FLUSH_MSECS);
 	/* Written already: closes now (the caller returns at once). */
-	mt_conn_close_after(&sess->conn, sess->end);
+	mt_conn_close_after(&sess->conn, outcome, sess->end);
 }
 
-void mmp_session_finish(struct mmp_session *sess, const char *end,
-			const char *fmt, ...)
+void mmp_session_finish(struct mmp_session *sess, enum mt_conn_outcome outcome,
+			const char *end, const char *fmt, ...)
 {
 	struct evbuffer *scratch = sess->worker->scratch;
 	va_list ap;
 
-	if (!finish_begin(sess, end))
+	if (!finish_begin(sess, outcome, end))
 		return;
 	va_start(ap, fmt);
 	mt_line_vwrite(scratch, fmt, ap);
@@ -211,19 +212,21 @@ void mmp_session_finish(struct mmp_session *sess, const char *end,
 	count_status(sess, scratch);
 	sess->bytes_out += evbuffer_get_length(scratch);
 	mmp_bev_send(sess->conn.bev, !sess->tls, scratch);
-	finish_after_flush(sess);
+	finish_after_flush(sess, outcome);
 }
 
-void mmp_session_finish_queued(struct mmp_session *sess, const char *end)
+void mmp_session_finish_queued(struct mmp_session *sess, enum mt_conn_outcome outcome,
+			       const char *end)
 {
-	if (finish_begin(sess, end))
-		finish_after_flush(sess);
+	if (finish_begin(sess, outcome, end))
+		finish_after_flush(sess, outcome);
 }
 
-void mmp_session_finish_answer(struct mmp_session *sess, const char *end,
-			       enum mmp_answer answer)
+void mmp_session_finish_answer(struct mmp_session *sess, enum mt_conn_outcome outcome,
+			       const char *end, enum mmp_answer answer)
 {
-	mmp_session_finish(sess, end, "%s", mmp_answer_text(sess->protocol, answer));
+	mmp_session_finish(sess, outcome, end, "%s",
+			   mmp_answer_text(sess->protocol, answer));
 }
 
 void mmp_answer(struct mmp_session *sess, enum mmp_answer answer)
@@ -239,7 +242,8 @@ bool mmp_session_error(struct mmp_session *sess)
 {
 	if (++sess->errors < sess->worker->server->set->max_errors)
 		return true;
-	mmp_session_finish_answer(sess, "too_many_errors", MMP_ANSWER_BYE_ERRORS);
+	mmp_session_finish_answer(sess, MT_OUTCOME_LIMIT, "too_many_errors",
+				  MMP_ANSWER_BYE_ERRORS);
 	return false;
 }
 
@@ -302,11 +306,12 @@ static void release_admission(struct mmp_server *server, struct mmp_session *ses
 	}
 }
 
-void mmp_session_close(struct mmp_session *sess, const char *end)
+void mmp_session_close(struct mmp_session *sess, enum mt_conn_outcome outcome,
+		       const char *end)
 {
 	if (sess->end == NULL)
 		sess->end = end;
-	mt_conn_close(&sess->conn, end);
+	mt_conn_close(&sess->conn, outcome, end);
 }
 
 /* ops->closed: off the worker's list already; the bufferevent (if the
@@ -323,6 +328,9 @@ static void conn_closed(struct mt_conn *conn, const char *reason)
 	mmp_relay_free(&sess->relay);
 	mt_timer_free(&sess->penalty);
 	log_end(sess);
+	/* A refusal was counted when main refused it. */
+	if (sess->reject == NULL)
+		mmp_metrics_session_closed(sess->kind, mt_conn_outcome(conn));
 	mmp_enter_state(sess, MMP_STATE_DEAD);
 	atomic_fetch_add(&server->stats.bytes_in, sess->bytes_in);
 	atomic_fetch_add(&server->stats.bytes_out, sess->bytes_out);
@@ -392,7 +400,8 @@ void mmp_session_resume(struct mmp_session *sess)
 	if (sess->state == MMP_STATE_DEAD || sess->state == MMP_STATE_CLOSING)
 		return;
 	if (sess->worker->draining) {
-		mmp_session_finish_answer(sess, "shutdown", MMP_ANSWER_BYE_SHUTDOWN);
+		mmp_session_finish_answer(sess, MT_OUTCOME_SHUTDOWN, "shutdown",
+					  MMP_ANSWER_BYE_SHUTDOWN);
 		return;
 	}
 	mmp_enter_state(sess, MMP_STATE_AUTHORIZATION);
@@ -402,7 +411,7 @@ void mmp_session_resume(struct mmp_session *sess)
 static void greet(struct mmp_session *sess)
 {
 	if (sess->reject != NULL) {
-		mmp_session_finish(sess, "refused", "%s", sess->reject);
+		mmp_session_finish(sess, MT_OUTCOME_REFUSED, "refused", "%s", sess->reject);
 		return;
 	}
 	if (sess->protocol == MMP_PROTO_IMAP)
@@ -434,7 +443,7 @@ static void start_tls(struct mmp_session *sess)
 						      NULL, &discarded, &error);
 	if (bev == NULL) {
 		mt_slog(MT_LOG_WARNING, &sess->log, "STLS failed: %s", error);
-		mmp_session_close(sess, "tls_error");
+		mmp_session_close(sess, MT_OUTCOME_ERROR, "tls_error");
 		return;
 	}
 	if (discarded > 0)
@@ -487,18 +496,30 @@ static void conn_eof(struct mt_conn *conn, bool error)
 {
 	struct mmp_session *sess = conn_session(conn);
 	if (!error) {
-		mmp_session_close(sess, "client_eof");
+		mmp_session_close(sess, MT_OUTCOME_CLIENT_CLOSED, "client_eof");
 		return;
 	}
 	if (sess->tls) {
 		char why[128];
 		mt_slog(MT_LOG_DEBUG, &sess->log, "tls error: %s",
 			mt_tls_bev_error(conn->bev, why, sizeof(why)));
-		mmp_session_close(sess, sess->state == MMP_STATE_TLS_HANDSHAKE ?
+		mmp_session_close(sess, MT_OUTCOME_ERROR,
+				  sess->state == MMP_STATE_TLS_HANDSHAKE ?
 				  "tls_failed" : "client_error");
 		return;
 	}
-	mmp_session_close(sess, "client_error");
+	mmp_session_close(sess, MT_OUTCOME_ERROR, "client_error");
+}
+
+/* A relayed session went quiet for idle_session_threshold, or moves
+ * bytes again (or closes): the idle-sessions gauge. */
+static void conn_quiet(struct mt_conn *conn, bool quiet)
+{
+	struct mmp_counters *st = &conn_session(conn)->worker->server->stats;
+	if (quiet)
+		atomic_fetch_add(&st->relays_idle, 1);
+	else
+		atomic_fetch_sub(&st->relays_idle, 1);
 }
 
 /* Waiting on the directory, the penalty or the shard: not idle. */
@@ -517,13 +538,13 @@ static void conn_timeout(struct mt_conn *conn)
 	struct mmp_session *sess = conn_session(conn);
 	switch (sess->state) {
 	case MMP_STATE_RELAY:
-		mmp_session_close(sess, "idle_timeout");
+		mmp_session_close(sess, MT_OUTCOME_TIMEOUT, "idle_timeout");
 		break;
 	case MMP_STATE_TLS_HANDSHAKE:
-		mmp_session_close(sess, "login_timeout");
+		mmp_session_close(sess, MT_OUTCOME_TIMEOUT, "login_timeout");
 		break;
 	default:
-		mmp_session_finish_answer(sess, "login_timeout",
+		mmp_session_finish_answer(sess, MT_OUTCOME_TIMEOUT, "login_timeout",
 					  MMP_ANSWER_BYE_INACTIVITY);
 		break;
 	}
@@ -532,7 +553,8 @@ static void conn_timeout(struct mt_conn *conn)
 static const struct mt_conn_ops conn_ops = {
 	.input = conn_input, .output = conn_output, .connected = conn_connected,
 	.eof = conn_eof, .busy = conn_busy, .idle_timeout = conn_timeout,
-	.session_timeout = conn_timeout, .closed = conn_closed, .free = conn_free,
+	.session_timeout = conn_timeout, .quiet = conn_quiet, .closed = conn_closed,
+	.free = conn_free,
 };
 
 void mmp_session_new(struct mmp_worker *worker, int fd,
@@ -579,6 +601,8 @@ void mmp_session_new(struct mmp_worker *worker, int fd,
 	}
 	if (bev == NULL) {
 		mt_slog(MT_LOG_ERROR, &sess->log, "cannot start session: %s", error);
+		if (reject == NULL)
+			mmp_metrics_session_closed(kind, MT_OUTCOME_ERROR);
 		release_admission(server, sess);
 		session_free(sess);
 		return;
@@ -603,7 +627,8 @@ static void drain_session(struct mt_conn *conn)
 	case MMP_STATE_AUTHORIZATION:
 	case MMP_STATE_SASL:
 	case MMP_STATE_TLS_HANDSHAKE:
-		mmp_session_finish_answer(sess, "shutdown", MMP_ANSWER_BYE_SHUTDOWN);
+		mmp_session_finish_answer(sess, MT_OUTCOME_SHUTDOWN, "shutdown",
+					  MMP_ANSWER_BYE_SHUTDOWN);
 		break;
 	default:
 		/* Logging in: answered in mmp_session_resume(); relaying:

@@ -70,6 +70,10 @@ static const struct mt_setting_def mmp_settings[] = {
 	{ .name = "imap_idle_timeout", .type = MT_SETTING_DURATION,
 	  .offset = P(imap_idle_timeout), .default_value = "31m", .min = 1000,
 	  .doc = "Idle time allowed to a logged-in IMAP session (RFC 9051 5.4: at least 30 minutes; IDLE clients re-issue it every 29)." },
+	{ .name = "idle_session_threshold", .type = MT_SETTING_DURATION,
+	  .offset = P(idle_session_threshold), .default_value = "60s", .min = 1000,
+	  .max = 86400000,
+	  .doc = "A relayed session that has moved no byte either way for this long counts in the mailtier_mmp_sessions_idle gauge (metrics_listen) until its next byte or its end." },
 	MT_SETTINGS_END,
 };
 

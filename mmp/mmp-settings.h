@@ -31,6 +31,8 @@ struct mt_mmp_settings {
 	struct mt_hostport imap_listen;
 	struct mt_hostport imaps_listen;
 	uint64_t imap_idle_timeout;	/* ms */
+	/* Metrics: a relayed session this long without a byte is idle. */
+	uint64_t idle_session_threshold;	/* ms */
 };
 
 #endif

@@ -141,6 +141,8 @@ struct mmp_counters {
 	atomic_uint_fast64_t backend_refused;	/* -ERR from the shard (IN-USE...) */
 	atomic_uint_fast64_t bytes_in, bytes_out;
 	atomic_uint_fast64_t relays_open;	/* logged in, relaying now */
+	atomic_uint_fast64_t relays_idle;	/* of those, no byte for
+						 * idle_session_threshold */
 };
 
 struct mmp_server {
@@ -266,17 +268,21 @@ void mmp_session_flushed_check(struct mmp_session *sess);
  * tagged with the login's tag). */
 void mmp_answer(struct mmp_session *sess, enum mmp_answer answer);
 /* The last reply is queued already: close once it is written. */
-void mmp_session_finish_queued(struct mmp_session *sess, const char *end);
+void mmp_session_finish_queued(struct mmp_session *sess, enum mt_conn_outcome outcome,
+			       const char *end);
 /* mmp_session_finish() with an answer's line. */
-void mmp_session_finish_answer(struct mmp_session *sess, const char *end,
-			       enum mmp_answer answer);
+void mmp_session_finish_answer(struct mmp_session *sess, enum mt_conn_outcome outcome,
+			       const char *end, enum mmp_answer answer);
 /* Last reply, then close once it is written (at once if it was: the
- * session may be closed when this returns). */
-void mmp_session_finish(struct mmp_session *sess, const char *end,
-			const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+ * session may be closed when this returns). end is the log line's word,
+ * outcome the metrics' (lib-mail/conn.h); the first of each is kept. */
+void mmp_session_finish(struct mmp_session *sess, enum mt_conn_outcome outcome,
+			const char *end, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 /* Close now: log the session line, release everything but the struct,
  * which is freed after the current callback. Idempotent. */
-void mmp_session_close(struct mmp_session *sess, const char *end);
+void mmp_session_close(struct mmp_session *sess, enum mt_conn_outcome outcome,
+		       const char *end);
 /* Read and run the client's command lines until the state leaves
  * AUTHORIZATION/SASL or the input runs dry. */
 void mmp_session_input(struct mmp_session *sess);
@@ -461,6 +467,11 @@ void mmp_clients_sweep(struct mmp_clients *clients, uint64_t now_ms);
 /* mmp-metrics.c: the counters on metrics_listen (read at scrapes). */
 struct mt_metrics;
 void mmp_metrics_init(struct mmp_server *server, struct mt_metrics *m);
+/* Any thread: a connection admitted on a listener of kind (the main
+ * loop's accept), and one that ended with outcome (a worker's session,
+ * or a connection refused at accept: MT_OUTCOME_REFUSED). */
+void mmp_metrics_session(enum mmp_listener_kind kind);
+void mmp_metrics_session_closed(enum mmp_listener_kind kind, enum mt_conn_outcome outcome);
 /* Before the shards are freed. */
 void mmp_metrics_free(struct mmp_server *server, struct mt_metrics *m);
 /* Addresses tracked (tests, stats). */

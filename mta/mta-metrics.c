@@ -7,6 +7,7 @@
 #include "bdb-checkpoint.h"
 #include "bdb-commit.h"
 #include "command-metrics.h"
+#include "conn-metrics.h"
 #include "delivery.h"
 #include "mta.h"
 #include "metrics.h"
@@ -22,6 +23,9 @@ static const char *const refusal_names[MTA_REFUSED_COUNT] = {
 };
 static const char *const rcpt_refusal_names[MTA_RCPT_COUNT] = {
 	"unknown_user", "relay_denied", "too_many", "directory", "limited",
+};
+static const char *const destination_names[MTA_DEST_COUNT] = {
+	[MTA_DEST_LOCAL] = "local", [MTA_DEST_REMOTE] = "remote",
 };
 static const char *const service_names[SMTP_SERVICE_COUNT] = {
 	"smtp", "submission", "submissions",
@@ -47,6 +51,7 @@ struct mta_metrics {
 	struct mt_series *accepted;
 	struct mt_series *refused[MTA_REFUSED_COUNT];
 	struct mt_series *rcpt_refused[MTA_RCPT_COUNT];
+	struct mt_series *rcpt_accepted[MTA_DEST_COUNT];
 	struct mt_series *sessions[SMTP_SERVICE_COUNT];
 	struct mt_series *deliveries[2][N_RESULTS];	/* [lmtp][result] */
 	struct mt_series *latency[2];
@@ -54,6 +59,7 @@ struct mta_metrics {
 	struct mt_series *dsns[2];	/* [to_postmaster] */
 	struct mt_metric_family *milter_results;
 	struct mt_command_metrics *commands;
+	struct mt_conn_metrics *closed;
 	/* Read by the collector. */
 	struct mt_series *connections_open, *queue_messages, *queue_oldest_age;
 	struct mt_series *flushes, *flushed_messages, *commit_seconds, *flush_seconds;
@@ -99,10 +105,19 @@ void mta_metrics_init(struct mta *mta, struct mt_metrics *m)
 		"Recipients refused at RCPT, by reason.", "reason");
 	for (unsigned int i = 0; i < MTA_RCPT_COUNT; i++)
 		mm->rcpt_refused[i] = mt_metric_series1(f, rcpt_refusal_names[i]);
+	f = mt_metrics_counter(m, "mailtier_mta_recipients_total",
+		"Recipients accepted at RCPT (the 250 that adds one to a transaction; a "
+		"repeated address is not counted again; refused ones are "
+		"mailtier_mta_recipients_refused_total), by destination: local (a user of "
+		"local_domains found in the directory, delivered by LMTP to its store "
+		"shard), remote (another domain, relayed by SMTP).", "destination");
+	for (unsigned int i = 0; i < MTA_DEST_COUNT; i++)
+		mm->rcpt_accepted[i] = mt_metric_series1(f, destination_names[i]);
 	f = mt_metrics_counter(m, "mailtier_sessions_total",
 		"Client sessions accepted, by listener.", "listener");
 	for (unsigned int i = 0; i < SMTP_SERVICE_COUNT; i++)
 		mm->sessions[i] = mt_metric_series1(f, service_names[i]);
+	mm->closed = mt_conn_metrics_new(m, service_names, SMTP_SERVICE_COUNT);
 	f = mt_metrics_counter(m, "mailtier_mta_deliveries_total",
 		"Recipient delivery results, by destination kind (lmtp: a store; "
 		"smtp: a relay or MX).", "destination,result");
@@ -171,6 +186,7 @@ void mta_metrics_free(struct mta *mta)
 	queue_observe_commit_latency(mta->queue, NULL);
 	queue_observe_checkpoints(mta->queue, NULL);
 	mt_command_metrics_free(&mm->commands);
+	mt_conn_metrics_free(&mm->closed);
 	free(mm);
 	mta->metrics = NULL;
 }
@@ -193,10 +209,23 @@ void mta_metrics_rcpt_refused(struct mta *mta, enum mta_rcpt_refusal why)
 		mt_series_add(mta->metrics->rcpt_refused[why], 1);
 }
 
+void mta_metrics_rcpt_accepted(struct mta *mta, enum mta_destination destination)
+{
+	if (mta->metrics != NULL)
+		mt_series_add(mta->metrics->rcpt_accepted[destination], 1);
+}
+
 void mta_metrics_session(struct mta *mta, enum smtp_service service)
 {
 	if (mta->metrics != NULL)
 		mt_series_add(mta->metrics->sessions[service], 1);
+}
+
+void mta_metrics_session_closed(struct mta *mta, enum smtp_service service,
+				enum mt_conn_outcome outcome)
+{
+	if (mta->metrics != NULL)
+		mt_conn_metrics_closed(mta->metrics->closed, service, outcome);
 }
 
 void mta_metrics_session_end(struct mta *mta, const struct mt_commands *commands)

@@ -1,6 +1,7 @@
 /* mta-metrics.h — what mailtier-mta exports on its metrics_listen
  * (lib/metrics.h): messages accepted and refused by reason, recipients
- * refused by reason, sessions by listener, SMTP commands by verb, the
+ * accepted by destination kind and refused by reason, sessions by listener and how they ended (listener and
+ * outcome, lib-mail/conn-metrics), SMTP commands by verb, the
  * queue's size and oldest message's age, deliveries by result and
  * destination kind, their latency from arrival, bounces, and the queue's
  * log flushes (messages per flush is the ratio of two counters). The
@@ -40,6 +41,13 @@ enum mta_rcpt_refusal {
 	MTA_RCPT_COUNT
 };
 
+/* Where an accepted recipient goes. */
+enum mta_destination {
+	MTA_DEST_LOCAL,		/* a user of local_domains: delivered by LMTP to its shard */
+	MTA_DEST_REMOTE,	/* another domain: relayed by SMTP */
+	MTA_DEST_COUNT
+};
+
 /* Register the families and the collector (after the queue, delivery and
  * SMTP server exist); mta_metrics_free before they go. */
 void mta_metrics_init(struct mta *mta, struct mt_metrics *m);
@@ -48,7 +56,14 @@ void mta_metrics_free(struct mta *mta);
 void mta_metrics_accepted(struct mta *mta);
 void mta_metrics_refused(struct mta *mta, enum mta_refusal why);
 void mta_metrics_rcpt_refused(struct mta *mta, enum mta_rcpt_refusal why);
+/* A recipient accepted at RCPT (its 250; a repeated one is not counted). */
+void mta_metrics_rcpt_accepted(struct mta *mta, enum mta_destination destination);
 void mta_metrics_session(struct mta *mta, enum smtp_service service);
+/* A session of service ended with outcome (lib-mail/conn.h); also a
+ * connection turned away at accept (MT_OUTCOME_REFUSED, or SHUTDOWN while
+ * draining), which was no session. */
+void mta_metrics_session_closed(struct mta *mta, enum smtp_service service,
+				enum mt_conn_outcome outcome);
 /* A session's counters when it ends. */
 void mta_metrics_session_end(struct mta *mta, const struct mt_commands *commands);
 /* One recipient's delivery result: lmtp is a store, else SMTP (relay/MX);

@@ -387,6 +387,21 @@ static bool rcpt_limited(struct smtp_session *s, const char *address)
 	return true;
 }
 
+/* RCPT's 250: the pending recipient joins the transaction and is counted
+ * by where it goes (a user of the local domains, found in the directory:
+ * its store shard; another domain: relayed). */
+static void rcpt_ok(struct smtp_session *s)
+{
+	struct smtp_pending_rcpt *pending = &s->pending_rcpt;
+	enum mta_destination destination = s->pending_rcpt_local ? MTA_DEST_LOCAL :
+		MTA_DEST_REMOTE;
+	unsigned int before = s->tx.rcpt_count;
+	smtp_tx_add_rcpt(s, pending);
+	if (s->tx.rcpt_count > before)
+		mta_metrics_rcpt_accepted(s->mta, destination);
+	mt_smtpd_reply(&s->smtpd, 250, "2.1.5 Ok");
+}
+
 static void rcpt_milter_done(struct smtp_session *s, const struct smtp_milter_verdict *v)
 {
 	struct smtp_pending_rcpt *pending = &s->pending_rcpt;
@@ -394,8 +409,7 @@ static void rcpt_milter_done(struct smtp_session *s, const struct smtp_milter_ve
 		smtp_milter_reply(s, v);
 		pending_clear(pending);
 	} else {
-		smtp_tx_add_rcpt(s, pending);
-		mt_smtpd_reply(&s->smtpd, 250, "2.1.5 Ok");
+		rcpt_ok(s);
 	}
 	mt_smtpd_enter_state(&s->smtpd, MT_SMTPD_COMMAND);
 	mt_smtpd_resume(&s->smtpd);
@@ -407,8 +421,7 @@ static bool rcpt_accept(struct smtp_session *s)
 {
 	struct smtp_pending_rcpt *pending = &s->pending_rcpt;
 	if (!smtp_milter_active(s)) {
-		smtp_tx_add_rcpt(s, pending);
-		mt_smtpd_reply(&s->smtpd, 250, "2.1.5 Ok");
+		rcpt_ok(s);
 		return false;
 	}
 	mt_smtpd_enter_state(&s->smtpd, MT_SMTPD_WAIT);
@@ -503,6 +516,7 @@ void smtp_cmd_rcpt(struct smtp_session *s, const char *args)
 	}
 	bool local = (role != NULL || !addr->is_literal) &&
 		mta_policy_is_local_domain(s->mta->policy, domain);
+	s->pending_rcpt_local = local;
 	if (local && role == NULL && rcpt_limited(s, pending.address)) {
 		pending_clear(&pending);
 		return;
@@ -555,7 +569,7 @@ void smtp_cmd_noop(struct smtp_session *s, const char *args)
 
 void smtp_cmd_quit(struct smtp_session *s, const char *args)
 {
-	mt_smtpd_finish(&s->smtpd, 221, "2.0.0 Bye");
+	mt_smtpd_finish(&s->smtpd, MT_OUTCOME_QUIT, 221, "2.0.0 Bye");
 }
 
 void smtp_cmd_vrfy(struct smtp_session *s, const char *args)

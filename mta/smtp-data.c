@@ -346,7 +346,8 @@ static bool improper_pipelining(struct smtp_session *s)
 	mt_slog(MT_LOG_WARNING, &s->log, "improper command pipelining after DATA "
 		"from %s: %zu octets before the 354 (forbid_unauth_pipelining)",
 		s->peer_name, pending);
-	mt_smtpd_finish(&s->smtpd, 554, "5.5.0 Error: SMTP protocol synchronization");
+	mt_smtpd_finish(&s->smtpd, MT_OUTCOME_LIMIT, 554,
+			"5.5.0 Error: SMTP protocol synchronization");
 	return true;
 }
 

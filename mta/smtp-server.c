@@ -28,6 +28,7 @@
 #include "authfail.h"
 #include "authfail-metrics.h"
 #include "log.h"
+#include "mta-metrics.h"
 #include "mta.h"
 
 #include <stdio.h>
@@ -183,6 +184,7 @@ void smtp_server_accept(struct smtp_server *server, enum smtp_service service,
 
 	smtp_format_peer_ip(peer, ip, sizeof(ip));
 	if (server->draining) {
+		mta_metrics_session_closed(server->mta, service, MT_OUTCOME_SHUTDOWN);
 		close(fd);
 		return;
 	}
@@ -191,6 +193,7 @@ void smtp_server_accept(struct smtp_server *server, enum smtp_service service,
 			   (unsigned int)set->max_sessions);
 		snprintf(line, sizeof(line), "421 4.3.2 %s Too many connections, "
 			 "try again later\r\n", server->mta->hostname);
+		mta_metrics_session_closed(server->mta, service, MT_OUTCOME_REFUSED);
 		refuse(fd, service, line);
 		return;
 	}
@@ -202,6 +205,7 @@ void smtp_server_accept(struct smtp_server *server, enum smtp_service service,
 		snprintf(line, sizeof(line), "421 4.7.0 %s Too many connections "
 			 "from your address, try again later\r\n",
 			 server->mta->hostname);
+		mta_metrics_session_closed(server->mta, service, MT_OUTCOME_REFUSED);
 		refuse(fd, service, line);
 		return;
 	}

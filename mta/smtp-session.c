@@ -46,7 +46,8 @@ static void idle_timeout(struct mt_smtpd *d)
 	struct smtp_session *s = SMTP_SESSION(d);
 	mt_slog(MT_LOG_INFO, &s->log, "timeout after state=%s from %s",
 		mt_smtpd_state_names[d->state], s->peer_name);
-	mt_smtpd_finish(d, 421, "4.4.2 %s Error: timeout exceeded", s->mta->hostname);
+	mt_smtpd_finish(d, MT_OUTCOME_TIMEOUT, 421, "4.4.2 %s Error: timeout exceeded",
+			s->mta->hostname);
 }
 
 static void session_timeout(struct mt_smtpd *d)
@@ -54,8 +55,8 @@ static void session_timeout(struct mt_smtpd *d)
 	struct smtp_session *s = SMTP_SESSION(d);
 	mt_slog(MT_LOG_INFO, &s->log, "max_session_time reached from %s",
 		s->peer_name);
-	mt_smtpd_finish(d, 421, "4.4.2 %s Error: session time limit exceeded",
-			s->mta->hostname);
+	mt_smtpd_finish(d, MT_OUTCOME_TIMEOUT, 421,
+			"4.4.2 %s Error: session time limit exceeded", s->mta->hostname);
 }
 
 /* Sessions receiving content are counted for the queue's group commit. */
@@ -115,7 +116,7 @@ static void run(struct mt_smtpd *d, unsigned int index, const char *arg)
 	struct smtp_session *s = SMTP_SESSION(d);
 	const struct smtp_command *cmd = &smtp_commands[index];
 	if (smtp_server_draining(s) && cmd->handler != smtp_cmd_quit) {
-		mt_smtpd_finish(d, 421, "4.3.2 %s Service shutting down",
+		mt_smtpd_finish(d, MT_OUTCOME_SHUTDOWN, 421, "4.3.2 %s Service shutting down",
 				s->mta->hostname);
 		return;
 	}
@@ -132,13 +133,13 @@ static void refuse(struct mt_smtpd *d, enum mt_command_verdict verdict,
 {
 	struct smtp_session *s = SMTP_SESSION(d);
 	if (call->def != NULL && smtp_server_draining(s)) {
-		mt_smtpd_finish(d, 421, "4.3.2 %s Service shutting down",
+		mt_smtpd_finish(d, MT_OUTCOME_SHUTDOWN, 421, "4.3.2 %s Service shutting down",
 				s->mta->hostname);
 		return;
 	}
 	switch (verdict) {
 	case MT_COMMAND_TOO_MUCH_JUNK:
-		mt_smtpd_finish(d, 421, "4.7.0 %s Error: too many %s commands",
+		mt_smtpd_finish(d, MT_OUTCOME_LIMIT, 421, "4.7.0 %s Error: too many %s commands",
 				s->mta->hostname, call->def->name);
 		return;
 	case MT_COMMAND_NEEDS_TLS:
@@ -179,7 +180,8 @@ static bool next_command(struct mt_smtpd *d)
 	struct smtp_session *s = SMTP_SESSION(d);
 	if (d->errors <= s->mta->set->max_errors)
 		return true;
-	mt_smtpd_finish(d, 421, "4.7.0 %s Error: too many errors", s->mta->hostname);
+	mt_smtpd_finish(d, MT_OUTCOME_LIMIT, 421, "4.7.0 %s Error: too many errors",
+			s->mta->hostname);
 	return false;
 }
 
@@ -229,7 +231,7 @@ static void conn_eof(struct mt_smtpd *d, bool error)
 			 mt_tls_bev_error(d->conn.bev, tls_error, sizeof(tls_error)));
 	else
 		snprintf(why, sizeof(why), "connection error in state %s", state);
-	smtp_session_close(s, why);
+	smtp_session_close(s, error ? MT_OUTCOME_ERROR : MT_OUTCOME_CLIENT_CLOSED, why);
 }
 
 static void conn_closed(struct mt_smtpd *d, const char *reason);
@@ -303,6 +305,7 @@ struct smtp_session *smtp_session_new(struct mta *mta, struct mt_conn_list *list
 			s->peer_name, error);
 		if (service != SMTP_SERVICE_SUBMISSIONS || mta->tls_server == NULL)
 			close(fd);
+		mta_metrics_session_closed(mta, service, MT_OUTCOME_ERROR);
 		free(s);
 		return NULL;
 	}
@@ -345,9 +348,10 @@ static void conn_free(struct mt_smtpd *d)
 	mta_drain_check(mta);
 }
 
-void smtp_session_close(struct smtp_session *s, const char *reason)
+void smtp_session_close(struct smtp_session *s, enum mt_conn_outcome outcome,
+			const char *reason)
 {
-	mt_smtpd_close(&s->smtpd, reason);
+	mt_smtpd_close(&s->smtpd, outcome, reason);
 }
 
 /* The summary line, cancel what is in flight; the engine frees its own
@@ -360,6 +364,7 @@ static void conn_closed(struct mt_smtpd *d, const char *reason)
 		smtp_server_note_receiving(s->mta->server, -1);
 	s->log.queue_id[0] = '\0';
 	log_summary(s, reason);
+	mta_metrics_session_closed(s->mta, s->service, mt_conn_outcome(&d->conn));
 	mt_dirsvc_request_cancel(&s->dir_req);
 	queue_op_forget(&s->queue_op);
 	smtp_tx_reset(s);
@@ -382,8 +387,8 @@ void smtp_session_drain(struct smtp_session *s)
 	 * gets the 421 (run()). */
 	if (s->smtpd.state == MT_SMTPD_COMMAND && !s->tx.active &&
 	    mt_smtpd_input_pending(&s->smtpd) == 0)
-		mt_smtpd_finish(&s->smtpd, 421, "4.3.2 %s Service shutting down",
-				s->mta->hostname);
+		mt_smtpd_finish(&s->smtpd, MT_OUTCOME_SHUTDOWN, 421,
+				"4.3.2 %s Service shutting down", s->mta->hostname);
 	else if (s->smtpd.state == MT_SMTPD_HANDSHAKE)
-		smtp_session_close(s, "shutdown during tls handshake");
+		smtp_session_close(s, MT_OUTCOME_SHUTDOWN, "shutdown during tls handshake");
 }

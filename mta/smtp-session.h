@@ -121,6 +121,7 @@ struct smtp_session {
 
 	struct smtp_tx tx;
 	struct smtp_pending_rcpt pending_rcpt;
+	bool pending_rcpt_local;	/* a local domain's (metrics: its destination) */
 	struct mt_dirsvc_request *dir_req;
 	struct queue_op *queue_op;
 	struct smtp_milters *milter;	/* the listener's mail filters, or NULL */
@@ -180,7 +181,8 @@ struct smtp_session *smtp_session_new(struct mta *mta, struct mt_conn_list *list
 				      enum smtp_service service, int fd,
 				      const struct sockaddr *peer, socklen_t peerlen);
 /* Close now: log the summary, cancel what is pending, free from the loop. */
-void smtp_session_close(struct smtp_session *s, const char *reason);
+void smtp_session_close(struct smtp_session *s, enum mt_conn_outcome outcome,
+			const char *reason);
 /* Drain: an idle session says 421 and closes; a busy one after its reply. */
 void smtp_session_drain(struct smtp_session *s);
 /* The client's address without the port ("192.0.2.1", "2001:db8::1"). */

@@ -153,7 +153,7 @@ static void cmd_logout(struct imap_session *s, const struct mt_imap_command *cmd
 {
 	mt_imap_login_logout(&s->login_phase, cmd);
 	if (cmd->count == 0)
-		imap_close_after(s, "logout");
+		imap_close_after(s, MT_OUTCOME_QUIT, "logout");
 }
 
 static void cmd_id(struct imap_session *s, const struct mt_imap_command *cmd)

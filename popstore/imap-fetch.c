@@ -485,7 +485,7 @@ static void body_read_done(struct mt_store_req *req, void *context)
 		mt_slog(MT_LOG_WARNING, &s->log, "imap fetch read failed: %s: %s",
 			mt_store_status_name(status), status != MT_STORE_OK ? error : "short");
 		imap_fetch_free(s);
-		imap_close_after(s, "fetch-read-failed");
+		imap_close_after(s, MT_OUTCOME_ERROR, "fetch-read-failed");
 		if (status == MT_STORE_FATAL)
 			popstore_store_fatal(s->ps, error);
 		return;

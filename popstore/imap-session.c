@@ -49,7 +49,8 @@ const char *const imap_state_names[IMAP_STATE_COUNT] = {
 };
 
 static void imap_process(struct imap_session *s);
-static void imap_close(struct imap_session *s, const char *reason);
+static void imap_close(struct imap_session *s, enum mt_conn_outcome outcome,
+		       const char *reason);
 
 void imap_enter_state(struct imap_session *s, enum imap_state state)
 {
@@ -94,12 +95,13 @@ void imap_tagged(struct imap_session *s, const char *tag, const char *fmt, ...)
 	va_end(ap);
 }
 
-void imap_close_after(struct imap_session *s, const char *reason)
+void imap_close_after(struct imap_session *s, enum mt_conn_outcome outcome,
+		      const char *reason)
 {
 	if (s->state == IMAP_STATE_LOGOUT)
 		return;
 	imap_enter_state(s, IMAP_STATE_LOGOUT);
-	mt_conn_close_after(&s->conn, reason);
+	mt_conn_close_after(&s->conn, outcome, reason);
 }
 
 /* One error more: too many end the session (RFC 9051 7.1.5's BYE). */
@@ -109,7 +111,7 @@ static void count_error(struct imap_session *s)
 		mt_slog(MT_LOG_WARNING, &s->log, "imap too many errors=%u: disconnecting",
 			s->errors);
 		imap_line(s, "* BYE Too many errors, closing connection");
-		imap_close_after(s, "errors");
+		imap_close_after(s, MT_OUTCOME_LIMIT, "errors");
 	}
 }
 
@@ -160,7 +162,7 @@ void imap_store_fatal(struct imap_session *s, const char *tag, const char *error
 {
 	imap_tagged(s, tag, "NO [UNAVAILABLE] Mailbox store failed");
 	imap_line(s, "* BYE Server restarting");
-	imap_close_after(s, "store-failed");
+	imap_close_after(s, MT_OUTCOME_ERROR, "store-failed");
 	popstore_store_fatal(s->ps, error);
 }
 
@@ -181,7 +183,7 @@ static void imap_starttls_now(struct imap_session *s)
 						      &discarded, &error);
 	if (bev == NULL) {
 		mt_slog(MT_LOG_WARNING, &s->log, "imap starttls failed: %s", error);
-		imap_close(s, "tls-failed");
+		imap_close(s, MT_OUTCOME_ERROR, "tls-failed");
 		return;
 	}
 	mt_conn_set_bev(&s->conn, bev);
@@ -211,7 +213,7 @@ static bool process_raw_line(struct imap_session *s, struct evbuffer *in)
 	switch (st) {
 	case MT_LINE_NEED_MORE:
 		if (s->input_eof)
-			imap_close(s, "eof");
+			imap_close(s, MT_OUTCOME_CLIENT_CLOSED, "eof");
 		return false;
 	case MT_LINE_OK:
 		if (idle)
@@ -240,7 +242,7 @@ static bool process_command(struct imap_session *s, struct evbuffer *in)
 	size_t len = evbuffer_get_contiguous_space(in);
 	if (len == 0) {
 		if (s->input_eof)
-			imap_close(s, "eof");
+			imap_close(s, MT_OUTCOME_CLIENT_CLOSED, "eof");
 		return false;
 	}
 	const unsigned char *data = evbuffer_pullup(in, (ssize_t)len);
@@ -273,7 +275,7 @@ static bool process_command(struct imap_session *s, struct evbuffer *in)
 	case MT_IMAP_PARSE_FATAL:
 		mt_slog(MT_LOG_INFO, &s->log, "imap unfollowable input: %s", p->error);
 		imap_line(s, "* BYE %s", p->error);
-		imap_close_after(s, "protocol-error");
+		imap_close_after(s, MT_OUTCOME_LIMIT, "protocol-error");
 		break;
 	}
 	if (not_auth)
@@ -299,7 +301,7 @@ static void imap_process(struct imap_session *s)
 			return;
 		if (s->drain) {
 			imap_line(s, "* BYE [UNAVAILABLE] Server shutting down");
-			imap_close_after(s, "shutdown");
+			imap_close_after(s, MT_OUTCOME_SHUTDOWN, "shutdown");
 			return;
 		}
 		bool more = s->state == IMAP_STATE_SASL || s->state == IMAP_STATE_IDLE ?
@@ -360,7 +362,7 @@ static void conn_eof(struct mt_conn *conn, bool error)
 	if (s->tls)
 		mt_slog(MT_LOG_INFO, &s->log, "imap tls error: %s",
 			mt_tls_bev_error(conn->bev, buf, sizeof(buf)));
-	imap_close(s, "error");
+	imap_close(s, MT_OUTCOME_ERROR, "error");
 }
 
 static bool conn_busy(struct mt_conn *conn)
@@ -374,7 +376,7 @@ static void conn_idle_timeout(struct mt_conn *conn)
 {
 	struct imap_session *s = conn_session(conn);
 	if (s->state == IMAP_STATE_STARTTLS) {
-		imap_close(s, "idle-timeout");
+		imap_close(s, MT_OUTCOME_TIMEOUT, "idle-timeout");
 		return;
 	}
 	/* RFC 9051 5.4: the autologout; the core closes once this is written. */
@@ -403,7 +405,8 @@ static void conn_closed(struct mt_conn *conn, const char *reason)
 	struct imap_session *s = conn_session(conn);
 	struct mt_buf counts = MT_BUF_INIT;
 	mt_commands_summary(&imap_command_table, &s->commands, "cmd_", &counts);
-	popstore_metrics_session_end(s->ps, POPSTORE_IMAP, &s->commands);
+	popstore_metrics_session_end(s->ps, POPSTORE_IMAP, mt_conn_outcome(conn),
+				     &s->commands);
 	mt_slog(MT_LOG_INFO, &s->log, "imap disconnect peer=%s user=%s reason=%s%s errors=%u",
 		s->peer, s->user != NULL ? s->user : "-", reason,
 		mt_buf_cstr(&counts), s->errors);
@@ -431,9 +434,10 @@ static const struct mt_conn_ops conn_ops = {
 	.closed = conn_closed, .free = conn_free,
 };
 
-static void imap_close(struct imap_session *s, const char *reason)
+static void imap_close(struct imap_session *s, enum mt_conn_outcome outcome,
+		       const char *reason)
 {
-	mt_conn_close(&s->conn, reason);
+	mt_conn_close(&s->conn, outcome, reason);
 }
 
 void imap_session_accept(struct popstore *ps, int fd, const struct sockaddr *peer,
@@ -443,7 +447,7 @@ void imap_session_accept(struct popstore *ps, int fd, const struct sockaddr *pee
 	struct mt_logctx log = { .session_id = mt_session_id_new() };
 
 	static const char busy[] = "* BYE [UNAVAILABLE] Too many sessions, try again later\r\n";
-	struct bufferevent *bev = popstore_accept(ps, fd, peer, implicit_tls, "imap",
+	struct bufferevent *bev = popstore_accept(ps, fd, peer, implicit_tls, POPSTORE_IMAP,
 						  busy, &log, addr);
 	if (bev == NULL)
 		return;

@@ -151,7 +151,8 @@ void imap_tagged(struct imap_session *s, const char *tag, const char *fmt, ...)
 void imap_error(struct imap_session *s, const char *tag, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void imap_error_line(struct imap_session *s, const char *line);
-void imap_close_after(struct imap_session *s, const char *reason);
+void imap_close_after(struct imap_session *s, enum mt_conn_outcome outcome,
+		      const char *reason);
 /* A command waits on the store (or the directory): read nothing more. */
 void imap_wait(struct imap_session *s);
 /* It is done: back to the state it came from, go on with pipelined input. */

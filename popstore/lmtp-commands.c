@@ -400,5 +400,5 @@ static void cmd_noop(struct lmtp_session *s, const char *arg)
 static void cmd_quit(struct lmtp_session *s, const char *arg)
 {
 	mt_smtpd_reply(&s->smtpd, 221, "2.0.0 %s Bye", s->ps->hostname);
-	lmtp_close_after(s, "quit");
+	lmtp_close_after(s, MT_OUTCOME_QUIT, "quit");
 }

@@ -34,13 +34,14 @@
 
 #include <event2/bufferevent.h>
 
-void lmtp_close_after(struct lmtp_session *s, const char *reason)
+void lmtp_close_after(struct lmtp_session *s, enum mt_conn_outcome outcome,
+		      const char *reason)
 {
 	if (s->smtpd.state == MT_SMTPD_CLOSING)
 		return;
 	mt_smtpd_enter_state(&s->smtpd, MT_SMTPD_CLOSING);
 	/* The core closes once the reply is out. */
-	mt_conn_close_after(&s->smtpd.conn, reason);
+	mt_conn_close_after(&s->smtpd.conn, outcome, reason);
 }
 
 void lmtp_error(struct lmtp_session *s, int code, const char *fmt, ...)
@@ -54,7 +55,7 @@ void lmtp_error(struct lmtp_session *s, int code, const char *fmt, ...)
 			s->errors);
 		mt_smtpd_reply(&s->smtpd, 421, "4.7.0 %s Too many errors, closing connection",
 			   s->ps->hostname);
-		lmtp_close_after(s, "errors");
+		lmtp_close_after(s, MT_OUTCOME_LIMIT, "errors");
 	}
 }
 
@@ -77,9 +78,10 @@ void lmtp_tx_reset(struct lmtp_session *s)
 
 /* The engine's hooks (lib-mail/smtpd.h) */
 
-static void lmtp_close(struct lmtp_session *s, const char *reason)
+static void lmtp_close(struct lmtp_session *s, enum mt_conn_outcome outcome,
+		       const char *reason)
 {
-	mt_smtpd_close(&s->smtpd, reason);
+	mt_smtpd_close(&s->smtpd, outcome, reason);
 }
 
 static void greet(struct mt_smtpd *d)
@@ -137,7 +139,7 @@ static bool next_command(struct mt_smtpd *d)
 	if (!s->drain || s->tx.active)
 		return true;
 	mt_smtpd_reply(d, 421, "4.3.2 %s Service shutting down", s->ps->hostname);
-	lmtp_close_after(s, "shutdown");
+	lmtp_close_after(s, MT_OUTCOME_SHUTDOWN, "shutdown");
 	return false;
 }
 
@@ -145,9 +147,10 @@ static void conn_eof(struct mt_smtpd *d, bool error)
 {
 	struct lmtp_session *s = LMTP_SESSION(d);
 	if (!error && d->state == MT_SMTPD_DATA)
-		lmtp_close(s, "eof-in-data");
+		lmtp_close(s, MT_OUTCOME_CLIENT_CLOSED, "eof-in-data");
 	else
-		lmtp_close(s, error ? "error" : "eof");
+		lmtp_close(s, error ? MT_OUTCOME_ERROR : MT_OUTCOME_CLIENT_CLOSED,
+			   error ? "error" : "eof");
 }
 
 static void conn_idle_timeout(struct mt_smtpd *d)
@@ -176,7 +179,8 @@ static void conn_closed(struct mt_smtpd *d, const char *reason)
 	struct lmtp_session *s = LMTP_SESSION(d);
 	struct mt_buf counts = MT_BUF_INIT;
 	mt_commands_summary(&lmtp_command_table, &s->smtpd.commands, "", &counts);
-	popstore_metrics_session_end(s->ps, POPSTORE_LMTP, &s->smtpd.commands);
+	popstore_metrics_session_end(s->ps, POPSTORE_LMTP, mt_conn_outcome(&d->conn),
+				     &s->smtpd.commands);
 	mt_slog(MT_LOG_INFO, &s->log,
 		"lmtp disconnect peer=%s reason=%s%s delivered=%llu rejected=%llu errors=%u",
 		s->peer, reason, mt_buf_cstr(&counts),
@@ -247,6 +251,7 @@ void lmtp_session_accept(struct popstore *ps, int fd, const struct sockaddr *pee
 		mt_slog(MT_LOG_WARNING, &log,
 			"lmtp refused peer=%s reason=not-in-lmtp_clients", addr);
 		ps->refused_connections++;
+		popstore_metrics_session_end(ps, POPSTORE_LMTP, MT_OUTCOME_REFUSED, NULL);
 		snprintf(line, sizeof(line), "554 5.7.1 %s LMTP access denied\r\n",
 			 ps->hostname);
 		refuse_socket(fd, line);
@@ -257,6 +262,7 @@ void lmtp_session_accept(struct popstore *ps, int fd, const struct sockaddr *pee
 			"lmtp refused peer=%s reason=max-sessions limit=%llu", addr,
 			(unsigned long long)ps->set->max_sessions);
 		ps->refused_connections++;
+		popstore_metrics_session_end(ps, POPSTORE_LMTP, MT_OUTCOME_REFUSED, NULL);
 		snprintf(line, sizeof(line),
 			 "421 4.3.2 %s Too many sessions, try again later\r\n",
 			 ps->hostname);

@@ -88,7 +88,8 @@ struct lmtp_session {
 void lmtp_error(struct lmtp_session *s, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* Queue the last reply and close once it is written. */
-void lmtp_close_after(struct lmtp_session *s, const char *reason);
+void lmtp_close_after(struct lmtp_session *s, enum mt_conn_outcome outcome,
+		      const char *reason);
 void lmtp_tx_reset(struct lmtp_session *s);
 
 /* lmtp-data.c */

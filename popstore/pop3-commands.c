@@ -242,13 +242,13 @@ static void expunge_done(struct mt_store_req *req, void *context)
 		if (s->drop.deleted_count > 0)
 			popstore_watch_changed(s->ps, s->login, NULL, NULL);
 		release_mailbox(s);
-		pop3_close_after(s, "quit");
+		pop3_close_after(s, MT_OUTCOME_QUIT, "quit");
 		return;
 	}
 	mt_slog(MT_LOG_WARNING, &s->log, "pop3 logout user=%s expunge failed: %s: %s",
 		s->login, mt_store_status_name(status), error);
 	pop3_err(s, "[SYS/TEMP] Messages marked as deleted were not removed, try again later");
-	pop3_close_after(s, "quit-failed");
+	pop3_close_after(s, MT_OUTCOME_ERROR, "quit-failed");
 	if (status == MT_STORE_FATAL)
 		popstore_store_fatal(s->ps, error);
 }
@@ -261,7 +261,7 @@ static void cmd_quit(struct pop3_session *s, const char *arg)
 			mt_slog(MT_LOG_INFO, &s->log, "pop3 logout user=%s deleted=0", s->login);
 		pop3_ok(s, "Logging out");
 		release_mailbox(s);
-		pop3_close_after(s, "quit");
+		pop3_close_after(s, MT_OUTCOME_QUIT, "quit");
 		return;
 	}
 	/* RFC 1939 6: UPDATE. The +OK waits until the removal is durable. */

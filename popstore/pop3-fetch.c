@@ -98,7 +98,7 @@ static void fetch_data(struct pop3_session *s, enum mt_store_status status,
 		 * client sees a reply without its final ".". */
 		mt_slog(MT_LOG_ERROR, &s->log, "pop3 read of message %u failed: %s: %s",
 			f->index + 1, mt_store_status_name(status), error);
-		pop3_close_after(s, "store-error");
+		pop3_close_after(s, MT_OUTCOME_ERROR, "store-error");
 		if (status == MT_STORE_FATAL)
 			popstore_store_fatal(s->ps, error);
 		return;

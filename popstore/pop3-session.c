@@ -44,7 +44,8 @@ const char *const pop3_state_names[POP3_STATE_COUNT] = {
 };
 
 static void pop3_process(struct pop3_session *s);
-static void pop3_close(struct pop3_session *s, const char *reason);
+static void pop3_close(struct pop3_session *s, enum mt_conn_outcome outcome,
+		       const char *reason);
 
 void pop3_enter_state(struct pop3_session *s, enum pop3_state state)
 {
@@ -90,12 +91,13 @@ void pop3_err(struct pop3_session *s, const char *fmt, ...)
 	va_end(ap);
 }
 
-void pop3_close_after(struct pop3_session *s, const char *reason)
+void pop3_close_after(struct pop3_session *s, enum mt_conn_outcome outcome,
+		      const char *reason)
 {
 	if (s->state == POP3_STATE_CLOSING)
 		return;
 	pop3_enter_state(s, POP3_STATE_CLOSING);
-	mt_conn_close_after(&s->conn, reason);
+	mt_conn_close_after(&s->conn, outcome, reason);
 }
 
 /* One error more: too many end the session. */
@@ -105,7 +107,7 @@ static void count_error(struct pop3_session *s)
 		mt_slog(MT_LOG_WARNING, &s->log, "pop3 too many errors=%u: disconnecting",
 			s->errors);
 		pop3_err(s, "Too many errors, closing connection");
-		pop3_close_after(s, "errors");
+		pop3_close_after(s, MT_OUTCOME_LIMIT, "errors");
 	}
 }
 
@@ -151,7 +153,7 @@ static void pop3_starttls_now(struct pop3_session *s)
 						      &discarded, &error);
 	if (bev == NULL) {
 		mt_slog(MT_LOG_WARNING, &s->log, "pop3 stls failed: %s", error);
-		pop3_close(s, "tls-failed");
+		pop3_close(s, MT_OUTCOME_ERROR, "tls-failed");
 		return;
 	}
 	mt_conn_set_bev(&s->conn, bev);
@@ -181,14 +183,14 @@ static void pop3_process(struct pop3_session *s)
 			return;
 		if (s->drain && s->state != POP3_STATE_TRANSACTION) {
 			pop3_err(s, "[SYS/TEMP] Server shutting down");
-			pop3_close_after(s, "shutdown");
+			pop3_close_after(s, MT_OUTCOME_SHUTDOWN, "shutdown");
 			return;
 		}
 		enum mt_line_status st = mt_line_read(&s->reader, in, &s->line, &error);
 		switch (st) {
 		case MT_LINE_NEED_MORE:
 			if (s->input_eof)
-				pop3_close(s, "eof");
+				pop3_close(s, MT_OUTCOME_CLIENT_CLOSED, "eof");
 			return;
 		case MT_LINE_OK:
 			if (s->state == POP3_STATE_SASL)
@@ -268,7 +270,7 @@ static void conn_eof(struct mt_conn *conn, bool error)
 		mt_slog(MT_LOG_INFO, &s->log, "pop3 tls error: %s",
 			mt_tls_bev_error(conn->bev, buf, sizeof(buf)));
 	}
-	pop3_close(s, "error");
+	pop3_close(s, MT_OUTCOME_ERROR, "error");
 }
 
 static bool conn_busy(struct mt_conn *conn)
@@ -282,7 +284,7 @@ static void conn_idle_timeout(struct mt_conn *conn)
 {
 	struct pop3_session *s = conn_session(conn);
 	if (s->state == POP3_STATE_STLS) {
-		pop3_close(s, "idle-timeout");
+		pop3_close(s, MT_OUTCOME_TIMEOUT, "idle-timeout");
 		return;
 	}
 	/* RFC 1939 3: the autologout timer ends the session without UPDATE;
@@ -310,7 +312,8 @@ static void conn_closed(struct mt_conn *conn, const char *reason)
 	struct pop3_session *s = conn_session(conn);
 	struct mt_buf counts = MT_BUF_INIT;
 	mt_commands_summary(&pop3_command_table, &s->commands, "cmd_", &counts);
-	popstore_metrics_session_end(s->ps, POPSTORE_POP3, &s->commands);
+	popstore_metrics_session_end(s->ps, POPSTORE_POP3, mt_conn_outcome(conn),
+				     &s->commands);
 	mt_slog(MT_LOG_INFO, &s->log,
 		"pop3 disconnect peer=%s user=%s reason=%s%s retrieved=%llu retrieved_bytes=%llu errors=%u",
 		s->peer, s->login != NULL ? s->login : "-", reason,
@@ -339,9 +342,10 @@ static const struct mt_conn_ops conn_ops = {
 	.closed = conn_closed, .free = conn_free,
 };
 
-static void pop3_close(struct pop3_session *s, const char *reason)
+static void pop3_close(struct pop3_session *s, enum mt_conn_outcome outcome,
+		       const char *reason)
 {
-	mt_conn_close(&s->conn, reason);
+	mt_conn_close(&s->conn, outcome, reason);
 }
 
 void pop3_session_accept(struct popstore *ps, int fd, const struct sockaddr *peer,
@@ -351,7 +355,7 @@ void pop3_session_accept(struct popstore *ps, int fd, const struct sockaddr *pee
 	struct mt_logctx log = { .session_id = mt_session_id_new() };
 
 	static const char busy[] = "-ERR [SYS/TEMP] Too many sessions, try again later\r\n";
-	struct bufferevent *bev = popstore_accept(ps, fd, peer, implicit_tls, "pop3",
+	struct bufferevent *bev = popstore_accept(ps, fd, peer, implicit_tls, POPSTORE_POP3,
 						  busy, &log, addr);
 	if (bev == NULL)
 		return;

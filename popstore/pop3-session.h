@@ -117,7 +117,8 @@ void pop3_error(struct pop3_session *s, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* The same with the whole line given ("-ERR ..."). */
 void pop3_error_line(struct pop3_session *s, const char *line);
-void pop3_close_after(struct pop3_session *s, const char *reason);
+void pop3_close_after(struct pop3_session *s, enum mt_conn_outcome outcome,
+		      const char *reason);
 /* An async step finished: go on with pipelined input. */
 void pop3_resume(struct pop3_session *s);
 /* Plaintext passwords are accepted on this connection. */

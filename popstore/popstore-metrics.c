@@ -1,8 +1,10 @@
 /* popstore-metrics.c — what mailtier-popstore exports on its
- * metrics_listen: deliveries made durable, sessions by protocol, logins
+ * metrics_listen: deliveries made durable, sessions by protocol and how
+ * they ended (listener and outcome, lib-mail/conn-metrics), logins
  * by result, refused connections, sessions open, the store's group
  * commits (log flushes and the requests they completed), expunges,
- * purged bytes, reads and deadlock retries — its "stats" line's counters,
+ * purged bytes, the purge backlog (a gauge the store keeps, no scan),
+ * reads and deadlock retries — its "stats" line's counters,
  * read at each scrape — and: each write request's commit latency
  * (submitted → durable, a histogram), the Berkeley DB cache's hits and
  * misses and the log bytes written (read from the environment at each
@@ -20,6 +22,7 @@
 #include "authfail-metrics.h"
 #include "bdb-commit.h"
 #include "command-metrics.h"
+#include "conn-metrics.h"
 #include "lmtp-parse.h"
 #include "log.h"
 #include "pop3-parse.h"
@@ -31,6 +34,7 @@ extern const struct mt_command_table imap_command_table;
 struct popstore_metrics {
 	struct mt_metrics *registry;
 	struct mt_command_metrics *commands[POPSTORE_PROTOCOL_COUNT];
+	struct mt_conn_metrics *closed;
 	struct mt_series *cache_hits, *cache_misses, *cache_bytes, *log_bytes, *no_space;
 	struct mt_series *mailboxes_open;
 	struct mt_authfail_metrics *address_sessions, *auth_failures;
@@ -39,7 +43,7 @@ struct popstore_metrics {
 
 enum {
 	P_OPEN, P_DELIVERIES, P_DELIVERY_REQUESTS, P_FLUSHES, P_FLUSHED, P_EXPUNGES,
-	P_EXPUNGED, P_PURGED, P_READS, P_RETRIES, P_CHECKPOINTS,
+	P_EXPUNGED, P_PURGED, P_PURGE_BACKLOG, P_READS, P_RETRIES, P_CHECKPOINTS,
 	P_LMTP, P_POP3, P_IMAP, P_REFUSED, P_LOGIN_OK, P_LOGIN_FAILED, P_DUPLICATES, P_BYTES,
 	P_COUNT
 };
@@ -59,6 +63,7 @@ static void collect(void *context)
 	mt_series_store(series[P_EXPUNGES], c.expunges);
 	mt_series_store(series[P_EXPUNGED], c.expunged);
 	mt_series_store(series[P_PURGED], c.purged);
+	mt_series_set(series[P_PURGE_BACKLOG], (double)c.purge_backlog);
 	mt_series_store(series[P_READS], c.reads);
 	mt_series_store(series[P_RETRIES], c.retries);
 	mt_series_store(series[P_CHECKPOINTS], c.checkpoints);
@@ -106,6 +111,13 @@ void popstore_metrics_init(struct popstore *ps, struct mt_metrics *m)
 		"Messages removed by them.");
 	series[P_PURGED] = mt_metrics_counter_series(m, "mailtier_popstore_purged_bytes_total",
 		"Expunged messages' bytes deleted by the purger.");
+	series[P_PURGE_BACKLOG] = mt_metrics_gauge_series(m,
+		"mailtier_popstore_purge_backlog_messages",
+		"Expunged messages whose bytes wait for the background purger now (the lazy "
+		"expunge: counted when the expunge commits, before its +OK or OK, until the "
+		"purger has deleted their chunks, purge_delay or more later; at start, what "
+		"purge.db held). Kept by the store, read without a scan; store stat's "
+		"purge_messages.");
 	series[P_READS] = mt_metrics_counter_series(m, "mailtier_popstore_reads_total",
 		"Mailbox opens and body reads.");
 	series[P_RETRIES] = mt_metrics_counter_series(m, "mailtier_popstore_deadlock_retries_total",
@@ -114,9 +126,9 @@ void popstore_metrics_init(struct popstore *ps, struct mt_metrics *m)
 		"Berkeley DB checkpoints.");
 	struct mt_metric_family *f = mt_metrics_counter(m, "mailtier_sessions_total",
 		"Client sessions accepted, by listener.", "listener");
-	series[P_LMTP] = mt_metric_series1(f, "lmtp");
-	series[P_POP3] = mt_metric_series1(f, "pop3");
-	series[P_IMAP] = mt_metric_series1(f, "imap");
+	series[P_LMTP] = mt_metric_series1(f, popstore_protocol_names[POPSTORE_LMTP]);
+	series[P_POP3] = mt_metric_series1(f, popstore_protocol_names[POPSTORE_POP3]);
+	series[P_IMAP] = mt_metric_series1(f, popstore_protocol_names[POPSTORE_IMAP]);
 	series[P_REFUSED] = mt_metrics_counter_series(m, "mailtier_popstore_connections_refused_total",
 		"Connections refused (limits, clients not in lmtp_clients).");
 	f = mt_metrics_counter(m, "mailtier_popstore_logins_total",
@@ -134,6 +146,7 @@ void popstore_metrics_init(struct popstore *ps, struct mt_metrics *m)
 	pm->commands[POPSTORE_LMTP] = mt_command_metrics_new(m, "lmtp", &lmtp_command_table);
 	pm->commands[POPSTORE_POP3] = mt_command_metrics_new(m, "pop3", &pop3_command_table);
 	pm->commands[POPSTORE_IMAP] = mt_command_metrics_new(m, "imap", &imap_command_table);
+	pm->closed = mt_conn_metrics_new(m, popstore_protocol_names, POPSTORE_PROTOCOL_COUNT);
 	pm->cache_hits = mt_metrics_counter_series(m, "mailtier_popstore_bdb_cache_hits_total",
 		"Berkeley DB cache pages found in the cache (since the environment was "
 		"created; the hit ratio: hits / (hits + misses)).");
@@ -159,9 +172,13 @@ void popstore_metrics_init(struct popstore *ps, struct mt_metrics *m)
 }
 
 void popstore_metrics_session_end(struct popstore *ps, enum popstore_protocol protocol,
+				  enum mt_conn_outcome outcome,
 				  const struct mt_commands *commands)
 {
-	if (ps->metrics != NULL)
+	if (ps->metrics == NULL)
+		return;
+	mt_conn_metrics_closed(ps->metrics->closed, protocol, outcome);
+	if (commands != NULL)
 		mt_command_metrics_add(ps->metrics->commands[protocol], commands);
 }
 
@@ -176,6 +193,7 @@ void popstore_metrics_free(struct popstore *ps)
 	mt_authfail_metrics_free(&pm->auth_failures);
 	for (unsigned int i = 0; i < POPSTORE_PROTOCOL_COUNT; i++)
 		mt_command_metrics_free(&pm->commands[i]);
+	mt_conn_metrics_free(&pm->closed);
 	free(pm);
 	ps->metrics = NULL;
 }

@@ -28,6 +28,10 @@
 
 #define FATAL_EXIT_MSECS 200
 
+const char *const popstore_protocol_names[POPSTORE_PROTOCOL_COUNT] = {
+	[POPSTORE_LMTP] = "lmtp", [POPSTORE_POP3] = "pop3", [POPSTORE_IMAP] = "imap",
+};
+
 bool popstore_session_add(struct popstore *ps)
 {
 	if (ps->sessions >= ps->set->max_sessions)
@@ -106,10 +110,11 @@ void popstore_limits_free(struct popstore *ps)
 
 struct bufferevent *popstore_accept(struct popstore *ps, int fd,
 				    const struct sockaddr *peer, bool implicit_tls,
-				    const char *proto, const char *busy,
+				    enum popstore_protocol protocol, const char *busy,
 				    const struct mt_logctx *log,
 				    char addr[MT_SOCKADDR_STRLEN])
 {
+	const char *proto = popstore_protocol_names[protocol];
 	const char *error;
 	mt_sockaddr_str(peer, addr, MT_SOCKADDR_STRLEN);
 	if (!popstore_session_add(ps)) {
@@ -117,6 +122,7 @@ struct bufferevent *popstore_accept(struct popstore *ps, int fd,
 			"%s refused peer=%s reason=max-sessions limit=%llu", proto, addr,
 			(unsigned long long)ps->set->max_sessions);
 		ps->refused_connections++;
+		popstore_metrics_session_end(ps, protocol, MT_OUTCOME_REFUSED, NULL);
 		if (!implicit_tls)
 			(void)send(fd, busy, strlen(busy), MSG_NOSIGNAL | MSG_DONTWAIT);
 		close(fd);
@@ -127,6 +133,7 @@ struct bufferevent *popstore_accept(struct popstore *ps, int fd,
 			"%s refused peer=%s reason=max-sessions-per-address limit=%llu", proto,
 			addr, (unsigned long long)ps->set->max_sessions_per_address);
 		ps->refused_connections++;
+		popstore_metrics_session_end(ps, protocol, MT_OUTCOME_REFUSED, NULL);
 		popstore_session_remove(ps);
 		if (!implicit_tls)
 			(void)send(fd, busy, strlen(busy), MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -148,6 +155,7 @@ struct bufferevent *popstore_accept(struct popstore *ps, int fd,
 		if (mt_authfail_key(peer, key, sizeof(key)))
 			popstore_address_close(ps, key, popstore_is_proxy(ps, peer));
 		popstore_session_remove(ps);
+		popstore_metrics_session_end(ps, protocol, MT_OUTCOME_ERROR, NULL);
 	}
 	return bev;
 }

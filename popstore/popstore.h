@@ -33,6 +33,12 @@ struct popstore_watch;
 
 #define POPSTORE_NAME "mailtier-popstore"
 
+/* The protocols a shard serves: its listeners' label in the metrics and
+ * the word in log lines (popstore_protocol_names: lmtp, pop3, imap; the
+ * implicit-TLS listeners count with their protocol). */
+enum popstore_protocol { POPSTORE_LMTP, POPSTORE_POP3, POPSTORE_IMAP, POPSTORE_PROTOCOL_COUNT };
+extern const char *const popstore_protocol_names[POPSTORE_PROTOCOL_COUNT];
+
 /* How many octets a session may leave in its output buffer before it
  * stops producing more (reading commands, reading message bodies), and
  * how many pipelined input octets it reads ahead of the command it runs. */
@@ -107,14 +113,14 @@ void popstore_store_fatal(struct popstore *ps, const char *error);
 void popstore_socket_setup(int fd);
 struct bufferevent;
 struct mt_logctx;
-/* An accepted POP3 or IMAP connection (proto names it in log lines): the
- * session count (when max_sessions are open: busy written to a plain
- * socket, fd closed), the socket's options and its bufferevent (TLS for
- * implicit_tls); addr gets the peer's text. NULL when refused or failed
- * (logged; nothing counted). */
+/* An accepted POP3 or IMAP connection: the session count (when
+ * max_sessions are open: busy written to a plain socket, fd closed), the
+ * socket's options and its bufferevent (TLS for implicit_tls); addr gets
+ * the peer's text. NULL when refused or failed (logged; counted only as
+ * a session closed, refused or error). */
 struct bufferevent *popstore_accept(struct popstore *ps, int fd,
 				    const struct sockaddr *peer, bool implicit_tls,
-				    const char *proto, const char *busy,
+				    enum popstore_protocol protocol, const char *busy,
 				    const struct mt_logctx *log,
 				    char addr[MT_SOCKADDR_STRLEN]);
 /* Is peer allowed to log in with the proxy credential? */
@@ -153,10 +159,12 @@ void imap_sessions_free_all(struct popstore *ps);
 /* popstore-metrics.c: the counters on metrics_listen (read at scrapes). */
 struct mt_commands;
 struct mt_metrics;
-enum popstore_protocol { POPSTORE_LMTP, POPSTORE_POP3, POPSTORE_IMAP, POPSTORE_PROTOCOL_COUNT };
 void popstore_metrics_init(struct popstore *ps, struct mt_metrics *m);
-/* A session ended: add its command counters. */
+/* A session ended with outcome (lib-mail/conn.h): count it and add its
+ * command counters; commands NULL for a connection turned away at accept
+ * (no session). */
 void popstore_metrics_session_end(struct popstore *ps, enum popstore_protocol protocol,
+				  enum mt_conn_outcome outcome,
 				  const struct mt_commands *commands);
 /* Before the store closes (after the sessions are freed). */
 void popstore_metrics_free(struct popstore *ps);

@@ -742,4 +742,6 @@ void mt_store_counters_get(struct mt_store *store,
 	c->swept = atomic_load(&store->n_swept);
 	c->duplicates = atomic_load(&store->n_duplicates);
 	c->bytes_stored = atomic_load(&store->n_bytes_stored);
+	int_fast64_t backlog = atomic_load(&store->purge_backlog);
+	c->purge_backlog = backlog > 0 ? (uint64_t)backlog : 0;
 }

@@ -52,6 +52,7 @@ void store_ops_run(struct mt_store *store, struct mt_store_req *req)
 		if (ret == 0) {
 			req->needs_flush = op->wrote;
 			req->removed = op->expunged;
+			store_purge_backlog_add(store, op->expunged);	/* MOVE, DELETE */
 		}
 	} else {
 		for (unsigned int attempt = 1;; attempt++) {

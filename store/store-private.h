@@ -308,6 +308,14 @@ struct mt_store {
 	pthread_cond_t purge_cond;
 	bool purge_stop, purge_kicked;	/* under purge_lock */
 	struct store_drop *drops;	/* under purge_lock: aborts to retry */
+	/* The backlog: expunged messages whose own chunks wait in purge.db
+	 * (its uid != 0 records), counted at open (before any request), up
+	 * at each expunge's commit, down at each purge's; a purge may commit
+	 * a moment before its expunge's count is added, so it may dip below
+	 * 0 for that moment (read as 0). What purge.db held at open, for the
+	 * purger's log line. */
+	atomic_int_fast64_t purge_backlog;
+	uint64_t purge_open_messages, purge_open_bytes;
 
 	/* lib-bdb's checkpointer, with the store's tick (store-env.c). */
 	struct mt_bdb_checkpointer *checkpointer;
@@ -560,6 +568,8 @@ bool store_purge_start(struct mt_store *store, const char **error_r);
 void store_purge_stop(struct mt_store *store);
 /* Expunges were made durable: purge their bodies soon. */
 void store_purge_kick(struct mt_store *store);
+/* n expunged messages were committed (their purge.db records with them). */
+void store_purge_backlog_add(struct mt_store *store, unsigned int n);
 /* A body's abort could not run now (a full disk, a failure): the purger
  * retries it before its next round. */
 void store_purge_drop_retry(struct mt_store *store, uint64_t body_id,

@@ -25,6 +25,10 @@
  * fails — a full disk (store-space.c: no writes are tried in no-space
  * mode), a deadlock lost too often — is retried every PURGE_RETRY_MSECS.
  *
+ * The backlog (expunged messages waiting) is counted once at open and then
+ * kept up to date by the expunges' and purges' commits, so the metrics
+ * read it without a scan (store->purge_backlog).
+ *
  * The purger runs on its own thread, never on an event loop; it holds
  * io_lock shared like a reader (its page writes must not take the space
  * reserve that a full-disk log flush is given).
@@ -106,6 +110,8 @@ static int purge_batch(struct mt_store *store, unsigned int *done_r,
 	if (ret == 0 && *done_r > 0) {
 		store_counter_add(&store->n_purged, *messages_r);
 		store_counter_add(&store->n_purge_txns, 1);
+		atomic_fetch_sub_explicit(&store->purge_backlog, (int_fast64_t)*messages_r,
+					  memory_order_relaxed);
 	}
 	if (ret != 0 && !store_space_failed(store, ret, "purge")) {
 		(void)store_status_from_db(store, ret);
@@ -188,17 +194,22 @@ static int purge_round(struct mt_store *store, uint64_t *purged_r)
 	}
 }
 
+void store_purge_backlog_add(struct mt_store *store, unsigned int n)
+{
+	atomic_fetch_add_explicit(&store->purge_backlog, (int_fast64_t)n,
+				  memory_order_relaxed);
+}
+
 static void *purger_main(void *arg)
 {
 	struct mt_store *store = arg;
-	uint64_t backlog_msgs = 0, backlog_bytes = 0, purged = 0;
+	uint64_t backlog_msgs = store->purge_open_messages, purged = 0;
 	/* What a crash (or a close) left: announced, purged at once. */
-	if (store_records_purge_totals(store, &backlog_msgs, &backlog_bytes) == 0 &&
-	    backlog_msgs > 0)
+	if (backlog_msgs > 0)
 		mt_info("store: home=%s purge backlog at open: messages=%llu "
 			"bytes=%llu: purging", store->home,
 			(unsigned long long)backlog_msgs,
-			(unsigned long long)backlog_bytes);
+			(unsigned long long)store->purge_open_bytes);
 	bool due = true, retry = false, announce = backlog_msgs > 0;
 	pthread_mutex_lock(&store->purge_lock);
 	while (!store->purge_stop) {
@@ -245,6 +256,16 @@ static void *purger_main(void *arg)
 
 bool store_purge_start(struct mt_store *store, const char **error_r)
 {
+	/* Counted before any request can expunge (one scan of what a crash
+	 * or the last close left; the purger then deletes it at once). */
+	uint64_t messages = 0, bytes = 0;
+	int ret = store_records_purge_totals(store, &messages, &bytes);
+	if (ret != 0)
+		mt_warning("store: home=%s cannot count the purge backlog: %s "
+			   "(counted from 0)", store->home, store_strerror(ret));
+	store->purge_open_messages = messages;
+	store->purge_open_bytes = bytes;
+	atomic_store(&store->purge_backlog, (int_fast64_t)messages);
 	if (mt_thread_start(&store->purger, purger_main, store) != 0) {
 		*error_r = store_error("store %s: cannot start the purge thread",
 				       store->home);

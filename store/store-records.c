@@ -708,6 +708,7 @@ void store_records_expunge(struct mt_store *store, struct mt_store_req *req)
 	if (ret == 0) {
 		req->needs_flush = ctx.removed > 0;
 		req->removed = ctx.removed;
+		store_purge_backlog_add(store, ctx.removed);
 		return;
 	}
 	const char *error = store_error("expunge in mailbox %s failed: %s",

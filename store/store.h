@@ -582,6 +582,9 @@ struct mt_store_counters {
 	 * others stored (once per recipient). */
 	uint64_t duplicates;
 	uint64_t bytes_stored;
+	/* Not a counter: expunged messages whose bytes still wait for the
+	 * purger now (store stat's purge_messages, kept without a scan). */
+	uint64_t purge_backlog;
 };
 void mt_store_counters_get(struct mt_store *store,
 			   struct mt_store_counters *counters_r);

@@ -12,6 +12,27 @@ MMP), read as Prometheus reads it.
     10, the two shards' stored deliveries by 10 together; an MMP login
     that works and one with a wrong password move the MMP's logins and the
     shard's backend logins;
+  - mailtier_sessions_closed_total{listener,outcome} counts how sessions
+    ended, exactly: the 11 SMTP sessions that say QUIT raise outcome quit
+    by 11 and nothing else, and every SMTP session accepted is then one
+    closed; one that idles past command_timeout (3 s here) raises timeout,
+    one that hangs up without QUIT client_closed; an IMAP LOGOUT on a
+    shard quit; through the MMP a POP3 QUIT before login is quit, a
+    relayed session's end is the store's (backend_closed) or the
+    client's, and the store counts the relayed QUIT as quit;
+  - mailtier_mta_recipients_total{destination} counts recipients accepted
+    at RCPT: the 10 messages' local users raise local by 10 (the refused
+    one is not counted), a transaction with a remote recipient (given
+    twice: counted once) and a local one raises each by 1 though it is
+    reset before DATA;
+  - mailtier_popstore_purge_backlog_messages: a POP3 session that deletes a
+    mailbox's N messages leaves N waiting for the purger once its QUIT is
+    answered (purge_delay is 3 s here), and the purger brings it back to 0
+    within a bounded wait;
+  - mailtier_mmp_sessions_idle: an IMAP session relayed by the MMP counts
+    once it has moved no byte for idle_session_threshold (2 s here), not
+    before; a NOOP takes it out at once, silence puts it back, LOGOUT
+    ends it;
   - a shard killed with SIGKILL shows as mailtier_mmp_shard_up 0 once a
     login found it down, and 1 again after it is restarted;
   - bad requests to the metrics port while mail flows (more idle
@@ -133,6 +154,40 @@ def check_endpoints(ports):
         assert status == 404, status
 
 
+def closed(port, listener):
+    """{outcome: count} of mailtier_sessions_closed_total for listener."""
+    status, _, _, body = scrape(port)
+    assert status == 200, status
+    return {l["outcome"]: v for n, l, v in samples(body.decode())
+            if n == "mailtier_sessions_closed_total" and l.get("listener") == listener}
+
+
+def wait_closed(port, listener, want, timeout=15):
+    """Wait until listener's outcomes are want ({outcome: count}; the
+    others as before); return what was seen last."""
+    deadline = time.time() + timeout
+    while True:
+        got = closed(port, listener)
+        if got == want or time.time() > deadline:
+            return got
+        time.sleep(0.2)
+
+
+def plus(before, **more):
+    want = dict(before)
+    for outcome, n in more.items():
+        want[outcome] += n
+    return want
+
+
+def set_keys(conf, section, keys):
+    """Add key = value lines at the start of [section] in conf."""
+    lines = open(conf).read().split("\n")
+    at = lines.index(f"[{section}]") + 1
+    lines[at:at] = [f"{k} = {v}" for k, v in keys.items()]
+    open(conf, "w").write("\n".join(lines))
+
+
 def send(smtp_port, rcpt, subject):
     with smtplib.SMTP("127.0.0.1", smtp_port, timeout=30) as s:
         refused = s.sendmail("a@remote.test", [rcpt], f"Subject: {subject}\r\n\r\nbody\r\n")
@@ -148,6 +203,15 @@ def test(h):
     h.ctl("cluster", "up", "--dir", d, "--base-port", base, "--users", 20)
     env = mtharness.read_env(os.path.join(d, "endpoints.env"))
     conf = env["CONF"]
+    # Shorter bounds than a real site's, so the test need not wait for
+    # them: an SMTP session idles out after 3 s.
+    h.ctl("cluster", "down", "--dir", d)
+    set_keys(conf, "mta", {"command_timeout": "3s"})
+    # Expunged bodies wait 3 s for the purger: long enough to see them.
+    set_keys(conf, "popstore", {"purge_delay": "3s"})
+    # A relayed session without a byte for 2 s counts as idle.
+    set_keys(conf, "mmp", {"idle_session_threshold": "2s"})
+    h.ctl("cluster", "up", "--dir", d)
     smtp, pop = int(env["SMTP_PORT"]), int(env["POP3_PORT"])
     mta, mmp = int(env["MTA_METRICS_PORT"]), int(env["MMP_METRICS_PORT"])
     shards = {1: int(env["SHARD1_METRICS_PORT"]), 2: int(env["SHARD2_METRICS_PORT"])}
@@ -174,6 +238,11 @@ def test(h):
     replies_2xx = value(mta, "mailtier_replies_total", protocol="smtp", **{"class": "2xx"})
     replies_5xx = value(mta, "mailtier_replies_total", protocol="smtp", **{"class": "5xx"})
     rcpt_failures = value(mta, "mailtier_address_failures_total", table="rcpt")
+    rcpts_local = value(mta, "mailtier_mta_recipients_total", destination="local")
+    rcpts_remote = value(mta, "mailtier_mta_recipients_total", destination="remote")
+    smtp_closed = closed(mta, "smtp")
+    assert set(smtp_closed) == {"quit", "client_closed", "timeout", "error", "limit",
+                                "refused", "shutdown", "backend_closed"}, smtp_closed
     for i in range(10):
         send(smtp, f"user{1 + i}@example.test", f"counted {i}")
     # One refused recipient: a 5xx reply (and its session's 2xx ones).
@@ -185,6 +254,8 @@ def test(h):
         s.rset()
     assert value(mta, "mailtier_mta_messages_accepted_total") == accepted + 10
     assert value(mta, "mailtier_sessions_total", listener="smtp") == sessions + 11
+    assert value(mta, "mailtier_mta_recipients_total", destination="local") == rcpts_local + 10
+    assert value(mta, "mailtier_mta_recipients_total", destination="remote") == rcpts_remote
     # A session's commands are added when it ends (smtplib has quit).
     assert wait_value(mta, "mailtier_commands_total", data_ok + 10, protocol="smtp",
                       command="data", result="ok") == data_ok + 10
@@ -194,6 +265,40 @@ def test(h):
                       **{"class": "2xx"}) == replies_2xx + 54
     assert value(mta, "mailtier_replies_total", protocol="smtp",
                  **{"class": "5xx"}) == replies_5xx + 1
+    # The 11 sessions ended with QUIT, and every SMTP session so far is
+    # closed once (the cluster's start-up probes as client_closed).
+    assert wait_closed(mta, "smtp", plus(smtp_closed, quit=11)) == \
+        plus(smtp_closed, quit=11)
+    assert sum(closed(mta, "smtp").values()) == \
+        value(mta, "mailtier_sessions_total", listener="smtp")
+    # One that says nothing until command_timeout: its 421 and timeout;
+    # one that hangs up without QUIT: client_closed.
+    before = closed(mta, "smtp")
+    with socket.create_connection(("127.0.0.1", smtp), timeout=20) as s:
+        got = b""
+        while True:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            got += chunk
+    assert got.startswith(b"220 ") and b"\r\n421 4.4.2 " in got, got
+    assert wait_closed(mta, "smtp", plus(before, timeout=1)) == plus(before, timeout=1)
+    with socket.create_connection(("127.0.0.1", smtp), timeout=20) as s:
+        assert s.recv(4096).startswith(b"220 ")
+    assert wait_closed(mta, "smtp", plus(before, timeout=1, client_closed=1)) == \
+        plus(before, timeout=1, client_closed=1)
+    # Recipients by destination, counted at their 250 (127.0.0.1 is in
+    # mynetworks: it may relay); nothing is queued (RSET).
+    with smtplib.SMTP("127.0.0.1", smtp, timeout=30) as s:
+        s.ehlo("recipients")
+        s.mail("sender@remote.test")
+        remote = "someone@" + env["REMOTE_DOMAIN"]
+        for rcpt in (remote, remote, "user1@example.test"):
+            code, _ = s.rcpt(rcpt)
+            assert code == 250, (rcpt, code)
+        s.rset()
+    assert value(mta, "mailtier_mta_recipients_total", destination="local") == rcpts_local + 11
+    assert value(mta, "mailtier_mta_recipients_total", destination="remote") == rcpts_remote + 1
     # The unknown recipient is not counted against the client's address:
     # 127.0.0.1 is in mynetworks, which rcpt_fail_limit spares; the tables
     # are exported all the same, and no address is in any label.
@@ -229,6 +334,7 @@ def test(h):
     # A mailbox selected over IMAP is open; after LOGOUT it is not.
     k1 = by_shard["shard1"][0]
     assert value(shards[1], "mailtier_popstore_mailboxes_open") == 0
+    imap_closed = closed(shards[1], "imap")
     c = imaplib.IMAP4("127.0.0.1", int(env["SHARD1_IMAP_PORT"]), timeout=10)
     c.login(f"user{k1}@example.test", f"secret{k1}")
     c.select("INBOX")
@@ -249,6 +355,8 @@ def test(h):
                  **{"class": "bad"}) == bad + 1
     assert value(shards[1], "mailtier_commands_total", protocol="imap", command="select",
                  result="ok") >= 1
+    assert wait_closed(shards[1], "imap", plus(imap_closed, quit=1)) == \
+        plus(imap_closed, quit=1)
 
     # MMP logins: one good, one wrong password.
     k = by_shard["shard1"][0]
@@ -257,6 +365,9 @@ def test(h):
     mmp_failures = value(mmp, "mailtier_address_failures_total", table="client")
     backend_ok = value(mmp, "mailtier_mmp_backend_logins_total", shard="shard1",
                        protocol="pop3", result="ok")
+    mmp_sessions = value(mmp, "mailtier_sessions_total", listener="pop3")
+    mmp_closed = closed(mmp, "pop3")
+    store_closed = closed(shards[1], "pop3")
     p = poplib.POP3("127.0.0.1", pop, timeout=10)
     p.user(f"user{k}@example.test")
     p.pass_(f"secret{k}")
@@ -275,6 +386,57 @@ def test(h):
                  table="client") == mmp_failures + 1
     assert value(mmp, "mailtier_mmp_backend_logins_total", shard="shard1", protocol="pop3",
                  result="ok") == backend_ok + 1
+    # The two sessions: the MMP answered the second's QUIT itself (quit);
+    # the first's QUIT went to the store, which said +OK and closed
+    # (backend_closed), unless poplib's own close reached the MMP first.
+    assert value(mmp, "mailtier_sessions_total", listener="pop3") == mmp_sessions + 2
+    deadline = time.time() + 15
+    while sum(closed(mmp, "pop3").values()) < sum(mmp_closed.values()) + 2 and \
+            time.time() < deadline:
+        time.sleep(0.2)
+    now = closed(mmp, "pop3")
+    assert sum(now.values()) == sum(mmp_closed.values()) + 2, (mmp_closed, now)
+    assert now["quit"] == mmp_closed["quit"] + 1, (mmp_closed, now)
+    assert now["backend_closed"] + now["client_closed"] == \
+        mmp_closed["backend_closed"] + mmp_closed["client_closed"] + 1, (mmp_closed, now)
+    assert wait_closed(shards[1], "pop3", plus(store_closed, quit=1)) == \
+        plus(store_closed, quit=1)
+
+    # Idle relayed sessions: an IMAP login through the MMP, then silence.
+    idle = "mailtier_mmp_sessions_idle"
+    assert value(mmp, idle) == 0
+    c = imaplib.IMAP4("127.0.0.1", int(env["IMAP_PORT"]), timeout=10)
+    c.login(f"user{k}@example.test", f"secret{k}")
+    quiet_since = time.monotonic()
+    assert value(mmp, "mailtier_mmp_sessions_relaying") == 1
+    assert value(mmp, idle) == 0
+    assert wait_value(mmp, idle, 1, timeout=15) == 1
+    assert time.monotonic() - quiet_since >= 1.5
+    c.noop()
+    assert value(mmp, idle) == 0       # its bytes ended the quiet period
+    assert wait_value(mmp, idle, 1, timeout=15) == 1
+    c.logout()
+    assert wait_value(mmp, idle, 0, timeout=10) == 0
+    assert wait_value(mmp, "mailtier_mmp_sessions_relaying", 0, timeout=10) == 0
+
+    # The purge backlog: a POP3 QUIT that deletes every message of a
+    # mailbox on shard1 leaves them for the purger (3 s later), which
+    # then empties it.
+    k = next(k for k in by_shard["shard1"] if k <= 10)     # has mail
+    backlog = "mailtier_popstore_purge_backlog_messages"
+    assert wait_value(shards[1], backlog, 0, timeout=20) == 0
+    expunged = value(shards[1], "mailtier_popstore_expunged_messages_total")
+    p = poplib.POP3("127.0.0.1", pop, timeout=10)
+    p.user(f"user{k}@example.test")
+    p.pass_(f"secret{k}")
+    n = p.stat()[0]
+    assert n >= 2, n
+    for i in range(1, n + 1):
+        p.dele(i)
+    p.quit()
+    assert value(shards[1], backlog) == n
+    assert value(shards[1], "mailtier_popstore_expunged_messages_total") == expunged + n
+    assert wait_value(shards[1], backlog, 0, timeout=20) == 0
 
     # A shard killed: the MMP's gauge says so once a login found it down,
     # and it is back after the restart.

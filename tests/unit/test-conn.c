@@ -9,7 +9,16 @@
  * session alive by touching it and its silence still ends it; the peer's
  * EOF reaches ops->eof; the session
  * list counts, visits and closes every session, and ops->closed sees the
- * list without the closing one. */
+ * list without the closing one. Every close's outcome reaches ops->closed
+ * (mt_conn_outcome): the one given, "timeout" for the core's own timers
+ * even when the tier's goodbye closes with another, the first decision
+ * when a closing session is closed again, "shutdown" for close-all; the
+ * outcome names are the metrics' label values. The quiet notice: a
+ * session that keeps talking never goes quiet, a silent one does after
+ * its period (once), is active again at its next byte (through the core's
+ * read or a taken bufferevent's mt_conn_touch), quiet again after another
+ * period, and is reported active before ops->closed or when the notice is
+ * turned off. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -44,10 +53,13 @@ struct echo {
 	unsigned int list_count_at_close;
 	bool eof_error;
 	const char *reason;
+	enum mt_conn_outcome outcome;	/* as ops->closed read it */
 	bool *freed;		/* set by ops->free */
 	bool closing_inside;	/* closing from inside ops->input */
 	struct bufferevent *taken;	/* mt_conn_take_bev(): the relay's now */
 	unsigned int relayed;		/* reads on the taken bufferevent */
+	unsigned int quiet_on, quiet_off;	/* ops->quiet(true), (false) */
+	bool quiet_at_close;		/* quiet when ops->closed ran */
 };
 
 static struct echo *owner(struct mt_conn *conn)
@@ -67,9 +79,9 @@ static void echo_input(struct mt_conn *conn)
 		e->lines++;
 		if (strcmp(mt_buf_cstr(&e->line), "QUIT") == 0) {
 			evbuffer_add_printf(mt_conn_output(conn), "bye\r\n");
-			mt_conn_close_after(conn, "quit");
+			mt_conn_close_after(conn, MT_OUTCOME_QUIT, "quit");
 		} else if (strcmp(mt_buf_cstr(&e->line), "DIE") == 0) {
-			mt_conn_close(conn, "die");
+			mt_conn_close(conn, MT_OUTCOME_ERROR, "die");
 			/* Still here: the free waits for the loop. */
 			e->closing_inside = !*e->freed;
 			return;
@@ -85,7 +97,7 @@ static void echo_eof(struct mt_conn *conn, bool error)
 	struct echo *e = owner(conn);
 	e->eofs++;
 	e->eof_error = error;
-	mt_conn_close(conn, "eof");
+	mt_conn_close(conn, error ? MT_OUTCOME_ERROR : MT_OUTCOME_CLIENT_CLOSED, "eof");
 }
 
 static bool echo_busy(struct mt_conn *conn)
@@ -102,7 +114,8 @@ static void echo_idle(struct mt_conn *conn)
 	struct echo *e = owner(conn);
 	e->idles++;
 	if (e->taken != NULL) {
-		mt_conn_close(conn, "idle-relay");	/* a relay says nothing */
+		/* A relay says nothing; the core said why already. */
+		mt_conn_close(conn, MT_OUTCOME_ERROR, "idle-relay");
 		return;
 	}
 	evbuffer_add_printf(mt_conn_output(conn), "idle\r\n");
@@ -113,6 +126,8 @@ static void echo_closed(struct mt_conn *conn, const char *reason)
 	struct echo *e = owner(conn);
 	e->closed++;
 	e->reason = reason;
+	e->outcome = mt_conn_outcome(conn);
+	e->quiet_at_close = e->quiet_on != e->quiet_off;
 	e->list_count_at_close = conn->list->count;
 	if (e->taken != NULL) {
 		assert_null(conn->bev);	/* the tier's to free */
@@ -138,10 +153,21 @@ static void echo_lifetime(struct mt_conn *conn)
 	evbuffer_add_printf(mt_conn_output(conn), "time is up\r\n");
 }
 
+static void echo_quiet(struct mt_conn *conn, bool quiet)
+{
+	struct echo *e = owner(conn);
+	/* Alternating, starting with true. */
+	assert_int_equal(quiet, e->quiet_on == e->quiet_off);
+	if (quiet)
+		e->quiet_on++;
+	else
+		e->quiet_off++;
+}
+
 static const struct mt_conn_ops echo_ops = {
 	.input = echo_input, .eof = echo_eof, .busy = echo_busy,
 	.idle_timeout = echo_idle, .session_timeout = echo_lifetime,
-	.closed = echo_closed, .free = echo_free,
+	.quiet = echo_quiet, .closed = echo_closed, .free = echo_free,
 };
 
 struct fixture {
@@ -233,6 +259,7 @@ static void test_input_and_close_after(void **state)
 	assert_int_equal(e->lines, 3);		/* nothing after QUIT is read */
 	assert_int_equal(e->closed, 1);
 	assert_string_equal(e->reason, "quit");
+	assert_int_equal(e->outcome, MT_OUTCOME_QUIT);
 	assert_true(freed);
 	assert_int_equal(f->list.count, 0);
 	assert_null(f->list.head);
@@ -254,9 +281,12 @@ static void test_close_inside_a_callback(void **state)
 	assert_true(freed);
 	assert_int_equal(e->closed, 1);
 	assert_true(mt_conn_is_closed(&e->conn));
-	mt_conn_close(&e->conn, "again");	/* idempotent */
-	mt_conn_close_after(&e->conn, "again");
+	mt_conn_close(&e->conn, MT_OUTCOME_LIMIT, "again");	/* idempotent */
+	mt_conn_close_after(&e->conn, MT_OUTCOME_LIMIT, "again");
 	assert_int_equal(e->closed, 1);
+	assert_string_equal(e->reason, "die");
+	assert_int_equal(e->outcome, MT_OUTCOME_ERROR);
+	assert_int_equal(mt_conn_outcome(&e->conn), MT_OUTCOME_ERROR);
 	struct mt_buf got = MT_BUF_INIT;
 	assert_true(test_peer_read(peer, &got));
 	mt_buf_free(&got);
@@ -278,6 +308,7 @@ static void test_idle_busy_and_eof(void **state)
 	assert_int_equal(e->idles, 1);
 	assert_string_equal(mt_buf_cstr(&got), "idle\r\n");
 	assert_string_equal(e->reason, "idle-timeout");
+	assert_int_equal(e->outcome, MT_OUTCOME_TIMEOUT);
 	assert_true(freed);
 	close(peer);
 	free(e);
@@ -292,6 +323,7 @@ static void test_idle_busy_and_eof(void **state)
 	assert_int_equal(e->eofs, 1);
 	assert_false(e->eof_error);
 	assert_string_equal(e->reason, "eof");
+	assert_int_equal(e->outcome, MT_OUTCOME_CLIENT_CLOSED);
 	assert_true(freed);
 	(void)test_peer_read(peer, &got);
 	assert_string_equal(mt_buf_cstr(&got), "got x\r\n");
@@ -313,6 +345,7 @@ static void test_idle_period_and_lifetime(void **state)
 	assert_true(wait_for_eof(f, peer, false, &got));
 	assert_int_equal(e->idles, 1);
 	assert_string_equal(e->reason, "idle-timeout");
+	assert_int_equal(e->outcome, MT_OUTCOME_TIMEOUT);
 	close(peer);
 	free(e);
 
@@ -323,6 +356,7 @@ static void test_idle_period_and_lifetime(void **state)
 	assert_int_equal(e->lifetimes, 1);
 	assert_int_equal(e->idles, 0);
 	assert_string_equal(e->reason, "session-time");
+	assert_int_equal(e->outcome, MT_OUTCOME_TIMEOUT);
 	assert_non_null(strstr(mt_buf_cstr(&got), "time is up\r\n"));
 	assert_true(e->lines > 3);
 	assert_int_equal(e->list_count_at_close, 0);
@@ -377,6 +411,7 @@ static void test_take_bev(void **state)
 	assert_int_equal(e->idles, 1);
 	assert_int_equal(e->closed, 1);
 	assert_string_equal(e->reason, "idle-relay");
+	assert_int_equal(e->outcome, MT_OUTCOME_TIMEOUT);	/* the core's */
 	assert_null(e->taken);
 	assert_int_equal(f->list.count, 0);
 	spin(f, 2);
@@ -390,7 +425,7 @@ static void visit(struct mt_conn *conn)
 {
 	owner(conn)->visits++;
 	if (owner(conn)->visits == 1 && owner(conn)->lines == 0)
-		mt_conn_close(conn, "visited");	/* a visit may close it */
+		mt_conn_close(conn, MT_OUTCOME_LIMIT, "visited");	/* a visit may close it */
 }
 
 static void test_list(void **state)
@@ -418,9 +453,115 @@ static void test_list(void **state)
 		assert_true(freed[i]);
 		assert_int_equal(e[i]->closed, 1);
 		assert_string_equal(e[i]->reason, i == 1 || i == 3 ? "shutdown" : "visited");
+		assert_int_equal(e[i]->outcome, i == 1 || i == 3 ? MT_OUTCOME_SHUTDOWN :
+				 MT_OUTCOME_LIMIT);
 		close(peers[i]);
 		free(e[i]);
 	}
+}
+
+/* Closing while the goodbye waits for a peer that does not read: a later
+ * close (a write error, the flush bound) keeps the first outcome. */
+static void test_first_outcome_kept(void **state)
+{
+	struct fixture *f = *state;
+	bool freed;
+	int peer;
+	struct echo *e = echo_new(f, &freed, 60000, &peer);
+	static char big[1 << 20];
+	memset(big, 'x', sizeof(big));
+	evbuffer_add(mt_conn_output(&e->conn), big, sizeof(big));
+	spin(f, 3);
+	assert_true(mt_conn_output_pending(&e->conn) > 0);	/* more than the socket takes */
+	mt_conn_close_after(&e->conn, MT_OUTCOME_LIMIT, "errors");
+	assert_false(mt_conn_is_closed(&e->conn));
+	mt_conn_close_after(&e->conn, MT_OUTCOME_QUIT, "quit");	/* closing already */
+	mt_conn_close(&e->conn, MT_OUTCOME_ERROR, "write failed");
+	assert_int_equal(e->closed, 1);
+	assert_string_equal(e->reason, "write failed");
+	assert_int_equal(e->outcome, MT_OUTCOME_LIMIT);
+	spin(f, 2);
+	assert_true(freed);
+	close(peer);
+	free(e);
+}
+
+/* Spin the loop for about ms milliseconds. */
+static void spin_for(struct fixture *f, unsigned int ms)
+{
+	for (unsigned int i = 0; i < ms / 5; i++) {
+		usleep(5000);
+		spin(f, 2);
+	}
+}
+
+static void test_quiet(void **state)
+{
+	struct fixture *f = *state;
+	bool freed;
+	int peer;
+	struct echo *e = echo_new(f, &freed, 60000, &peer);
+	mt_conn_set_quiet(&e->conn, 60);
+	/* Talking (a line every 10 ms for 300 ms): never quiet. */
+	for (int i = 0; i < 30; i++) {
+		assert_int_equal(write(peer, "x\r\n", 3), 3);
+		spin_for(f, 10);
+	}
+	assert_int_equal(e->quiet_on, 0);
+	/* Silent: quiet once, however long. */
+	spin_for(f, 250);
+	assert_int_equal(e->quiet_on, 1);
+	assert_int_equal(e->quiet_off, 0);
+	/* A byte: active again at once; silent again: quiet again. */
+	assert_int_equal(write(peer, "y\r\n", 3), 3);
+	spin(f, 2);
+	assert_int_equal(e->quiet_off, 1);
+	spin_for(f, 250);
+	assert_int_equal(e->quiet_on, 2);
+	/* Turned off while quiet: reported active, no more notices. */
+	mt_conn_set_quiet(&e->conn, 0);
+	assert_int_equal(e->quiet_off, 2);
+	spin_for(f, 150);
+	assert_int_equal(e->quiet_on, 2);
+
+	/* A taken bufferevent (the MMP's relay): mt_conn_touch is the
+	 * activity; a session quiet at its close is reported active first. */
+	mt_conn_set_quiet(&e->conn, 60);
+	e->taken = mt_conn_take_bev(&e->conn);
+	bufferevent_setcb(e->taken, relay_read, NULL, NULL, e);
+	bufferevent_enable(e->taken, EV_READ);
+	spin_for(f, 250);
+	assert_int_equal(e->quiet_on, 3);
+	assert_int_equal(write(peer, "z", 1), 1);
+	spin(f, 2);
+	assert_int_equal(e->relayed, 1);
+	assert_int_equal(e->quiet_off, 3);
+	spin_for(f, 250);
+	assert_int_equal(e->quiet_on, 4);
+	mt_conn_close(&e->conn, MT_OUTCOME_CLIENT_CLOSED, "gone");
+	assert_int_equal(e->quiet_off, 4);
+	assert_false(e->quiet_at_close);
+	spin(f, 2);
+	assert_true(freed);
+	close(peer);
+	free(e);
+}
+
+/* The label values: every outcome named, [a-z_], no two alike. */
+static void test_outcome_names(void **state)
+{
+	(void)state;
+	for (unsigned int i = 0; i < MT_OUTCOME_COUNT; i++) {
+		const char *name = mt_conn_outcome_names[i];
+		assert_non_null(name);
+		assert_true(name[0] != '\0');
+		assert_int_equal(strspn(name, "abcdefghijklmnopqrstuvwxyz_"), strlen(name));
+		for (unsigned int j = 0; j < i; j++)
+			assert_string_not_equal(name, mt_conn_outcome_names[j]);
+	}
+	assert_string_equal(mt_conn_outcome_names[MT_OUTCOME_QUIT], "quit");
+	assert_string_equal(mt_conn_outcome_names[MT_OUTCOME_CLIENT_CLOSED], "client_closed");
+	assert_string_equal(mt_conn_outcome_names[MT_OUTCOME_TIMEOUT], "timeout");
 }
 
 int main(void)
@@ -433,6 +574,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_idle_period_and_lifetime, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_take_bev, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_list, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_first_outcome_kept, setup, teardown),
+		cmocka_unit_test(test_outcome_names),
+		cmocka_unit_test_setup_teardown(test_quiet, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

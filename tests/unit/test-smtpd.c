@@ -10,7 +10,10 @@
  * refused one read and discarded; a command that waits holds the
  * pipelined ones back until its completion; bad lines reach the tier with
  * their status; a penalty-delayed reply comes after its delay with no
- * command run meanwhile; the idle timeout; the last reply then close. */
+ * command run meanwhile; the idle timeout; the last reply then close,
+ * with the outcome each path gives (the 221 to QUIT "quit", the junk
+ * limit's 421 "limit", the idle timeout's 421 "timeout"; the log's
+ * reason "done" for all three). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -46,6 +49,7 @@ struct sink {
 	bool waiting;			/* a WAIT command is pending */
 	bool closed;
 	const char *reason;
+	enum mt_conn_outcome outcome;
 	bool *freed;
 	struct mt_buf summary;
 };
@@ -100,7 +104,7 @@ static void sink_run(struct mt_smtpd *d, unsigned int index, const char *arg)
 		assert_true(mt_smtpd_reply_delayed(d, 60, 550, "slow no"));
 		break;
 	case CMD_QUIT:
-		mt_smtpd_finish(d, 221, "bye");
+		mt_smtpd_finish(d, MT_OUTCOME_QUIT, 221, "bye");
 		break;
 	}
 }
@@ -111,7 +115,7 @@ static void sink_refuse(struct mt_smtpd *d, enum mt_command_verdict verdict,
 	(void)call;
 	(void)line;
 	if (verdict == MT_COMMAND_TOO_MUCH_JUNK)
-		mt_smtpd_finish(d, 421, "junk");
+		mt_smtpd_finish(d, MT_OUTCOME_LIMIT, 421, "junk");
 	else
 		mt_smtpd_reply(d, 500, "unknown");
 }
@@ -174,13 +178,12 @@ static void sink_bdat_end(struct mt_smtpd *d)
 
 static void sink_eof(struct mt_smtpd *d, bool error)
 {
-	(void)error;
-	mt_smtpd_close(d, "eof");
+	mt_smtpd_close(d, error ? MT_OUTCOME_ERROR : MT_OUTCOME_CLIENT_CLOSED, "eof");
 }
 
 static void sink_idle(struct mt_smtpd *d)
 {
-	mt_smtpd_finish(d, 421, "idle");
+	mt_smtpd_finish(d, MT_OUTCOME_TIMEOUT, 421, "idle");
 }
 
 static void sink_closed(struct mt_smtpd *d, const char *reason)
@@ -188,6 +191,7 @@ static void sink_closed(struct mt_smtpd *d, const char *reason)
 	struct sink *k = SINK(d);
 	k->closed = true;
 	k->reason = reason;
+	k->outcome = mt_conn_outcome(&d->conn);
 	mt_commands_summary(&sink_table, &d->commands, "", &k->summary);
 }
 
@@ -271,7 +275,7 @@ static bool feed(struct fixture *f, const char *text, bool bytewise)
 static void stop(struct fixture *f)
 {
 	if (!f->freed) {
-		mt_smtpd_close(&f->sink->smtpd, "test");
+		mt_smtpd_close(&f->sink->smtpd, MT_OUTCOME_SHUTDOWN, "test");
 		spin(f);
 	}
 	assert_true(f->freed);
@@ -311,6 +315,7 @@ static void test_pipelined_bytewise(void **state)
 	assert_string_equal(mt_buf_cstr(&k->content), ".first line of the message\r\nsecond\r\n");
 	assert_true(k->closed);
 	assert_string_equal(k->reason, "done");
+	assert_int_equal(k->outcome, MT_OUTCOME_QUIT);
 	assert_string_equal(mt_buf_cstr(&k->summary),
 			    " noop=1 mail=1 data=1 quit=1 commands=4");
 	stop(f);
@@ -350,6 +355,8 @@ static void test_back_pressure(void **state)
 		spin(f);
 	}
 	assert_true(k->closed);
+	assert_string_equal(k->reason, "done");
+	assert_int_equal(k->outcome, MT_OUTCOME_TIMEOUT);
 	(void)test_peer_read(f->peer, &f->got);
 	assert_non_null(strstr(mt_buf_cstr(&f->got), "421 idle\r\n"));
 	stop(f);
@@ -432,6 +439,9 @@ static void test_bad_lines_and_junk(void **state)
 	assert_string_equal(mt_buf_cstr(&f->got), "500 bad line\r\n500 bad line\r\n"
 			    "500 unknown\r\n250 ok NOOP\r\n250 ok NOOP\r\n250 ok NOOP\r\n421 junk\r\n");
 	assert_int_equal(k->smtpd.errors, 3);
+	assert_true(k->closed);
+	assert_string_equal(k->reason, "done");
+	assert_int_equal(k->outcome, MT_OUTCOME_LIMIT);
 	stop(f);
 }
 
