@@ -875,7 +875,7 @@ def report_milter_ab(results, rates, summary):
           f"{fmt(on['data'])} / {fmt(off['data'])} ms")
     print("  at each rate (median over repetitions): achieved, DATA mean, the MTA's "
           "CPU per message with / without, rspamd's CPU per message")
-    added = []
+    added, added_held = [], []
     for rate in rates:
         pair = {m: [r for r in results if r["mta"] == m and r["rate"] == rate]
                 for m in ("mailtier", "mailtier+rspamd")}
@@ -885,8 +885,10 @@ def report_milter_ab(results, rates, summary):
         c_off = med([r["mta_cpu_ms_per_msg"] for r in pair["mailtier"]])
         spam = med([r.get("rspamd_cpu_ms_per_msg") for r in pair["mailtier+rspamd"]])
         both_hold = all(r["holds"] for r in pair["mailtier"] + pair["mailtier+rspamd"])
-        if both_hold and c_on is not None and c_off is not None:
+        if c_on is not None and c_off is not None:
             added.append(c_on - c_off)
+            if both_hold:
+                added_held.append(c_on - c_off)
         print(f"  {rate:,}/min: achieved "
               f"{fmt(med([r['achieved'] for r in pair['mailtier+rspamd']]), 0)} / "
               f"{fmt(med([r['achieved'] for r in pair['mailtier']]), 0)}, DATA mean "
@@ -895,10 +897,15 @@ def report_milter_ab(results, rates, summary):
               f"{fmt(c_on, 3)} / {fmt(c_off, 3)} ms, rspamd CPU/msg {fmt(spam, 3)} ms"
               + ("" if both_hold else "  (a step did not hold)"))
     if added:
+        # The CPU per message is measured whether or not the step met the
+        # QoS bounds (a slow filter makes the client wait, not the MTA
+        # work), so every rate both arms ran counts; the held ones apart.
         a_med = med(added)
-        print(f"  the MTA's own added CPU per message (median over the rates both "
-              f"held): {a_med:.3f} ms -> target <= 0.2 ms "
-              f"{'met' if a_med <= 0.2 else 'NOT met'}")
+        print(f"  the MTA's own added CPU per message at each rate: "
+              f"{', '.join(f'{x:+.3f}' for x in added)} ms; median {a_med:+.3f} ms "
+              f"-> target <= 0.2 ms {'met' if a_med <= 0.2 else 'NOT met'}"
+              + (f" (rates where both arms held: median {med(added_held):+.3f} ms)"
+                 if added_held else ""))
     rs = held("mailtier+rspamd")
     if rs:
         print(f"  rspamd CPU per message (median over the steps that held): "
