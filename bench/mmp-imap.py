@@ -31,7 +31,12 @@
 
     MT_BUILDDIR=$PWD/build bench/mmp-imap.py [--runs 3] [--duration 8]
         [--users 8000] [--idle 30000] [--idle-runs 1] [--parts rate,idle]
-        [--json FILE]
+        [--pin CPU] [--json FILE]
+
+--pin CPU puts the MMP alone on one core and everything else (the load
+client, the store, slapd) on the others, in both arms: the MMP as on a
+host of its own, as the seed deployed it; the direct arm leaves that core
+idle. Without it everything shares the cores.
 
 One shard (s1) on a real slapd, users from `mailtierctl users bulk`
 (user<K>@example.test / secret<K>, SSHA-512); the cluster is
@@ -157,11 +162,37 @@ class Bench:
             log("  # warning: every prepared user was used; raise --users")
         return r
 
+    def pin(self):
+        """--pin CPU: the MMP alone on CPU, everything else (this script and
+        the load clients it starts, the store, slapd) on the other cores,
+        as if the MMP had a host of its own (the seed's deployment): the
+        direct arm leaves that core idle."""
+        mmp_cpu = {self.args.pin}
+        rest = set(range(os.cpu_count())) - mmp_cpu
+        if not rest:
+            raise SystemExit("--pin: needs at least two cores")
+
+        def pin(pid, cpus):
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                try:
+                    os.sched_setaffinity(int(tid), cpus)
+                except OSError:
+                    pass
+        pin(os.getpid(), rest)
+        pin(self.store.pid, rest)
+        with open(os.path.join(self.c.ds["dir"], "slapd.pid")) as f:
+            pin(int(f.read().split()[0]), rest)
+        pin(self.c.mmp.pid, mmp_cpu)
+        log(f"pinned: the MMP on CPU {self.args.pin}, the rest on "
+            f"{','.join(map(str, sorted(rest)))}")
+
     def part_rate(self):
         a = self.args
         log(f"rate: {a.runs} runs x {a.duration} s each way, {a.conc} clients, "
             f"{a.users} fresh users a run")
         self.mmp()
+        if a.pin is not None:
+            self.pin()
         runs = {"direct": [], "mmp": []}
         first = 1
         for i in range(a.runs):
@@ -350,7 +381,9 @@ def summary(res, args):
     if r:
         runs, med, cpu = r["runs"], r["median_sessions_per_s"], r["median_cpu_ms_per_session"]
         lines.append(f"IMAP mix, {args.conc} clients, {args.duration} s a run, medians of "
-                     f"{args.runs} runs (direct and MMP alternating):")
+                     f"{args.runs} runs (direct and MMP alternating)"
+                     + (f"; the MMP alone on CPU {args.pin}, the rest on the others"
+                        if args.pin is not None else "") + ":")
         lines.append("%-12s %11s  %-26s %19s %21s" % ("path", "sessions/s", "runs",
                                                     "MMP CPU ms/session", "store CPU ms/session"))
         for k, name in (("direct", "direct"), ("mmp", "through MMP")):
@@ -392,6 +425,9 @@ def main():
                     help="idle sessions (capped by the descriptor limit)")
     ap.add_argument("--idle-runs", type=int, default=1)
     ap.add_argument("--parts", default="rate,idle")
+    ap.add_argument("--pin", type=int, metavar="CPU",
+                    help="rate: the MMP alone on this CPU, the client, the store and "
+                    "slapd on the others (the MMP on a host of its own)")
     ap.add_argument("--json", help="write the figures to this file")
     ap.add_argument("--hold", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--hold-port", type=int, help=argparse.SUPPRESS)
