@@ -199,9 +199,10 @@ bool cluster_write_config(const struct cluster *c, char **error_r)
 		"[loadgen]\n# mailtier-load run --config %s/mailtier.conf aims at this cluster.\n"
 		"smtp = 127.0.0.1:%u\npop = 127.0.0.1:%u\n"
 		"# --protocol imap|mixed: IMAP through the MMP.\nimap = 127.0.0.1:%u\n"
+		"submission = 127.0.0.1:%u\n"
 		"sink_listen = %s\nusers = %lu\ndomain = %s\nremote_domain = %s\n",
 		c->dir, cluster_port(c, CLUSTER_PORT_SMTP), cluster_port(c, CLUSTER_PORT_POP3),
-		cluster_port(c, CLUSTER_PORT_IMAP),
+		cluster_port(c, CLUSTER_PORT_IMAP), cluster_port(c, CLUSTER_PORT_SUBMISSION),
 		c->sink, c->users, c->domain, c->remote_domain);
 	char *path = cluster_path(c, "mailtier.conf");
 	bool ok = ctl_write_private(path, mt_buf_cstr(&conf), &error);

@@ -24,15 +24,15 @@ struct lg_engine {
 	struct lg_run_result *result;
 	struct mt_loop *loop;
 	struct event_base *base;
-	struct sockaddr_storage smtp_addr, pop_addr, imap_addr;
-	socklen_t smtp_len, pop_len, imap_len;
+	struct sockaddr_storage smtp_addr, pop_addr, imap_addr, submit_addr;
+	socklen_t smtp_len, pop_len, imap_len, submit_len;
 	struct lg_session_env env;
 	char helo[300];
 	struct lg_tracker *tracker;
 	struct lg_sink *sink;
 	struct lg_live_metrics *live;	/* --metrics-listen (standalone) */
 	struct lg_ledger *ledger;	/* --ledger (ledger.h) */
-	struct mt_tls *tls;		/* --tls / --imaps: the client context */
+	struct mt_tls *tls;		/* --tls, --imaps, --submission: the client context */
 	bool probes;			/* the probe user is ours */
 	bool attached;			/* the hooks' attach succeeded */
 
@@ -64,6 +64,9 @@ void lg_engine_reaper_cb(evutil_socket_t fd, short what, void *arg);
 void lg_engine_arrival_cb(evutil_socket_t fd, short what, void *arg);
 void lg_engine_probe_cb(evutil_socket_t fd, short what, void *arg);
 void lg_engine_poll_cb(evutil_socket_t fd, short what, void *arg);
+/* The env's submit_reply: a desktop client's reply by SMTP. */
+void lg_engine_submit_reply(void *context, struct lg_stats *stats,
+			    const struct lg_message_plan *plan);
 /* Start every arrival scheduled before the level's end. */
 void lg_engine_flush_level(struct lg_engine *e);
 /* Leave the in-flight steps (within their limit) out of known: see engine.c. */

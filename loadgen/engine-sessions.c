@@ -2,8 +2,9 @@
  * open-loop arrivals of the current level at their scheduled times, only
  * those of this process's share of the users, into the stats of the phase
  * of their scheduled time; the generator's own limit (max_sessions: beyond
- * it an arrival fails as generator_overload); the delivery probes; the
- * list of open sessions and their deferred free.
+ * it an arrival fails as generator_overload); the desktop clients'
+ * replies by SMTP; the delivery probes; the list of open sessions and
+ * their deferred free.
  * Trust boundary: none here; the sessions handle the system under test.
  * Bounded: arrivals started per timer callback and at a level's end. */
 #include "engine-private.h"
@@ -225,5 +226,30 @@ void lg_engine_poll_cb(evutil_socket_t fd, short what, void *arg)
 		e->poll = s;
 	else if (s->failed)
 		e->result->probes.counters.probe_session_errors++;
+	track(e, s);
+}
+
+/* ---- the desktop clients' replies ---- */
+
+void lg_engine_submit_reply(void *context, struct lg_stats *stats,
+			    const struct lg_message_plan *plan)
+{
+	struct lg_engine *e = context;
+	struct lg_smtp_params params = {
+		.plan = plan,
+		.seq = lg_tracker_next_seq(e->tracker),
+		/* a remote recipient's copy is timed at the sink like any */
+		.track_remote = e->sink != NULL || e->set->remote_sink,
+		.submission = true,
+		/* to --submission as the user; without it to --smtp, as the
+		 * SMTP sessions of local users send */
+		.auth = e->set->submission != NULL,
+	};
+
+	if (overloaded(e, LG_KIND_IMAP_REPLY_SUBMIT, stats, false))
+		return;
+	struct lg_session *s = lg_smtp_session_start(&e->env, LG_KIND_IMAP_REPLY_SUBMIT,
+		stats, (struct sockaddr *)&e->submit_addr, e->submit_len, &params,
+		session_done, e);
 	track(e, s);
 }

@@ -305,7 +305,9 @@ static bool setup(struct lg_engine *e, struct lg_run_settings *limited,
 
 	if (!lg_resolve(set->smtp, &e->smtp_addr, &e->smtp_len, error_r) ||
 	    (set->pop != NULL && !lg_resolve(set->pop, &e->pop_addr, &e->pop_len, error_r)) ||
-	    (set->imap != NULL && !lg_resolve(set->imap, &e->imap_addr, &e->imap_len, error_r)))
+	    (set->imap != NULL && !lg_resolve(set->imap, &e->imap_addr, &e->imap_len, error_r)) ||
+	    !lg_resolve(set->submission != NULL ? set->submission : set->smtp,
+			&e->submit_addr, &e->submit_len, error_r))
 		return false;
 	/* Keep descriptors for the sink's connections and the rest. */
 	unsigned int fds = lg_raise_fd_limit();
@@ -327,15 +329,19 @@ static bool setup(struct lg_engine *e, struct lg_run_settings *limited,
 		.base = e->base, .wl = &set->wl, .tracker = e->tracker,
 		.ledger = e->ledger,
 		.step_timeout_ms = set->step_timeout_ms, .helo_name = e->helo,
+		.submit_reply = lg_engine_submit_reply, .submit_context = e,
 	};
-	if (set->tls || set->imaps) {
+	/* One client context for every session that may need TLS: --tls
+	 * (SMTP and IMAP STARTTLS), --imaps, and a submission port that
+	 * offers AUTH only after STARTTLS. */
+	if (set->tls || set->imaps || set->submission != NULL) {
 		/* Opportunistic: no CA, so no verification (RFC 7435). */
 		static const struct mt_tls_settings client = { .cert_file = NULL };
 		e->tls = mt_tls_new(MT_TLS_CLIENT);
 		if (!mt_tls_load(e->tls, &client, error_r))
 			return false;
 		e->env.tls = e->tls;
-		e->env.imap_starttls = set->tls;
+		e->env.starttls = set->tls;
 		e->env.imap_implicit_tls = set->imaps;
 	}
 	lg_rng_seed(&e->probe_rng, set->seed, 0xfeedULL);

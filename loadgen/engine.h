@@ -1,8 +1,9 @@
 /* engine.h — one benchmark run in one process and one libevent loop: for
  * each load level, a warm-up then a measured phase of open-loop arrivals
- * (schedule.h) started as SMTP and POP3 client sessions (smtp-client.h,
- * pop-client.h), thousands at once without threads; delivery probes; the
- * SMTP sink in the same loop; a cool-down that waits (bounded) for the last
+ * (schedule.h) started as SMTP, POP3 and IMAP client sessions
+ * (smtp-client.h, pop-client.h, imap-client.h), thousands at once without
+ * threads, and the SMTP submissions of the IMAP desktop clients' replies;
+ * delivery probes; the SMTP sink in the same loop; a cool-down that waits (bounded) for the last
  * sessions and deliveries; progress on the terminal.
  *
  * A run can be one share of a bigger one (schedule.h: users K mod N): the
@@ -34,7 +35,10 @@ struct lg_run_settings {
 	const char *smtp;		/* HOST:PORT of the SMTP server */
 	const char *pop;		/* HOST:PORT of the POP3 server (NULL: none) */
 	const char *imap;		/* HOST:PORT of the IMAP server (NULL: none) */
-	bool tls;			/* IMAP: STARTTLS before the login */
+	/* Where desktop IMAP clients submit their replies, with AUTH PLAIN
+	 * as the user (NULL: to smtp, without AUTH). */
+	const char *submission;
+	bool tls;			/* STARTTLS in SMTP and (plain-port) IMAP */
 	bool imaps;			/* IMAP: implicit TLS (the 993 kind of port) */
 	const char *sink_listen;	/* NULL: no sink, remote delivery untimed */
 	const char *metrics_listen;	/* NULL: no live metrics (live-metrics.h) */

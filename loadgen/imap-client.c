@@ -4,6 +4,8 @@
  * AUTHENTICATE PLAIN, APPEND's synchronising literal and IDLE, STARTTLS's
  * switch, and the timers for think time, IDLE and the session's end.
  * Which command follows which is imap-script.c's (see imap-private.h).
+ * A new message's sender is read from its summary's ENVELOPE (a reply
+ * goes back to it).
  * Trust boundary: server responses, framed and bounded by imap-response.c;
  * a tag that is not ours, a continuation not asked for, a greeting that is
  * not "* OK"/"* PREAUTH" are protocol errors; NO, BAD and an unexpected
@@ -129,6 +131,17 @@ static void caps_in_code(struct lg_imap_session *s, const char *rest)
 		read_caps(s, code + strlen("[CAPABILITY "));
 }
 
+/* A new message's sender, from its summary's ENVELOPE: one of ours? */
+static void note_sender(struct lg_imap_session *s, const char *rest,
+			struct imap_sender *from)
+{
+	char mailbox[256], host[256];
+
+	from->known = lg_imap_envelope_from(rest, mailbox, sizeof(mailbox), host,
+					    sizeof(host)) &&
+		lg_parse_address(s->base.env->wl, mailbox, host, &from->remote, &from->user);
+}
+
 /* "* N FETCH (... UID u ... FLAGS (...))": a new message to handle when
  * its UID is above what we knew and it is not \Seen. */
 static void fetch_data(struct lg_imap_session *s, const char *rest)
@@ -145,8 +158,10 @@ static void fetch_data(struct lg_imap_session *s, const char *rest)
 		return;
 	if (uid > s->fetch_max_uid)
 		s->fetch_max_uid = uid;
-	if (!lg_imap_has_word(rest, "\\Seen") && s->n_uids < LG_IMAP_MAX_NEW)
+	if (!lg_imap_has_word(rest, "\\Seen") && s->n_uids < LG_IMAP_MAX_NEW) {
+		note_sender(s, rest, &s->senders[s->n_uids]);
 		s->uids[s->n_uids++] = uid;
+	}
 }
 
 static void greeting(struct lg_imap_session *s, const char *rest)

@@ -3,9 +3,11 @@
  * client (LOGIN or AUTHENTICATE PLAIN, LIST with SPECIAL-USE, SELECT INBOX
  * with CONDSTORE, the new messages' summaries, then per new message the
  * body, \Seen and one action, IDLE between, a folder visit and a SEARCH
- * once a session, LOGOUT when its time is up), a webmail/mobile poll
- * (LOGIN, SELECT INBOX, flags CHANGEDSINCE, the newest 20 headers, one
- * body, LOGOUT), or the fill of the folder model (CREATE and APPEND).
+ * once a session, LOGOUT when its time is up; a reply is also handed to
+ * the environment's submit_reply, which sends it by SMTP), a
+ * webmail/mobile poll (LOGIN, SELECT INBOX, flags CHANGEDSINCE, the newest
+ * 20 headers, one body, LOGOUT), or the fill of the folder model (CREATE
+ * and APPEND).
  * Every command is a timed step with the step timeout; literals are read
  * and counted, never kept whole; the APPEND literal is generated as the
  * socket drains.

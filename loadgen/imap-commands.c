@@ -301,28 +301,36 @@ void lg_imap_start_literal(struct lg_imap_session *s)
 	lg_imap_fill_literal(s);
 }
 
-/* RFC 9051 6.3.12: APPEND mailbox [flags] literal. A reply goes to Sent,
- * the fill's messages to the folder being filled; sizes from the size
- * table, the session's own stream. */
+/* RFC 9051 6.3.12: APPEND mailbox [flags] literal. A reply goes to Sent
+ * and is handed to the submission (submit_reply: by SMTP, on its own
+ * connection; the client does not wait for it), the fill's messages to
+ * the folder being filled; sizes from the size table, the session's own
+ * stream. */
 static void send_append(struct lg_imap_session *s)
 {
+	const struct lg_session_env *env = s->base.env;
 	bool reply = s->cmd == IC_APPEND_REPLY;
 	const char *folder = reply ? "Sent" : lg_imap_folders[s->fill_folder];
-	/* Draws in a fixed order: size, then the correspondent. */
-	uint64_t size = lg_workload_message_size(&s->rng);
-	uint64_t other = 1 + lg_rng_below(&s->rng, LG_REMOTE_USERS);
-	struct lg_message_plan plan = {
-		.from_remote = !reply,
-		.sender = reply ? s->params.user : other,
-		.size = size,
-		.n_rcpts = 1,
-		.rcpts = { { .remote = reply, .user = reply ? other : s->params.user } },
-	};
+	struct lg_message_plan plan;
 	char id[64];
 
+	if (reply) {
+		lg_imap_reply_plan(s, &plan);
+		if (env->submit_reply != NULL)
+			env->submit_reply(env->submit_context, s->base.stats, &plan);
+	} else {
+		/* Draws in a fixed order: size, then the correspondent. */
+		uint64_t drawn = lg_workload_message_size(&s->rng);
+		uint64_t other = 1 + lg_rng_below(&s->rng, LG_REMOTE_USERS);
+		plan = (struct lg_message_plan){
+			.from_remote = true, .sender = other, .size = drawn,
+			.n_rcpts = 1, .n_local = 1,
+			.rcpts = { { .remote = false, .user = s->params.user } },
+		};
+	}
 	snprintf(id, sizeof(id), "imap.%" PRIu64 ".%u", s->base.log.session_id, s->tag_no);
-	lg_message_begin(&s->append_headers, &s->append_body, s->base.env->wl, &plan, id);
-	size = s->append_headers.len + s->append_body.remaining;
+	lg_message_begin(&s->append_headers, &s->append_body, env->wl, &plan, id);
+	uint64_t size = s->append_headers.len + s->append_body.remaining;
 	bool plus = (s->caps & CAP_LITERAL_PLUS) != 0;
 	send_tagged(s, "APPEND \"%s\" (\\Seen) {%" PRIu64 "%s}", folder, size,
 		    plus ? "+" : "");

@@ -1,7 +1,8 @@
 /* imap-private.h — the IMAP client session's state, shared by
  * imap-client.c (the protocol: tags, responses, continuations, literals,
- * IDLE, timing) and imap-script.c (the profiles: which command follows
- * which). Not for other files.
+ * IDLE, timing), imap-commands.c (the command table and writers) and
+ * imap-script.c (the profiles: which command follows which). Not for
+ * other files.
  * Trust boundary: none here (see imap-client.h). */
 #ifndef LG_IMAP_PRIVATE_H
 #define LG_IMAP_PRIVATE_H
@@ -63,6 +64,14 @@ enum imap_wait {
 	WAIT_END,		/* no IDLE: until the session's end */
 };
 
+/* Who sent a new message (its ENVELOPE's From), if one of ours. */
+struct imap_sender {
+	bool known;		/* one of our users or remote correspondents */
+	bool remote;
+	uint64_t user;
+};
+
+
 struct lg_imap_session {
 	struct lg_session base;
 	enum lg_imap_profile profile;
@@ -91,6 +100,7 @@ struct lg_imap_session {
 	uint64_t known_max_uid;		/* highest UID of INBOX handled */
 	uint64_t fetch_max_uid;		/* highest UID the last FETCH_NEW showed */
 	uint64_t uids[LG_IMAP_MAX_NEW];	/* new messages to handle */
+	struct imap_sender senders[LG_IMAP_MAX_NEW];	/* ... and their senders */
 	unsigned int n_uids, uid_index;
 	unsigned int folder;		/* a user folder (visit, move) */
 	bool visited, searched;
@@ -123,6 +133,9 @@ void lg_imap_fill_literal(struct lg_imap_session *s);
 /* imap-script.c: the command after s->cmd completed (or after the wait
  * timer fired, s->wait saying which): a command, IC_WAIT or IC_DONE. */
 enum imap_cmd lg_imap_script_next(struct lg_imap_session *s);
+/* The reply to the message being read (its size, recipient), drawn from
+ * the session's stream. */
+void lg_imap_reply_plan(struct lg_imap_session *s, struct lg_message_plan *plan);
 /* imap-client.c: arm the wait timer (the script's IC_WAIT). */
 void lg_imap_wait(struct lg_imap_session *s, enum imap_wait wait, uint64_t ms);
 /* Milliseconds left until the deadline (0 when it has passed). */

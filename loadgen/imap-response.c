@@ -1,8 +1,8 @@
 /* imap-response.c — reading IMAP server responses (see imap-response.h).
  * Trust boundary: server octets, bounded per line, literal and response.
  * RFC 9051 2.2.2 (server responses), 4.3 (literal "{" number "}" CRLF
- * *OCTET, literal8 "~{" number "}"), 9 (response-tagged, response-data,
- * continue-req). */
+ * *OCTET, literal8 "~{" number "}"), 7.5.2 (ENVELOPE), 9 (response-tagged,
+ * response-data, continue-req, envelope, address, nstring). */
 #include "imap-response.h"
 
 #include <ctype.h>
@@ -257,4 +257,68 @@ bool lg_imap_find_number(const char *text, const char *word, uint64_t *n_r)
 			return true;
 	}
 	return false;
+}
+
+/* One nstring at *p_io (RFC 9051 9): NIL, a quoted string (unquoted into
+ * out when out is given) or a literal (its marker only: the contents were
+ * not kept, so it cannot be read into out). Then past the spaces after it.
+ * *nil_r: it was NIL. */
+static bool read_nstring(const char **p_io, char *out, size_t size, bool *nil_r)
+{
+	const char *p = *p_io;
+	size_t len = 0;
+
+	*nil_r = false;
+	if (strncasecmp(p, "NIL", 3) == 0 && !isalnum((unsigned char)p[3])) {
+		*nil_r = true;
+		p += 3;
+	} else if (*p == '"') {
+		for (p++; *p != '"'; p++) {
+			if (*p == '\\')
+				p++;
+			if (*p == '\0')
+				return false;
+			if (out != NULL) {
+				if (len + 1 >= size)
+					return false;
+				out[len++] = *p;
+			}
+		}
+		p++;
+	} else if (out == NULL && (*p == '{' || (p[0] == '~' && p[1] == '{'))) {
+		if ((p = strchr(p, '}')) == NULL)
+			return false;
+		p++;
+	} else {
+		return false;
+	}
+	if (out != NULL)
+		out[len] = '\0';
+	while (*p == ' ')
+		p++;
+	*p_io = p;
+	return true;
+}
+
+bool lg_imap_envelope_from(const char *text, char *mailbox, size_t mailbox_size,
+			   char *host, size_t host_size)
+{
+	const char *p = find_word(text, "ENVELOPE");
+	bool nil;
+
+	if (p == NULL || strncmp(p + 8, " (", 2) != 0)
+		return false;
+	p += 10;
+	/* date, subject */
+	if (!read_nstring(&p, NULL, 0, &nil) || !read_nstring(&p, NULL, 0, &nil))
+		return false;
+	/* from: "(" address ... ")", the first address "(" name adl mailbox host ")" */
+	if (strncmp(p, "((", 2) != 0)
+		return false;
+	p += 2;
+	if (!read_nstring(&p, NULL, 0, &nil) || !read_nstring(&p, NULL, 0, &nil) ||
+	    !read_nstring(&p, mailbox, mailbox_size, &nil) || nil ||
+	    !read_nstring(&p, host, host_size, &nil) || nil)
+		return false;	/* NIL host: a group's start (RFC 9051 9) */
+	return *p == ')';
 }

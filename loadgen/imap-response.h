@@ -15,7 +15,8 @@
  * response (LG_IMAP_LITERALS_MAX); over a bound, or a bare CR or NUL in a
  * line, is a protocol error, never a guess. Literal octets may be anything.
  * RFC 9051 2.2.1-2.2.2 (tagged, untagged and continuation responses), 4.3
- * (literal, literal8), 7 (responses), 9 (the response grammar). */
+ * (literal, literal8), 7 (responses), 7.5.2 (ENVELOPE), 9 (the response
+ * grammar). */
 #ifndef LG_IMAP_RESPONSE_H
 #define LG_IMAP_RESPONSE_H
 
@@ -88,5 +89,12 @@ bool lg_imap_find_number(const char *text, const char *word, uint64_t *n_r);
 bool lg_imap_has_word(const char *text, const char *atom);
 /* Whether rest begins with word followed by a space, ']' or its end. */
 bool lg_imap_starts_with(const char *rest, const char *word);
+/* The first From address of a FETCH's "ENVELOPE (date subject ((name adl
+ * mailbox host) ...) ...)" in text (RFC 9051 7.5.2, 9: envelope, address):
+ * its mailbox and host, unquoted, NUL-terminated. false when there is no
+ * ENVELOPE, its From is NIL or a group, a part is a literal (its contents
+ * are not kept) or too long for the buffer. */
+bool lg_imap_envelope_from(const char *text, char *mailbox, size_t mailbox_size,
+			   char *host, size_t host_size);
 
 #endif

@@ -1,10 +1,10 @@
 /* imap-script.c — the IMAP session profiles (WORKLOAD.md, "The IMAP
  * workload (SPECmail2009-style)"): which command follows the one that
- * just completed, for the desktop client, the webmail/mobile poll and
- * the fill of the folder model. The draws that depend on what the server
- * showed (per new message: think time, action, reply size; the folder
- * visited) come from the session's own stream in the order the messages
- * come, so a run is repeatable against the same mailboxes.
+ * just completed, for the desktop client, the webmail/mobile poll and the
+ * fill of the folder model. The draws that depend on what the server
+ * showed (per new message: think time, action, reply size and recipient;
+ * the folder visited) come from the session's own stream in the order the
+ * messages come, so a run is repeatable against the same mailboxes.
  * Trust boundary: counts and UIDs from the server (capped by
  * imap-client.c) only choose among our commands.
  * RFC 9051 (the commands), RFC 2177 (IDLE), RFC 6851 (MOVE). */
@@ -17,7 +17,7 @@ static enum imap_cmd login(struct lg_imap_session *s)
 {
 	if (!s->caps_known && s->cmd != IC_CAPABILITY)
 		return IC_CAPABILITY;
-	if (s->base.env->imap_starttls && !s->tls) {
+	if (s->base.env->starttls && !s->tls) {
 		if (s->caps & CAP_STARTTLS)
 			return IC_STARTTLS;
 		lg_session_fail(&s->base, LG_ERR_REJECTED, "--tls: no STARTTLS offered");
@@ -108,6 +108,32 @@ static enum imap_cmd action(struct lg_imap_session *s)
 	if (r < LG_IMAP_REPLY_SHARE)
 		return IC_APPEND_REPLY;
 	return message_done(s);
+}
+
+/* Our choice (WORKLOAD.md: "reply ... and an SMTP submission"): the
+ * reply goes back to the message's sender when that is one of our users
+ * or remote correspondents (its ENVELOPE's From); otherwise it is
+ * addressed as a local user's message is, to a remote correspondent with
+ * LG_REMOTE_RCPT_SHARE (90%), else to one of our users. Its size is from
+ * the size table. Draws in a fixed order whatever the sender: size,
+ * correspondent, the remote share, a user. */
+void lg_imap_reply_plan(struct lg_imap_session *s, struct lg_message_plan *plan)
+{
+	uint64_t size = lg_workload_message_size(&s->rng);
+	uint64_t other = 1 + lg_rng_below(&s->rng, LG_REMOTE_USERS);
+	bool remote = lg_rng_uniform(&s->rng) < LG_REMOTE_RCPT_SHARE;
+	uint64_t local = lg_workload_pick_user(s->base.env->wl, &s->rng);
+	struct lg_rcpt to = { .remote = remote, .user = remote ? other : local };
+
+	if (s->uid_index < s->n_uids && s->senders[s->uid_index].known)
+		to = (struct lg_rcpt){ .remote = s->senders[s->uid_index].remote,
+				       .user = s->senders[s->uid_index].user };
+	*plan = (struct lg_message_plan){
+		.from_remote = false, .reply = true, .sender = s->params.user,
+		.size = size, .n_rcpts = 1,
+		.n_local = to.remote ? 0 : 1, .n_remote = to.remote ? 1 : 0,
+		.rcpts = { to },
+	};
 }
 
 static enum imap_cmd after_new(struct lg_imap_session *s)

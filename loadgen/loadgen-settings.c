@@ -21,12 +21,17 @@ static const struct mt_setting_def loadgen_settings[] = {
 	  .doc = "POP3 server under test." },
 	{ .name = "imap", .type = MT_SETTING_HOSTPORT, .offset = L(imap),
 	  .doc = "IMAP server under test (a store's imap_listen, or the MMP's IMAP front)." },
+	{ .name = "submission", .type = MT_SETTING_HOSTPORT, .offset = L(submission),
+	  .doc = "Where IMAP desktop clients submit their replies by SMTP, with AUTH "
+		 "PLAIN as the user (after STARTTLS where AUTH is offered only then); "
+		 "unset: to smtp without AUTH." },
 	{ .name = "protocol", .type = MT_SETTING_ENUM, .offset = L(protocol),
 	  .default_value = "pop", .enum_values = protocol_names,
 	  .doc = "Mailbox sessions: pop (SPECmail2001 POP3 checks), imap "
 		 "(SPECmail2009-style IMAP sessions) or mixed (both at half rate)." },
 	{ .name = "tls", .type = MT_SETTING_BOOL, .offset = L(tls), .default_value = "no",
-	  .doc = "IMAP sessions begin with STARTTLS (no certificate verification)." },
+	  .doc = "STARTTLS in every SMTP session (after EHLO) and every IMAP session "
+		 "on a plain port (before the login); no certificate verification." },
 	{ .name = "imaps", .type = MT_SETTING_BOOL, .offset = L(imaps), .default_value = "no",
 	  .doc = "IMAP sessions use implicit TLS: the imap port is a 993 kind." },
 	{ .name = "sink_listen", .type = MT_SETTING_HOSTPORT, .offset = L(sink_listen),

@@ -11,6 +11,7 @@ struct mt_loadgen_settings {
 	struct mt_hostport smtp;
 	struct mt_hostport pop;
 	struct mt_hostport imap;
+	struct mt_hostport submission;
 	unsigned int protocol;	/* index into "pop", "imap", "mixed" */
 	bool tls;
 	bool imaps;

@@ -284,11 +284,12 @@ static void detail_table(struct mt_buf *b, const struct lg_level_result *level)
 	for (int i = 0; i < LG_ERR_COUNT; i++)
 		mt_buf_appendf(b, " %s %" PRIu64, lg_error_names[i], st->errors[i]);
 	mt_buf_appendf(b, ".<br>Messages: local users sent %" PRIu64 ", remote servers sent %" PRIu64
+		       ", IMAP replies submitted %" PRIu64
 		       "; recipients to-local %" PRIu64 ", to-remote %" PRIu64 "; retrieved %" PRIu64
 		       ", deleted %" PRIu64 "; up %.1f KiB, down %.1f KiB; deliveries late %" PRIu64
 		       ", lost %" PRIu64 ", unresolved at end %" PRIu64 " (%" PRIu64
 		       " past the 60 s limit).</p>\n", c->msgs_local_sent, c->msgs_remote_sent,
-		       c->rcpts_to_local, c->rcpts_to_remote, c->msgs_retrieved, c->msgs_deleted,
+		       c->msgs_submitted, c->rcpts_to_local, c->rcpts_to_remote, c->msgs_retrieved, c->msgs_deleted,
 		       (double)c->bytes_up / 1024, (double)c->bytes_down / 1024,
 		       c->deliveries_late, c->deliveries_lost, c->deliveries_unresolved,
 		       c->deliveries_unresolved_late);

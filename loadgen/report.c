@@ -281,13 +281,17 @@ static void print_counters(FILE *out, const struct lg_stats *st)
 		"; recipients to-local %" PRIu64 ", to-remote %" PRIu64 "\n",
 		c->msgs_local_sent, c->msgs_remote_sent, c->rcpts_to_local,
 		c->rcpts_to_remote);
+	if (st->sessions[LG_KIND_IMAP_REPLY_SUBMIT] > 0)
+		fprintf(out, "           IMAP replies submitted %" PRIu64 " (recipients to-local %"
+			PRIu64 ", to-remote %" PRIu64 ", among those above)\n",
+			c->msgs_submitted, c->submitted_rcpts_local, c->submitted_rcpts_remote);
 	fprintf(out, "           retrieved %" PRIu64 ", deleted %" PRIu64
 		"; local delivery probes %" PRIu64 "; deliveries late %" PRIu64
 		", lost %" PRIu64 ", unresolved at end %" PRIu64 " (%" PRIu64
 		" past the 60 s limit)\n", c->msgs_retrieved, c->msgs_deleted,
 		c->probes_local, c->deliveries_late, c->deliveries_lost,
 		c->deliveries_unresolved, c->deliveries_unresolved_late);
-	uint64_t sent = c->msgs_local_sent + c->msgs_remote_sent;
+	uint64_t sent = c->msgs_local_sent + c->msgs_remote_sent + c->msgs_submitted;
 	fprintf(out, "Sizes      up %.1f KiB (avg %.1f KiB/msg), down %.1f KiB (avg %.1f KiB/msg)\n",
 		(double)c->bytes_up / 1024, sent ? (double)c->bytes_up / 1024 / (double)sent : 0,
 		(double)c->bytes_down / 1024,
@@ -449,13 +453,16 @@ static void json_stats(struct mt_buf *b, const struct lg_stats *st)
 		",\"deliveries_late\":%" PRIu64 ",\"deliveries_lost\":%" PRIu64
 		",\"deliveries_unresolved\":%" PRIu64
 		",\"deliveries_unresolved_late\":%" PRIu64
-		",\"probe_sessions\":%" PRIu64 ",\"probe_session_errors\":%" PRIu64 "}}",
+		",\"probe_sessions\":%" PRIu64 ",\"probe_session_errors\":%" PRIu64
+		",\"msgs_submitted\":%" PRIu64 ",\"submitted_rcpts_local\":%" PRIu64
+		",\"submitted_rcpts_remote\":%" PRIu64 "}}",
 		c->msgs_local_sent, c->msgs_remote_sent, c->rcpts_to_local,
 		c->rcpts_to_remote, c->bytes_up, c->bytes_down, c->msgs_retrieved,
 		c->msgs_deleted, c->probes_local, c->deliveries_late,
 		c->deliveries_lost, c->deliveries_unresolved,
 		c->deliveries_unresolved_late, c->probe_sessions,
-		c->probe_session_errors);
+		c->probe_session_errors, c->msgs_submitted, c->submitted_rcpts_local,
+		c->submitted_rcpts_remote);
 }
 
 static void json_run(struct mt_buf *b, const struct lg_run_settings *set,

@@ -21,6 +21,7 @@ const struct lg_run_option lg_run_options[] = {
 	{ "smtp", LG_OPT_STRING, S(smtp), 0, 0, FW },
 	{ "pop", LG_OPT_STRING, S(pop), 0, 0, FW },
 	{ "imap", LG_OPT_STRING, S(imap), 0, 0, FW },
+	{ "submission", LG_OPT_STRING, S(submission), 0, 0, FW },
 	{ "protocol", LG_OPT_PROTOCOL, S(wl.protocol), 0, 0, FW },
 	{ "tls", LG_OPT_BOOL, S(tls), 0, 0, FW },
 	{ "imaps", LG_OPT_BOOL, S(imaps), 0, 0, FW },
@@ -261,10 +262,8 @@ bool lg_run_settings_check(struct lg_run_settings *set, const char **error_r)
 	if (set->wl.protocol != LG_PROTOCOL_POP && set->imap == NULL)
 		return fail(error_r, "--imap is required (--protocol %s)",
 			    lg_protocol_names[set->wl.protocol]);
-	if (set->tls && set->imaps)
-		return fail(error_r, "--tls (STARTTLS) and --imaps (implicit TLS): one or the other");
-	if ((set->tls || set->imaps) && set->imap == NULL)
-		return fail(error_r, "--tls and --imaps are for the IMAP sessions: give --imap");
+	if (set->imaps && set->imap == NULL)
+		return fail(error_r, "--imaps is for the IMAP sessions: give --imap");
 	if (set->n_levels == 0)
 		return fail(error_r, "--levels: no level given");
 	if (set->duration_ms < 1000)

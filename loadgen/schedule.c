@@ -13,12 +13,16 @@
 #define STREAM_PRIME LG_KIND_IMAP_DESKTOP
 #define STREAMS_PER_LEVEL (LG_KIND_IMAP_DESKTOP + 1)
 #define STREAM_IMAP_BASE (1ull << 32)
+/* The IMAP range's stride per level: the kind count when it was made (a
+ * kind added since, not scheduled, must not move the IMAP streams). */
+#define IMAP_STREAMS_PER_LEVEL 6
 
 static uint64_t kind_stream(int kind, unsigned int level_index)
 {
 	if (kind < LG_KIND_IMAP_DESKTOP)
 		return (uint64_t)level_index * STREAMS_PER_LEVEL + (uint64_t)kind;
-	return STREAM_IMAP_BASE + (uint64_t)level_index * LG_KIND_COUNT + (uint64_t)kind;
+	return STREAM_IMAP_BASE + (uint64_t)level_index * IMAP_STREAMS_PER_LEVEL +
+		(uint64_t)kind;
 }
 
 static bool repeat_before(const struct lg_repeat *a, const struct lg_repeat *b)

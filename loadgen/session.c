@@ -71,6 +71,7 @@ static void session_event_cb(struct bufferevent *bev, short what, void *arg)
 	if (what & BEV_EVENT_ERROR) {
 		int err = EVUTIL_SOCKET_ERROR();
 		bool connecting = s->step == LG_FN_SMTP_CONNECT ||
+				  s->step == LG_FN_SUBMIT_CONNECT ||
 				  s->step == LG_FN_POP_CONNECT ||
 				  s->step == LG_FN_IMAP_CONNECT;
 		/* An error before the greeting is a failed connection

@@ -40,11 +40,19 @@ struct lg_session_env {
 	struct lg_ledger *ledger;	/* NULL: no ledger (ledger.h) */
 	unsigned int step_timeout_ms;	/* a step unanswered for this long fails */
 	const char *helo_name;		/* our EHLO argument */
-	/* A client TLS context (no verification: the system under test's
-	 * certificate is its own business); NULL: no TLS. */
+	/* The generator's one client TLS context, for SMTP and IMAP alike
+	 * (no verification: the system under test's certificate is its own
+	 * business, RFC 7435); NULL: no TLS. */
 	struct mt_tls *tls;
-	bool imap_starttls;		/* IMAP: STARTTLS before the login */
+	/* --tls: STARTTLS in every SMTP session (after EHLO, RFC 3207) and
+	 * every IMAP session on a plain port (before the login). */
+	bool starttls;
 	bool imap_implicit_tls;		/* IMAP: TLS from the start (993) */
+	/* A desktop client replied to a message: submit the reply by SMTP
+	 * (its steps and counts into stats). NULL: no submission. */
+	void (*submit_reply)(void *context, struct lg_stats *stats,
+			     const struct lg_message_plan *plan);
+	void *submit_context;
 };
 
 typedef void lg_session_done_cb(struct lg_session *session, void *context);

@@ -1,18 +1,24 @@
 /* smtp-client.c — the SMTP client session, a state machine driven by one
  * const command table (see smtp-client.h).
- * Trust boundary: every reply is parsed by reply.c; a reply of the wrong
- * class ends the session as rejected, a malformed one as a protocol error.
- * RFC 5321 3.3, 4.1.1, 4.2, 4.3.2; RFC 5322 (the generated message). */
+ * Trust boundary: every reply is parsed by lib-mail's smtp-reply.c; a
+ * reply of the wrong class ends the session as rejected, a malformed one
+ * as a protocol error; a server that does not offer what the session needs
+ * (STARTTLS with --tls, AUTH PLAIN for a submission) fails it as rejected.
+ * RFC 5321 3.3, 4.1.1, 4.2, 4.3.2; RFC 3207 4, 4.2; RFC 4954 4, 6;
+ * RFC 4616 2; RFC 5322 (the generated message). */
 #include "smtp-client.h"
 
 #include "alloc.h"
 #include "ledger.h"
 #include "message.h"
 #include "pop3-status.h"
+#include "sasl.h"
 #include "smtp-reply.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <strings.h>
 
 #include <event2/buffer.h>
 
@@ -24,6 +30,8 @@ enum smtp_state {
 	SMTP_EHLO,
 	SMTP_HELO,
 	SMTP_LHLO,
+	SMTP_STARTTLS,
+	SMTP_AUTH,
 	SMTP_MAIL,
 	SMTP_RCPT,
 	SMTP_DATA,
@@ -35,8 +43,8 @@ enum smtp_state {
 };
 
 static const char *const smtp_state_names[SMTP_STATE_COUNT] = {
-	"greeting", "ehlo", "helo", "lhlo", "mail", "rcpt", "data", "body", "quit",
-	"done", "fail",
+	"greeting", "ehlo", "helo", "lhlo", "starttls", "auth", "mail", "rcpt",
+	"data", "body", "quit", "done", "fail",
 };
 
 struct lg_smtp_session {
@@ -47,6 +55,8 @@ struct lg_smtp_session {
 	char id[LG_ID_MAX];
 	bool track_remote, local_probe;
 	bool lmtp;
+	bool submission, auth;		/* smtp-client.h */
+	bool tls;			/* after STARTTLS */
 	unsigned int rcpt_index;
 	unsigned int lmtp_replies;	/* still due after the data (LMTP) */
 	bool (*next)(void *context, struct lg_message_plan *plan, uint64_t *seq_r);
@@ -71,6 +81,8 @@ struct smtp_command {
 static void send_ehlo(struct lg_smtp_session *s);
 static void send_helo(struct lg_smtp_session *s);
 static void send_lhlo(struct lg_smtp_session *s);
+static void send_starttls(struct lg_smtp_session *s);
+static void send_auth(struct lg_smtp_session *s);
 static void send_mail(struct lg_smtp_session *s);
 static void send_rcpt(struct lg_smtp_session *s);
 static void send_data(struct lg_smtp_session *s);
@@ -80,7 +92,9 @@ static enum smtp_state after_greeting(struct lg_smtp_session *s)
 {
 	return s->lmtp ? SMTP_LHLO : SMTP_EHLO;
 }
-static enum smtp_state after_hello(struct lg_smtp_session *s) { return SMTP_MAIL; }
+static enum smtp_state after_hello(struct lg_smtp_session *s);
+static enum smtp_state after_starttls(struct lg_smtp_session *s);
+static enum smtp_state after_auth(struct lg_smtp_session *s) { return SMTP_MAIL; }
 static enum smtp_state after_mail(struct lg_smtp_session *s) { return SMTP_RCPT; }
 static enum smtp_state after_rcpt(struct lg_smtp_session *s);
 static enum smtp_state after_data(struct lg_smtp_session *s) { return SMTP_BODY; }
@@ -97,6 +111,13 @@ static const struct smtp_command smtp_commands[SMTP_STATE_COUNT] = {
 	[SMTP_HELO] = { LG_FN_SMTP_EHLO, false, true, 2, send_helo, after_hello, SMTP_FAIL },
 	/* LMTP has no HELO to fall back to (RFC 2033 4.1). */
 	[SMTP_LHLO] = { LG_FN_SMTP_EHLO, true, true, 2, send_lhlo, after_hello, SMTP_FAIL },
+	/* RFC 3207 4: 220, then TLS; the handshake is timed in the EHLO
+	 * that follows it (4.2). */
+	[SMTP_STARTTLS] = { LG_FN_SMTP_STARTTLS, true, true, 2, send_starttls,
+			    after_starttls, SMTP_FAIL },
+	/* RFC 4954 4, 6: AUTH with the initial response, 235. Only a
+	 * submission authenticates: its row is its own. */
+	[SMTP_AUTH] = { LG_FN_SUBMIT_AUTH, true, true, 2, send_auth, after_auth, SMTP_FAIL },
 	[SMTP_MAIL] = { LG_FN_SMTP_MAIL, true, true, 2, send_mail, after_mail, SMTP_FAIL },
 	[SMTP_RCPT] = { LG_FN_SMTP_RCPT, true, true, 2, send_rcpt, after_rcpt, SMTP_FAIL },
 	/* DATA: 354, then the body, then 250; one step from command to the
@@ -105,6 +126,23 @@ static const struct smtp_command smtp_commands[SMTP_STATE_COUNT] = {
 	[SMTP_BODY] = { LG_FN_SMTP_DATA, false, true, 2, send_body, after_body, SMTP_FAIL },
 	[SMTP_QUIT] = { LG_FN_SMTP_QUIT, true, true, 2, send_quit, after_quit, SMTP_FAIL },
 };
+
+/* A reply's submission is timed in rows of its own (stats.h). */
+static enum lg_function row(const struct lg_smtp_session *s, enum lg_function fn)
+{
+	if (!s->submission)
+		return fn;
+	switch (fn) {
+	case LG_FN_SMTP_CONNECT: return LG_FN_SUBMIT_CONNECT;
+	case LG_FN_SMTP_EHLO: return LG_FN_SUBMIT_EHLO;
+	case LG_FN_SMTP_STARTTLS: return LG_FN_SUBMIT_STARTTLS;
+	case LG_FN_SMTP_MAIL: return LG_FN_SUBMIT_MAIL;
+	case LG_FN_SMTP_RCPT: return LG_FN_SUBMIT_RCPT;
+	case LG_FN_SMTP_DATA: return LG_FN_SUBMIT_DATA;
+	case LG_FN_SMTP_QUIT: return LG_FN_SUBMIT_QUIT;
+	default: return fn;
+	}
+}
 
 static void enter_state(struct lg_smtp_session *s, enum smtp_state state)
 {
@@ -119,7 +157,7 @@ static void enter_state(struct lg_smtp_session *s, enum smtp_state state)
 	}
 	mt_smtp_reply_reset(&s->reply);
 	if (cmd->begins_step)
-		lg_session_step_begin(&s->base, cmd->fn);
+		lg_session_step_begin(&s->base, row(s, cmd->fn));
 	if (cmd->send != NULL)
 		cmd->send(s);
 }
@@ -137,6 +175,88 @@ static void send_helo(struct lg_smtp_session *s)
 static void send_lhlo(struct lg_smtp_session *s)
 {
 	lg_session_send(&s->base, "LHLO %s", s->base.env->helo_name);
+}
+
+/* Whether an EHLO reply offers AUTH with the PLAIN mechanism (RFC 4954
+ * 3: "AUTH" and the mechanisms, space-separated, on one keyword line).
+ * (lib-mail's mt_smtp_caps has no AUTH yet: the one reader of it is here.) */
+static bool offers_auth_plain(const struct mt_smtp_reply *reply)
+{
+	for (const char *nl = strchr(reply->text, '\n'); nl != NULL;
+	     nl = strchr(nl + 1, '\n')) {
+		const char *kw = nl + 1, *end = kw + strcspn(kw, "\n");
+		if (strncasecmp(kw, "AUTH ", 5) != 0)
+			continue;
+		for (const char *p = kw + 5; p < end;) {
+			size_t word = strcspn(p, " \n");
+			if (word == 5 && strncasecmp(p, "PLAIN", 5) == 0)
+				return true;
+			p += word;
+			while (*p == ' ')
+				p++;
+		}
+	}
+	return false;
+}
+
+/* After EHLO (or HELO, which offers nothing): STARTTLS with --tls, or
+ * where AUTH is offered only after it (RFC 3207 4, RFC 4954 4); then AUTH
+ * for a submission; then the mail. A server without what is needed fails
+ * the session as rejected (as IMAP's --tls without STARTTLS does). */
+static enum smtp_state after_hello(struct lg_smtp_session *s)
+{
+	struct mt_smtp_caps caps = { 0 };
+	bool auth_plain = false;
+
+	if (s->lmtp)
+		return SMTP_MAIL;
+	if (s->state == SMTP_EHLO) {
+		mt_smtp_caps_parse(&s->reply, &caps);
+		auth_plain = offers_auth_plain(&s->reply);
+	}
+	if (!s->tls && (s->base.env->starttls || (s->auth && !auth_plain && caps.starttls))) {
+		if (caps.starttls && s->base.env->tls != NULL)
+			return SMTP_STARTTLS;
+		lg_session_fail(&s->base, LG_ERR_REJECTED, "%s: no STARTTLS offered",
+				s->base.env->starttls ? "--tls" : "AUTH");
+		return SMTP_FAIL;
+	}
+	if (s->auth) {
+		if (auth_plain)
+			return SMTP_AUTH;
+		lg_session_fail(&s->base, LG_ERR_REJECTED, "submission: no AUTH PLAIN offered");
+		return SMTP_FAIL;
+	}
+	return SMTP_MAIL;
+}
+
+static void send_starttls(struct lg_smtp_session *s)
+{
+	lg_session_send(&s->base, "STARTTLS");
+}
+
+/* RFC 3207 4.2: TLS now; what the server said before it is forgotten,
+ * and the client asks again with EHLO. */
+static enum smtp_state after_starttls(struct lg_smtp_session *s)
+{
+	if (!lg_session_starttls(&s->base))
+		return SMTP_FAIL;
+	s->tls = true;
+	return SMTP_EHLO;
+}
+
+/* RFC 4954 4: AUTH PLAIN with the initial response, as the sender (the
+ * login and password the IMAP session uses). */
+static void send_auth(struct lg_smtp_session *s)
+{
+	char login[320], password[320];
+	struct mt_buf b64 = MT_BUF_INIT;
+
+	lg_format_login(login, sizeof(login), s->base.env->wl, s->plan.sender);
+	lg_format_password(password, sizeof(password), s->base.env->wl, s->plan.sender);
+	mt_sasl_plain_encode(&b64, "", login, password);
+	lg_session_send(&s->base, "AUTH PLAIN %s", mt_buf_cstr(&b64));
+	mt_buf_free(&b64);
 }
 
 static void send_mail(struct lg_smtp_session *s)
@@ -215,10 +335,15 @@ static enum smtp_state after_body(struct lg_smtp_session *s)
 	struct lg_tracker *tracker = s->base.env->tracker;
 	uint64_t now = lg_now_us();
 
-	if (s->plan.from_remote)
+	if (s->submission) {
+		c->msgs_submitted++;
+		c->submitted_rcpts_local += s->plan.n_local;
+		c->submitted_rcpts_remote += s->plan.n_remote;
+	} else if (s->plan.from_remote) {
 		c->msgs_remote_sent++;
-	else
+	} else {
 		c->msgs_local_sent++;
+	}
 	c->rcpts_to_local += s->plan.n_local;
 	c->rcpts_to_remote += s->plan.n_remote;
 	c->bytes_up += s->plan.size > s->headers.len ? s->plan.size : s->headers.len;
@@ -272,7 +397,9 @@ static void handle_reply(struct lg_smtp_session *s)
 	if (code / 100 == cmd->expect) {
 		if (cmd->ends_step)
 			lg_session_step_end(&s->base, true);
-		enter_state(s, cmd->next(s));
+		enum smtp_state next = cmd->next(s);
+		if (!s->base.finished)	/* next() may have failed it */
+			enter_state(s, next);
 		return;
 	}
 	if (cmd->on_negative != SMTP_FAIL) {
@@ -352,6 +479,8 @@ struct lg_session *lg_smtp_session_start(const struct lg_session_env *env,
 	s->track_remote = params->track_remote;
 	s->local_probe = params->local_probe;
 	s->lmtp = params->lmtp;
+	s->submission = params->submission;
+	s->auth = params->auth && !params->lmtp;
 	s->next = params->next;
 	s->next_context = params->next_context;
 	mt_buf_init(&s->headers);
@@ -360,6 +489,6 @@ struct lg_session *lg_smtp_session_start(const struct lg_session_env *env,
 	format_id(s);
 	s->state = SMTP_GREETING;
 	mt_smtp_reply_reset(&s->reply);
-	lg_session_connect(&s->base, addr, addrlen, LG_FN_SMTP_CONNECT);
+	lg_session_connect(&s->base, addr, addrlen, row(s, LG_FN_SMTP_CONNECT));
 	return &s->base;
 }

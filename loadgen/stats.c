@@ -8,6 +8,8 @@
 const struct lg_function_info lg_functions[LG_FN_COUNT] = {
 	[LG_FN_SMTP_CONNECT] = { "smtp_connect", "SMTP Connect", 5 * SEC, true },
 	[LG_FN_SMTP_EHLO] = { "smtp_ehlo", "SMTP EHLO", 5 * SEC, false },
+	/* The Secure variant (--tls): a step of its own, judged. */
+	[LG_FN_SMTP_STARTTLS] = { "smtp_starttls", "SMTP STARTTLS", 5 * SEC, true },
 	[LG_FN_SMTP_MAIL] = { "smtp_mail", "SMTP MAIL", 5 * SEC, false },
 	[LG_FN_SMTP_RCPT] = { "smtp_rcpt", "SMTP RCPT", 5 * SEC, false },
 	[LG_FN_SMTP_DATA] = { "smtp_data", "SMTP Data", 5 * SEC, true },
@@ -37,6 +39,16 @@ const struct lg_function_info lg_functions[LG_FN_COUNT] = {
 	[LG_FN_IMAP_IDLE_WAKE] = { "imap_idle_wake", "IMAP IDLE wake", 5 * SEC, true },
 	[LG_FN_IMAP_CREATE] = { "imap_create", "IMAP CREATE", 5 * SEC, false },
 	[LG_FN_IMAP_LOGOUT] = { "imap_logout", "IMAP LOGOUT", 5 * SEC, true },
+	/* The reply's submission: judged where an SMTP session is (connect,
+	 * DATA), and its TLS and login as the IMAP session's are. */
+	[LG_FN_SUBMIT_CONNECT] = { "smtp_submit_connect", "Submit Connect", 5 * SEC, true },
+	[LG_FN_SUBMIT_EHLO] = { "smtp_submit_ehlo", "Submit EHLO", 5 * SEC, false },
+	[LG_FN_SUBMIT_STARTTLS] = { "smtp_submit_starttls", "Submit STARTTLS", 5 * SEC, true },
+	[LG_FN_SUBMIT_AUTH] = { "smtp_submit_auth", "Submit AUTH", 5 * SEC, true },
+	[LG_FN_SUBMIT_MAIL] = { "smtp_submit_mail", "Submit MAIL", 5 * SEC, false },
+	[LG_FN_SUBMIT_RCPT] = { "smtp_submit_rcpt", "Submit RCPT", 5 * SEC, false },
+	[LG_FN_SUBMIT_DATA] = { "smtp_submit_data", "Submit Data", 5 * SEC, true },
+	[LG_FN_SUBMIT_QUIT] = { "smtp_submit_quit", "Submit QUIT", 5 * SEC, false },
 	[LG_FN_DELIVERY] = { "delivery", "Delivery Time", 60 * SEC, true },
 };
 

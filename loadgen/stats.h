@@ -16,6 +16,8 @@
 enum lg_function {
 	LG_FN_SMTP_CONNECT,	/* TCP connect until the 220 greeting */
 	LG_FN_SMTP_EHLO,	/* EHLO (or the HELO after a refused EHLO) */
+	LG_FN_SMTP_STARTTLS,	/* --tls: STARTTLS until its 220 (the handshake
+				 * is in the EHLO after it) */
 	LG_FN_SMTP_MAIL,
 	LG_FN_SMTP_RCPT,	/* one per recipient */
 	LG_FN_SMTP_DATA,	/* DATA command until the reply after the body */
@@ -43,6 +45,16 @@ enum lg_function {
 	LG_FN_IMAP_IDLE_WAKE,	/* DONE until the IDLE's tagged OK */
 	LG_FN_IMAP_CREATE,	/* fill: the folder model */
 	LG_FN_IMAP_LOGOUT,
+	/* A desktop client's reply submitted by SMTP (the same steps as an
+	 * SMTP session, in rows of their own, and AUTH) */
+	LG_FN_SUBMIT_CONNECT,
+	LG_FN_SUBMIT_EHLO,
+	LG_FN_SUBMIT_STARTTLS,
+	LG_FN_SUBMIT_AUTH,	/* AUTH PLAIN as the user until its 235 */
+	LG_FN_SUBMIT_MAIL,
+	LG_FN_SUBMIT_RCPT,
+	LG_FN_SUBMIT_DATA,
+	LG_FN_SUBMIT_QUIT,
 	LG_FN_DELIVERY,		/* accepted by the MTA until seen at sink / by POP */
 	LG_FN_COUNT
 };
@@ -91,6 +103,12 @@ struct lg_counters {
 	uint64_t deliveries_unresolved_late; /* of those, past the limit */
 	uint64_t probe_sessions;	/* probe sends and polls (not in the tables) */
 	uint64_t probe_session_errors;
+	/* Desktop IMAP clients' replies accepted by SMTP (not in
+	 * msgs_local_sent: the SPECmail2001 figure is the SMTP sessions'),
+	 * and their recipients (also in rcpts_to_local, rcpts_to_remote). */
+	uint64_t msgs_submitted;
+	uint64_t submitted_rcpts_local;
+	uint64_t submitted_rcpts_remote;
 };
 
 struct lg_stats {

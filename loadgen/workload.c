@@ -6,9 +6,11 @@
 
 #include "log.h"
 
+#include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 const char *const lg_kind_names[LG_KIND_COUNT] = {
 	[LG_KIND_SMTP_LOCAL] = "smtp-local",
@@ -17,6 +19,7 @@ const char *const lg_kind_names[LG_KIND_COUNT] = {
 	[LG_KIND_POP_REPEAT] = "pop-repeat",
 	[LG_KIND_IMAP_DESKTOP] = "imap-desktop",
 	[LG_KIND_IMAP_WEBMAIL] = "imap-webmail",
+	[LG_KIND_IMAP_REPLY_SUBMIT] = "imap-reply-submit",
 };
 
 const double lg_kind_rate_per_100k[LG_KIND_COUNT] = {
@@ -29,6 +32,8 @@ const double lg_kind_rate_per_100k[LG_KIND_COUNT] = {
 		LG_IMAP_DESKTOP_SHARE,
 	[LG_KIND_IMAP_WEBMAIL] = LG_IMAP_SESSIONS_PER_USER_HOUR * 100000 / 3600 *
 		(1 - LG_IMAP_DESKTOP_SHARE),
+	/* started by desktop sessions (a reply), not by the schedule */
+	[LG_KIND_IMAP_REPLY_SUBMIT] = 0,
 };
 
 const char *const lg_protocol_names[LG_PROTOCOL_COUNT] = {
@@ -173,6 +178,39 @@ void lg_format_password(char *out, size_t size, const struct lg_workload *wl,
 		mt_panic("unchecked template: %s", error);
 }
 
+bool lg_parse_address(const struct lg_workload *wl, const char *local,
+		      const char *domain, bool *remote_r, uint64_t *user_r)
+{
+	bool remote = strcasecmp(domain, wl->remote_domain) == 0;
+	uint64_t range = remote ? LG_REMOTE_USERS : wl->users;
+	char want[320], got[320];
+
+	if (!remote && strcasecmp(domain, wl->domain) != 0)
+		return false;
+	if (snprintf(got, sizeof(got), "%s@%s", local, domain) >= (int)sizeof(got))
+		return false;
+	/* Each maximal run of digits is a candidate number (bounded: at most
+	 * one per two characters of a 320-octet address). */
+	for (const char *p = local; *p != '\0'; p++) {
+		if (!isdigit((unsigned char)*p) || (p > local && isdigit((unsigned char)p[-1])))
+			continue;
+		uint64_t n = 0;
+		int digits = 0;
+		for (const char *q = p; isdigit((unsigned char)*q) && digits <= 19; q++, digits++)
+			n = n * 10 + (uint64_t)(*q - '0');
+		if (digits > 19 || n < wl->first_user || n - wl->first_user >= range)
+			continue;
+		uint64_t user = n - wl->first_user + 1;
+		lg_format_address(want, sizeof(want), wl, remote, user);
+		if (strcasecmp(want, got) == 0) {
+			*remote_r = remote;
+			*user_r = user;
+			return true;
+		}
+	}
+	return false;
+}
+
 static uint64_t load_users(const struct lg_workload *wl)
 {
 	return wl->load_users != 0 ? wl->load_users : wl->users;
@@ -285,6 +323,7 @@ void lg_workload_plan_message(const struct lg_workload *wl,
 	unsigned int wanted = lg_workload_rcpt_count(rng);
 
 	plan->from_remote = from_remote;
+	plan->reply = false;
 	plan->size = lg_workload_message_size(rng);
 	plan->sender = from_remote ? 1 + lg_rng_below(rng, LG_REMOTE_USERS)
 				   : lg_workload_pick_user(wl, rng);

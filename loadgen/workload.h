@@ -38,6 +38,9 @@ enum lg_kind {
 	LG_KIND_POP_REPEAT,	/* a check 300-600 s after the previous one */
 	LG_KIND_IMAP_DESKTOP,	/* an IMAP desktop client (IDLE, per-message actions) */
 	LG_KIND_IMAP_WEBMAIL,	/* an IMAP webmail/mobile poll (short) */
+	/* A desktop client's reply submitted by SMTP: started by the IMAP
+	 * session, not scheduled (its rate is 0). */
+	LG_KIND_IMAP_REPLY_SUBMIT,
 	LG_KIND_COUNT
 };
 
@@ -140,6 +143,7 @@ struct lg_rcpt {
 
 struct lg_message_plan {
 	bool from_remote;		/* sender userK@remote_domain */
+	bool reply;			/* a desktop client's reply: "Re: " */
 	uint64_t sender;
 	uint64_t size;			/* octets of the whole message */
 	unsigned int n_rcpts, n_local, n_remote;
@@ -156,6 +160,12 @@ void lg_format_login(char *out, size_t size, const struct lg_workload *wl,
 		     uint64_t user);
 void lg_format_password(char *out, size_t size, const struct lg_workload *wl,
 			uint64_t user);
+/* The inverse of lg_format_address: whether local@domain is one of our
+ * users (domain) or remote correspondents (remote_domain), and which
+ * (*remote_r, *user_r). Any template with %K or %0NK: each run of digits
+ * in local is tried and the address formatted back to compare. */
+bool lg_parse_address(const struct lg_workload *wl, const char *local,
+		      const char *domain, bool *remote_r, uint64_t *user_r);
 
 /* Sessions/s of a kind at level_pct percent of the users' load. */
 double lg_workload_rate(const struct lg_workload *wl, enum lg_kind kind,

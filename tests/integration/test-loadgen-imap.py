@@ -11,10 +11,15 @@ ports, with no MTA or MMP in between:
   - a short bounded `run --protocol imap --imap 127.0.0.1:<store imap>`
     (SMTP to `mailtier-load sink`, messages delivered by LMTP during the
     run so IDLE-ing desktop clients wake): the IMAP rows of results.json
-    have attempts, every attempt passed, no session failed, no error of
-    any kind, and the text report shows the IMAP rows;
+    have attempts, every attempt passed (the desktop replies' submissions
+    to --smtp without AUTH too: one smtp_submit_connect per
+    imap-reply-submit session), no session failed, no error of any kind,
+    and the text report shows the IMAP rows;
   - the same run with --tls (STARTTLS before every login: one
-    imap_starttls per session) and with --imaps on the store's
+    imap_starttls per session; and in every SMTP session and submission,
+    against a small STARTTLS SMTP server here with the store's
+    certificate: one smtp_starttls per SMTP session, every connection it
+    took went TLS before MAIL) and with --imaps on the store's
     imaps_listen (implicit TLS);
   - `run --protocol imap` without --imap is a usage error (exit 2).
 
@@ -27,6 +32,7 @@ import json
 import os
 import re
 import socket
+import ssl
 import subprocess
 import threading
 import time
@@ -91,6 +97,90 @@ def test_fill(env):
     assert in_inbox > 5 * USERS, in_inbox
 
 
+class StarttlsSink:
+    """A small SMTP server that offers STARTTLS (RFC 3207) with a given
+    certificate and takes every message: the SMTP side of a `--tls` run
+    without an MTA. Counts sessions (connections that said EHLO: not the
+    test's own wait for the port), those that went TLS, messages and MAIL
+    commands before TLS. Bounded: 30 s socket timeouts, daemon threads."""
+
+    def __init__(self, cert, key):
+        self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.ctx.load_cert_chain(cert, key)
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.lock = threading.Lock()
+        self.counts = {"sessions": 0, "tls": 0, "messages": 0, "plain_mail": 0}
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _count(self, key):
+        with self.lock:
+            self.counts[key] += 1
+
+    def _accept(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn):
+        conn.settimeout(30)
+        buf, tls, greeted = b"", False, False
+
+        def line():
+            nonlocal buf
+            while b"\n" not in buf:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    raise EOFError
+                buf += chunk
+            text, buf = buf.split(b"\n", 1)
+            return text.rstrip(b"\r")
+        try:
+            conn.sendall(b"220 tls-sink ESMTP\r\n")
+            while True:
+                verb = line().split(b" ", 1)[0].upper()
+                if verb == b"EHLO":
+                    if not greeted:
+                        greeted = True
+                        self._count("sessions")
+                    conn.sendall(b"250-tls-sink\r\n" + (b"" if tls else b"250-STARTTLS\r\n") +
+                                 b"250 8BITMIME\r\n")
+                elif verb == b"STARTTLS" and not tls and not buf:
+                    conn.sendall(b"220 2.0.0 go ahead\r\n")
+                    conn = self.ctx.wrap_socket(conn, server_side=True)
+                    tls = True
+                    self._count("tls")
+                elif verb == b"MAIL":
+                    if not tls:
+                        self._count("plain_mail")
+                    conn.sendall(b"250 ok\r\n")
+                elif verb in (b"RCPT", b"RSET", b"NOOP"):
+                    conn.sendall(b"250 ok\r\n")
+                elif verb == b"DATA":
+                    conn.sendall(b"354 go\r\n")
+                    while line() != b".":
+                        pass
+                    self._count("messages")
+                    conn.sendall(b"250 queued\r\n")
+                elif verb == b"QUIT":
+                    conn.sendall(b"221 bye\r\n")
+                    return
+                else:
+                    conn.sendall(b"502 5.5.2 no\r\n")
+        except (EOFError, OSError):
+            pass
+        finally:
+            conn.close()
+
+    def close(self):
+        self.sock.close()
+
+
 def deliver_while(env, stop):
     """A message to some user every 0.3 s, so IDLE-ing clients wake."""
     n = 0
@@ -102,14 +192,19 @@ def deliver_while(env, stop):
         stop.wait(0.3)
 
 
-def imap_run(env, h, name, port, extra=(), duration="8", expect=()):
-    """A `run --protocol imap` against port (SMTP to a sink, LMTP
-    deliveries meanwhile); every IMAP row in expect attempted, every IMAP
-    attempt passed, no session failed, no error. The rows' totals."""
-    sink_port, = h.free_ports(1)
-    sink = subprocess.Popen([mtharness.binary("loadgen/mailtier-load"), "sink",
-                             "--listen", f"127.0.0.1:{sink_port}", "--duration", "120",
-                             "--quiet"], stdout=subprocess.DEVNULL)
+def imap_run(env, h, name, port, extra=(), duration="8", expect=(), smtp_sink=None,
+             seed="5"):
+    """A `run --protocol imap` against port (SMTP to a sink, or to smtp_sink
+    when given; LMTP deliveries meanwhile); every IMAP row in expect
+    attempted, every IMAP and SMTP attempt passed, no session failed, no
+    error. The rows' totals and the session counts by kind."""
+    if smtp_sink is not None:
+        sink, sink_port = None, smtp_sink.port
+    else:
+        sink_port, = h.free_ports(1)
+        sink = subprocess.Popen([mtharness.binary("loadgen/mailtier-load"), "sink",
+                                 "--listen", f"127.0.0.1:{sink_port}", "--duration", "120",
+                                 "--quiet"], stdout=subprocess.DEVNULL)
     report = os.path.join(h.tmpdir, "report-" + name)
     stop = threading.Event()
     feeder = threading.Thread(target=deliver_while, args=(env, stop))
@@ -128,30 +223,32 @@ def imap_run(env, h, name, port, extra=(), duration="8", expect=()):
                  "--rate", "19", "--domain", D, "--levels", "100",
                  "--warmup", "1", "--duration", duration, "--cooldown", "15",
                  "--step-timeout", "10", "--probe-interval", "0",
-                 "--progress", "0", "--seed", "5", "--report", report,
+                 "--progress", "0", "--seed", seed, "--report", report,
                  *os.environ.get("LG_RUN_ARGS", "").split(),
                  wrap=os.environ.get("LG_WRAP", ""))
     finally:
         stop.set()
         if feeder.is_alive():
             feeder.join(10)
-        sink.terminate()
-        sink.wait(10)
+        if sink is not None:
+            sink.terminate()
+            sink.wait(10)
     print(name, r.stdout[-6000:], r.stderr[-3000:])
     # QoS may be "not judged" with this few attempts: 0 or 1, never 2.
     assert r.returncode in (0, 1), (name, r.returncode, r.stderr)
     assert "IMAP Login" in r.stdout and "IMAP Fetch body" in r.stdout
     results = json.load(open(os.path.join(report, "results.json")))
     level = results["levels"][0]
-    fns = {}
+    fns, kinds = {}, {}
     for phase in ("warmup", "measure"):
         st = level[phase]
         for key, f in st["functions"].items():
             a = fns.setdefault(key, {"attempts": 0, "pass": 0})
             a["attempts"] += f["attempts"]
             a["pass"] += f["pass"]
-        for kind in ("imap-desktop", "imap-webmail"):
-            assert st["sessions"][kind]["failed"] == 0, (name, phase, kind, st["sessions"])
+        for kind, k in st["sessions"].items():
+            kinds[kind] = kinds.get(kind, 0) + k["attempted"]
+            assert k["failed"] == 0, (name, phase, kind, st["sessions"])
         assert all(v == 0 for v in st["errors"].values()), (name, phase, st["errors"])
         for kind in ("pop-first", "pop-repeat"):
             assert st["sessions"][kind]["attempted"] == 0, (name, phase, kind)
@@ -160,33 +257,54 @@ def imap_run(env, h, name, port, extra=(), duration="8", expect=()):
     for key in expect:
         assert fns[key]["attempts"] > 0, (name, key, fns[key])
     for key, f in fns.items():
-        if key.startswith("imap_"):
+        if key.startswith("imap_") or key.startswith("smtp_"):
             assert f["pass"] == f["attempts"], (name, key, f)
     assert fns["imap_connect"]["attempts"] == sessions
     assert fns["pop_connect"]["attempts"] == 0
-    return sessions, fns
+    # Desktop replies, submitted to --smtp without AUTH (no --submission).
+    assert fns["smtp_submit_connect"]["attempts"] == kinds["imap-reply-submit"], (name, kinds)
+    assert fns["smtp_submit_auth"]["attempts"] == 0, (name, fns["smtp_submit_auth"])
+    return sessions, fns, kinds
 
 
 def test_run(env, h):
-    sessions, fns = imap_run(env, h, "plain", env.ports["s1"]["imap"], expect=(
+    sessions, fns, _ = imap_run(env, h, "plain", env.ports["s1"]["imap"], expect=(
         "imap_connect", "imap_login", "imap_list", "imap_select",
         "imap_fetch_headers", "imap_fetch_body", "imap_store",
         "imap_idle", "imap_idle_wake", "imap_logout"))
     assert sessions >= 20, sessions
     assert fns["imap_starttls"]["attempts"] == 0
+    assert fns["smtp_starttls"]["attempts"] == 0
 
 
 def test_tls(env, h):
-    """--tls: STARTTLS on the IMAP port before every login; --imaps:
-    implicit TLS on the store's imaps_listen."""
-    sessions, fns = imap_run(env, h, "starttls", env.ports["s1"]["imap"],
-                             extra=("--tls",), duration="3",
-                             expect=("imap_starttls", "imap_login", "imap_select"))
+    """--tls: STARTTLS on the IMAP port before every login, and in every
+    SMTP session and reply submission (RFC 3207, to a STARTTLS server
+    here); --imaps: implicit TLS on the store's imaps_listen."""
+    smtp = StarttlsSink(env.cert, env.key)
+    try:
+        # Seed 7 makes 6 SMTP sessions in these 5 s (seed 5: none).
+        sessions, fns, kinds = imap_run(env, h, "starttls", env.ports["s1"]["imap"],
+                                        extra=("--tls",), duration="4", seed="7",
+                                        smtp_sink=smtp,
+                                        expect=("imap_starttls", "imap_login", "imap_select",
+                                                "smtp_starttls"))
+    finally:
+        smtp.close()
     assert fns["imap_starttls"]["attempts"] == sessions, (sessions, fns["imap_starttls"])
-    sessions, fns = imap_run(env, h, "implicit", env.ports["s1"]["imaps"],
-                             extra=("--imaps",), duration="3",
-                             expect=("imap_login", "imap_select", "imap_logout"))
+    smtp_sessions = kinds["smtp-local"] + kinds["smtp-remote"]
+    assert fns["smtp_starttls"]["attempts"] == smtp_sessions > 0, (kinds, fns["smtp_starttls"])
+    assert fns["smtp_ehlo"]["attempts"] == 2 * smtp_sessions, fns["smtp_ehlo"]
+    assert fns["smtp_submit_starttls"]["attempts"] == kinds["imap-reply-submit"], kinds
+    # Every connection the server took went TLS before any MAIL.
+    counts = smtp.counts
+    assert counts["sessions"] == smtp_sessions + kinds["imap-reply-submit"], (counts, kinds)
+    assert counts["tls"] == counts["sessions"] and counts["plain_mail"] == 0, counts
+    sessions, fns, _ = imap_run(env, h, "implicit", env.ports["s1"]["imaps"],
+                                extra=("--imaps",), duration="3",
+                                expect=("imap_login", "imap_select", "imap_logout"))
     assert fns["imap_starttls"]["attempts"] == 0
+    assert fns["smtp_starttls"]["attempts"] == 0
 
 
 def test_usage(env):

@@ -14,9 +14,14 @@
  * the fill of the folder model (CREATE, a NO for an existing folder,
  * APPEND with LITERAL+), and servers that misbehave: garbage, a BYE, a NO
  * on login, a close mid-literal, a stall, an oversized line or literal,
- * a tag not ours, a continuation not asked for. Also the SMTP sink (loadgen/sink.c) driven by a
- * scripted client, and the reply parsers. The scripted peer runs in a
- * thread with blocking sockets; the code under test runs in its event loop.
+ * a tag not ours, a continuation not asked for. SMTP with --tls (RFC
+ * 3207) against servers that do not offer STARTTLS or refuse it; a
+ * desktop reply's submission (AUTH PLAIN as the user, its own rows and
+ * counts) and submission servers that refuse it; the reply's recipient
+ * read from the ENVELOPE. Also the SMTP sink (loadgen/sink.c) driven by
+ * a scripted client, and the reply parsers. The scripted peer runs in a
+ * thread with blocking sockets; the code under test runs in its event
+ * loop.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -47,6 +52,7 @@
 #include "pop-client.h"
 #include "sink.h"
 #include "smtp-client.h"
+#include "tls.h"
 #include "tracker.h"
 
 /* ---- the scripted peer ---- */
@@ -300,6 +306,25 @@ static const struct lg_message_plan plan_2rcpt = {
 
 /* When set, run_client() starts an IMAP session with these parameters. */
 static const struct lg_imap_params *imap_client;
+/* When set, run_client()'s SMTP session has these parameters and kind
+ * (else plan_2rcpt as a local user's session). */
+static const struct lg_smtp_params *smtp_client;
+static enum lg_kind smtp_client_kind;
+/* The sessions' environment: --tls, the client TLS context, the reply
+ * submission hook and what it was handed. */
+static bool client_starttls;
+static struct mt_tls *client_tls;
+static unsigned int replies_submitted;
+static struct lg_message_plan reply_submitted;
+
+static void record_reply(void *context, struct lg_stats *stats,
+			 const struct lg_message_plan *plan)
+{
+	(void)context;
+	(void)stats;
+	replies_submitted++;
+	reply_submitted = *plan;
+}
 
 /* Run an SMTP (pop_user == 0), POP3 or IMAP (imap_client) session. */
 static void run_client(struct sockaddr_in *addr, uint64_t pop_user,
@@ -310,6 +335,8 @@ static void run_client(struct sockaddr_in *addr, uint64_t pop_user,
 	struct lg_session_env env = {
 		.base = base, .wl = &wl, .tracker = tracker,
 		.step_timeout_ms = timeout_ms, .helo_name = "test.invalid",
+		.starttls = client_starttls, .tls = client_tls,
+		.submit_reply = record_reply,
 	};
 	struct lg_smtp_params params = { .plan = &plan_2rcpt, .seq = 1,
 					 .track_remote = true };
@@ -322,8 +349,10 @@ static void run_client(struct sockaddr_in *addr, uint64_t pop_user,
 		o->session = lg_imap_session_start(&env, LG_KIND_IMAP_DESKTOP, stats,
 			(struct sockaddr *)addr, sizeof(*addr), imap_client, on_done, o);
 	else if (pop_user == 0)
-		o->session = lg_smtp_session_start(&env, LG_KIND_SMTP_LOCAL, stats,
-			(struct sockaddr *)addr, sizeof(*addr), &params, on_done, o);
+		o->session = lg_smtp_session_start(&env, smtp_client != NULL ?
+			smtp_client_kind : LG_KIND_SMTP_LOCAL, stats,
+			(struct sockaddr *)addr, sizeof(*addr),
+			smtp_client != NULL ? smtp_client : &params, on_done, o);
 	else
 		o->session = lg_pop_session_start(&env, LG_KIND_POP_FIRST, stats,
 			(struct sockaddr *)addr, sizeof(*addr), pop_user, on_done, o);
@@ -558,6 +587,175 @@ static void test_connect_refused(void **state)
 	run_client(&addr, 3, st, NULL, 1000, &o);
 	assert_int_equal(o.error, LG_ERR_CONNECT);
 	assert_true(st->errors[LG_ERR_CONNECT] == 2);
+	free(st);
+}
+
+/* ---- SMTP with --tls, and a desktop client's reply submitted ---- */
+
+/* A client TLS context as the engine makes it (no verification). */
+static struct mt_tls *new_client_tls(void)
+{
+	static const struct mt_tls_settings client = { .cert_file = NULL };
+	struct mt_tls *tls = mt_tls_new(MT_TLS_CLIENT);
+	const char *error;
+
+	if (!mt_tls_load(tls, &client, &error))
+		fail_msg("client TLS context: %s", error);
+	return tls;
+}
+
+/* --tls (RFC 3207): a server that does not offer STARTTLS, or answers
+ * EHLO with an error (HELO offers nothing), fails the session as
+ * rejected before any mail is sent; a refused STARTTLS is a failed
+ * smtp_starttls step. */
+static void test_smtp_tls_refused(void **state)
+{
+	static const struct step no_starttls[] = {
+		S("220 test ESMTP\r\n"), E("EHLO test.invalid"),
+		S("250-test\r\n250-PIPELINING\r\n250 8BITMIME\r\n"),
+	};
+	static const struct step helo_only[] = {
+		S("220 old\r\n"), E("EHLO"), S("502 what?\r\n"),
+		E("HELO test.invalid"), S("250 hi\r\n"),
+	};
+	static const struct step refused[] = {
+		S("220 test ESMTP\r\n"), E("EHLO test.invalid"),
+		T("250-test\r\n250 STARTTLS\r\n"), E("STARTTLS"),
+		S("454 4.7.0 TLS not available\r\n"),
+	};
+	struct lg_stats *st = new_stats();
+	struct outcome o;
+	struct peer peer;
+
+	client_starttls = true;
+	client_tls = new_client_tls();
+	scripted(SCRIPT(no_starttls), 0, 2000, st, NULL, &o, &peer);
+	assert_true(o.failed);
+	assert_int_equal(o.error, LG_ERR_REJECTED);
+	assert_non_null(strstr(o.detail, "no STARTTLS offered"));
+	assert_true(st->sessions_failed[LG_KIND_SMTP_LOCAL] == 1);
+	assert_true(st->errors[LG_ERR_REJECTED] == 1);
+	assert_true(st->fn[LG_FN_SMTP_EHLO].attempts == 1 && st->fn[LG_FN_SMTP_EHLO].pass == 1);
+	assert_true(st->fn[LG_FN_SMTP_STARTTLS].attempts == 0);
+	assert_true(st->fn[LG_FN_SMTP_MAIL].attempts == 0);
+
+	lg_stats_init(st);
+	scripted(SCRIPT(helo_only), 0, 2000, st, NULL, &o, &peer);
+	assert_true(o.failed);
+	assert_int_equal(o.error, LG_ERR_REJECTED);
+	assert_true(st->fn[LG_FN_SMTP_MAIL].attempts == 0);
+
+	lg_stats_init(st);
+	scripted(SCRIPT(refused), 0, 2000, st, NULL, &o, &peer);
+	assert_true(o.failed);
+	assert_int_equal(o.error, LG_ERR_REJECTED);
+	assert_true(st->fn[LG_FN_SMTP_STARTTLS].attempts == 1);
+	assert_true(st->fn[LG_FN_SMTP_STARTTLS].pass == 0);
+	assert_true(st->fn[LG_FN_SMTP_MAIL].attempts == 0);
+	client_starttls = false;
+	mt_tls_free(&client_tls);
+	free(st);
+}
+
+/* A desktop client's reply to user77@remote.test, by user3. */
+static const struct lg_message_plan reply_to_remote = {
+	.from_remote = false, .reply = true, .sender = 3, .size = 1500,
+	.n_rcpts = 1, .n_remote = 1, .rcpts = { { true, 77 } },
+};
+
+/* The reply's submission (RFC 6409, 4954): AUTH PLAIN as the sender with
+ * its password, in the smtp_submit_* rows, counted as submitted (not in
+ * the SPECmail2001 messages), its remote copy awaited at the sink; a
+ * server without AUTH PLAIN, a 535, and one that offers AUTH only after
+ * a STARTTLS it then refuses all fail it as rejected. */
+static void test_smtp_submission(void **state)
+{
+	static const struct step good[] = {
+		S("220 submit ESMTP\r\n"), E("EHLO test.invalid"),
+		S("250-submit\r\n250-AUTH LOGIN PLAIN\r\n250 8BITMIME\r\n"),
+		/* base64("\0user3@example.test\0secret3") */
+		E("AUTH PLAIN AHVzZXIzQGV4YW1wbGUudGVzdABzZWNyZXQz"),
+		S("235 2.7.0 Authentication successful\r\n"),
+		E("MAIL FROM:<user3@example.test>"), S("250 ok\r\n"),
+		E("RCPT TO:<user77@remote.test>"), S("250 ok\r\n"),
+		E("DATA"), S("354 go\r\n"), BODY_STEP, S("250 queued\r\n"),
+		E("QUIT"), S("221 bye\r\n"),
+	};
+	static const struct step no_auth[] = {
+		S("220 hi\r\n"), E("EHLO"), S("250-hi\r\n250 8BITMIME\r\n"),
+	};
+	static const struct step auth_refused[] = {
+		S("220 hi\r\n"), E("EHLO"), S("250-hi\r\n250 AUTH PLAIN\r\n"),
+		E("AUTH PLAIN "), S("535 5.7.8 Authentication credentials invalid\r\n"),
+	};
+	static const struct step auth_after_tls[] = {
+		S("220 hi\r\n"), E("EHLO"), S("250-hi\r\n250 STARTTLS\r\n"),
+		E("STARTTLS"), S("454 4.7.0 not now\r\n"),
+	};
+	struct lg_smtp_params params = {
+		.plan = &reply_to_remote, .seq = 1, .track_remote = true,
+		.submission = true, .auth = true,
+	};
+	struct lg_tracker *tracker = lg_tracker_new(5, 60000000);
+	struct lg_stats *st = new_stats();
+	struct outcome o;
+	struct peer peer;
+
+	smtp_client = &params;
+	smtp_client_kind = LG_KIND_IMAP_REPLY_SUBMIT;
+	scripted(SCRIPT(good), 0, 2000, st, tracker, &o, &peer);
+	if (o.failed)
+		fail_msg("submission failed: %s", o.detail);
+	const enum lg_function rows[] = { LG_FN_SUBMIT_CONNECT, LG_FN_SUBMIT_EHLO,
+		LG_FN_SUBMIT_AUTH, LG_FN_SUBMIT_MAIL, LG_FN_SUBMIT_RCPT,
+		LG_FN_SUBMIT_DATA, LG_FN_SUBMIT_QUIT };
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		if (st->fn[rows[i]].attempts != 1 || st->fn[rows[i]].pass != 1)
+			fail_msg("%s: %llu attempts, %llu pass", lg_functions[rows[i]].key,
+				 (unsigned long long)st->fn[rows[i]].attempts,
+				 (unsigned long long)st->fn[rows[i]].pass);
+	for (int f = LG_FN_SMTP_CONNECT; f <= LG_FN_SMTP_QUIT; f++)
+		assert_true(st->fn[f].attempts == 0);
+	assert_true(st->sessions[LG_KIND_IMAP_REPLY_SUBMIT] == 1);
+	assert_true(st->sessions_failed[LG_KIND_IMAP_REPLY_SUBMIT] == 0);
+	assert_true(st->counters.msgs_submitted == 1);
+	assert_true(st->counters.msgs_local_sent == 0);
+	assert_true(st->counters.submitted_rcpts_remote == 1);
+	assert_true(st->counters.submitted_rcpts_local == 0);
+	assert_true(st->counters.rcpts_to_remote == 1);
+	assert_int_equal(peer.body_len, 1500);
+	assert_true(peer.body_has_id);
+	/* Its remote copy is awaited at the sink like any other. */
+	assert_true(lg_tracker_outstanding(tracker) == 1);
+	assert_true(st->fn[LG_FN_DELIVERY].attempts == 1);
+
+	lg_stats_init(st);
+	scripted(SCRIPT(no_auth), 0, 2000, st, NULL, &o, &peer);
+	assert_true(o.failed);
+	assert_int_equal(o.error, LG_ERR_REJECTED);
+	assert_non_null(strstr(o.detail, "no AUTH PLAIN"));
+	assert_true(st->sessions_failed[LG_KIND_IMAP_REPLY_SUBMIT] == 1);
+	assert_true(st->fn[LG_FN_SUBMIT_AUTH].attempts == 0);
+	assert_true(st->fn[LG_FN_SUBMIT_MAIL].attempts == 0);
+
+	lg_stats_init(st);
+	scripted(SCRIPT(auth_refused), 0, 2000, st, NULL, &o, &peer);
+	assert_true(o.failed);
+	assert_int_equal(o.error, LG_ERR_REJECTED);
+	assert_true(st->fn[LG_FN_SUBMIT_AUTH].attempts == 1);
+	assert_true(st->fn[LG_FN_SUBMIT_AUTH].pass == 0);
+
+	lg_stats_init(st);
+	client_tls = new_client_tls();
+	scripted(SCRIPT(auth_after_tls), 0, 2000, st, NULL, &o, &peer);
+	assert_true(o.failed);
+	assert_int_equal(o.error, LG_ERR_REJECTED);
+	assert_true(st->fn[LG_FN_SUBMIT_STARTTLS].attempts == 1);
+	assert_true(st->fn[LG_FN_SUBMIT_STARTTLS].pass == 0);
+	assert_true(st->fn[LG_FN_SMTP_STARTTLS].attempts == 0);
+	mt_tls_free(&client_tls);
+	smtp_client = NULL;
+	lg_tracker_free(&tracker);
 	free(st);
 }
 
@@ -1027,6 +1225,92 @@ static void test_imap_faults(void **state)
 			       LG_KIND_IMAP_DESKTOP, LG_IMAP_LINE_MAX));
 }
 
+/* The From of a FETCH's ENVELOPE (RFC 9051 7.5.2): quoted strings with
+ * escapes, a literal subject (its contents not kept), NIL, a group. */
+static void test_imap_envelope_from(void **state)
+{
+	char m[32], h[32];
+
+	assert_true(lg_imap_envelope_from("2 FETCH (UID 9 FLAGS () ENVELOPE (\"Mon, 1 Jan 2024\" "
+		"\"a \\\"quoted\\\" \\\\ subject\" ((\"Name\" NIL \"user5\" \"example.test\")) "
+		"NIL NIL NIL NIL NIL NIL NIL) RFC822.SIZE 10)", m, sizeof(m), h, sizeof(h)));
+	assert_string_equal(m, "user5");
+	assert_string_equal(h, "example.test");
+	assert_true(lg_imap_envelope_from("1 FETCH (ENVELOPE (NIL {12} ((NIL NIL \"a\\\\b\" \"c\") "
+		"(NIL NIL \"d\" \"e\")) NIL))", m, sizeof(m), h, sizeof(h)));
+	assert_string_equal(m, "a\\b");
+	assert_string_equal(h, "c");
+	/* No From, a group, a literal mailbox, unterminated, too long, none. */
+	static const char *const bad[] = {
+		"1 FETCH (ENVELOPE (\"d\" \"s\" NIL NIL NIL NIL NIL NIL NIL NIL))",
+		"1 FETCH (ENVELOPE (\"d\" \"s\" ((NIL NIL \"group\" NIL)) NIL))",
+		"1 FETCH (ENVELOPE (\"d\" \"s\" ((NIL NIL {5} \"example.test\")) NIL))",
+		"1 FETCH (ENVELOPE (\"d\" \"s\" ((NIL NIL \"user5",
+		"1 FETCH (ENVELOPE (\"d\" \"s\" ((NIL NIL \"a-mailbox-longer-than-32-octets-here\" \"h\")) NIL))",
+		"1 FETCH (UID 5 FLAGS (\\Seen))",
+		"1 FETCH (BODY[HEADER.FIELDS (ENVELOPE)] {3})",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (lg_imap_envelope_from(bad[i], m, sizeof(m), h, sizeof(h)))
+			fail_msg("read a From in: %s", bad[i]);
+}
+
+/* A desktop session's reply (WORKLOAD.md: APPEND to Sent, \Answered and
+ * an SMTP submission) goes back to the sender the ENVELOPE names when it
+ * is one of ours: a user (local) or a remote correspondent; otherwise as
+ * a local user's message is addressed. The plan is handed to the
+ * environment's submit_reply once, as the APPEND is sent. */
+static void test_imap_reply_recipient(void **state)
+{
+	static const struct { const char *from; bool known, remote; uint64_t user; } cases[] = {
+		{ "((NIL NIL \"user5\" \"example.test\"))", true, false, 5 },
+		{ "((\"Far Away\" NIL \"USER77\" \"Remote.Test\"))", true, true, 77 },
+		{ "((NIL NIL \"someone\" \"elsewhere.test\"))", false, false, 0 },
+	};
+	struct lg_imap_params params = {
+		.profile = LG_IMAP_PROFILE_DESKTOP, .user = 3,
+		.plan = { .seed = seed_for_reply(3), .length_ms = 1500,
+			  .search = LG_IMAP_SEARCH_UNSEEN },
+		.think_scale = 0.01,
+	};
+	struct step steps[sizeof(imap_desktop_good) / sizeof(imap_desktop_good[0])];
+	char fetched[512];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct lg_stats *st = new_stats();
+		struct outcome o;
+		struct peer peer;
+
+		snprintf(fetched, sizeof(fetched),
+			 "* 1 FETCH (UID 7 FLAGS (\\Seen) RFC822.SIZE 10)\r\n"
+			 "* 2 FETCH (UID 9 FLAGS () RFC822.SIZE 10 ENVELOPE (\"Mon, 1 Jan 2024\" "
+			 "\"hello\" %s NIL NIL NIL NIL NIL NIL NIL))\r\nA0005 OK\r\n", cases[i].from);
+		memcpy(steps, imap_desktop_good, sizeof(steps));
+		steps[12] = (struct step)S(fetched);
+		replies_submitted = 0;
+		imap_client = &params;
+		scripted(steps, sizeof(steps) / sizeof(steps[0]), 0, 2000, st, NULL, &o, &peer);
+		imap_client = NULL;
+		if (o.failed)
+			fail_msg("imap session failed: %s", o.detail);
+		assert_int_equal(replies_submitted, 1);
+		const struct lg_message_plan *r = &reply_submitted;
+		assert_true(r->reply && !r->from_remote && r->sender == 3);
+		assert_true(r->n_rcpts == 1 && r->n_local + r->n_remote == 1);
+		assert_true(r->n_remote == (r->rcpts[0].remote ? 1u : 0u));
+		assert_true(r->size >= 1024 && r->size <= 2675u * 1024);
+		if (cases[i].known) {
+			assert_true(r->rcpts[0].remote == cases[i].remote);
+			assert_true(r->rcpts[0].user == cases[i].user);
+		} else {
+			assert_true(r->rcpts[0].user >= 1 &&
+				    r->rcpts[0].user <= (r->rcpts[0].remote ? LG_REMOTE_USERS : wl.users));
+		}
+		assert_true(st->fn[LG_FN_IMAP_APPEND].pass == 1);
+		free(st);
+	}
+}
+
 /* ---- the sink, driven by a scripted client ---- */
 
 struct sink_run {
@@ -1123,6 +1407,8 @@ int main(void)
 		cmocka_unit_test(test_smtp_helo_fallback_trickled),
 		cmocka_unit_test(test_smtp_faults),
 		cmocka_unit_test(test_connect_refused),
+		cmocka_unit_test(test_smtp_tls_refused),
+		cmocka_unit_test(test_smtp_submission),
 		cmocka_unit_test(test_lmtp),
 		cmocka_unit_test(test_pop_good),
 		cmocka_unit_test(test_pop_faults),
@@ -1131,6 +1417,8 @@ int main(void)
 		cmocka_unit_test(test_imap_desktop),
 		cmocka_unit_test(test_imap_fill),
 		cmocka_unit_test(test_imap_faults),
+		cmocka_unit_test(test_imap_envelope_from),
+		cmocka_unit_test(test_imap_reply_recipient),
 		cmocka_unit_test(test_sink),
 	};
 

@@ -246,6 +246,44 @@ static void test_templates(void **state)
 	assert_false(lg_template_check("user%", &error));
 }
 
+/* The inverse of the address templates (a reply goes back to the sender
+ * of what it answers): ours or a remote correspondent's, which one; any
+ * other address, or a number out of range, is not. */
+static void test_parse_address(void **state)
+{
+	struct lg_workload wl = test_wl;
+	bool remote;
+	uint64_t user;
+
+	assert_true(lg_parse_address(&wl, "user42", "example.test", &remote, &user));
+	assert_false(remote);
+	assert_true(user == 42);
+	assert_true(lg_parse_address(&wl, "USER7", "Remote.TEST", &remote, &user));
+	assert_true(remote && user == 7);
+	assert_true(lg_parse_address(&wl, "user999999", "remote.test", &remote, &user));
+	assert_true(remote && user == 999999);
+	static const char *const not_ours[][2] = {
+		{ "user0", "example.test" }, { "someone", "example.test" },
+		{ "user5x", "example.test" }, { "user5", "elsewhere.test" },
+		{ "user1000001", "remote.test" }, { "user99999999999999999999", "example.test" },
+		{ "", "example.test" },
+	};
+	for (size_t i = 0; i < sizeof(not_ours) / sizeof(not_ours[0]); i++)
+		if (lg_parse_address(&wl, not_ours[i][0], not_ours[i][1], &remote, &user))
+			fail_msg("%s@%s taken as user %llu", not_ours[i][0], not_ours[i][1],
+				 (unsigned long long)user);
+	wl.users = 10;
+	assert_false(lg_parse_address(&wl, "user11", "example.test", &remote, &user));
+	assert_true(lg_parse_address(&wl, "user10", "example.test", &remote, &user));
+	/* Zero-padded, from account 0 (the peer set-up's naming); digits
+	 * elsewhere in the template. */
+	wl.first_user = 0;
+	wl.local_template = "u2x%06K";
+	assert_true(lg_parse_address(&wl, "u2x000004", "example.test", &remote, &user));
+	assert_true(user == 5);
+	assert_false(lg_parse_address(&wl, "u2x4", "example.test", &remote, &user));
+}
+
 static void test_rates(void **state)
 {
 	struct lg_workload wl = test_wl;
@@ -542,6 +580,7 @@ int main(void)
 		cmocka_unit_test(test_uniform_and_exponential),
 		cmocka_unit_test(test_plan),
 		cmocka_unit_test(test_templates),
+		cmocka_unit_test(test_parse_address),
 		cmocka_unit_test(test_rates),
 		cmocka_unit_test(test_schedule_rates),
 		cmocka_unit_test(test_schedule_imap_rates),
