@@ -12,9 +12,13 @@
 #include <event2/event.h>
 
 /* Our choice: local probes are small (1 KiB) remote-server messages to
- * one user, whose mailbox is polled; probe arrivals are timed from the
- * MTA's 250 to the RETR that shows them. */
+ * one user, whose mailbox is polled by POP3 (timed from the MTA's 250 to
+ * the RETR that shows them) or watched by an IDLE-ing IMAP session (to
+ * the EXISTS that announced them). */
 #define LG_PROBE_SIZE 1024
+/* Once the rest of the cool-down is done, the IMAP probe watcher is asked
+ * to log out; it gets this long for it. */
+#define LG_WATCHER_LOGOUT_MS 2000
 
 enum lg_phase { PHASE_WARMUP, PHASE_MEASURE, PHASE_COOLDOWN, PHASE_DONE };
 
@@ -34,6 +38,7 @@ struct lg_engine {
 	struct lg_ledger *ledger;	/* --ledger (ledger.h) */
 	struct mt_tls *tls;		/* --tls, --imaps, --submission: the client context */
 	bool probes;			/* the probe user is ours */
+	bool probe_imap;		/* ... watched by IMAP (--protocol imap) */
 	bool attached;			/* the hooks' attach succeeded */
 
 	size_t level;
@@ -51,6 +56,11 @@ struct lg_engine {
 	size_t n_active;
 	struct lg_session *dead;	/* finished, freed from the loop */
 	struct lg_session *poll;	/* the probe poll in flight */
+	/* The IMAP probe watcher (not in the active list: it lasts the run
+	 * and is stopped once everything else is done). */
+	struct lg_session *watcher;
+	bool watcher_stopped;
+	uint64_t watcher_stop_us;
 	unsigned int failed_in_a_row;	/* load points that missed QoS */
 	uint64_t last_progress_us;
 	uint64_t last_beat_us;
@@ -67,6 +77,9 @@ void lg_engine_poll_cb(evutil_socket_t fd, short what, void *arg);
 /* The env's submit_reply: a desktop client's reply by SMTP. */
 void lg_engine_submit_reply(void *context, struct lg_stats *stats,
 			    const struct lg_message_plan *plan);
+/* The cool-down is otherwise over: true while the probe watcher still
+ * has to log out (asked once here, then given LG_WATCHER_LOGOUT_MS). */
+bool lg_engine_watcher_ending(struct lg_engine *e, uint64_t now_us);
 /* Start every arrival scheduled before the level's end. */
 void lg_engine_flush_level(struct lg_engine *e);
 /* Leave the in-flight steps (within their limit) out of known: see engine.c. */

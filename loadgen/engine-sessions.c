@@ -3,8 +3,9 @@
  * those of this process's share of the users, into the stats of the phase
  * of their scheduled time; the generator's own limit (max_sessions: beyond
  * it an arrival fails as generator_overload); the desktop clients'
- * replies by SMTP; the delivery probes; the list of open sessions and
- * their deferred free.
+ * replies by SMTP; the delivery probes and what looks for them (a POP3
+ * poll, or the IMAP watcher); the list of open sessions and their
+ * deferred free.
  * Trust boundary: none here; the sessions handle the system under test.
  * Bounded: arrivals started per timer callback and at a level's end. */
 #include "engine-private.h"
@@ -46,6 +47,8 @@ static void session_done(struct lg_session *s, void *context)
 	}
 	if (s == e->poll)
 		e->poll = NULL;
+	if (s == e->watcher)
+		e->watcher = NULL;
 	if (s->probe && s->failed)
 		e->result->probes.counters.probe_session_errors++;
 	s->prev = NULL;
@@ -183,7 +186,7 @@ void lg_engine_probe_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct lg_engine *e = arg;
 	struct lg_message_plan plan = {
-		.from_remote = true,
+		.from_remote = true, .probe = true,
 		.sender = 1 + lg_rng_below(&e->probe_rng, LG_REMOTE_USERS),
 		.size = LG_PROBE_SIZE,
 		.n_rcpts = 1, .n_local = 1,
@@ -209,11 +212,52 @@ void lg_engine_probe_cb(evutil_socket_t fd, short what, void *arg)
 	track(e, s);
 }
 
+/* The IMAP probe watcher: one session on the probe mailbox for the run
+ * (imap-client.h, LG_IMAP_PROFILE_PROBE), started again by the poll timer
+ * after a failure. Its steps go to the probes' stats, not the tables. */
+static void start_watcher(struct lg_engine *e)
+{
+	struct lg_imap_params params = {
+		.profile = LG_IMAP_PROFILE_PROBE,
+		.user = e->set->probe_user,
+		.poll_ms = e->set->probe_poll_ms,
+	};
+
+	if (e->watcher != NULL || e->watcher_stopped)
+		return;
+	e->result->probes.counters.probe_sessions++;
+	struct lg_session *s = lg_imap_session_start(&e->env, LG_KIND_IMAP_DESKTOP,
+		&e->result->probes, (struct sockaddr *)&e->imap_addr, e->imap_len,
+		&params, session_done, e);
+	s->probe = true;
+	if (!s->finished)
+		e->watcher = s;
+	else if (s->failed)
+		e->result->probes.counters.probe_session_errors++;
+}
+
+bool lg_engine_watcher_ending(struct lg_engine *e, uint64_t now_us)
+{
+	if (e->watcher == NULL)
+		return false;
+	if (!e->watcher_stopped) {
+		e->watcher_stopped = true;
+		e->watcher_stop_us = now_us;
+		lg_imap_session_stop(e->watcher);
+		return e->watcher != NULL;
+	}
+	return now_us - e->watcher_stop_us < LG_WATCHER_LOGOUT_MS * 1000ull;
+}
+
 void lg_engine_poll_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct lg_engine *e = arg;
 
 	lg_engine_timer_in(e->poll_ev, e->set->probe_poll_ms);
+	if (e->probe_imap) {
+		start_watcher(e);
+		return;
+	}
 	if (e->poll != NULL ||
 	    overloaded(e, LG_KIND_POP_REPEAT, &e->result->probes, false))
 		return;

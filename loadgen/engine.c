@@ -216,12 +216,14 @@ static void snapshot(struct lg_engine *e, uint64_t now, struct lg_progress *p)
 /* In the cool-down, poll the probe mailbox only while deliveries are
  * awaited. A probe sent before the end may be accepted after a moment
  * with nothing awaited: polling starts again then, or that probe would
- * never be looked for (issue #16: it was counted lost). */
+ * never be looked for (issue #16: it was counted lost). (The IMAP
+ * watcher stays logged in; the timer only starts it again after a
+ * failure.) */
 static void poll_while_awaited(struct lg_engine *e)
 {
 	if (lg_tracker_outstanding(e->tracker) == 0)
 		evtimer_del(e->poll_ev);
-	else if (e->probes && !evtimer_pending(e->poll_ev, NULL))
+	else if (e->probes && !e->watcher_stopped && !evtimer_pending(e->poll_ev, NULL))
 		lg_engine_timer_in(e->poll_ev, 0);
 }
 
@@ -254,6 +256,8 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
 	if (idle || now >= e->cooldown_end_us) {
 		if (mt_loop_is_draining(e->loop) && e->n_active > 0)
 			return;	/* the drain bound ends it */
+		if (lg_engine_watcher_ending(e, now))
+			return;
 		finish(e);
 	}
 }
@@ -345,8 +349,12 @@ static bool setup(struct lg_engine *e, struct lg_run_settings *limited,
 		e->env.imap_implicit_tls = set->imaps;
 	}
 	lg_rng_seed(&e->probe_rng, set->seed, 0xfeedULL);
-	/* The probe mailbox is polled by POP3: no --pop, no local probes. */
-	e->probes = set->probe_interval_ms > 0 && set->pop != NULL &&
+	/* The probe mailbox is watched by IMAP in an IMAP run (our choice:
+	 * what WORKLOAD.md times, the EXISTS an IDLE-ing client sees), else
+	 * polled by POP3 (pop, and mixed: one watcher, never both). */
+	e->probe_imap = set->wl.protocol == LG_PROTOCOL_IMAP;
+	e->probes = set->probe_interval_ms > 0 &&
+		(e->probe_imap ? set->imap != NULL : set->pop != NULL) &&
 		lg_share_owns(&set->share, set->probe_user);
 	if (e->hooks == NULL && set->sink_listen != NULL &&
 	    (e->sink = lg_sink_new(e->loop, set->sink_listen, e->tracker, error_r)) == NULL)
@@ -381,6 +389,7 @@ static void teardown(struct lg_engine *e, bool ok)
 		e->active = s->next;
 		lg_session_free(&s);
 	}
+	lg_session_free(&e->watcher);	/* one that did not log out in time */
 	if (e->reaper_ev != NULL)
 		lg_engine_reaper_cb(-1, 0, e);
 	if (ok) {
@@ -429,7 +438,8 @@ bool lg_engine_run(const struct lg_run_settings *set,
 	lg_engine_timer_in(e.tick_ev, TICK_MS);
 	if (e.probes) {
 		lg_engine_timer_in(e.probe_ev, set->probe_interval_ms / 2);
-		lg_engine_timer_in(e.poll_ev, set->probe_poll_ms);
+		/* the IMAP watcher logs in at once, and stays */
+		lg_engine_timer_in(e.poll_ev, e.probe_imap ? 0 : set->probe_poll_ms);
 	}
 	if (mt_loop_run(e.loop) < 0) {
 		*error_r = "the event loop failed";

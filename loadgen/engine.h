@@ -3,7 +3,8 @@
  * (schedule.h) started as SMTP, POP3 and IMAP client sessions
  * (smtp-client.h, pop-client.h, imap-client.h), thousands at once without
  * threads, and the SMTP submissions of the IMAP desktop clients' replies;
- * delivery probes; the SMTP sink in the same loop; a cool-down that waits (bounded) for the last
+ * delivery probes, looked for by POP3 polls or an IMAP watcher; the SMTP
+ * sink in the same loop; a cool-down that waits (bounded) for the last
  * sessions and deliveries; progress on the terminal.
  *
  * A run can be one share of a bigger one (schedule.h: users K mod N): the
@@ -48,6 +49,9 @@ struct lg_run_settings {
 	unsigned int step_timeout_ms;
 	uint64_t seed;
 	unsigned int probe_interval_ms;	/* 0: no local delivery probes */
+	/* The probe mailbox is looked at by a POP3 poll this often (pop,
+	 * mixed), or by an IMAP watcher in IDLE (imap: NOOP this often when
+	 * the server has no IDLE, and a failed watcher started again). */
 	unsigned int probe_poll_ms;
 	uint64_t probe_user;		/* 1..users */
 	unsigned int max_sessions;	/* open at once; beyond: overload errors */

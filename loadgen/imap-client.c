@@ -3,9 +3,9 @@
  * EXPUNGE, FETCH's UID and FLAGS, CAPABILITY, BYE), continuations for
  * AUTHENTICATE PLAIN, APPEND's synchronising literal and IDLE, STARTTLS's
  * switch, and the timers for think time, IDLE and the session's end.
- * Which command follows which is imap-script.c's (see imap-private.h).
- * A new message's sender is read from its summary's ENVELOPE (a reply
- * goes back to it).
+ * Which command follows which is imap-script.c's (see imap-private.h),
+ * what the probe watcher fetched imap-probe.c's. A new message's sender is
+ * read from its summary's ENVELOPE (a reply goes back to it).
  * Trust boundary: server responses, framed and bounded by imap-response.c;
  * a tag that is not ours, a continuation not asked for, a greeting that is
  * not "* OK"/"* PREAUTH" are protocol errors; NO, BAD and an unexpected
@@ -143,11 +143,16 @@ static void note_sender(struct lg_imap_session *s, const char *rest,
 }
 
 /* "* N FETCH (... UID u ... FLAGS (...))": a new message to handle when
- * its UID is above what we knew and it is not \Seen. */
-static void fetch_data(struct lg_imap_session *s, const char *rest)
+ * its UID is above what we knew and it is not \Seen (the probe watcher's
+ * are imap-probe.c's). */
+static void fetch_data(struct lg_imap_session *s, uint32_t seq, const char *rest)
 {
 	uint64_t uid;
 
+	if (s->cmd == IC_PROBE_FETCH) {
+		lg_imap_probe_fetch(s, seq, rest);
+		return;
+	}
 	if (s->cmd == IC_FETCH_BODY || s->cmd == IC_FETCH_NEWEST_BODY) {
 		s->base.stats->counters.msgs_retrieved++;
 		s->base.stats->counters.bytes_down += s->reader.literal_octets;
@@ -203,14 +208,17 @@ static void untagged(struct lg_imap_session *s, const char *rest)
 	else if (lg_imap_starts_with(rest, "OK"))
 		caps_in_code(s, rest);
 	else if (lg_imap_number_then(rest, "EXISTS", &n)) {
+		uint32_t old = s->exists;
 		s->exists = n;
+		lg_imap_probe_exists(s, old, n);
 		if (s->idling && !s->done_sent && n > s->idle_base)
 			wake(s);
 	} else if (lg_imap_number_then(rest, "EXPUNGE", &n)) {
 		if (s->exists > 0)
 			s->exists--;
+		lg_imap_probe_expunge(s, n);
 	} else if (lg_imap_number_then(rest, "FETCH", &n)) {
-		fetch_data(s, rest);
+		fetch_data(s, n, rest);
 	}
 	/* FLAGS, LIST, SEARCH, ESEARCH, VANISHED, ...: nothing we act on. */
 }
@@ -251,6 +259,7 @@ static void tagged(struct lg_imap_session *s)
 			return;
 		lg_imap_reader_free(&s->reader);
 		lg_imap_reader_init(&s->reader);
+		lg_imap_probe_attach(s);
 		s->tls = true;
 		s->caps = 0;
 		s->caps_known = false;
@@ -325,6 +334,7 @@ static void imap_input(struct lg_session *base)
 			tagged(s);
 			break;
 		}
+		lg_imap_probe_response_done(s);
 	}
 }
 
@@ -344,6 +354,7 @@ static void imap_destroy(struct lg_session *base)
 		event_free(s->wait_timer);
 	lg_imap_reader_free(&s->reader);
 	mt_buf_free(&s->append_headers);
+	mt_buf_free(&s->probe_header);
 	free(s);
 }
 
@@ -371,8 +382,12 @@ struct lg_session *lg_imap_session_start(const struct lg_session_env *env,
 	s->deadline_us = s->base.started_us + params->plan.length_ms * 1000;
 	if (params->end_by_us != 0 && params->end_by_us < s->deadline_us)
 		s->deadline_us = params->end_by_us;
+	if (s->profile == LG_IMAP_PROFILE_PROBE)
+		s->deadline_us = UINT64_MAX;	/* until lg_imap_session_stop() */
 	lg_imap_reader_init(&s->reader);
 	mt_buf_init(&s->append_headers);
+	mt_buf_init(&s->probe_header);
+	lg_imap_probe_attach(s);
 	s->wait_timer = evtimer_new(env->base, wait_cb, s);
 	if (s->wait_timer == NULL)
 		mt_panic("out of memory creating a timer");
@@ -382,4 +397,20 @@ struct lg_session *lg_imap_session_start(const struct lg_session_env *env,
 	else
 		lg_session_connect(&s->base, addr, addrlen, LG_FN_IMAP_CONNECT);
 	return &s->base;
+}
+
+void lg_imap_session_stop(struct lg_session *base)
+{
+	struct lg_imap_session *s = (struct lg_imap_session *)base;
+
+	if (base->finished)
+		return;
+	s->deadline_us = lg_now_us();
+	if (s->idling) {
+		if (!s->done_sent)
+			wake(s);
+	} else if (evtimer_pending(s->wait_timer, NULL)) {
+		evtimer_del(s->wait_timer);
+		advance(s);	/* the script sees the time is up */
+	}
 }

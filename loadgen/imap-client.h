@@ -6,8 +6,9 @@
  * once a session, LOGOUT when its time is up; a reply is also handed to
  * the environment's submit_reply, which sends it by SMTP), a
  * webmail/mobile poll (LOGIN, SELECT INBOX, flags CHANGEDSINCE, the newest
- * 20 headers, one body, LOGOUT), or the fill of the folder model (CREATE
- * and APPEND).
+ * 20 headers, one body, LOGOUT), the fill of the folder model (CREATE and
+ * APPEND), or the delivery probe watcher (IDLE on INBOX, the new messages'
+ * id headers to the tracker, then expunged).
  * Every command is a timed step with the step timeout; literals are read
  * and counted, never kept whole; the APPEND literal is generated as the
  * socket drains.
@@ -29,6 +30,11 @@ enum lg_imap_profile {
 	LG_IMAP_PROFILE_DESKTOP,
 	LG_IMAP_PROFILE_WEBMAIL,
 	LG_IMAP_PROFILE_FILL,
+	/* The delivery probe watcher: logged in, INBOX selected, IDLE (NOOP
+	 * every poll_ms without it); each new message's id header fetched and
+	 * reported to the tracker, timed at the EXISTS that announced it; the
+	 * messages of this run then \Deleted and expunged. Until stopped. */
+	LG_IMAP_PROFILE_PROBE,
 };
 
 struct lg_imap_params {
@@ -43,6 +49,8 @@ struct lg_imap_params {
 	double think_scale;
 	/* Fill: messages to APPEND to each of lg_imap_folders[]. */
 	unsigned int fill_counts[LG_IMAP_FOLDERS];
+	/* Probe watcher: NOOP this often without IDLE (0: 1 s). */
+	unsigned int poll_ms;
 };
 
 struct lg_session *lg_imap_session_start(const struct lg_session_env *env,
@@ -51,5 +59,9 @@ struct lg_session *lg_imap_session_start(const struct lg_session_env *env,
 					 socklen_t addrlen,
 					 const struct lg_imap_params *params,
 					 lg_session_done_cb *done, void *context);
+/* Log out now: the session's time is up (an IDLE or a wait ends; a
+ * command in flight completes first). For the probe watcher, which has
+ * no end of its own. */
+void lg_imap_session_stop(struct lg_session *session);
 
 #endif

@@ -9,7 +9,8 @@
  * (EXPUNGE, SEARCH, FETCH, STORE, MOVE, UID), 9 (quoted strings, literal);
  * RFC 2177 (IDLE), 4959 (SASL-IR), 4616 (PLAIN), 7888 (LITERAL+), 7162
  * (SELECT (CONDSTORE), CHANGEDSINCE), 6154 (RETURN (SPECIAL-USE)), 4315
- * (UID EXPUNGE), 6851 (UID MOVE). */
+ * (UID EXPUNGE), 6851 (UID MOVE); 6.4.5 (BODY.PEEK[HEADER.FIELDS]) and
+ * 6.4.6 (+FLAGS.SILENT) for the probe watcher, 6.1.2 (NOOP). */
 #include "imap-private.h"
 
 #include "sasl.h"
@@ -48,6 +49,10 @@ static void send_append(struct lg_imap_session *s);
 static void send_create(struct lg_imap_session *s);
 static void send_search(struct lg_imap_session *s);
 static void send_idle(struct lg_imap_session *s);
+static void send_probe_fetch(struct lg_imap_session *s);
+static void send_probe_delete(struct lg_imap_session *s);
+static void send_probe_expunge(struct lg_imap_session *s);
+static void send_noop(struct lg_imap_session *s);
 static void send_logout(struct lg_imap_session *s);
 
 const struct imap_command lg_imap_commands[IC_COUNT] = {
@@ -81,6 +86,10 @@ const struct imap_command lg_imap_commands[IC_COUNT] = {
 	[IC_CREATE] = { "create", LG_FN_IMAP_CREATE, send_create, true },
 	[IC_SEARCH] = { "search", LG_FN_IMAP_SEARCH, send_search, false },
 	[IC_IDLE] = { "idle", LG_FN_IMAP_IDLE, send_idle, false },
+	[IC_PROBE_FETCH] = { "probe-fetch", LG_FN_IMAP_FETCH_HEADERS, send_probe_fetch, false },
+	[IC_PROBE_DELETE] = { "probe-delete", LG_FN_IMAP_STORE, send_probe_delete, false },
+	[IC_PROBE_EXPUNGE] = { "probe-expunge", LG_FN_IMAP_EXPUNGE, send_probe_expunge, false },
+	[IC_NOOP] = { "noop", LG_FN_IMAP_NOOP, send_noop, false },
 	[IC_LOGOUT] = { "logout", LG_FN_IMAP_LOGOUT, send_logout, false },
 };
 
@@ -358,6 +367,53 @@ static void send_idle(struct lg_imap_session *s)
 	s->idle_base = s->exists;
 	s->done_sent = false;
 	send_tagged(s, "IDLE");
+}
+
+/* ---- the probe watcher ---- */
+
+/* RFC 9051 6.4.5: the id header of every message above those handled. */
+static void send_probe_fetch(struct lg_imap_session *s)
+{
+	lg_imap_probe_round_begin(s);
+	send_tagged(s, "UID FETCH %" PRIu64 ":* (UID BODY.PEEK[HEADER.FIELDS (%s)])",
+		    s->known_max_uid + 1, LG_ID_HEADER);
+}
+
+/* The delete list as a UID set: "u,u,..." (at most LG_IMAP_MAX_NEW). */
+static void uid_set(const struct lg_imap_session *s, struct mt_buf *out)
+{
+	for (unsigned int i = 0; i < s->n_uids; i++)
+		mt_buf_appendf(out, "%s%" PRIu64, i > 0 ? "," : "", s->uids[i]);
+}
+
+static void send_probe_delete(struct lg_imap_session *s)
+{
+	struct mt_buf set = MT_BUF_INIT;
+
+	uid_set(s, &set);
+	lg_session_send(&s->base, "%s UID STORE %s +FLAGS.SILENT (\\Deleted)", s->tag,
+			mt_buf_cstr(&set));
+	mt_buf_free(&set);
+}
+
+/* UID EXPUNGE (RFC 4315) removes only ours; plain EXPUNGE also what the
+ * desktop sessions of the probe user marked \Deleted, as theirs would. */
+static void send_probe_expunge(struct lg_imap_session *s)
+{
+	struct mt_buf set = MT_BUF_INIT;
+
+	if (!(s->caps & CAP_UIDPLUS)) {
+		send_tagged(s, "EXPUNGE");
+		return;
+	}
+	uid_set(s, &set);
+	lg_session_send(&s->base, "%s UID EXPUNGE %s", s->tag, mt_buf_cstr(&set));
+	mt_buf_free(&set);
+}
+
+static void send_noop(struct lg_imap_session *s)
+{
+	send_tagged(s, "NOOP");
 }
 
 static void send_logout(struct lg_imap_session *s)

@@ -1,7 +1,8 @@
 /* imap-private.h — the IMAP client session's state, shared by
  * imap-client.c (the protocol: tags, responses, continuations, literals,
- * IDLE, timing), imap-commands.c (the command table and writers) and
- * imap-script.c (the profiles: which command follows which). Not for
+ * IDLE, timing), imap-commands.c (the command table and writers),
+ * imap-script.c (the profiles: which command follows which) and
+ * imap-probe.c (the probe watcher's reading of what arrived). Not for
  * other files.
  * Trust boundary: none here (see imap-client.h). */
 #ifndef LG_IMAP_PRIVATE_H
@@ -39,6 +40,10 @@ enum imap_cmd {
 	IC_CREATE,
 	IC_SEARCH,
 	IC_IDLE,
+	IC_PROBE_FETCH,		/* probe watcher: the id headers of the new */
+	IC_PROBE_DELETE,	/* ... \Deleted on ours */
+	IC_PROBE_EXPUNGE,	/* ... and gone */
+	IC_NOOP,		/* ... polling, without IDLE */
 	IC_LOGOUT,
 	IC_COUNT,
 	IC_WAIT = IC_COUNT,
@@ -62,6 +67,7 @@ enum imap_wait {
 	WAIT_NONE,
 	WAIT_THINK,		/* before reading the next new message */
 	WAIT_END,		/* no IDLE: until the session's end */
+	WAIT_POLL,		/* probe watcher without IDLE: until the next NOOP */
 };
 
 /* Who sent a new message (its ENVELOPE's From), if one of ours. */
@@ -71,6 +77,11 @@ struct imap_sender {
 	uint64_t user;
 };
 
+/* The probe watcher: EXISTS counts and when they were seen, to time each
+ * message at the EXISTS that announced it; at most this many kept. */
+#define LG_IMAP_EXISTS_TIMES 16
+/* Octets of a fetched header kept for the id (the rest is dropped). */
+#define LG_IMAP_PROBE_HEADER_MAX 4096
 
 struct lg_imap_session {
 	struct lg_session base;
@@ -110,6 +121,14 @@ struct lg_imap_session {
 	struct lg_body_gen append_body;
 	bool appending;
 	unsigned int fill_folder, fill_done;
+
+	/* probe watcher (imap-probe.c): uids[] is the list to delete */
+	struct mt_buf probe_header;	/* the fetched header, from the tap */
+	struct { uint32_t count; uint64_t us; } exists_at[LG_IMAP_EXISTS_TIMES];
+	unsigned int n_exists_at;
+	bool exists_since_fetch;	/* an EXISTS rose since the last fetch */
+	bool probe_more;		/* the delete list filled: fetch again */
+	uint32_t probe_max_seq;		/* highest message handled this round */
 };
 
 /* imap-commands.c: one command of the client. */
@@ -136,6 +155,19 @@ enum imap_cmd lg_imap_script_next(struct lg_imap_session *s);
 /* The reply to the message being read (its size, recipient), drawn from
  * the session's stream. */
 void lg_imap_reply_plan(struct lg_imap_session *s, struct lg_message_plan *plan);
+
+/* imap-probe.c: the probe watcher's reading of what arrived. */
+/* Hook the reader's tap (again after STARTTLS renews the reader). */
+void lg_imap_probe_attach(struct lg_imap_session *s);
+/* An EXISTS of n (the count was old), an EXPUNGE of message seq. */
+void lg_imap_probe_exists(struct lg_imap_session *s, uint32_t old, uint32_t n);
+void lg_imap_probe_expunge(struct lg_imap_session *s, uint32_t seq);
+/* IC_PROBE_FETCH is sent / one of its FETCH responses / it completed. */
+void lg_imap_probe_round_begin(struct lg_imap_session *s);
+void lg_imap_probe_fetch(struct lg_imap_session *s, uint32_t seq, const char *rest);
+void lg_imap_probe_round_end(struct lg_imap_session *s);
+/* A whole response was handled: drop the header kept from its literal. */
+void lg_imap_probe_response_done(struct lg_imap_session *s);
 /* imap-client.c: arm the wait timer (the script's IC_WAIT). */
 void lg_imap_wait(struct lg_imap_session *s, enum imap_wait wait, uint64_t ms);
 /* Milliseconds left until the deadline (0 when it has passed). */

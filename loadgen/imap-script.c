@@ -1,10 +1,11 @@
 /* imap-script.c — the IMAP session profiles (WORKLOAD.md, "The IMAP
  * workload (SPECmail2009-style)"): which command follows the one that
- * just completed, for the desktop client, the webmail/mobile poll and the
- * fill of the folder model. The draws that depend on what the server
- * showed (per new message: think time, action, reply size and recipient;
- * the folder visited) come from the session's own stream in the order the
- * messages come, so a run is repeatable against the same mailboxes.
+ * just completed, for the desktop client, the webmail/mobile poll, the
+ * fill of the folder model and the delivery probe watcher. The draws that
+ * depend on what the server showed (per new message: think time, action,
+ * reply size and recipient; the folder visited) come from the session's
+ * own stream in the order the messages come, so a run is repeatable
+ * against the same mailboxes.
  * Trust boundary: counts and UIDs from the server (capped by
  * imap-client.c) only choose among our commands.
  * RFC 9051 (the commands), RFC 2177 (IDLE), RFC 6851 (MOVE). */
@@ -43,6 +44,8 @@ static enum imap_cmd first(struct lg_imap_session *s)
 	case LG_IMAP_PROFILE_FILL:
 		s->fill_folder = 0;
 		return IC_CREATE;
+	case LG_IMAP_PROFILE_PROBE:
+		return IC_SELECT_INBOX;
 	}
 	return IC_LOGOUT;
 }
@@ -207,6 +210,40 @@ static enum imap_cmd webmail_next(struct lg_imap_session *s)
 	}
 }
 
+/* ---- the probe watcher: INBOX selected, each round the id headers of
+ * what is new, ours deleted, then IDLE (or NOOP every poll) until more
+ * arrives; LOGOUT once stopped ---- */
+
+static enum imap_cmd probe_wait(struct lg_imap_session *s)
+{
+	if (lg_imap_time_left_ms(s) == 0)
+		return IC_LOGOUT;
+	if (s->exists_since_fetch || s->probe_more)
+		return IC_PROBE_FETCH;
+	if (s->caps & CAP_IDLE)
+		return IC_IDLE;
+	lg_imap_wait(s, WAIT_POLL, s->params.poll_ms > 0 ? s->params.poll_ms : 1000);
+	return IC_WAIT;
+}
+
+static enum imap_cmd probe_next(struct lg_imap_session *s, enum imap_wait woke)
+{
+	if (woke == WAIT_POLL)
+		return lg_imap_time_left_ms(s) > 0 ? IC_NOOP : IC_LOGOUT;
+	switch (s->cmd) {
+	case IC_SELECT_INBOX:
+		/* Whatever is there (probes delivered while no watcher ran). */
+		return s->exists > 0 ? IC_PROBE_FETCH : probe_wait(s);
+	case IC_PROBE_FETCH:
+		lg_imap_probe_round_end(s);
+		return s->n_uids > 0 ? IC_PROBE_DELETE : probe_wait(s);
+	case IC_PROBE_DELETE:
+		return IC_PROBE_EXPUNGE;
+	default:	/* IC_PROBE_EXPUNGE, IC_NOOP, IC_IDLE */
+		return probe_wait(s);
+	}
+}
+
 /* ---- fill: CREATE each folder (one that is there is fine), then the
  * planned APPENDs to each ---- */
 
@@ -264,6 +301,8 @@ enum imap_cmd lg_imap_script_next(struct lg_imap_session *s)
 		return webmail_next(s);
 	case LG_IMAP_PROFILE_FILL:
 		return fill_next(s);
+	case LG_IMAP_PROFILE_PROBE:
+		return probe_next(s, woke);
 	}
 	return IC_LOGOUT;
 }

@@ -16,6 +16,7 @@ loadgen_libloadgen_a_SOURCES = \
 	loadgen/pop-client.c loadgen/pop-client.h \
 	loadgen/imap-response.c loadgen/imap-response.h \
 	loadgen/imap-client.c loadgen/imap-commands.c loadgen/imap-script.c \
+	loadgen/imap-probe.c \
 	loadgen/imap-client.h \
 	loadgen/imap-private.h \
 	loadgen/sink.c loadgen/sink.h \

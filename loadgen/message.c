@@ -43,11 +43,12 @@ void lg_message_begin(struct mt_buf *headers, struct lg_body_gen *gen,
 		"Date: %s\r\n"
 		"From: <%s>\r\n"
 		"To: <%s>\r\n"
-		"Subject: %smailtier-load test message %s\r\n"
+		"Subject: %smailtier-load %s %s\r\n"
 		LG_ID_HEADER ": %s\r\n"
 		"MIME-Version: 1.0\r\n"
 		"Content-Type: text/plain; charset=us-ascii\r\n"
-		"\r\n", id, date, from, to, plan->reply ? "Re: " : "", id, id);
+		"\r\n", id, date, from, to, plan->reply ? "Re: " : "",
+		plan->probe ? "delivery probe" : "test message", id, id);
 	gen->remaining = plan->size > headers->len ? plan->size - headers->len : 0;
 	/* A body line needs at least one octet and its CRLF. */
 	if (gen->remaining > 0 && gen->remaining < 3)

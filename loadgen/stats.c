@@ -37,6 +37,7 @@ const struct lg_function_info lg_functions[LG_FN_COUNT] = {
 	[LG_FN_IMAP_SEARCH] = { "imap_search", "IMAP SEARCH", 5 * SEC, true },
 	[LG_FN_IMAP_IDLE] = { "imap_idle", "IMAP IDLE", 5 * SEC, true },
 	[LG_FN_IMAP_IDLE_WAKE] = { "imap_idle_wake", "IMAP IDLE wake", 5 * SEC, true },
+	[LG_FN_IMAP_NOOP] = { "imap_noop", "IMAP NOOP", 5 * SEC, false },
 	[LG_FN_IMAP_CREATE] = { "imap_create", "IMAP CREATE", 5 * SEC, false },
 	[LG_FN_IMAP_LOGOUT] = { "imap_logout", "IMAP LOGOUT", 5 * SEC, true },
 	/* The reply's submission: judged where an SMTP session is (connect,

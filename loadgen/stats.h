@@ -43,6 +43,7 @@ enum lg_function {
 	LG_FN_IMAP_SEARCH,
 	LG_FN_IMAP_IDLE,	/* IDLE until the "+" continuation */
 	LG_FN_IMAP_IDLE_WAKE,	/* DONE until the IDLE's tagged OK */
+	LG_FN_IMAP_NOOP,	/* the probe watcher's poll without IDLE */
 	LG_FN_IMAP_CREATE,	/* fill: the folder model */
 	LG_FN_IMAP_LOGOUT,
 	/* A desktop client's reply submitted by SMTP (the same steps as an
@@ -55,7 +56,8 @@ enum lg_function {
 	LG_FN_SUBMIT_RCPT,
 	LG_FN_SUBMIT_DATA,
 	LG_FN_SUBMIT_QUIT,
-	LG_FN_DELIVERY,		/* accepted by the MTA until seen at sink / by POP */
+	LG_FN_DELIVERY,		/* accepted by the MTA until seen at the sink, by POP
+				 * or by the IMAP probe watcher */
 	LG_FN_COUNT
 };
 

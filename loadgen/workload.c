@@ -323,7 +323,7 @@ void lg_workload_plan_message(const struct lg_workload *wl,
 	unsigned int wanted = lg_workload_rcpt_count(rng);
 
 	plan->from_remote = from_remote;
-	plan->reply = false;
+	plan->reply = plan->probe = false;
 	plan->size = lg_workload_message_size(rng);
 	plan->sender = from_remote ? 1 + lg_rng_below(rng, LG_REMOTE_USERS)
 				   : lg_workload_pick_user(wl, rng);

@@ -144,6 +144,7 @@ struct lg_rcpt {
 struct lg_message_plan {
 	bool from_remote;		/* sender userK@remote_domain */
 	bool reply;			/* a desktop client's reply: "Re: " */
+	bool probe;			/* a delivery probe (its Subject says so) */
 	uint64_t sender;
 	uint64_t size;			/* octets of the whole message */
 	unsigned int n_rcpts, n_local, n_remote;

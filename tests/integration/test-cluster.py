@@ -70,6 +70,159 @@ def wait_mailbox(port, user, password, count, timeout=30):
         time.sleep(0.2)
 
 
+def imap_phases(results):
+    """The level's warm-up and measured stats, and their sums of the
+    function rows, session kinds and counters."""
+    level = results["levels"][0]
+    fns, kinds, counters = {}, {}, {}
+    for phase in ("warmup", "measure"):
+        st = level[phase]
+        for key, f in st["functions"].items():
+            a = fns.setdefault(key, {"attempts": 0, "pass": 0})
+            a["attempts"] += f["attempts"]
+            a["pass"] += f["pass"]
+        for kind, k in st["sessions"].items():
+            a = kinds.setdefault(kind, {"attempted": 0, "failed": 0})
+            a["attempted"] += k["attempted"]
+            a["failed"] += k["failed"]
+        for key, v in st["counters"].items():
+            counters[key] = counters.get(key, 0) + v
+        assert all(v == 0 for v in st["errors"].values()), (phase, st["errors"])
+    assert all(k["failed"] == 0 for k in kinds.values()), kinds
+    return fns, kinds, counters
+
+
+def imap_search(port, k, query, mailboxes):
+    """Messages of user k matching the IMAP SEARCH query (its words as
+    they go on the wire: imaplib quotes nothing), in mailboxes."""
+    c = imaplib.IMAP4("127.0.0.1", port, timeout=30)
+    c.login(f"user{k}@example.test", f"secret{k}")
+    n = 0
+    for mailbox in mailboxes:
+        typ, _ = c.select(mailbox, readonly=True)
+        assert typ == "OK", (k, mailbox)
+        typ, data = c.search(None, *query)
+        assert typ == "OK", (k, mailbox, data)
+        n += len(data[0].split())
+    c.logout()
+    return n
+
+
+def imap_load_runs(lg, conf, env, tmpdir):
+    """#16: desktop replies submitted by SMTP (STARTTLS + AUTH PLAIN as the
+    user on the MTA's submission port) reach their recipients, local and
+    remote; the IMAP probe watcher times the delivery probes and empties
+    the probe mailbox; --tls puts STARTTLS in every SMTP session."""
+    imap_port, smtp = int(env["IMAP_PORT"]), int(env["SMTP_PORT"])
+    # Steady state: fill's mail read. Then six unread messages to each of
+    # users 1-8, alternately from a user of ours (1-7: never the probe user
+    # 8, whose INBOX the watcher empties of the run's mail) and from a
+    # remote correspondent (user1000+k@remote.test), the first from ours
+    # (read first by every session of the user), so that replies go both
+    # ways (the run's own mail, mostly from remote senders, adds remote
+    # ones: about half and half in all, 15-20 replies).
+    for k in range(1, 9):
+        c = imaplib.IMAP4("127.0.0.1", imap_port, timeout=30)
+        c.login(f"user{k}@example.test", f"secret{k}")
+        typ, data = c.select("INBOX")
+        if int(data[0]) > 0:
+            assert c.store("1:*", "+FLAGS.SILENT", "(\\Seen)")[0] == "OK"
+        c.logout()
+    with smtplib.SMTP("127.0.0.1", smtp, timeout=30) as s:
+        for k in range(1, 9):
+            for i in range(6):
+                sender = (f"user{k % 7 + 1}@example.test" if i % 2 == 0
+                          else f"user{1000 + k}@remote.test")
+                s.sendmail(sender, [f"user{k}@example.test"],
+                           f"From: <{sender}>\r\nTo: <user{k}@example.test>\r\n"
+                           f"Subject: unread {i}\r\n\r\nplease reply\r\n")
+    deadline = time.monotonic() + 30
+    for k in range(1, 9):
+        while imap_search(imap_port, k, ("UNSEEN",), ("INBOX",)) < 6:
+            assert time.monotonic() < deadline, f"user{k}: the unread mail did not arrive"
+            time.sleep(0.2)
+
+    # A run: 15 msgs/min of load on the 8 mailboxes (4 IMAP sessions/s, about
+    # 70 desktop sessions open at the end: under the MMP's 100 a client),
+    # a probe every second.
+    report = os.path.join(tmpdir, "imap-report")
+    p = subprocess.run([lg, "run", "--config", conf, "--protocol", "imap", "--users", "8",
+                        "--rate", "15", "--levels", "100", "--warmup", "1", "--duration", "20",
+                        "--cooldown", "30", "--probe-interval", "1", "--probe-poll", "1",
+                        "--progress", "0", "--seed", "5", "--report", report],
+                       capture_output=True, text=True, timeout=180)
+    print(p.stdout[-5000:], p.stderr[-2000:])
+    assert p.returncode in (0, 1), p.stdout + p.stderr   # 1: too few to judge
+    results = json.load(open(os.path.join(report, "results.json")))
+    fns, kinds, counters = imap_phases(results)
+    assert kinds["imap-desktop"]["attempted"] + kinds["imap-webmail"]["attempted"] > 0, kinds
+    for key in ("imap_login", "imap_select", "imap_fetch_body"):
+        assert fns[key]["attempts"] > 0 and fns[key]["pass"] == fns[key]["attempts"], (key, fns[key])
+    # (1) The replies: each submission's steps once, all passed; local and
+    # remote recipients both.
+    submitted = kinds["imap-reply-submit"]["attempted"]
+    assert submitted > 0 and counters["msgs_submitted"] == submitted, (kinds, counters)
+    for key in ("smtp_submit_connect", "smtp_submit_ehlo", "smtp_submit_starttls",
+                "smtp_submit_auth", "smtp_submit_mail", "smtp_submit_data", "smtp_submit_quit"):
+        want = 2 * submitted if key == "smtp_submit_ehlo" else submitted  # EHLO again after TLS
+        assert fns[key]["attempts"] == want and fns[key]["pass"] == want, (key, fns[key], submitted)
+    assert counters["submitted_rcpts_local"] > 0 and counters["submitted_rcpts_remote"] > 0, counters
+    # A remote reply reached the sink: every remote copy (the replies'
+    # among them) arrived there, timed, none lost or still awaited.
+    totals = results["totals"]["counters"]
+    assert results["sink"]["rcpts"] == totals["rcpts_to_remote"], (results["sink"], totals)
+    assert totals["deliveries_lost"] == 0 and totals["deliveries_unresolved"] == 0, totals
+    # A local reply is stored: "Re: " and this run's id in the subject.
+    run_id = results["run_id"]
+    query = ("HEADER", "Subject", f'"Re: mailtier-load test message {run_id}."')
+    folders = ("INBOX", "Folder1", "Folder2", "Folder3", "Folder4", "Folder5")
+    deadline = time.monotonic() + 20
+    while sum(imap_search(imap_port, k, query, folders) for k in range(1, 8)) == 0:
+        assert time.monotonic() < deadline, "no local reply was stored"
+        time.sleep(0.5)
+    # (3) The probes: timed by the IMAP watcher (IDLE on the probe
+    # mailbox), all within 60 s; then deleted: no probe of this run is
+    # left in the probe user's INBOX.
+    assert counters["probes_local"] > 0, counters
+    assert fns["delivery"]["attempts"] >= counters["probes_local"], fns["delivery"]
+    assert fns["delivery"]["pass"] == fns["delivery"]["attempts"], fns["delivery"]
+    probes = results["probes"]["functions"]
+    for key in ("imap_login", "imap_select", "imap_idle", "imap_fetch_headers",
+                "imap_store", "imap_expunge"):
+        assert probes[key]["attempts"] > 0 and probes[key]["pass"] == probes[key]["attempts"], \
+            (key, probes[key])
+    assert results["probes"]["counters"]["probe_session_errors"] == 0, results["probes"]
+    assert imap_search(imap_port, 8, ("HEADER", "Subject",
+                                      f'"mailtier-load delivery probe {run_id}."'),
+                       ("INBOX",)) == 0
+
+    # (2) --tls: STARTTLS in every SMTP session (the MTA's port 25 offers
+    # it with the cluster's certificate), in every IMAP session and
+    # submission; the probes' sessions too.
+    report = os.path.join(tmpdir, "imap-tls-report")
+    p = subprocess.run([lg, "run", "--config", conf, "--protocol", "imap", "--tls",
+                        "--users", "8", "--rate", "19", "--levels", "100", "--warmup", "1",
+                        "--duration", "5", "--cooldown", "20", "--probe-interval", "1",
+                        "--progress", "0", "--seed", "6", "--report", report],
+                       capture_output=True, text=True, timeout=120)
+    print(p.stdout[-3000:], p.stderr[-2000:])
+    assert p.returncode in (0, 1), p.stdout + p.stderr
+    results = json.load(open(os.path.join(report, "results.json")))
+    fns, kinds, counters = imap_phases(results)
+    smtp_sessions = kinds["smtp-local"]["attempted"] + kinds["smtp-remote"]["attempted"]
+    imap_sessions = kinds["imap-desktop"]["attempted"] + kinds["imap-webmail"]["attempted"]
+    assert smtp_sessions > 0 and imap_sessions > 0, kinds
+    for key, want in (("smtp_starttls", smtp_sessions), ("imap_starttls", imap_sessions),
+                      ("smtp_submit_starttls", kinds["imap-reply-submit"]["attempted"])):
+        assert fns[key]["attempts"] == want and fns[key]["pass"] == want, (key, fns[key], want)
+    assert fns["smtp_ehlo"]["attempts"] == 2 * smtp_sessions, fns["smtp_ehlo"]
+    probes = results["probes"]
+    assert probes["functions"]["smtp_starttls"]["attempts"] == \
+        probes["sessions"]["smtp-remote"]["attempted"] > 0, probes["functions"]["smtp_starttls"]
+    assert probes["functions"]["imap_starttls"]["pass"] > 0, probes["functions"]["imap_starttls"]
+    assert fns["delivery"]["pass"] == fns["delivery"]["attempts"] > 0, fns["delivery"]
+
+
 def test(h):
     if subprocess.run(["sh", "-c", "command -v swaks && command -v curl"],
                       capture_output=True).returncode != 0:
@@ -180,7 +333,8 @@ def test(h):
     assert re.search(r"messages 1,", out), out
 
     # mailtier-load's IMAP workload through the MMP ([loadgen] imap is the
-    # MMP's IMAP port): the folder model by IMAP, then a short run.
+    # MMP's IMAP port, submission the MTA's): the folder model by IMAP,
+    # then runs with replies submitted and probes watched by IMAP IDLE.
     lg = mtharness.binary("loadgen/mailtier-load")
     p = subprocess.run([lg, "fill", "--config", conf, "--lmtp-shards", "--protocol", "imap",
                         "--users", "8", "--progress", "0"],
@@ -188,21 +342,7 @@ def test(h):
     assert p.returncode == 0 and re.search(r"folders by IMAP \(127\.0\.0\.1:%s\): "
                                            r"users 8 \(failed 0\)" % env["IMAP_PORT"],
                                            p.stdout), p.stdout + p.stderr
-    report = os.path.join(h.tmpdir, "imap-report")
-    p = subprocess.run([lg, "run", "--config", conf, "--protocol", "imap", "--users", "8",
-                        "--rate", "19", "--levels", "100", "--warmup", "1", "--duration", "6",
-                        "--cooldown", "10", "--probe-interval", "0", "--progress", "0",
-                        "--seed", "5", "--report", report],
-                       capture_output=True, text=True, timeout=120)
-    assert p.returncode in (0, 1), p.stdout + p.stderr   # 1: too few to judge
-    level = json.load(open(os.path.join(report, "results.json")))["levels"][0]["measure"]
-    kinds = ("imap-desktop", "imap-webmail")
-    assert sum(level["sessions"][k]["attempted"] for k in kinds) > 0, level["sessions"]
-    assert all(level["sessions"][k]["failed"] == 0 for k in kinds), level["sessions"]
-    assert all(v == 0 for v in level["errors"].values()), level["errors"]
-    for key in ("imap_login", "imap_select", "imap_fetch_body"):
-        f = level["functions"][key]
-        assert f["attempts"] > 0 and f["pass"] == f["attempts"], (key, f)
+    imap_load_runs(lg, conf, env, h.tmpdir)
 
     # SIGHUP after `up` has gone: the daemons reload without a warning about
     # the notify socket `up` listened on only until READY=1.

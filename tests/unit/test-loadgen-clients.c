@@ -18,10 +18,11 @@
  * 3207) against servers that do not offer STARTTLS or refuse it; a
  * desktop reply's submission (AUTH PLAIN as the user, its own rows and
  * counts) and submission servers that refuse it; the reply's recipient
- * read from the ENVELOPE. Also the SMTP sink (loadgen/sink.c) driven by
- * a scripted client, and the reply parsers. The scripted peer runs in a
- * thread with blocking sockets; the code under test runs in its event
- * loop.
+ * read from the ENVELOPE; the delivery probe watcher (IDLE, and NOOP
+ * polls without it: ids timed at their EXISTS, then deleted). Also the
+ * SMTP sink (loadgen/sink.c) driven by a scripted client, and the reply
+ * parsers. The scripted peer runs in a thread with blocking sockets; the
+ * code under test runs in its event loop.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -1311,6 +1312,223 @@ static void test_imap_reply_recipient(void **state)
 	}
 }
 
+/* ---- the IMAP delivery probe watcher ---- */
+
+static void stop_session_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct outcome *o = arg;
+
+	if (!o->done)
+		lg_imap_session_stop(o->session);
+}
+
+struct stop_when_seen {
+	struct outcome *o;
+	struct lg_tracker *tracker;
+	struct event *ev;
+};
+
+static void stop_when_seen_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct stop_when_seen *w = arg;
+	struct timeval tick = { 0, 10000 };
+
+	if (w->o->done)
+		return;
+	if (lg_tracker_outstanding(w->tracker) == 0)
+		lg_imap_session_stop(w->o->session);
+	else
+		evtimer_add(w->ev, &tick);
+}
+
+/* Run the watcher against a script; stop it after stop_ms, or (0) as
+ * soon as the tracker awaits nothing more. */
+static void run_watcher(const struct step *steps, size_t n, unsigned int poll_ms,
+			unsigned int stop_ms, struct lg_stats *st,
+			struct lg_tracker *tracker, struct outcome *o)
+{
+	struct event_base *base = event_base_new();
+	struct lg_session_env env = {
+		.base = base, .wl = &wl, .tracker = tracker,
+		.step_timeout_ms = 2000, .helo_name = "test.invalid",
+	};
+	struct lg_imap_params params = {
+		.profile = LG_IMAP_PROFILE_PROBE, .user = 10, .poll_ms = poll_ms,
+	};
+	struct timeval guard = { 10, 0 };
+	struct timeval stop = { stop_ms / 1000, (suseconds_t)(stop_ms % 1000) * 1000 };
+	struct stop_when_seen when = { .o = o, .tracker = tracker };
+	struct timespec t0, t1;
+	struct sockaddr_in addr;
+	struct peer peer;
+
+	memset(&peer, 0, sizeof(peer));
+	memcpy(peer.steps, steps, n * sizeof(*steps));
+	peer.steps[n].op = END;
+	peer_serve(&peer, &addr);
+	memset(o, 0, sizeof(*o));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	o->session = lg_imap_session_start(&env, LG_KIND_IMAP_DESKTOP, st,
+		(struct sockaddr *)&addr, sizeof(addr), &params, on_done, o);
+	when.ev = evtimer_new(base, stop_ms > 0 ? stop_session_cb : stop_when_seen_cb,
+			      stop_ms > 0 ? (void *)o : (void *)&when);
+	evtimer_add(when.ev, &stop);
+	event_base_loopexit(base, &guard);
+	if (!o->done)
+		event_base_dispatch(base);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	o->elapsed_ms = (uint64_t)(((int64_t)t1.tv_sec - t0.tv_sec) * 1000 +
+				   ((int64_t)t1.tv_nsec - t0.tv_nsec) / 1000000);
+	event_free(when.ev);
+	assert_true(o->done);
+	lg_session_free(&o->session);
+	event_base_free(base);
+	peer_join(&peer);
+}
+
+#define PROBE_ITEM "BODY[HEADER.FIELDS (X-MAILTIER-LOAD-ID)]"
+
+/* "* seq FETCH (UID uid BODY[HEADER.FIELDS (...)] {n}" CRLF header ")" CRLF */
+static void probe_fetch_response(char *out, size_t size, unsigned int seq,
+				 unsigned int uid, const char *id)
+{
+	char header[128];
+
+	snprintf(header, sizeof(header), "%s: %s\r\n\r\n", LG_ID_HEADER, id);
+	snprintf(out, size, "* %u FETCH (UID %u " PROBE_ITEM " {%zu}\r\n%s)\r\n",
+		 seq, uid, strlen(header), header);
+}
+
+static char watcher_round1[1024], watcher_round2[512];
+
+static struct step watcher_idle[] = {
+	S("* OK [CAPABILITY IMAP4rev2 IDLE UIDPLUS] ready\r\n"),
+	E("A0001 LOGIN \"user10@example.test\" \"secret10\""),
+	S("A0001 OK [CAPABILITY IMAP4rev2 IDLE UIDPLUS] in\r\n"),
+	E("A0002 SELECT INBOX"),
+	S("* 2 EXISTS\r\nA0002 OK\r\n"),
+	E("A0003 UID FETCH 1:* (UID BODY.PEEK[HEADER.FIELDS (X-Mailtier-Load-Id)])"),
+	S(NULL),	/* [6] watcher_round1: another run's message, probe 1 */
+	E("A0004 UID STORE 6 +FLAGS.SILENT (\\Deleted)"),
+	S("A0004 OK\r\n"),
+	E("A0005 UID EXPUNGE 6"),
+	S("* 2 EXPUNGE\r\nA0005 OK\r\n"),
+	E("A0006 IDLE"),
+	S("+ idling\r\n"),
+	W(50),
+	S("* 2 EXISTS\r\n"),	/* probe 2 arrives */
+	E("DONE"),
+	S("A0006 OK\r\n"),
+	E("A0007 UID FETCH 7:* (UID BODY.PEEK"),
+	W(400),			/* a slow FETCH: the time is the EXISTS's */
+	S(NULL),		/* [19] watcher_round2: probe 2 */
+	E("A0008 UID STORE 9 +FLAGS.SILENT (\\Deleted)"),
+	S("A0008 OK\r\n"),
+	E("A0009 UID EXPUNGE 9"),
+	S("* 2 EXPUNGE\r\nA0009 OK\r\n"),
+	E("A0010 IDLE"),
+	S("+ idling\r\n"),
+	E("DONE"),		/* stopped */
+	S("A0010 OK\r\n"),
+	E("A0011 LOGOUT"),
+	S("* BYE\r\nA0011 OK\r\n"),
+};
+
+/* The watcher (WORKLOAD.md: LMTP 250 to EXISTS seen by an IDLE-ing
+ * client): what is there at SELECT, then each EXISTS in IDLE; every id
+ * of this run reported to the tracker, timed at the EXISTS that
+ * announced the message (not at the slow FETCH after it), then
+ * \Deleted and UID EXPUNGEd; another run's message left alone; LOGOUT
+ * once stopped in IDLE. */
+static void test_imap_probe_watcher(void **state)
+{
+	struct lg_tracker *tracker = lg_tracker_new(0xabcULL << 16, 60000000);
+	struct lg_stats *st = new_stats();
+	char foreign[LG_ID_MAX], id1[LG_ID_MAX], id2[LG_ID_MAX], part[512];
+	struct outcome o;
+
+	snprintf(foreign, sizeof(foreign), "00000000deadbeef.1");
+	lg_tracker_format_id(tracker, 1, id1);
+	lg_tracker_format_id(tracker, 2, id2);
+	assert_true(lg_tracker_next_seq(tracker) == 1 && lg_tracker_next_seq(tracker) == 2);
+	lg_tracker_expect(tracker, 1, 1, st, lg_now_us());
+	lg_tracker_expect(tracker, 2, 1, st, lg_now_us());
+	probe_fetch_response(watcher_round1, sizeof(watcher_round1), 1, 4, foreign);
+	probe_fetch_response(part, sizeof(part), 2, 6, id1);
+	strcat(watcher_round1, part);
+	strcat(watcher_round1, "A0003 OK done\r\n");
+	probe_fetch_response(watcher_round2, sizeof(watcher_round2), 2, 9, id2);
+	strcat(watcher_round2, "A0007 OK done\r\n");
+	watcher_idle[6].text = watcher_round1;
+	watcher_idle[19].text = watcher_round2;
+
+	run_watcher(SCRIPT(watcher_idle), 0, 1200, st, tracker, &o);
+	if (o.failed)
+		fail_msg("watcher failed: %s", o.detail);
+	assert_true(o.elapsed_ms >= 1200);
+	assert_true(lg_tracker_outstanding(tracker) == 0);
+	const struct lg_tracker_counts *c = lg_tracker_counts(tracker);
+	assert_true(c->tracked == 2 && c->untracked == 0 && c->foreign == 1);
+	assert_true(st->fn[LG_FN_DELIVERY].attempts == 2 && st->fn[LG_FN_DELIVERY].pass == 2);
+	/* Probe 2's EXISTS came about 50 ms in, its FETCH 400 ms later. */
+	if (st->fn[LG_FN_DELIVERY].hist.max >= 400000)
+		fail_msg("delivery timed at the FETCH, not the EXISTS: %llu us",
+			 (unsigned long long)st->fn[LG_FN_DELIVERY].hist.max);
+	assert_true(st->fn[LG_FN_IMAP_FETCH_HEADERS].pass == 2);
+	assert_true(st->fn[LG_FN_IMAP_STORE].pass == 2);
+	assert_true(st->fn[LG_FN_IMAP_EXPUNGE].pass == 2);
+	assert_true(st->fn[LG_FN_IMAP_IDLE].pass == 2 && st->fn[LG_FN_IMAP_IDLE_WAKE].pass == 2);
+	assert_true(st->fn[LG_FN_IMAP_LOGOUT].pass == 1);
+	lg_tracker_free(&tracker);
+	free(st);
+}
+
+static char watcher_poll_round[512];
+
+static struct step watcher_poll[] = {
+	S("* OK [CAPABILITY IMAP4rev2] ready\r\n"),
+	E("A0001 LOGIN"),
+	S("A0001 OK [CAPABILITY IMAP4rev2] in\r\n"),
+	E("A0002 SELECT INBOX"),
+	S("* 0 EXISTS\r\nA0002 OK\r\n"),
+	E("A0003 NOOP"),
+	S("A0003 OK\r\n"),
+	E("A0004 NOOP"),
+	S("* 1 EXISTS\r\nA0004 OK\r\n"),
+	E("A0005 UID FETCH 1:* "),
+	S(NULL),		/* [10] watcher_poll_round: the probe */
+	E("A0006 UID STORE 3 +FLAGS.SILENT (\\Deleted)"),
+	S("A0006 OK\r\n"),
+	E("A0007 EXPUNGE"),	/* no UIDPLUS */
+	S("* 1 EXPUNGE\r\nA0007 OK\r\n"),
+	E("A0008 LOGOUT"),	/* stopped once the probe was seen */
+	S("* BYE\r\nA0008 OK\r\n"),
+};
+
+/* Without IDLE the watcher polls with NOOP every poll_ms. */
+static void test_imap_probe_watcher_poll(void **state)
+{
+	struct lg_tracker *tracker = lg_tracker_new(0x123ULL << 16, 60000000);
+	struct lg_stats *st = new_stats();
+	char id[LG_ID_MAX];
+	struct outcome o;
+
+	lg_tracker_expect(tracker, lg_tracker_next_seq(tracker), 1, st, lg_now_us());
+	lg_tracker_format_id(tracker, 1, id);
+	probe_fetch_response(watcher_poll_round, sizeof(watcher_poll_round), 1, 3, id);
+	strcat(watcher_poll_round, "A0005 OK\r\n");
+	watcher_poll[10].text = watcher_poll_round;
+	run_watcher(SCRIPT(watcher_poll), 300, 0, st, tracker, &o);
+	if (o.failed)
+		fail_msg("watcher failed: %s", o.detail);
+	assert_true(st->fn[LG_FN_IMAP_NOOP].attempts == 2 && st->fn[LG_FN_IMAP_NOOP].pass == 2);
+	assert_true(st->fn[LG_FN_DELIVERY].pass == 1);
+	assert_true(st->fn[LG_FN_IMAP_IDLE].attempts == 0);
+	assert_true(o.elapsed_ms >= 600);	/* two polls */
+	lg_tracker_free(&tracker);
+	free(st);
+}
+
 /* ---- the sink, driven by a scripted client ---- */
 
 struct sink_run {
@@ -1419,6 +1637,8 @@ int main(void)
 		cmocka_unit_test(test_imap_faults),
 		cmocka_unit_test(test_imap_envelope_from),
 		cmocka_unit_test(test_imap_reply_recipient),
+		cmocka_unit_test(test_imap_probe_watcher),
+		cmocka_unit_test(test_imap_probe_watcher_poll),
 		cmocka_unit_test(test_sink),
 	};
 
