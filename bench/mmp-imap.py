@@ -116,7 +116,8 @@ class Bench:
         self.results = {}
 
     def mmp(self, **overrides):
-        s = {"threads": 2, "allow_plaintext_auth": "yes", "conn_limit_per_client": 1000,
+        s = {"threads": self.args.mmp_threads, "allow_plaintext_auth": "yes",
+             "conn_limit_per_client": 1000,
              "stats_interval": "0"}
         s.update(overrides)
         return self.c.start_mmp(**s)
@@ -425,6 +426,8 @@ def main():
                     help="idle sessions (capped by the descriptor limit)")
     ap.add_argument("--idle-runs", type=int, default=1)
     ap.add_argument("--parts", default="rate,idle")
+    ap.add_argument("--mmp-threads", type=int, default=2,
+                    help="the MMP's worker threads ([mmp] threads; 2, as cluster up)")
     ap.add_argument("--pin", type=int, metavar="CPU",
                     help="rate: the MMP alone on this CPU, the client, the store and "
                     "slapd on the others (the MMP on a host of its own)")
