@@ -103,6 +103,24 @@ void mt_smtp_status_code(const char *text, int code, char out[16])
 	snprintf(out, 16, "%d.0.0", code / 100);
 }
 
+/* "AUTH PLAIN LOGIN ..." (RFC 4954 3): the mechanisms we know, any case,
+ * space-separated from p to end. */
+static void auth_mechanisms(const char *p, const char *end, struct mt_smtp_caps *caps)
+{
+	while (p < end) {
+		while (p < end && *p == ' ')
+			p++;
+		size_t word = 0;
+		while (p + word < end && p[word] != ' ')
+			word++;
+		if (word == 5 && strncasecmp(p, "PLAIN", 5) == 0)
+			caps->auth_plain = true;
+		else if (word == 5 && strncasecmp(p, "LOGIN", 5) == 0)
+			caps->auth_login = true;
+		p += word;
+	}
+}
+
 void mt_smtp_caps_parse(const struct mt_smtp_reply *reply, struct mt_smtp_caps *caps)
 {
 	memset(caps, 0, sizeof(*caps));
@@ -132,6 +150,8 @@ void mt_smtp_caps_parse(const struct mt_smtp_reply *reply, struct mt_smtp_caps *
 			caps->xqueueid = true;
 		else if (KW("SIZE") && kw[word] == ' ')
 			caps->size = strtoull(kw + word + 1, NULL, 10);
+		else if (KW("AUTH"))
+			auth_mechanisms(kw + word, kw + len, caps);
 #undef KW
 	}
 }

@@ -59,6 +59,7 @@ void mt_smtp_status_code(const char *text, int code, char out[16]);
 struct mt_smtp_caps {
 	bool pipelining, starttls, eightbit, smtputf8, dsn, chunking;
 	bool xqueueid;		/* mailtier-popstore: MAIL ... XQUEUEID=<id> */
+	bool auth_plain, auth_login;	/* RFC 4954 3: AUTH and its mechanisms */
 	uint64_t size;		/* SIZE limit, 0: none given */
 };
 void mt_smtp_caps_parse(const struct mt_smtp_reply *reply, struct mt_smtp_caps *caps_r);

@@ -177,28 +177,6 @@ static void send_lhlo(struct lg_smtp_session *s)
 	lg_session_send(&s->base, "LHLO %s", s->base.env->helo_name);
 }
 
-/* Whether an EHLO reply offers AUTH with the PLAIN mechanism (RFC 4954
- * 3: "AUTH" and the mechanisms, space-separated, on one keyword line).
- * (lib-mail's mt_smtp_caps has no AUTH yet: the one reader of it is here.) */
-static bool offers_auth_plain(const struct mt_smtp_reply *reply)
-{
-	for (const char *nl = strchr(reply->text, '\n'); nl != NULL;
-	     nl = strchr(nl + 1, '\n')) {
-		const char *kw = nl + 1, *end = kw + strcspn(kw, "\n");
-		if (strncasecmp(kw, "AUTH ", 5) != 0)
-			continue;
-		for (const char *p = kw + 5; p < end;) {
-			size_t word = strcspn(p, " \n");
-			if (word == 5 && strncasecmp(p, "PLAIN", 5) == 0)
-				return true;
-			p += word;
-			while (*p == ' ')
-				p++;
-		}
-	}
-	return false;
-}
-
 /* After EHLO (or HELO, which offers nothing): STARTTLS with --tls, or
  * where AUTH is offered only after it (RFC 3207 4, RFC 4954 4); then AUTH
  * for a submission; then the mail. A server without what is needed fails
@@ -206,15 +184,12 @@ static bool offers_auth_plain(const struct mt_smtp_reply *reply)
 static enum smtp_state after_hello(struct lg_smtp_session *s)
 {
 	struct mt_smtp_caps caps = { 0 };
-	bool auth_plain = false;
 
 	if (s->lmtp)
 		return SMTP_MAIL;
-	if (s->state == SMTP_EHLO) {
+	if (s->state == SMTP_EHLO)
 		mt_smtp_caps_parse(&s->reply, &caps);
-		auth_plain = offers_auth_plain(&s->reply);
-	}
-	if (!s->tls && (s->base.env->starttls || (s->auth && !auth_plain && caps.starttls))) {
+	if (!s->tls && (s->base.env->starttls || (s->auth && !caps.auth_plain && caps.starttls))) {
 		if (caps.starttls && s->base.env->tls != NULL)
 			return SMTP_STARTTLS;
 		lg_session_fail(&s->base, LG_ERR_REJECTED, "%s: no STARTTLS offered",
@@ -222,7 +197,7 @@ static enum smtp_state after_hello(struct lg_smtp_session *s)
 		return SMTP_FAIL;
 	}
 	if (s->auth) {
-		if (auth_plain)
+		if (caps.auth_plain)
 			return SMTP_AUTH;
 		lg_session_fail(&s->base, LG_ERR_REJECTED, "submission: no AUTH PLAIN offered");
 		return SMTP_FAIL;

@@ -125,6 +125,26 @@ static void test_caps(void **state)
 	assert_int_equal(feed(&r, plain, &error), MT_SMTP_REPLY_DONE);
 	mt_smtp_caps_parse(&r, &caps);
 	assert_false(caps.pipelining);
+	assert_false(caps.auth_plain || caps.auth_login);
+	/* AUTH and its mechanisms (RFC 4954 3), any case, any order; a
+	 * mechanism only as a whole word. */
+	const char *const auths[][3] = {
+		{ "250-AUTH PLAIN LOGIN", "yes", "yes" },
+		{ "250-auth login", "no", "yes" },
+		{ "250-AUTH CRAM-MD5 PLAINX XLOGIN", "no", "no" },
+		{ "250-AUTH  SCRAM-SHA-256 plain", "yes", "no" },
+		{ "250-AUTH", "no", "no" },
+		{ "250-AUTHPLAIN", "no", "no" },
+	};
+	for (size_t i = 0; i < sizeof(auths) / sizeof(auths[0]); i++) {
+		mt_smtp_reply_reset(&r);
+		const char *with[] = { "250-mx", auths[i][0], "250 SIZE 1000", NULL };
+		assert_int_equal(feed(&r, with, &error), MT_SMTP_REPLY_DONE);
+		mt_smtp_caps_parse(&r, &caps);
+		assert_int_equal(caps.auth_plain, strcmp(auths[i][1], "yes") == 0);
+		assert_int_equal(caps.auth_login, strcmp(auths[i][2], "yes") == 0);
+		assert_int_equal(caps.size, 1000);
+	}
 }
 
 /* mailtier-load's use: lengths, not C strings; POP3 status and STAT. */
