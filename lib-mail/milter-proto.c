@@ -19,6 +19,7 @@
  * libmilter/smfi.c (smfi_setmlreply: 4xx/5xx, at most 32 lines);
  * Postfix src/milter/milter8.c (the other MTA side). */
 #include "milter-proto.h"
+#include "smtp-reply.h"
 
 #include <string.h>
 
@@ -280,34 +281,6 @@ static bool is_digit(char ch)
 	return ch >= '0' && ch <= '9';
 }
 
-/* The length of the run of 1..3 digits at s (of at most len), or 0. */
-static size_t digits_1_3(const char *s, size_t len)
-{
-	size_t n = 0;
-
-	while (n < len && n < 4 && is_digit(s[n]))
-		n++;
-	return n <= 3 ? n : 0;
-}
-
-/* RFC 3463 2: does the text start with class "." subject "." detail
- * (a digit, 1-3 digits, 1-3 digits) followed by SP, HTAB or its end? */
-static bool has_enhanced_code(const char *t, size_t len)
-{
-	if (len < 5 || !is_digit(t[0]) || t[1] != '.')
-		return false;
-	size_t at = 2, n = digits_1_3(t + at, len - at);
-
-	if (n == 0 || at + n >= len || t[at + n] != '.')
-		return false;
-	at += n + 1;
-	n = digits_1_3(t + at, len - at);
-	if (n == 0)
-		return false;
-	at += n;
-	return at == len || t[at] == ' ' || t[at] == '\t';
-}
-
 /* One reply line (without its CRLF): the code, which must be the first
  * line's, its separator and text. */
 static bool reply_line_valid(const char *line, size_t len, const char *first,
@@ -330,7 +303,7 @@ static bool reply_line_valid(const char *line, size_t len, const char *first,
 		if ((ch < 0x20 && ch != '\t') || ch == 0x7f)
 			return false;
 	}
-	return !has_enhanced_code(t, tlen) || t[0] == line[0];
+	return mt_smtp_enhanced_code_len(t, tlen) == 0 || t[0] == line[0];
 }
 
 bool mt_milter_reply_text_valid(const char *text)

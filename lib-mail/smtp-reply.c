@@ -80,25 +80,37 @@ const char *mt_smtp_reply_summary(const struct mt_smtp_reply *reply, struct mt_b
 	return mt_buf_cstr(out);
 }
 
+/* 1-3 digits at s[0..len): how many, or 0. */
+static size_t digits_1_3(const char *s, size_t len)
+{
+	size_t n = 0;
+	while (n < len && n < 4 && isdigit((unsigned char)s[n]))
+		n++;
+	return n <= 3 ? n : 0;
+}
+
+size_t mt_smtp_enhanced_code_len(const char *t, size_t len)
+{
+	if (len < 5 || !isdigit((unsigned char)t[0]) || t[1] != '.')
+		return 0;
+	size_t at = 2, n = digits_1_3(t + at, len - at);
+	if (n == 0 || at + n >= len || t[at + n] != '.')
+		return 0;
+	at += n + 1;
+	n = digits_1_3(t + at, len - at);
+	if (n == 0)
+		return 0;
+	at += n;
+	return at == len || t[at] == ' ' || t[at] == '\t' ? at : 0;
+}
+
 void mt_smtp_status_code(const char *text, int code, char out[16])
 {
-	/* class "." subject "." detail, RFC 3463 2: 1 digit, 1-3, 1-3. */
-	const char *p = text;
-	size_t a = 0, b = 0;
-	if ((p[0] == '2' || p[0] == '4' || p[0] == '5') && p[0] - '0' == code / 100 &&
-	    p[1] == '.') {
-		p += 2;
-		while (isdigit((unsigned char)p[a]) && a < 4)
-			a++;
-		if (a >= 1 && a <= 3 && p[a] == '.') {
-			const char *q = p + a + 1;
-			while (isdigit((unsigned char)q[b]) && b < 4)
-				b++;
-			if (b >= 1 && b <= 3 && (q[b] == '\0' || q[b] == ' ')) {
-				snprintf(out, 16, "%.*s", (int)(q + b - text), text);
-				return;
-			}
-		}
+	size_t n = mt_smtp_enhanced_code_len(text, strlen(text));
+	if (n > 0 && (text[0] == '2' || text[0] == '4' || text[0] == '5') &&
+	    text[0] - '0' == code / 100) {
+		snprintf(out, 16, "%.*s", (int)n, text);
+		return;
 	}
 	snprintf(out, 16, "%d.0.0", code / 100);
 }

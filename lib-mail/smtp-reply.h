@@ -51,6 +51,11 @@ enum mt_smtp_reply_status mt_smtp_reply_feed(struct mt_smtp_reply *reply,
 /* "550 5.1.1 text" on one line, for logs and stored errors (in out). */
 const char *mt_smtp_reply_summary(const struct mt_smtp_reply *reply,
 				  struct mt_buf *out);
+/* The length of the enhanced status code at the start of t[0..len)
+ * (RFC 3463 2: class "." subject "." detail, a digit, 1-3 digits, 1-3
+ * digits) when one is there and ends at SP, HTAB or the text's end;
+ * else 0. The class digit is t[0], not checked here. */
+size_t mt_smtp_enhanced_code_len(const char *t, size_t len);
 /* The enhanced status code at the start of text ("5.1.1") when it has the
  * reply code's class, else the class default ("5.0.0", "4.0.0", "2.0.0"). */
 void mt_smtp_status_code(const char *text, int code, char out[16]);
