@@ -115,6 +115,9 @@ static void append_mta(struct mt_buf *conf, const struct cluster *c)
 		"# domain goes to the sink (mailtier-load --sink-listen %s).\n"
 		"relayhost = %s\ntransport_map = %s=%s\nqueue_dir = %s/queue\n"
 		"retry_schedule = 30s 1m 5m 15m\nmax_queue_lifetime = 1d\n"
+		"# The load generator is one client address (127.0.0.1): room for\n"
+		"# its sessions (default 50 an address).\n"
+		"max_sessions_per_client = 1000\n"
 		"metrics_listen = 127.0.0.1:%u\n",
 		cluster_port(c, CLUSTER_PORT_SMTP), cluster_port(c, CLUSTER_PORT_SUBMISSION),
 		cluster_port(c, CLUSTER_PORT_SUBMISSIONS), c->domain, c->domain,
@@ -139,6 +142,10 @@ static void append_mmp(struct mt_buf *conf, const struct cluster *c)
 		"[mmp]\npop3_listen = 127.0.0.1:%u\npop3s_listen = 127.0.0.1:%u\n"
 		"imap_listen = 127.0.0.1:%u\nimaps_listen = 127.0.0.1:%u\n"
 		"threads = 2\n"
+		"# The load generator is one client address: room for its sessions\n"
+		"# (default 100 an address; IMAP sessions stay logged in, some 38 per\n"
+		"# msgs/min of the IMAP workload).\n"
+		"conn_limit_per_client = 9000\n"
 		"# Everything listens on 127.0.0.1 only, and the load generator logs\n"
 		"# in with USER/PASS (LOGIN) without TLS. Say no on anything reachable.\n"
 		"allow_plaintext_auth = yes\n"
@@ -156,6 +163,8 @@ static void append_stores(struct mt_buf *conf, const struct cluster *c)
 		"db_cache_size = 64M\nlmtp_clients = 127.0.0.0/8 ::1/128\n"
 		"proxy_addresses = 127.0.0.0/8 ::1/128\n"
 		"proxy_password_file = %s/proxy.secret\nallow_plaintext_auth = yes\n"
+		"# Room for the IMAP workload's logged-in sessions (default 1000).\n"
+		"max_sessions = 10000\n"
 		"stats_interval = 10s\n\n", c->dir);
 	for (unsigned int n = 1; n <= c->shards; n++)
 		mt_buf_appendf(conf,
