@@ -395,6 +395,15 @@ static void scripted(const struct step *steps, size_t n, uint64_t pop_user,
 
 #define SCRIPT(steps) steps, sizeof(steps) / sizeof(steps[0])
 
+/* A scripted session the server turns away: it fails, as rejected. */
+static void scripted_rejected(const struct step *steps, size_t n, struct lg_stats *st,
+			      struct outcome *o, struct peer *peer)
+{
+	scripted(steps, n, 0, 2000, st, NULL, o, peer);
+	assert_true(o->failed);
+	assert_int_equal(o->error, LG_ERR_REJECTED);
+}
+
 /* ---- SMTP ---- */
 
 static const struct step smtp_good[] = {
@@ -630,9 +639,7 @@ static void test_smtp_tls_refused(void **state)
 
 	client_starttls = true;
 	client_tls = new_client_tls();
-	scripted(SCRIPT(no_starttls), 0, 2000, st, NULL, &o, &peer);
-	assert_true(o.failed);
-	assert_int_equal(o.error, LG_ERR_REJECTED);
+	scripted_rejected(SCRIPT(no_starttls), st, &o, &peer);
 	assert_non_null(strstr(o.detail, "no STARTTLS offered"));
 	assert_true(st->sessions_failed[LG_KIND_SMTP_LOCAL] == 1);
 	assert_true(st->errors[LG_ERR_REJECTED] == 1);
@@ -641,15 +648,11 @@ static void test_smtp_tls_refused(void **state)
 	assert_true(st->fn[LG_FN_SMTP_MAIL].attempts == 0);
 
 	lg_stats_init(st);
-	scripted(SCRIPT(helo_only), 0, 2000, st, NULL, &o, &peer);
-	assert_true(o.failed);
-	assert_int_equal(o.error, LG_ERR_REJECTED);
+	scripted_rejected(SCRIPT(helo_only), st, &o, &peer);
 	assert_true(st->fn[LG_FN_SMTP_MAIL].attempts == 0);
 
 	lg_stats_init(st);
-	scripted(SCRIPT(refused), 0, 2000, st, NULL, &o, &peer);
-	assert_true(o.failed);
-	assert_int_equal(o.error, LG_ERR_REJECTED);
+	scripted_rejected(SCRIPT(refused), st, &o, &peer);
 	assert_true(st->fn[LG_FN_SMTP_STARTTLS].attempts == 1);
 	assert_true(st->fn[LG_FN_SMTP_STARTTLS].pass == 0);
 	assert_true(st->fn[LG_FN_SMTP_MAIL].attempts == 0);
@@ -731,26 +734,20 @@ static void test_smtp_submission(void **state)
 	assert_true(st->fn[LG_FN_DELIVERY].attempts == 1);
 
 	lg_stats_init(st);
-	scripted(SCRIPT(no_auth), 0, 2000, st, NULL, &o, &peer);
-	assert_true(o.failed);
-	assert_int_equal(o.error, LG_ERR_REJECTED);
+	scripted_rejected(SCRIPT(no_auth), st, &o, &peer);
 	assert_non_null(strstr(o.detail, "no AUTH PLAIN"));
 	assert_true(st->sessions_failed[LG_KIND_IMAP_REPLY_SUBMIT] == 1);
 	assert_true(st->fn[LG_FN_SUBMIT_AUTH].attempts == 0);
 	assert_true(st->fn[LG_FN_SUBMIT_MAIL].attempts == 0);
 
 	lg_stats_init(st);
-	scripted(SCRIPT(auth_refused), 0, 2000, st, NULL, &o, &peer);
-	assert_true(o.failed);
-	assert_int_equal(o.error, LG_ERR_REJECTED);
+	scripted_rejected(SCRIPT(auth_refused), st, &o, &peer);
 	assert_true(st->fn[LG_FN_SUBMIT_AUTH].attempts == 1);
 	assert_true(st->fn[LG_FN_SUBMIT_AUTH].pass == 0);
 
 	lg_stats_init(st);
 	client_tls = new_client_tls();
-	scripted(SCRIPT(auth_after_tls), 0, 2000, st, NULL, &o, &peer);
-	assert_true(o.failed);
-	assert_int_equal(o.error, LG_ERR_REJECTED);
+	scripted_rejected(SCRIPT(auth_after_tls), st, &o, &peer);
 	assert_true(st->fn[LG_FN_SUBMIT_STARTTLS].attempts == 1);
 	assert_true(st->fn[LG_FN_SUBMIT_STARTTLS].pass == 0);
 	assert_true(st->fn[LG_FN_SMTP_STARTTLS].attempts == 0);
