@@ -185,6 +185,30 @@ def builddir():
     return os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
+def loadgen_level_sums(results, level=0):
+    """Sums over a mailtier-load level's warm-up and measured phases (its
+    results.json as a dict): ({function: {"attempts", "pass"}},
+    {session kind: {"attempted", "failed"}}, {counter: n},
+    {error kind: n})."""
+    lv = results["levels"][level]
+    fns, kinds, counters, errors = {}, {}, {}, {}
+    for phase in ("warmup", "measure"):
+        st = lv[phase]
+        for key, f in st["functions"].items():
+            a = fns.setdefault(key, {"attempts": 0, "pass": 0})
+            a["attempts"] += f["attempts"]
+            a["pass"] += f["pass"]
+        for kind, k in st["sessions"].items():
+            a = kinds.setdefault(kind, {"attempted": 0, "failed": 0})
+            a["attempted"] += k["attempted"]
+            a["failed"] += k["failed"]
+        for key, v in st["counters"].items():
+            counters[key] = counters.get(key, 0) + v
+        for key, v in st["errors"].items():
+            errors[key] = errors.get(key, 0) + v
+    return fns, kinds, counters, errors
+
+
 def binary(relpath):
     """Path of a built program, e.g. binary("tests/harness/mt-echod").
     Raises HarnessError if it is not there: a missing binary is a broken

@@ -71,23 +71,10 @@ def wait_mailbox(port, user, password, count, timeout=30):
 
 
 def imap_phases(results):
-    """The level's warm-up and measured stats, and their sums of the
-    function rows, session kinds and counters."""
-    level = results["levels"][0]
-    fns, kinds, counters = {}, {}, {}
-    for phase in ("warmup", "measure"):
-        st = level[phase]
-        for key, f in st["functions"].items():
-            a = fns.setdefault(key, {"attempts": 0, "pass": 0})
-            a["attempts"] += f["attempts"]
-            a["pass"] += f["pass"]
-        for kind, k in st["sessions"].items():
-            a = kinds.setdefault(kind, {"attempted": 0, "failed": 0})
-            a["attempted"] += k["attempted"]
-            a["failed"] += k["failed"]
-        for key, v in st["counters"].items():
-            counters[key] = counters.get(key, 0) + v
-        assert all(v == 0 for v in st["errors"].values()), (phase, st["errors"])
+    """The level's warm-up and measured sums (mtharness.loadgen_level_sums),
+    with no error and no failed session."""
+    fns, kinds, counters, errors = mtharness.loadgen_level_sums(results)
+    assert all(v == 0 for v in errors.values()), errors
     assert all(k["failed"] == 0 for k in kinds.values()), kinds
     return fns, kinds, counters
 

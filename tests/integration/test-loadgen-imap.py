@@ -238,22 +238,13 @@ def imap_run(env, h, name, port, extra=(), duration="8", expect=(), smtp_sink=No
     assert r.returncode in (0, 1), (name, r.returncode, r.stderr)
     assert "IMAP Login" in r.stdout and "IMAP Fetch body" in r.stdout
     results = json.load(open(os.path.join(report, "results.json")))
-    level = results["levels"][0]
-    fns, kinds = {}, {}
-    for phase in ("warmup", "measure"):
-        st = level[phase]
-        for key, f in st["functions"].items():
-            a = fns.setdefault(key, {"attempts": 0, "pass": 0})
-            a["attempts"] += f["attempts"]
-            a["pass"] += f["pass"]
-        for kind, k in st["sessions"].items():
-            kinds[kind] = kinds.get(kind, 0) + k["attempted"]
-            assert k["failed"] == 0, (name, phase, kind, st["sessions"])
-        assert all(v == 0 for v in st["errors"].values()), (name, phase, st["errors"])
-        for kind in ("pop-first", "pop-repeat"):
-            assert st["sessions"][kind]["attempted"] == 0, (name, phase, kind)
-    sessions = sum(level[ph]["sessions"][k]["attempted"] for ph in ("warmup", "measure")
-                   for k in ("imap-desktop", "imap-webmail"))
+    fns, kinds, _, errors = mtharness.loadgen_level_sums(results)
+    assert all(v == 0 for v in errors.values()), (name, errors)
+    assert all(k["failed"] == 0 for k in kinds.values()), (name, kinds)
+    for kind in ("pop-first", "pop-repeat"):
+        assert kinds[kind]["attempted"] == 0, (name, kind, kinds[kind])
+    kinds = {kind: k["attempted"] for kind, k in kinds.items()}
+    sessions = kinds["imap-desktop"] + kinds["imap-webmail"]
     for key in expect:
         assert fns[key]["attempts"] > 0, (name, key, fns[key])
     for key, f in fns.items():

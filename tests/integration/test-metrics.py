@@ -648,9 +648,9 @@ def loadgen_live(h, conf):
     assert totals == sorted(totals), totals        # a counter never goes down
     assert max(t for ph, t in seen if ph == 1) > 0, seen
     import json
-    levels = json.load(open(os.path.join(report, "results.json")))["levels"]
-    sent = sum(lv[part]["counters"]["msgs_local_sent"] for lv in levels
-               for part in ("warmup", "measure"))
+    results = json.load(open(os.path.join(report, "results.json")))
+    sent = sum(mtharness.loadgen_level_sums(results, i)[2]["msgs_local_sent"]
+               for i in range(len(results["levels"])))
     assert 0 < totals[-1] <= sent, (totals[-1], sent)
 
 
