@@ -516,6 +516,17 @@ static void json_run(struct mt_buf *b, const struct lg_run_settings *set,
 			level->target_msgs_per_min, lg_report_achieved(level),
 			(double)level->measure_us / 1e6, level->primed_repeats);
 		json_stats(b, &level->measure);
+		/* What the text report says under the Summary of a level too
+		 * small to judge, so no reader needs LG_QOS_MIN_ATTEMPTS. */
+		mt_buf_append_str(b, ",\"too_few\":");
+		if (lg_stats_qos(&level->measure) == LG_QOS_NOT_JUDGED) {
+			struct mt_buf why = MT_BUF_INIT;
+			lg_report_too_few(&why, &level->measure);
+			json_string(b, mt_buf_cstr(&why));
+			mt_buf_free(&why);
+		} else {
+			mt_buf_append_str(b, "null");
+		}
 		mt_buf_append_str(b, ",\"warmup\":");
 		json_stats(b, &level->warmup);
 		mt_buf_append_char(b, '}');

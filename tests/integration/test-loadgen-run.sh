@@ -205,6 +205,7 @@ assert t["counters"]["rcpts_to_remote"] == many["sink"]["rcpts"], (what, "to-rem
 assert t["functions"]["delivery"]["attempts"] > 0 and t["counters"]["deliveries_lost"] == 0, what
 assert t["functions"]["delivery"]["pass"] == t["functions"]["delivery"]["attempts"], what
 assert many["arrivals"]["awaited_at_end"] == 0 and many["valid"], what
+assert all(l["qos"] == "met" and l["too_few"] is None for l in many["levels"]), what
 print("%s: the same %d sessions, %d remote copies timed" % (
     what, sum(s[3] for s in sessions(many)), t["functions"]["delivery"]["attempts"]))
 PY
@@ -308,11 +309,15 @@ server_pid=
 [ $rc -eq 1 ] || { cat "$work/probe.out" "$work/probe.err"; fail "late probe: exit $rc, want 1 (not judged)"; }
 grep -q '^Result: NOT VALID: QoS not judged at 100% (too few attempts to judge: raise --users or --duration)$' \
 	"$work/probe.out" || { cat "$work/probe.out"; fail "late probe: no 'not judged' result"; }
-"$python" - "$work/report-probe/results.json" <<'PY' || { cat "$work/probe.out"; fail "late probe not timed"; }
+"$python" - "$work/report-probe/results.json" "$work/probe.out" <<'PY' || { cat "$work/probe.out"; fail "late probe not timed"; }
 import json, sys
 r = json.load(open(sys.argv[1]))
 level, t = r["levels"][0], r["totals"]
 assert level["qos"] == "not judged" and level["measure"]["sessions_attempted"] == 0, level
+# The reason, as the text report gives it under the Summary.
+assert level["too_few"] == "Delivery Time 1, sessions 0; 20 needed each", level["too_few"]
+assert "Not judged at 100%%: too few attempts to judge: raise --users or --duration (%s)\n" % \
+    level["too_few"] in open(sys.argv[2]).read()
 assert t["counters"]["probes_local"] == 1, t["counters"]
 assert t["counters"]["deliveries_lost"] == 0 and t["counters"]["deliveries_unresolved"] == 0, t["counters"]
 assert level["measure"]["functions"]["delivery"]["attempts"] == 1, level["measure"]["functions"]["delivery"]
