@@ -33,7 +33,6 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
-#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 
 const char *const imap_state_names[IMAP_STATE_COUNT] = {
@@ -339,18 +338,12 @@ static void conn_output(struct mt_conn *conn)
 
 static void conn_connected(struct mt_conn *conn)
 {
-	struct imap_session *s = conn_session(conn);
-	char buf[256];
-	SSL *ssl = bufferevent_openssl_get_ssl(conn->bev);
-	if (ssl != NULL)
-		mt_slog(MT_LOG_INFO, &s->log, "imap tls=\"%s\"",
-			mt_tls_describe(ssl, buf, sizeof(buf)));
+	popstore_log_tls_up(conn->bev, &conn_session(conn)->log, "imap");
 }
 
 static void conn_eof(struct mt_conn *conn, bool error)
 {
 	struct imap_session *s = conn_session(conn);
-	char buf[256];
 	if (!error) {
 		/* Run what was pipelined before the close; a command in flight
 		 * finishes first. */
@@ -360,8 +353,7 @@ static void conn_eof(struct mt_conn *conn, bool error)
 		return;
 	}
 	if (s->tls)
-		mt_slog(MT_LOG_INFO, &s->log, "imap tls error: %s",
-			mt_tls_bev_error(conn->bev, buf, sizeof(buf)));
+		popstore_log_tls_error(conn->bev, &s->log, "imap");
 	imap_close(s, MT_OUTCOME_ERROR, "error");
 }
 

@@ -30,7 +30,6 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
-#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 
 const char *const pop3_state_names[POP3_STATE_COUNT] = {
@@ -247,18 +246,12 @@ static void conn_output(struct mt_conn *conn)
 
 static void conn_connected(struct mt_conn *conn)
 {
-	struct pop3_session *s = conn_session(conn);
-	char buf[256];
-	SSL *ssl = bufferevent_openssl_get_ssl(conn->bev);
-	if (ssl != NULL)
-		mt_slog(MT_LOG_INFO, &s->log, "pop3 tls=\"%s\"",
-			mt_tls_describe(ssl, buf, sizeof(buf)));
+	popstore_log_tls_up(conn->bev, &conn_session(conn)->log, "pop3");
 }
 
 static void conn_eof(struct mt_conn *conn, bool error)
 {
 	struct pop3_session *s = conn_session(conn);
-	char buf[256];
 	if (!error) {
 		/* Run what was pipelined before the close; a command in flight
 		 * (a login, the deletions of QUIT) finishes first. */
@@ -266,10 +259,8 @@ static void conn_eof(struct mt_conn *conn, bool error)
 		pop3_process(s);
 		return;
 	}
-	if (s->tls) {
-		mt_slog(MT_LOG_INFO, &s->log, "pop3 tls error: %s",
-			mt_tls_bev_error(conn->bev, buf, sizeof(buf)));
-	}
+	if (s->tls)
+		popstore_log_tls_error(conn->bev, &s->log, "pop3");
 	pop3_close(s, MT_OUTCOME_ERROR, "error");
 }
 

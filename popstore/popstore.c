@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <openssl/sha.h>
 
 #define FATAL_EXIT_MSECS 200
@@ -158,6 +159,24 @@ struct bufferevent *popstore_accept(struct popstore *ps, int fd,
 		popstore_metrics_session_end(ps, protocol, MT_OUTCOME_ERROR, NULL);
 	}
 	return bev;
+}
+
+void popstore_log_tls_up(struct bufferevent *bev, const struct mt_logctx *log,
+			 const char *protocol)
+{
+	char buf[256];
+	SSL *ssl = bufferevent_openssl_get_ssl(bev);
+	if (ssl != NULL)
+		mt_slog(MT_LOG_INFO, log, "%s tls=\"%s\"", protocol,
+			mt_tls_describe(ssl, buf, sizeof(buf)));
+}
+
+void popstore_log_tls_error(struct bufferevent *bev, const struct mt_logctx *log,
+			    const char *protocol)
+{
+	char buf[256];
+	mt_slog(MT_LOG_INFO, log, "%s tls error: %s", protocol,
+		mt_tls_bev_error(bev, buf, sizeof(buf)));
 }
 
 bool popstore_is_proxy(const struct popstore *ps, const struct sockaddr *peer)

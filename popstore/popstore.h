@@ -123,6 +123,13 @@ struct bufferevent *popstore_accept(struct popstore *ps, int fd,
 				    enum popstore_protocol protocol, const char *busy,
 				    const struct mt_logctx *log,
 				    char addr[MT_SOCKADDR_STRLEN]);
+/* A POP3 or IMAP session's TLS in its log (protocol: "pop3", "imap"):
+ * the parameters once the handshake is done (nothing on a plaintext
+ * connection), and why a TLS connection failed. */
+void popstore_log_tls_up(struct bufferevent *bev, const struct mt_logctx *log,
+			 const char *protocol);
+void popstore_log_tls_error(struct bufferevent *bev, const struct mt_logctx *log,
+			    const char *protocol);
 /* Is peer allowed to log in with the proxy credential? */
 bool popstore_is_proxy(const struct popstore *ps, const struct sockaddr *peer);
 struct mt_strlist;

@@ -112,9 +112,10 @@ def test_login(env):
     assert typ == "OK" and b"[CAPABILITY" in data[0], data
     c.logout()
 
-    # Implicit TLS.
+    # Implicit TLS: the session's log names its protocol version and cipher.
     c = env.imap("s1", tls="implicit", user=f"alice@{D}", password=PW)
     c.logout()
+    env.daemons["s1"].wait_log(r'imap tls="TLSv1\.[23] [A-Z0-9_-]+"')
 
     # Wrong password, unknown user: the same answer.
     for user, pw in ((f"alice@{D}", "wrong"), (f"nobody@{D}", PW)):

@@ -172,10 +172,11 @@ def test(h):
     assert p.pass_("pw-a").startswith(b"+OK")
     p.quit()
 
-    # Implicit TLS.
+    # Implicit TLS: the session's log names its protocol version and cipher.
     p = env.pop("s1", ALICE, "pw-a", tls="implicit")
     assert p.stat()[0] == 3
     p.quit()
+    d.wait_log(r'pop3 tls="TLSv1\.[23] [A-Z0-9_-]+"')
 
     # Proxy AUTH PLAIN with authzid: from 127.0.0.1 only, right password only.
     proxy_ok = plain(CAROL, popstorelib.PROXY_USER, popstorelib.PROXY_PASSWORD)
