@@ -380,7 +380,13 @@ static void test_timers(void **state)
 	assert_int_equal(st.self_freeing, 1);
 	assert_null(st.self);
 	assert_int_equal(st.reset_fired, 1);
-	assert_true(st.reset_fired_at - st.reset_at >= 95);
+	/* Not reset it would fire ~40 ms after reset_at. libevent reads its
+	 * time from CLOCK_MONOTONIC_COARSE, up to a tick (4-10 ms) behind
+	 * this test's CLOCK_MONOTONIC, so the restarted timer may come that
+	 * much before 100 ms (CI saw it below 95 once). */
+	if (st.reset_fired_at - st.reset_at < 80)
+		fail_msg("reset timer fired %.1f ms after its reset, want ~100",
+			 st.reset_fired_at - st.reset_at);
 
 	mt_timer_free(&once);
 	mt_timer_free(&periodic);
