@@ -1,5 +1,5 @@
 /* cli.h — what mailtier-load's commands share on the command line: the
- * usage text, usage errors (exit 2), strict number and duration flags,
+ * exit statuses, the usage text, usage errors (exit 2), strict number and duration flags,
  * verbosity, and the config file (a whole mailtier.conf, or a generator
  * host's file with only [loadgen] and perhaps [shards]).
  * Trust boundary: the operator's flags and config file (checked strictly;
@@ -12,8 +12,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define LG_EXIT_QOS_NOT_MET 1
-#define LG_EXIT_USAGE 2
+/* 0: done and QoS met (or every message accepted, the sink's run ended). */
+#define LG_EXIT_QOS_NOT_MET 1	/* or interrupted, or a level not judged */
+#define LG_EXIT_USAGE 2		/* bad flag or config: nothing was tried */
+/* The command could not be carried out: address in use, unresolvable
+ * host, report directory not writable, a worker or agent failed (#37
+ * item 20: 2 told a script to fix its flags when the machine was at fault). */
+#define LG_EXIT_FAILED 3
 
 struct mt_config;
 

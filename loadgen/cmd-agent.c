@@ -90,7 +90,7 @@ int lg_cmd_agent(int argc, char **argv)
 	lg_cli_verbosity(verbose, "mailtier-load");
 	int lfd = listen_on(listen_addr, &port);
 	if (lfd < 0)
-		return LG_EXIT_USAGE;
+		return LG_EXIT_FAILED;
 	/* No SA_RESTART: a signal ends the wait in poll(). */
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);

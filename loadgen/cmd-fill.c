@@ -258,7 +258,7 @@ int lg_cmd_fill(int argc, char **argv)
 	struct lg_fill_result *result = mt_xmalloc(sizeof(*result));
 	if (!lg_fill_run(&c.set, result, &error)) {
 		fprintf(stderr, "mailtier-load: fill: %s\n", error);
-		status = LG_EXIT_USAGE;
+		status = LG_EXIT_FAILED;
 	} else {
 		status = print_result(&c.set, result);
 	}

@@ -1,7 +1,8 @@
 /* cmd-run.c — `mailtier-load run` and `ramp`: the flags and the [loadgen]
  * defaults (one table, run-options.h), one process or several (--workers,
  * --agents: manager.h), the report and the exit status (0: QoS met at
- * every required level, 1: not met, 2: usage or set-up error).
+ * every required level, 1: not met, 2: usage error, 3: the run could not
+ * be made or its report not written: cli.h).
  * Trust boundary: the operator's flags and config file. */
 #include "commands.h"
 
@@ -210,7 +211,7 @@ static int report(const struct run_cli *c, const struct lg_run_result *result)
 	    !lg_report_write_csv(c->report_dir, &c->set, result, &error) ||
 	    !lg_report_write_html(c->report_dir, &c->set, result, &error)) {
 		fprintf(stderr, "mailtier-load: %s\n", error);
-		return LG_EXIT_USAGE;
+		return LG_EXIT_FAILED;
 	}
 	fprintf(stderr, "mailtier-load: report in %s/report.html, raw figures in "
 		"results.json, functions.csv, timeline.csv\n", c->report_dir);
@@ -257,8 +258,10 @@ int lg_cmd_run(int argc, char **argv, bool ramp)
 	if (ok) {
 		status = report(&c, &result);
 	} else {
+		/* kept for the process's life (errors.h): the engine's or the
+		 * manager's teardown may have freed where it was made */
 		fprintf(stderr, "mailtier-load: %s\n", error);
-		status = LG_EXIT_USAGE;
+		status = LG_EXIT_FAILED;
 	}
 	lg_run_result_free(&result);
 	lg_strings_free(&strings);

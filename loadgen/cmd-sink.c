@@ -88,7 +88,7 @@ int lg_cmd_sink(int argc, char **argv)
 		fprintf(stderr, "mailtier-load: sink: %s\n", error);
 		mt_loop_free(&m.loop);
 		lg_ledger_close(&m.ledger);
-		return LG_EXIT_USAGE;
+		return LG_EXIT_FAILED;
 	}
 	lg_sink_set_ledger(m.sink, m.ledger);
 	mt_loop_set_drain(m.loop, 1000, sink_stop, &m);
@@ -97,7 +97,7 @@ int lg_cmd_sink(int argc, char **argv)
 		lg_sink_free(&m.sink);
 		mt_loop_free(&m.loop);
 		lg_ledger_close(&m.ledger);
-		return LG_EXIT_USAGE;
+		return LG_EXIT_FAILED;
 	}
 	struct mt_timer *tick = mt_timer_add(m.loop, 10000, true, sink_tick, &m);
 	struct mt_timer *end = duration_ms > 0 ?
@@ -110,5 +110,5 @@ int lg_cmd_sink(int argc, char **argv)
 	lg_sink_free(&m.sink);
 	mt_loop_free(&m.loop);
 	lg_ledger_close(&m.ledger);
-	return rc == 0 ? 0 : LG_EXIT_USAGE;
+	return rc == 0 ? 0 : LG_EXIT_FAILED;
 }

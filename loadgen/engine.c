@@ -13,6 +13,7 @@
  * one process or N (our choice; it makes `--workers` checkable). */
 #include "engine-private.h"
 
+#include "errors.h"
 #include "alloc.h"
 #include "ledger.h"
 #include "live-metrics.h"
@@ -322,7 +323,7 @@ static bool setup(struct lg_engine *e, struct lg_run_settings *limited,
 	lg_run_result_init(result, set);
 	result->run_id = set->run_id != 0 ? set->run_id : new_run_id();
 	if ((e->loop = mt_loop_new(error_r)) == NULL)
-		return false;
+		return lg_error_kept(error_r);
 	e->base = mt_loop_base(e->loop);
 	e->tracker = lg_tracker_new(result->run_id, DELIVERY_EXPIRE_US);
 	if (set->ledger != NULL &&
@@ -343,7 +344,7 @@ static bool setup(struct lg_engine *e, struct lg_run_settings *limited,
 		static const struct mt_tls_settings client = { .cert_file = NULL };
 		e->tls = mt_tls_new(MT_TLS_CLIENT);
 		if (!mt_tls_load(e->tls, &client, error_r))
-			return false;
+			return lg_error_kept(error_r);
 		e->env.tls = e->tls;
 		e->env.starttls = set->tls;
 		e->env.imap_implicit_tls = set->imaps;
@@ -367,7 +368,7 @@ static bool setup(struct lg_engine *e, struct lg_run_settings *limited,
 		return false;
 	mt_loop_set_drain(e->loop, set->step_timeout_ms + 2000, drain_cb, e);
 	if (!mt_loop_handle_signals(e->loop, NULL, NULL, error_r))
-		return false;
+		return lg_error_kept(error_r);
 	e->arrival_ev = new_timer(e, lg_engine_arrival_cb);
 	e->phase_ev = new_timer(e, phase_cb);
 	e->tick_ev = new_timer(e, tick_cb);

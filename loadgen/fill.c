@@ -7,6 +7,7 @@
  * each session runs under the step timeout. */
 #include "fill.h"
 
+#include "errors.h"
 #include "imap-client.h"
 #include "alloc.h"
 #include "log.h"
@@ -358,9 +359,13 @@ bool lg_fill_run(const struct lg_fill_settings *set,
 
 	memset(result, 0, sizeof(*result));
 	lg_stats_init(&result->stats);
-	if (!setup_targets(&f, error_r) || (f.loop = mt_loop_new(error_r)) == NULL) {
+	if (!setup_targets(&f, error_r)) {
 		free(f.shard_of);
 		return false;
+	}
+	if ((f.loop = mt_loop_new(error_r)) == NULL) {
+		free(f.shard_of);
+		return lg_error_kept(error_r);
 	}
 	snprintf(f.helo, sizeof(f.helo), "loadgen.%s", set->wl.remote_domain);
 	f.env = (struct lg_session_env){
@@ -372,8 +377,10 @@ bool lg_fill_run(const struct lg_fill_settings *set,
 	if (f.pump_ev == NULL || f.progress_ev == NULL)
 		mt_panic("out of memory creating timers");
 	mt_loop_set_drain(f.loop, set->step_timeout_ms + 2000, fill_drain, &f);
-	if (!mt_loop_handle_signals(f.loop, NULL, NULL, error_r))
+	if (!mt_loop_handle_signals(f.loop, NULL, NULL, error_r)) {
+		lg_error_kept(error_r);
 		goto out;
+	}
 	f.start_us = lg_now_us();
 	schedule_pump(&f);
 	if (set->progress_ms > 0)

@@ -5,6 +5,8 @@
  * response-data, continue-req, envelope, address, nstring). */
 #include "imap-response.h"
 
+#include "errors.h"
+
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
@@ -158,6 +160,7 @@ enum lg_imap_read lg_imap_read(struct lg_imap_reader *r, struct evbuffer *in,
 		case MT_LINE_NEED_MORE:
 			return LG_IMAP_READ_MORE;
 		default:
+			lg_error_kept(error_r);	/* lib's message: errors.h */
 			return LG_IMAP_READ_ERROR;
 		}
 		if (r->text.len + r->line.len > LG_IMAP_TEXT_MAX) {

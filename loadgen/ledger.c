@@ -6,6 +6,7 @@
  * a line of the ledger is always one well-formed line. */
 #include "ledger.h"
 
+#include "errors.h"
 #include "alloc.h"
 #include "buf.h"
 #include "log.h"
@@ -112,13 +113,11 @@ static void line_end(struct lg_ledger *ledger)
 struct lg_ledger *lg_ledger_open(const char *path, uint64_t run,
 				 const char **error_r)
 {
-	static _Thread_local char error[300];
 	struct lg_ledger *ledger;
 	FILE *file = fopen(path, "a");
 
 	if (file == NULL) {
-		snprintf(error, sizeof(error), "--ledger %s: %s", path, strerror(errno));
-		*error_r = error;
+		*error_r = lg_error_fmt("--ledger %s: %s", path, strerror(errno));
 		return NULL;
 	}
 	ledger = mt_xcalloc(1, sizeof(*ledger));

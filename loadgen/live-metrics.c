@@ -4,6 +4,7 @@
  *
  * Trust boundary: lib/metrics-http.h's (the scraper's requests). */
 #include "live-metrics.h"
+#include "errors.h"
 #include "progress.h"
 #include "stats.h"
 
@@ -81,8 +82,10 @@ struct lg_live_metrics *lg_live_metrics_start(struct mt_loop *loop, const char *
 					      const char **error_r)
 {
 	struct mt_hostport hp = { 0 };
-	if (!mt_parse_hostport(listen, &hp, error_r))
+	if (!mt_parse_hostport(listen, &hp, error_r)) {
+		lg_error_kept(error_r);
 		return NULL;
+	}
 	if (hp.host == NULL) {
 		*error_r = "--metrics-listen needs HOST:PORT";
 		return NULL;

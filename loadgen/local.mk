@@ -4,6 +4,7 @@ noinst_LIBRARIES += loadgen/libloadgen.a
 bin_PROGRAMS += loadgen/mailtier-load
 
 loadgen_libloadgen_a_SOURCES = \
+	loadgen/errors.c loadgen/errors.h \
 	loadgen/rng.c loadgen/rng.h \
 	loadgen/workload.c loadgen/workload.h \
 	loadgen/schedule.c loadgen/schedule.h \

@@ -8,6 +8,7 @@
  * signalled or waited for. */
 #include "manager-private.h"
 
+#include "errors.h"
 #include "agent.h"
 #include "live-metrics.h"
 #include "alloc.h"
@@ -112,11 +113,11 @@ static int connect_to(const char *hostport, const char **error_r)
 		return -1;
 	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0) {
-		*error_r = strerror(errno);
+		*error_r = lg_error_keep(strerror(errno));
 		return -1;
 	}
 	if (connect(fd, (struct sockaddr *)&ss, len) < 0 && errno != EINPROGRESS) {
-		*error_r = strerror(errno);
+		*error_r = lg_error_keep(strerror(errno));
 		close(fd);
 		return -1;
 	}
@@ -131,7 +132,7 @@ static int connect_to(const char *hostport, const char **error_r)
 		return -1;
 	}
 	if (rc < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &err_len) < 0 || err != 0) {
-		*error_r = strerror(rc < 0 ? errno : err != 0 ? err : errno);
+		*error_r = lg_error_keep(strerror(rc < 0 ? errno : err != 0 ? err : errno));
 		close(fd);
 		return -1;
 	}
@@ -315,7 +316,7 @@ static uint64_t planned_us(const struct lg_run_settings *set, uint64_t agent_tim
 static bool start_loop(struct manager *m, const char **error_r)
 {
 	if ((m->loop = mt_loop_new(error_r)) == NULL)
-		return false;
+		return lg_error_kept(error_r);
 	if (m->set->sink_listen != NULL) {
 		if ((m->sink = lg_sink_new(m->loop, m->set->sink_listen, NULL, error_r)) == NULL)
 			return false;
@@ -327,7 +328,7 @@ static bool start_loop(struct manager *m, const char **error_r)
 	mt_loop_set_drain(m->loop, m->set->step_timeout_ms + 5000 +
 			  (unsigned int)m->mset->agent_timeout_ms, drain_cb, m);
 	if (!mt_loop_handle_signals(m->loop, NULL, NULL, error_r))
-		return false;
+		return lg_error_kept(error_r);
 	m->start_us = m->last_sample_us = m->last_progress_us = lg_now_us();
 	m->deadline_us = m->start_us + planned_us(m->set, m->mset->agent_timeout_ms);
 	for (size_t i = 0; i < m->n; i++) {
@@ -415,7 +416,6 @@ bool lg_manager_run(const struct lg_run_settings *set,
 		    const struct lg_manager_settings *mset,
 		    struct lg_run_result *result, const char **error_r)
 {
-	static _Thread_local char error[400];
 	struct lg_run_settings shared = *set;
 	struct manager m = {
 		.set = &shared, .mset = mset, .result = result,
@@ -472,9 +472,7 @@ bool lg_manager_run(const struct lg_run_settings *set,
 	free(m.measured_count);
 	free(m.complete_votes);
 	free(m.w);
-	if (!ok) {
-		snprintf(error, sizeof(error), "%s", m.error);
-		*error_r = error;
-	}
+	if (!ok)
+		*error_r = lg_error_keep(m.error);
 	return ok;
 }

@@ -3,6 +3,7 @@
  * escaped in the JSON. */
 #include "report.h"
 
+#include "errors.h"
 #include "alloc.h"
 #include "buf.h"
 
@@ -562,7 +563,6 @@ static void json_run(struct mt_buf *b, const struct lg_run_settings *set,
 /* mkdir -p */
 static bool make_dirs(const char *dir, const char **error_r)
 {
-	static _Thread_local char error[300];
 	char *path = mt_xstrdup(dir);
 
 	for (char *p = path + 1; ; p++) {
@@ -571,8 +571,7 @@ static bool make_dirs(const char *dir, const char **error_r)
 		char saved = *p;
 		*p = '\0';
 		if (mkdir(path, 0777) != 0 && errno != EEXIST) {
-			snprintf(error, sizeof(error), "mkdir %s: %s", path, strerror(errno));
-			*error_r = error;
+			*error_r = lg_error_fmt("mkdir %s: %s", path, strerror(errno));
 			free(path);
 			return false;
 		}
@@ -587,7 +586,6 @@ static bool make_dirs(const char *dir, const char **error_r)
 bool lg_report_write_file(const char *dir, const char *name, const char *data,
 			  size_t len, const char **error_r)
 {
-	static _Thread_local char error[300];
 	char *path;
 	FILE *f;
 	bool ok;
@@ -596,15 +594,13 @@ bool lg_report_write_file(const char *dir, const char *name, const char *data,
 		return false;
 	path = mt_xasprintf("%s/%s", dir, name);
 	if ((f = fopen(path, "w")) == NULL) {
-		snprintf(error, sizeof(error), "%s: %s", path, strerror(errno));
-		*error_r = error;
+		*error_r = lg_error_fmt("%s: %s", path, strerror(errno));
 		ok = false;
 	} else {
 		ok = fwrite(data, 1, len, f) == len;
 		ok = fclose(f) == 0 && ok;
 		if (!ok) {
-			snprintf(error, sizeof(error), "writing %s failed", path);
-			*error_r = error;
+			*error_r = lg_error_fmt("writing %s failed", path);
 		}
 	}
 	free(path);

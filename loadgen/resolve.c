@@ -2,6 +2,7 @@
  * Trust boundary: operator-given addresses; getaddrinfo does the parsing. */
 #include "resolve.h"
 
+#include "errors.h"
 #include "loop.h"
 
 #include <netdb.h>
@@ -12,7 +13,6 @@
 bool lg_resolve(const char *hostport, struct sockaddr_storage *ss,
 		socklen_t *len_r, const char **error_r)
 {
-	static _Thread_local char error[300];
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
 				  .ai_flags = AI_NUMERICSERV };
 	struct addrinfo *res = NULL;
@@ -25,15 +25,13 @@ bool lg_resolve(const char *hostport, struct sockaddr_storage *ss,
 		return true;
 	if (colon == NULL || colon == hostport || colon[1] == '\0' ||
 	    (size_t)(colon - hostport) >= sizeof(host)) {
-		snprintf(error, sizeof(error), "'%s' is not HOST:PORT", hostport);
-		*error_r = error;
+		*error_r = lg_error_fmt("'%s' is not HOST:PORT", hostport);
 		return false;
 	}
 	memcpy(host, hostport, (size_t)(colon - hostport));
 	host[colon - hostport] = '\0';
 	if ((rc = getaddrinfo(host, colon + 1, &hints, &res)) != 0) {
-		snprintf(error, sizeof(error), "'%s': %s", hostport, gai_strerror(rc));
-		*error_r = error;
+		*error_r = lg_error_fmt("'%s': %s", hostport, gai_strerror(rc));
 		return false;
 	}
 	memcpy(ss, res->ai_addr, res->ai_addrlen);

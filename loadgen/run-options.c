@@ -2,6 +2,7 @@
  * Trust boundary: operator or manager input, parsed strictly. */
 #include "run-options.h"
 
+#include "errors.h"
 #include "alloc.h"
 #include "config.h"
 
@@ -54,19 +55,18 @@ const struct lg_run_option lg_run_options[] = {
 };
 const size_t lg_run_options_count = sizeof(lg_run_options) / sizeof(lg_run_options[0]);
 
-static _Thread_local char error_buf[300];
-
 static bool fail(const char **error_r, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 static bool fail(const char **error_r, const char *fmt, ...)
 {
+	char text[LG_ERROR_MAX];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(error_buf, sizeof(error_buf), fmt, ap);
+	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
-	*error_r = error_buf;
+	*error_r = lg_error_keep(text);
 	return false;
 }
 

@@ -5,6 +5,7 @@
  * sink.h. RFC 5321 3.3, 4.1.1, 4.1.1.4, 4.2, 4.5.2, 4.5.3.2; RFC 2920. */
 #include "sink.h"
 
+#include "errors.h"
 #include "alloc.h"
 #include "buf.h"
 #include "ledger.h"
@@ -431,6 +432,7 @@ struct lg_sink *lg_sink_new(struct mt_loop *loop, const char *hostport,
 	sink->listener = mt_listener_add(loop, hostport, 0, sink_accept_cb,
 					 sink, error_r);
 	if (sink->listener == NULL) {
+		lg_error_kept(error_r);	/* the loop's message: errors.h */
 		event_free(sink->reaper);
 		free(sink);
 		return NULL;

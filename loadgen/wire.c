@@ -3,6 +3,7 @@
  * number is bounded by its field and every index checked. */
 #include "wire.h"
 
+#include "errors.h"
 #include "alloc.h"
 #include "run-options.h"
 #include "session.h"
@@ -24,8 +25,6 @@
 _Static_assert(sizeof(struct lg_counters) % sizeof(uint64_t) == 0, "counters are uint64_t");
 _Static_assert(sizeof(struct lg_progress) % sizeof(uint64_t) == 0, "progress is uint64_t");
 
-static _Thread_local char error_buf[300];
-
 /* Wait for fd to be ready for events until the deadline. */
 static bool wait_fd(int fd, short events, uint64_t deadline_us, const char **error_r)
 {
@@ -41,7 +40,7 @@ static bool wait_fd(int fd, short events, uint64_t deadline_us, const char **err
 		if (rc > 0)
 			return true;
 		if (rc < 0 && errno != EINTR) {
-			*error_r = strerror(errno);
+			*error_r = lg_error_keep(strerror(errno));
 			return false;
 		}
 	}
@@ -66,7 +65,7 @@ bool lg_wire_read_line(int fd, struct mt_buf *line, uint64_t deadline_us,
 		if (n < 0) {
 			if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)
 				continue;
-			*error_r = strerror(errno);
+			*error_r = lg_error_keep(strerror(errno));
 			return false;
 		}
 		char *lf = memchr(chunk, '\n', (size_t)n);
@@ -96,7 +95,7 @@ bool lg_wire_write(int fd, const void *data, size_t len, uint64_t deadline_us,
 			if (errno == EINTR)
 				continue;
 			if (errno != EAGAIN && errno != EWOULDBLOCK) {
-				*error_r = strerror(errno);
+				*error_r = lg_error_keep(strerror(errno));
 				return false;
 			}
 			if (!wait_fd(fd, POLLOUT, deadline_us, error_r))
@@ -125,9 +124,8 @@ bool lg_wire_hello_check(const char *line, const char **error_r)
 	mine.data[--mine.len] = '\0';	/* without the LF */
 	ok = strcmp(line, mine.data) == 0;
 	if (!ok) {
-		snprintf(error_buf, sizeof(error_buf), "not a matching mailtier-load "
-			 "(we say '%s', it said '%.120s')", mine.data, line);
-		*error_r = error_buf;
+		*error_r = lg_error_fmt("not a matching mailtier-load "
+				       "(we say '%s', it said '%.120s')", mine.data, line);
 	}
 	mt_buf_free(&mine);
 	return ok;

@@ -15,14 +15,43 @@
 # remote copies timed through the manager's sink; a ramp by two workers
 # stops on their merged figures; SIGTERM interrupts a multi-process run
 # (a report marked INTERRUPTED, exit 1); an agent that is not there, or
-# does not answer, fails the run (exit 2) within the agent timeout.
+# does not answer, fails the run (exit 3) within the agent timeout.
+# A run whose sink cannot listen (the port taken) says why and exits 3,
+# not 2 as for a usage error (#37 item 20: it printed freed memory).
+# Run as root where network namespaces can be made, the whole test runs in
+# a private one with net.ipv4.ip_local_reserved_ports=25000-39999 (#37
+# item 20: a port the kernel hands out by bind(0) is then the first one
+# above the range one time in four, so ports chosen that way and released
+# collided with minimail's listeners and with each other). The setting is
+# the namespace's own: other tests, and the machine, never see it, and it
+# goes with the namespace. Ports are therefore never taken from bind(0)
+# and released: the agents listen on port 0 and say which port they got,
+# and the sink's port (minimail must know it first) is picked at random
+# below the ephemeral range (mtharness.free_port), where the kernel never
+# hands one out.
 # A probe accepted after the level's end, against a server slow to answer
 # DATA, is still polled for and timed (#16: it was counted lost), and a
 # level without sessions is reported not judged, with what to do.
 # About 65 s.
 set -u
+reserved=25000-39999
+if [ -z "${LG_TEST_NETNS:-}" ] && [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null &&
+   command -v ip >/dev/null && command -v sysctl >/dev/null &&
+   unshare -n sh -c "ip link set lo up && sysctl -qw net.ipv4.ip_local_reserved_ports=$reserved" \
+	2>/dev/null; then
+	LG_TEST_NETNS=1 exec unshare -n sh -c "ip link set lo up &&
+		sysctl -qw net.ipv4.ip_local_reserved_ports=$reserved && exec sh \"\$0\"" "$0"
+fi
+if [ -n "${LG_TEST_NETNS:-}" ]; then
+	echo "in a private network namespace with" \
+		"net.ipv4.ip_local_reserved_ports=$(sysctl -n net.ipv4.ip_local_reserved_ports)"
+else
+	echo "in the machine's network namespace (not root, or no unshare/ip):" \
+		"ip_local_reserved_ports not set"
+fi
 load="$MT_BUILDDIR/loadgen/mailtier-load"
 python=${PYTHON3:-python3}
+export PYTHONPATH="$MT_SRCDIR/tests/harness${PYTHONPATH:+:$PYTHONPATH}"
 work=$(mktemp -d "${TMPDIR:-/tmp}/test-loadgen-run.XXXXXX")
 server_pid=
 pids=
@@ -36,8 +65,24 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
+# A port free now, below the ephemeral range: not one bind(0) handed out.
 free_port() {
-	"$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+	"$python" -c 'import mtharness; print(mtharness.free_port())'
+}
+
+# An agent (--once) on a port of its choice; AGENT_PORT is that port.
+start_agent() {
+	rm -f "$work/agent$1.err"
+	"$load" agent --listen 127.0.0.1:0 --once 2>"$work/agent$1.err" &
+	pids="$pids $!"
+	i=0
+	until grep -q listening "$work/agent$1.err"; do
+		i=$((i + 1))
+		[ $i -le 100 ] || { cat "$work/agent$1.err"; fail "agent $1 did not start"; }
+		sleep 0.1
+	done
+	AGENT_PORT=$(sed -n 's/.*agent listening on port \([0-9]*\)$/\1/p' "$work/agent$1.err")
+	[ -n "$AGENT_PORT" ] || { cat "$work/agent$1.err"; fail "agent $1 named no port"; }
 }
 
 # Usage errors first: exit 2 with a usage message.
@@ -50,6 +95,38 @@ grep -q '^usage: mailtier-load run' "$work/out" || fail "no usage message"
 [ $rc -eq 2 ] || fail "bad --levels: exit $rc, want 2"
 "$load" frobnicate >/dev/null 2>&1; rc=$?
 [ $rc -eq 2 ] || fail "unknown command: exit $rc, want 2"
+
+# #37 item 20: a sink port already taken. The run says so (the listener's
+# message outlives the engine's teardown: errors.h) and exits 3, the
+# status of a run that could not be made, not 2 as for bad flags.
+"$python" -c 'import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(1)
+open(sys.argv[1], "w").write(str(s.getsockname()[1]))
+time.sleep(60)' "$work/taken.port" &
+pids=$!
+i=0
+while [ ! -s "$work/taken.port" ]; do
+	i=$((i + 1))
+	[ $i -le 100 ] || fail "the port holder did not start"
+	sleep 0.1
+done
+taken=$(cat "$work/taken.port")
+"$load" run --smtp 127.0.0.1:1 --pop 127.0.0.1:1 --users 5 --duration 1 \
+	--sink-listen "127.0.0.1:$taken" --progress 0 >"$work/taken.out" 2>&1
+rc=$?
+[ $rc -eq 3 ] || { cat "$work/taken.out"; fail "sink port taken: exit $rc, want 3"; }
+[ "$(cat "$work/taken.out")" = "mailtier-load: listen 127.0.0.1:$taken: Address already in use" ] ||
+	{ od -c "$work/taken.out" | head; fail "sink port taken: not the listener's reason"; }
+# the same by two workers: the manager runs the sink
+"$load" run --smtp 127.0.0.1:1 --pop 127.0.0.1:1 --users 5 --duration 1 --workers 2 \
+	--sink-listen "127.0.0.1:$taken" --progress 0 >"$work/taken2.out" 2>&1
+rc=$?
+[ $rc -eq 3 ] || { cat "$work/taken2.out"; fail "sink port taken (--workers 2): exit $rc, want 3"; }
+grep -qx "mailtier-load: listen 127.0.0.1:$taken: Address already in use" "$work/taken2.out" ||
+	{ od -c "$work/taken2.out" | head; fail "sink port taken (--workers 2): not the listener's reason"; }
+kill $pids 2>/dev/null
+wait $pids 2>/dev/null
+pids=
 
 sink_port=$(free_port)
 "$python" "$MT_SRCDIR/tests/integration/minimail.py" --users 20 \
@@ -216,18 +293,10 @@ same_run --workers 2 --report "$work/report-w2" >"$work/w2.out" 2>"$work/w2.err"
 	{ cat "$work/w2.out" "$work/w2.err"; fail "run --workers 2: exit $?"; }
 same_sessions "$work/report-w2/results.json" "--workers 2"
 
-agent1=$(free_port)
-agent2=$(free_port)
-"$load" agent --listen "127.0.0.1:$agent1" --once 2>"$work/agent1.err" &
-pids="$pids $!"
-"$load" agent --listen "127.0.0.1:$agent2" --once 2>"$work/agent2.err" &
-pids="$pids $!"
-i=0
-until grep -q listening "$work/agent1.err" && grep -q listening "$work/agent2.err"; do
-	i=$((i + 1))
-	[ $i -le 100 ] || fail "the agents did not start"
-	sleep 0.1
-done
+start_agent 1
+agent1=$AGENT_PORT
+start_agent 2
+agent2=$AGENT_PORT
 same_run --agents "127.0.0.1:$agent1,127.0.0.1:$agent2" --report "$work/report-ag" \
 	>"$work/ag.out" 2>"$work/ag.err" ||
 	{ cat "$work/ag.out" "$work/ag.err" "$work/agent1.err" "$work/agent2.err"; fail "run --agents: exit $?"; }
@@ -261,18 +330,19 @@ kill "$server_pid"
 wait "$server_pid" 2>/dev/null
 server_pid=
 
-# No agent there; an agent that accepts and never answers: exit 2, bounded.
+# No agent there; an agent that accepts and never answers: exit 3 (the
+# run could not be made, not a usage error), bounded.
 closed_port=$(free_port)
 "$load" run --smtp 127.0.0.1:1 --pop 127.0.0.1:1 --users 5 --duration 1 \
 	--agents "127.0.0.1:$closed_port" --progress 0 >"$work/na.out" 2>&1
 rc=$?
-[ $rc -eq 2 ] || { cat "$work/na.out"; fail "no agent: exit $rc, want 2"; }
-silent=$(free_port)
+[ $rc -eq 3 ] || { cat "$work/na.out"; fail "no agent: exit $rc, want 3"; }
+grep -q "^mailtier-load: .*127.0.0.1:$closed_port.*refused" "$work/na.out" ||
+	{ cat "$work/na.out"; fail "no agent: the reason not given"; }
 "$python" -c 'import socket, sys, time
-s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(4)
-open(sys.argv[2], "w").write("listening")
-c, _ = s.accept(); time.sleep(10)' "$silent" "$work/silent.ready" &
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(4)
+open(sys.argv[1], "w").write(str(s.getsockname()[1]))
+c, _ = s.accept(); time.sleep(10)' "$work/silent.ready" &
 pids=$!
 i=0
 while [ ! -s "$work/silent.ready" ]; do
@@ -280,11 +350,12 @@ while [ ! -s "$work/silent.ready" ]; do
 	[ $i -le 100 ] || fail "the silent agent did not start"
 	sleep 0.1
 done
+silent=$(cat "$work/silent.ready")
 start=$(date +%s)
 "$load" run --smtp 127.0.0.1:1 --pop 127.0.0.1:1 --users 5 --duration 1 \
 	--agents "127.0.0.1:$silent" --agent-timeout 2 --progress 0 >"$work/sa.out" 2>&1
 rc=$?
-[ $rc -eq 2 ] || { cat "$work/sa.out"; fail "silent agent: exit $rc, want 2"; }
+[ $rc -eq 3 ] || { cat "$work/sa.out"; fail "silent agent: exit $rc, want 3"; }
 [ $(($(date +%s) - start)) -le 5 ] || fail "silent agent: not within the agent timeout"
 grep -q 'timed out' "$work/sa.out" || { cat "$work/sa.out"; fail "silent agent: no reason given"; }
 kill $pids 2>/dev/null
