@@ -14,6 +14,11 @@
 #include <string.h>
 #include <strings.h>
 
+const struct mt_imap_limits mt_imap_login_limits = {
+	.line_max = 64 * 1024, .literal_max = 4096, .command_max = 64 * 1024,
+	.depth_max = 4, .args_max = 4 * MT_IMAP_ID_PAIRS_MAX + 8, .literal_plus = true,
+};
+
 #define PRIVACY_REQUIRED "NO [PRIVACYREQUIRED] Plaintext authentication " \
 	"disallowed on non-secure (SSL/TLS) connections."
 

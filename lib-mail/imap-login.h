@@ -41,6 +41,16 @@ struct mt_buf;
 #define MT_IMAP_ID_FIELD_MAX 30
 #define MT_IMAP_ID_VALUE_MAX 1024
 
+/* What a client may send before it is logged in (the store's and the
+ * MMP's one bound, so the proxy is never stricter than the store behind
+ * it): a login (a name and a password, 4 KiB literals at most) or an ID
+ * of RFC 2971's largest size (30 pairs of a 30-octet name and a
+ * 1024-octet value: about 32 KiB quoted, twice that if every octet needs
+ * an escape), so a line and a command hold 64 KiB at most (Dovecot's
+ * bound too); nothing more waits in memory for a client that has not
+ * said who it is. */
+extern const struct mt_imap_limits mt_imap_login_limits;
+
 /* What the client asked to log in as. */
 struct mt_imap_credentials {
 	const char *method;	/* "login" (LOGIN) or "plain" (AUTHENTICATE PLAIN) */

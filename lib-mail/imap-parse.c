@@ -39,6 +39,18 @@ void mt_imap_parser_init(struct mt_imap_parser *parser,
 	mt_imap_parser_reset(parser);
 }
 
+void mt_imap_parser_set_limits(struct mt_imap_parser *parser,
+			       const struct mt_imap_limits *limits)
+{
+	if (limits->depth_max != parser->limits.depth_max) {
+		free(parser->frames);
+		parser->frames = mt_xcalloc(limits->depth_max + 1, sizeof(*parser->frames));
+	}
+	parser->limits = *limits;
+	if (parser->limits.args_max == 0)
+		parser->limits.args_max = 1;
+}
+
 void mt_imap_parser_free(struct mt_imap_parser *parser)
 {
 	mt_buf_free(&parser->input);
@@ -227,6 +239,29 @@ static enum mt_imap_parse end_skip(struct mt_imap_parser *parser)
 
 static enum mt_imap_parse tokenize(struct mt_imap_parser *parser);
 
+/* Is the command being gathered an APPEND ("tag SP APPEND SP ...": its
+ * first line is at the start of input)? */
+static bool command_is_append(const struct mt_imap_parser *parser)
+{
+	static const char name[] = "APPEND ";
+	const char *text = parser->input.data;
+	const char *space = memchr(text, ' ', parser->input.len);
+	if (space == NULL)
+		return false;
+	size_t left = parser->input.len - (size_t)(space + 1 - text);
+	return left >= sizeof(name) - 1 &&
+		strncasecmp(space + 1, name, sizeof(name) - 1) == 0;
+}
+
+/* The largest literal the command being gathered may send. */
+static uint64_t literal_limit(const struct mt_imap_parser *parser)
+{
+	const struct mt_imap_limits *limits = &parser->limits;
+	if (limits->append_literal_max != 0 && command_is_append(parser))
+		return limits->append_literal_max;
+	return limits->literal_max;
+}
+
 /* A whole line is in input from line_start, ending in '\n'. */
 static enum mt_imap_parse end_line(struct mt_imap_parser *parser)
 {
@@ -236,7 +271,7 @@ static enum mt_imap_parse end_line(struct mt_imap_parser *parser)
 	if (!literal_mark(line, len, &mark))
 		return tokenize(parser);
 	const struct mt_imap_limits *limits = &parser->limits;
-	bool too_big = mark.size > limits->literal_max ||
+	bool too_big = mark.size > literal_limit(parser) ||
 		mark.size > limits->command_max - parser->command_len;
 	if (!mark.sync && !limits->literal_plus && mark.size > MT_IMAP_LITERAL_MINUS_MAX)
 		return fail(parser, MT_IMAP_PARSE_FATAL, "TOOBIG",
@@ -401,7 +436,24 @@ static void link_lists(struct mt_imap_parser *parser, size_t kept)
 			parser->nodes[i].list = parser->nodes + (uintptr_t)parser->nodes[i].list;
 }
 
-/* An atom; a '[' keeps everything to its matching ']' (a FETCH section). */
+/* Does the atom text[0..len) name a FETCH item that takes a section
+ * (RFC 9051 9 fetch-att "BODY" ["PEEK"] section, "BINARY" ["PEEK"] /
+ * ".SIZE" section-binary)? Only there does a '[' open one: anywhere else
+ * it is an ATOM-CHAR like any other (a mailbox "a[b", RFC 9051 9
+ * atom-specials do not hold it). */
+static bool opens_section(const char *text, size_t len)
+{
+	static const char *const items[] = {
+		"BODY", "BODY.PEEK", "BINARY", "BINARY.PEEK", "BINARY.SIZE",
+	};
+	for (size_t i = 0; i < sizeof(items) / sizeof(items[0]); i++)
+		if (strlen(items[i]) == len && strncasecmp(text, items[i], len) == 0)
+			return true;
+	return false;
+}
+
+/* An atom; a '[' after a FETCH item's name keeps everything to its
+ * matching ']' (a section, with spaces, quotes and lists inside). */
 static bool scan_atom(struct scan *scan)
 {
 	const char *start = scan->p, *p = scan->p;
@@ -422,7 +474,7 @@ static bool scan_atom(struct scan *scan)
 		}
 		if (!is_atom_char(c))
 			break;
-		if (c == '[')
+		if (c == '[' && opens_section(start, (size_t)(p - start)))
 			brackets++;
 		p++;
 	}

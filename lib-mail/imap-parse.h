@@ -30,13 +30,17 @@
  * reset; every string is NUL-terminated, its length given too (a literal8
  * may hold NULs). Atoms are read as RFC 9051's astring / flag / list-mailbox
  * / sequence-set / fetch-att need them: '\\' only first (a flag), '%' and
- * '*' (list wildcards, "*" in sets), ']' (resp-specials), and a '[' opens a
+ * '*' (list wildcards, "*" in sets), ']' (resp-specials), and a '[' right
+ * after BODY, BODY.PEEK, BINARY, BINARY.PEEK or BINARY.SIZE opens a
  * section the atom keeps to its matching ']' with spaces, parentheses and
- * quotes inside (BODY.PEEK[HEADER.FIELDS (From "To")]<0.1024>).
+ * quotes inside (BODY.PEEK[HEADER.FIELDS (From "To")]<0.1024>); anywhere
+ * else '[' is an ATOM-CHAR (a mailbox named "a[b").
  *
  * Limits (all the client's to push on, all enforced here): one line's
  * length, one literal's size, the whole command's size, list nesting and
- * argument count. Over a limit: ERROR with code "TOOBIG" where the client
+ * argument count; an APPEND's literals (the message) may have a limit of
+ * their own, so that no other command's literal is held whole up to the
+ * message size. Over a limit: ERROR with code "TOOBIG" where the client
  * can still be followed (a line skipped to its end, a synchronising
  * literal not invited), FATAL where it cannot. LITERAL+ (RFC 7888) or,
  * without it, LITERAL-: a non-synchronising literal over 4096 octets is
@@ -83,6 +87,8 @@ struct mt_imap_command {
 struct mt_imap_limits {
 	size_t line_max;	/* one line, literals not counted */
 	uint64_t literal_max;	/* one literal */
+	uint64_t append_literal_max;	/* one literal of an APPEND (its message);
+					   0: literal_max */
 	uint64_t command_max;	/* lines and literals together */
 	unsigned int depth_max;	/* list nesting */
 	unsigned int args_max;	/* atoms, strings and lists in a command */
@@ -131,6 +137,10 @@ void mt_imap_parser_init(struct mt_imap_parser *parser,
 void mt_imap_parser_free(struct mt_imap_parser *parser);
 /* Ready for the next command (keeps its memory). */
 void mt_imap_parser_reset(struct mt_imap_parser *parser);
+/* New limits from the next command on (a login changes what a client may
+ * send); call it between commands. */
+void mt_imap_parser_set_limits(struct mt_imap_parser *parser,
+			       const struct mt_imap_limits *limits);
 enum mt_imap_parse mt_imap_parser_feed(struct mt_imap_parser *parser,
 				       const void *data, size_t len, size_t *used_r);
 

@@ -7,6 +7,7 @@ lib_libmailtier_a_SOURCES = \
 	lib/clock.c lib/clock.h \
 	lib/buf.c lib/buf.h \
 	lib/log.c lib/log.h \
+	lib/loglimit.c lib/loglimit.h \
 	lib/config.c lib/config-values.c lib/config.h \
 	lib/lineio.c lib/lineio.h \
 	lib/dotcodec.c lib/dotcodec.h \

@@ -1,6 +1,7 @@
 /* log.c — line logger (see log.h). Builds each line in a fixed buffer, escapes
  * control characters, and emits it with one write(2) or syslog(3) call. */
 #include "log.h"
+#include "buf.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -196,4 +197,20 @@ uint64_t mt_session_id_new(void)
 	}
 	/* A random base plus a counter: unique for the life of the process. */
 	return b + atomic_fetch_add(&counter, 1);
+}
+
+void mt_log_field(struct mt_buf *out, const char *key, const char *value,
+		  size_t max_len)
+{
+	static const char hex[] = "0123456789abcdef";
+	mt_buf_appendf(out, " %s=", key);
+	for (size_t i = 0; value[i] != '\0' && i < max_len; i++) {
+		unsigned char c = (unsigned char)value[i];
+		if (c <= 0x20 || c >= 0x7f || c == '=' || c == '\\') {
+			char esc[4] = { '\\', 'x', hex[c >> 4], hex[c & 15] };
+			mt_buf_append(out, esc, sizeof(esc));
+		} else {
+			mt_buf_append_char(out, (char)c);
+		}
+	}
 }

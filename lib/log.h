@@ -13,6 +13,7 @@
 
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 enum mt_log_level {
@@ -60,6 +61,15 @@ void mt_slog(enum mt_log_level level, const struct mt_logctx *ctx,
 _Noreturn void mt_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Log and abort(): a bug, not an operating condition. */
 _Noreturn void mt_panic(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+struct mt_buf;
+/* Append " key=value" to out, the value (its first max_len octets) with
+ * every octet that could end it or forge a field of a key=value line (a
+ * space, '=', '\\', a control or 8-bit octet) written as \xNN: for values a
+ * client chose (an ID field, a HELO name), so "1.2.3.4 user=admin" stays
+ * one value. */
+void mt_log_field(struct mt_buf *out, const char *key, const char *value,
+		  size_t max_len);
 
 /* A new process-unique 64-bit session id (random base + counter). */
 uint64_t mt_session_id_new(void);

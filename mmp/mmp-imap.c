@@ -8,7 +8,9 @@
  * byte and the store speaks to the client.
  *
  * Trust boundary: every byte is the client's. A command is bounded by
- * FRONT_LIMITS (a line, a literal, the whole command, nesting, arguments),
+ * mt_imap_login_limits (a line, a literal, the whole command, nesting,
+ * arguments: the store's own bound before login, so an ID the store
+ * takes passes here too),
  * the input read ahead by MMP_INPUT_MAX, the AUTHENTICATE response line by
  * MMP_SASL_LINE_MAX; bad commands count towards max_errors. The parser's
  * buffers (which hold LOGIN's password) and the response line are wiped
@@ -34,13 +36,6 @@
 
 #define CAPABILITIES_PRE "IMAP4rev2 IMAP4rev1 SASL-IR LITERAL+ ID ENABLE"
 #define ID_REPLY "(\"name\" \"mailtier-mmp\" \"vendor\" \"mailtier\")"
-
-/* Before login a command is a login at most: a name, a password, an ID
- * list of 30 pairs. */
-static const struct mt_imap_limits FRONT_LIMITS = {
-	.line_max = 8192, .literal_max = 4096, .command_max = 16384,
-	.depth_max = 4, .args_max = 128, .literal_plus = true,
-};
 
 struct mmp_imap_front {
 	struct mt_imap_parser parser;
@@ -94,7 +89,7 @@ static const struct mt_imap_login_ops login_ops = {
 void mmp_imap_init(struct mmp_session *sess)
 {
 	struct mmp_imap_front *f = mt_xcalloc(1, sizeof(*f));
-	mt_imap_parser_init(&f->parser, &FRONT_LIMITS);
+	mt_imap_parser_init(&f->parser, &mt_imap_login_limits);
 	f->login = (struct mt_imap_login){
 		.ops = &login_ops, .context = sess, .authzid_allowed = false,
 		.capabilities = CAPABILITIES_PRE, .id_reply = ID_REPLY,

@@ -12,8 +12,9 @@
  * exists or not, and counts towards max_errors. Plaintext credentials are
  * refused before TLS unless the client is in proxy_addresses or
  * allow_plaintext_auth is set (RFC 9051 6.2.3, LOGINDISABLED). ID fields
- * are logged only from proxy_addresses (the MMP's x-originating-ip), as a
- * user could write anything there.
+ * are logged only from proxy_addresses and only before login (the MMP's
+ * x-originating-ip; after login the proxy relays what its user writes),
+ * each value escaped so it stays one key=value field.
  *
  * RFC 9051 6.2.2, 6.2.3, 7.1 (AUTHENTICATIONFAILED, UNAVAILABLE,
  * CAPABILITY in the tagged OK); RFC 4616; RFC 6154 (the special-use
@@ -55,6 +56,7 @@ static void prepared(struct mt_store_req *req, void *context)
 		popstore_login_method(&s->verify));
 	imap_tagged(s, s->login_tag, "OK [CAPABILITY %s] Logged in",
 		    imap_capabilities_auth(s));
+	imap_authenticated(s);
 	imap_resume_in(s, IMAP_STATE_AUTH);
 }
 
@@ -104,7 +106,7 @@ static void verified(void *context, enum popstore_login_outcome outcome,
 							quota_found, s);
 		return;
 	case POPSTORE_LOGIN_FAILED:
-		imap_error(s, s->login_tag, "NO [AUTHENTICATIONFAILED] Authentication failed.");
+		imap_login_failed(s, s->login_tag);
 		break;
 	case POPSTORE_LOGIN_WRONG_SHARD:
 		imap_tagged(s, s->login_tag, "NO [UNAVAILABLE] This mailbox is not on "
@@ -186,13 +188,15 @@ static void login_id(void *context, const char *const *names,
 		"x-originating-ip", "x-originating-port", "x-session-ext-id",
 	};
 	struct imap_session *s = context;
-	if (!s->from_proxy)
+	/* Only the proxy's ID before login: after it, every byte comes from
+	 * the MMP's address but was written by the user. */
+	if (!s->from_proxy || s->state != IMAP_STATE_NOT_AUTH)
 		return;
 	struct mt_buf line = MT_BUF_INIT;
 	for (size_t f = 0; f < sizeof(fields) / sizeof(fields[0]); f++)
 		for (size_t i = 0; i < count; i++)
 			if (strcasecmp(names[i], fields[f]) == 0 && values[i] != NULL)
-				mt_buf_appendf(&line, " %s=%.64s", fields[f], values[i]);
+				mt_log_field(&line, fields[f], values[i], 64);
 	if (line.len > 0)
 		mt_slog(MT_LOG_INFO, &s->log, "imap id%s", mt_buf_cstr(&line));
 	mt_buf_free(&line);

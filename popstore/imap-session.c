@@ -5,10 +5,15 @@
  * replies, flow control, the idle timeout, drain and the deferred free.
  * Commands are in imap-commands.c, imap-mailbox.c and imap-auth.c.
  *
- * Trust boundary: every byte is the client's. Commands are bounded by the
- * parser's limits (IMAP_LINE_MAX a line, IMAP_COMMAND_MAX a command,
- * IMAP_DEPTH_MAX nesting, IMAP_ARGS_MAX arguments; over them a tagged BAD
- * [TOOBIG] where the client can still be followed, a BYE where not);
+ * Trust boundary: every byte is the client's. Before login a command is
+ * bounded by lib-mail's mt_imap_login_limits (64 KiB, literals of 4 KiB:
+ * the MMP's bound too); after it by IMAP_LINE_MAX a line, IMAP_LITERAL_MAX
+ * a literal (an APPEND's message: max_message_size), IMAP_COMMAND_MAX a
+ * command, IMAP_DEPTH_MAX nesting, IMAP_ARGS_MAX arguments; over them a
+ * tagged BAD [TOOBIG] where the client can still be followed, a BYE where
+ * not. A command that waits on the store keeps its arguments in the
+ * parser until it ends (release_command), so a SEARCH's criteria or a
+ * FETCH's sections never outlive the buffers they point into;
  * pipelined input is read ahead at most POPSTORE_INPUT_HIGH octets, and a
  * client that does not read its replies stops being read (output over
  * POPSTORE_OUTPUT_HIGH pauses command processing). After STARTTLS nothing
@@ -48,6 +53,7 @@ const char *const imap_state_names[IMAP_STATE_COUNT] = {
 };
 
 static void imap_process(struct imap_session *s);
+static void release_command(struct imap_session *s);
 static void imap_close(struct imap_session *s, enum mt_conn_outcome outcome,
 		       const char *reason);
 
@@ -120,6 +126,17 @@ void imap_error(struct imap_session *s, const char *tag, const char *fmt, ...)
 	va_start(ap, fmt);
 	vtagged(s, tag, fmt, ap);
 	va_end(ap);
+	/* A NO is the mailbox's answer (RFC 9051 7.1.2): a sync tool that
+	 * creates its folders every run, an IDLE session that meets a
+	 * deleted folder get them in ordinary use. Only a BAD (a command
+	 * the server could not take) counts. */
+	if (mt_reply_class_imap(fmt, strlen(fmt)) == MT_REPLY_BAD)
+		count_error(s);
+}
+
+void imap_login_failed(struct imap_session *s, const char *tag)
+{
+	imap_tagged(s, tag, "NO [AUTHENTICATIONFAILED] Authentication failed.");
 	count_error(s);
 }
 
@@ -130,6 +147,24 @@ void imap_error_line(struct imap_session *s, const char *line)
 	mt_commands_reply_class(&s->commands, space != NULL ?
 				mt_reply_class_imap(space + 1, strlen(space + 1)) : MT_REPLY_BAD);
 	count_error(s);
+}
+
+void imap_authenticated(struct imap_session *s)
+{
+	/* Only an APPEND's message may be as large as a delivered one; any
+	 * other literal (a SEARCH string, a mailbox name) is held whole in
+	 * the parser, so it is bounded like a command. */
+	const struct mt_imap_limits limits = {
+		.line_max = IMAP_LINE_MAX, .literal_max = IMAP_LITERAL_MAX,
+		.append_literal_max = s->ps->set->max_message_size,
+		.command_max = IMAP_COMMAND_MAX + s->ps->set->max_message_size,
+		.depth_max = IMAP_DEPTH_MAX, .args_max = IMAP_ARGS_MAX,
+		.literal_plus = true,
+	};
+	mt_imap_parser_set_limits(&s->parser, &limits);
+	/* RFC 9051 5.4: the autologout of a logged-in session. */
+	mt_conn_set_lifetime(&s->conn, 0);
+	mt_conn_set_idle(&s->conn, s->ps->set->imap_idle_timeout);
 }
 
 bool imap_plaintext_ok(const struct imap_session *s)
@@ -146,6 +181,7 @@ void imap_wait(struct imap_session *s)
 
 void imap_resume_in(struct imap_session *s, enum imap_state state)
 {
+	release_command(s);
 	if (s->state == IMAP_STATE_LOGOUT || mt_conn_is_closed(&s->conn))
 		return;
 	imap_enter_state(s, state);
@@ -258,6 +294,13 @@ static bool process_command(struct imap_session *s, struct evbuffer *in)
 		return true;
 	case MT_IMAP_PARSE_DONE:
 		imap_command_dispatch(s, &p->command);
+		if (s->state == IMAP_STATE_WAIT || s->state == IMAP_STATE_LOGIN) {
+			/* The command goes on without us: its arguments stay
+			 * in the parser until it ends (imap_resume_in). */
+			s->command_held = true;
+			s->command_not_auth = not_auth;
+			return true;
+		}
 		break;
 	case MT_IMAP_PARSE_ERROR:
 		mt_commands_unknown(&s->commands);
@@ -281,6 +324,19 @@ static bool process_command(struct imap_session *s, struct evbuffer *in)
 		wipe_parser(s);
 	mt_imap_parser_reset(p);
 	return true;
+}
+
+/* A command that waited on the store or the directory has ended: its
+ * arguments (the parser's strings, which a SEARCH's criteria, a FETCH's
+ * sections and a LOGIN's password point into) may go now. */
+static void release_command(struct imap_session *s)
+{
+	if (!s->command_held)
+		return;
+	s->command_held = false;
+	if (s->command_not_auth)
+		wipe_parser(s);
+	mt_imap_parser_reset(&s->parser);
 }
 
 /* Run what the input holds until it is used up or a command waits. */
@@ -376,10 +432,23 @@ static void conn_idle_timeout(struct mt_conn *conn)
 	imap_enter_state(s, IMAP_STATE_LOGOUT);
 }
 
+/* login_timeout ran out before a login. */
+static void conn_login_timeout(struct mt_conn *conn)
+{
+	struct imap_session *s = conn_session(conn);
+	if (s->state == IMAP_STATE_STARTTLS) {
+		imap_close(s, MT_OUTCOME_TIMEOUT, "login-timeout");
+		return;
+	}
+	imap_line(s, "* BYE Login timed out");
+	imap_enter_state(s, IMAP_STATE_LOGOUT);
+}
+
 static void conn_free(struct mt_conn *conn)
 {
 	struct imap_session *s = conn_session(conn);
 	mt_buf_free(&s->line);
+	release_command(s);
 	mt_imap_parser_free(&s->parser);
 	free(s->user);
 	free(s->arg_name);
@@ -423,7 +492,7 @@ static void conn_closed(struct mt_conn *conn, const char *reason)
 static const struct mt_conn_ops conn_ops = {
 	.input = conn_input, .output = conn_output, .connected = conn_connected,
 	.eof = conn_eof, .busy = conn_busy, .idle_timeout = conn_idle_timeout,
-	.closed = conn_closed, .free = conn_free,
+	.session_timeout = conn_login_timeout, .closed = conn_closed, .free = conn_free,
 };
 
 static void imap_close(struct imap_session *s, enum mt_conn_outcome outcome,
@@ -453,17 +522,15 @@ void imap_session_accept(struct popstore *ps, int fd, const struct sockaddr *pee
 	s->from_proxy = popstore_is_proxy(ps, peer);
 	s->tls = implicit_tls;
 	s->state = IMAP_STATE_NOT_AUTH;
-	const struct mt_imap_limits limits = {
-		.line_max = IMAP_LINE_MAX, .literal_max = ps->set->max_message_size,
-		.command_max = IMAP_COMMAND_MAX + ps->set->max_message_size,
-		.depth_max = IMAP_DEPTH_MAX, .args_max = IMAP_ARGS_MAX,
-		.literal_plus = true,
-	};
-	mt_imap_parser_init(&s->parser, &limits);
+	mt_imap_parser_init(&s->parser, &mt_imap_login_limits);
 	mt_commands_init(&s->commands, &imap_command_table);
 	imap_login_init(s);
+	/* Until login, login_timeout in all (RFC 9051 5.4's 30 minutes are
+	 * for a logged-in session): a client that says nothing does not
+	 * hold a session slot for long. */
 	mt_conn_start(&s->conn, &ps->imap_sessions, ps->loop, bev, &conn_ops,
-		      ps->set->imap_idle_timeout, POPSTORE_INPUT_HIGH, IMAP_OUTPUT_LOW);
+		      ps->set->login_timeout, POPSTORE_INPUT_HIGH, IMAP_OUTPUT_LOW);
+	mt_conn_set_lifetime(&s->conn, ps->set->login_timeout);
 
 	mt_slog(MT_LOG_INFO, &s->log, "imap connect peer=%s%s%s", addr,
 		implicit_tls ? " tls=implicit" : "", s->from_proxy ? " proxy=yes" : "");

@@ -39,6 +39,8 @@
 #define IMAP_LINE_MAX (64 * 1024)
 /* A whole command other than APPEND's message, and its arguments. */
 #define IMAP_COMMAND_MAX (256 * 1024)
+/* One literal other than APPEND's message (a SEARCH string, a name). */
+#define IMAP_LITERAL_MAX (64 * 1024)
 #define IMAP_DEPTH_MAX 16
 #define IMAP_ARGS_MAX 4096
 /* AUTHENTICATE's response line. */
@@ -89,6 +91,11 @@ struct imap_session {
 	enum imap_state state;
 	enum imap_state resume_state;	/* after IMAP_STATE_WAIT */
 	struct mt_imap_parser parser;
+	/* The parsed command is still running (it waits on the store or
+	 * the directory): the parser is reset when it ends, not before, as
+	 * its arguments point into the parser's buffers. */
+	bool command_held;
+	bool command_not_auth;		/* ... and is wiped then (a LOGIN) */
 	struct mt_line_reader reader;	/* AUTHENTICATE's response line */
 	struct mt_buf line;
 	unsigned int errors;
@@ -144,13 +151,16 @@ struct evbuffer *imap_output(struct imap_session *s);
 /* One line (CRLF added); untagged lines start "* ". */
 void imap_line(struct imap_session *s, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-/* A tagged OK / NO / BAD (the command's final reply; BAD and NO through
- * imap_error count towards max_errors). */
+/* A tagged OK / NO / BAD (the command's final reply); a BAD through
+ * imap_error counts towards max_errors, a NO does not (README: bad
+ * commands and failed logins count). */
 void imap_tagged(struct imap_session *s, const char *tag, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void imap_error(struct imap_session *s, const char *tag, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void imap_error_line(struct imap_session *s, const char *line);
+/* NO [AUTHENTICATIONFAILED] for tag; counts towards max_errors. */
+void imap_login_failed(struct imap_session *s, const char *tag);
 void imap_close_after(struct imap_session *s, enum mt_conn_outcome outcome,
 		      const char *reason);
 /* A command waits on the store (or the directory): read nothing more. */
@@ -159,6 +169,10 @@ void imap_wait(struct imap_session *s);
 void imap_resume(struct imap_session *s);
 void imap_resume_in(struct imap_session *s, enum imap_state state);
 bool imap_plaintext_ok(const struct imap_session *s);
+/* Logged in: the limits of the authenticated state from the next command
+ * on (before it, lib-mail's mt_imap_login_limits), and imap_idle_timeout
+ * instead of login_timeout. */
+void imap_authenticated(struct imap_session *s);
 /* Switch the socket to TLS once the tagged OK is written (STARTTLS). */
 void imap_starttls_pending(struct imap_session *s);
 /* The store failed: BYE, close, and the daemon exits for recovery. */
@@ -247,6 +261,10 @@ void imap_watch_start(struct imap_session *s);
 void imap_watch_stop(struct imap_session *s);
 /* Read the selected mailbox again and send what changed. */
 void imap_refresh(struct imap_session *s);
+/* Take fresh (the selected mailbox read again) as the view and send what
+ * changed: EXPUNGE or VANISHED, FETCH FLAGS, FLAGS, EXISTS. Not while a
+ * FETCH, STORE or SEARCH answers (RFC 9051 7.5.1). */
+void imap_view_update(struct imap_session *s, struct mt_store_mailbox *fresh);
 void imap_cmd_poll(struct imap_session *s, const struct mt_imap_command *cmd,
 		   const char *verb);
 void imap_cmd_idle(struct imap_session *s, const struct mt_imap_command *cmd);

@@ -257,7 +257,7 @@ void lmtp_session_accept(struct popstore *ps, int fd, const struct sockaddr *pee
 		refuse_socket(fd, line);
 		return;
 	}
-	if (!popstore_session_add(ps)) {
+	if (!popstore_session_add(ps, true)) {
 		mt_slog(MT_LOG_WARNING, &log,
 			"lmtp refused peer=%s reason=max-sessions limit=%llu", addr,
 			(unsigned long long)ps->set->max_sessions);

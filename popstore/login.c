@@ -10,7 +10,9 @@
 #include "authfail.h"
 #include "clock.h"
 #include "dirsvc.h"
+#include "loglimit.h"
 #include "loop.h"
+#include "buf.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -28,9 +30,11 @@ static uint64_t failure_delay(struct popstore_login *l)
 		.delay = ps->set->auth_fail_delay,
 		.window = ps->set->auth_fail_window,
 	};
-	if (l->from_proxy && strcmp(l->method, "proxy") == 0)
+	/* A wrong proxy credential is a guess at the key to every mailbox:
+	 * delayed and counted per address, proxy_addresses too. */
+	if (l->from_proxy && strcmp(l->method, "proxy") == 0 && !l->credential_failed)
 		return 0;
-	if (l->from_proxy || l->peer_ip[0] == '\0')
+	if (l->peer_ip[0] == '\0' || (l->from_proxy && !l->credential_failed))
 		return mt_authfail_delay(limits.delay, 1);
 	if (ps->auth_failures == NULL)
 		ps->auth_failures = mt_authfail_new();
@@ -55,14 +59,39 @@ static void failed_due(evutil_socket_t fd, short what, void *arg)
 	finish(l, POPSTORE_LOGIN_FAILED, NULL);
 }
 
+/* A refused proxy credential: one warning, at most one a second per
+ * address (a guesser must not fill the log). */
+static void proxy_refused_log(struct popstore_login *l, const char *reason,
+			      uint64_t delay)
+{
+	struct popstore *ps = l->ps;
+	uint64_t suppressed;
+	if (!ps->proxy_log_limit_ready) {
+		mt_loglimit_init(&ps->proxy_log_limit, 1000);
+		ps->proxy_log_limit_ready = true;
+	}
+	if (!mt_loglimit_allow(&ps->proxy_log_limit, l->peer_ip, mt_clock_ms(), &suppressed))
+		return;
+	struct mt_buf fields = MT_BUF_INIT;
+	mt_log_field(&fields, "authcid", l->authcid != NULL ? l->authcid : "-", 64);
+	mt_slog(MT_LOG_WARNING, l->log,
+		"%s proxy login refused%s authzid=%s reason=%s delay_ms=%llu "
+		"suppressed=%llu", l->protocol, mt_buf_cstr(&fields), l->user, reason,
+		(unsigned long long)delay, (unsigned long long)suppressed);
+	mt_buf_free(&fields);
+}
+
 /* A failure that is the client's: FAILED once its delay has passed. */
 static void failed(struct popstore_login *l, const char *user, const char *reason)
 {
 	uint64_t delay = failure_delay(l);
-	mt_slog(MT_LOG_INFO, l->log,
-		"%s login failed user=%s method=%s reason=%s delay_ms=%llu",
-		l->protocol, user != NULL ? user : "-", l->method, reason,
-		(unsigned long long)delay);
+	if (!l->credential_failed)
+		mt_slog(MT_LOG_INFO, l->log,
+			"%s login failed user=%s method=%s reason=%s delay_ms=%llu",
+			l->protocol, user != NULL ? user : "-", l->method, reason,
+			(unsigned long long)delay);
+	else
+		proxy_refused_log(l, reason, delay);
 	l->ps->logins_failed++;
 	uint64_t wait = mt_authfail_wait_ms(l->started_ms, delay, mt_clock_ms());
 	if (wait == 0) {
@@ -168,8 +197,8 @@ static void proxy_login(struct popstore_login *l, const char *authzid,
 	    why == NULL)
 		why = "bad-proxy-password";
 	if (why != NULL) {
-		mt_slog(MT_LOG_WARNING, l->log, "%s proxy login refused authcid=%s reason=%s",
-			l->protocol, authcid, why);
+		l->credential_failed = true;
+		l->authcid = mt_xstrdup(authcid);
 		failed(l, authzid, why);
 		return;
 	}
@@ -185,6 +214,8 @@ void popstore_login_start(struct popstore_login *l, const char *authzid,
 	free(l->user);
 	l->user = mt_xstrdup(proxy ? authzid : authcid);
 	l->method = proxy ? "proxy" : method;
+	l->credential_failed = false;
+	MT_FREE(&l->authcid);
 	l->started_ms = mt_clock_ms();
 	if (proxy)
 		proxy_login(l, authzid, authcid, password);
@@ -211,4 +242,5 @@ void popstore_login_free(struct popstore_login *l)
 	l->delay_timer = NULL;
 	l->delaying = false;
 	MT_FREE(&l->user);
+	MT_FREE(&l->authcid);
 }

@@ -28,8 +28,12 @@
  *     answer would outlast the MMP's backend_connect_timeout and mark this
  *     shard down. Whoever holds the proxy credential may open any mailbox
  *     anyway, so the timing of its failures tells nothing; guessing the
- *     credential itself is left to the trusted hosts of proxy_addresses
- *     (it should be long and random).
+ *     credential itself is not: a wrong proxy credential (name,
+ *     password, or from an address not in proxy_addresses) is delayed
+ *     and counted per address like a user's wrong password, from
+ *     proxy_addresses too, and its one warning line is written at most
+ *     once a second per address (lib/loglimit.h). (The credential should
+ *     be long and random all the same.)
  *   - a user's own password from proxy_addresses (a trusted local client)
  *     gets the first delay every time, not counted: its timing is hidden
  *     but no address-wide penalty grows against the MMP's host.
@@ -70,6 +74,8 @@ struct popstore_login {
 	void *context;
 	/* Private */
 	char *user;
+	char *authcid;			/* a refused proxy credential's name */
+	bool credential_failed;		/* the proxy credential was refused */
 	const char *method;
 	uint64_t started_ms;
 	struct event *delay_timer;

@@ -56,6 +56,8 @@ static void open_done(struct mt_store_req *req, void *context)
 			popstore_login_method(&s->verify), d->count,
 			(unsigned long long)mt_store_mailbox_bytes(d->mbox));
 		pop3_enter_state(s, POP3_STATE_TRANSACTION);
+		mt_conn_set_lifetime(&s->conn, 0);
+		mt_conn_set_idle(&s->conn, s->ps->set->idle_timeout);
 		pop3_ok(s, "Logged in, %u messages", d->count);
 		pop3_prefetch_start(s);
 		break;

@@ -284,6 +284,18 @@ static void conn_idle_timeout(struct mt_conn *conn)
 	pop3_enter_state(s, POP3_STATE_CLOSING);
 }
 
+/* login_timeout ran out before a login. */
+static void conn_login_timeout(struct mt_conn *conn)
+{
+	struct pop3_session *s = conn_session(conn);
+	if (s->state == POP3_STATE_STLS) {
+		pop3_close(s, MT_OUTCOME_TIMEOUT, "login-timeout");
+		return;
+	}
+	pop3_err(s, "Login timed out");
+	pop3_enter_state(s, POP3_STATE_CLOSING);
+}
+
 /* Life cycle */
 
 static void conn_free(struct mt_conn *conn)
@@ -330,7 +342,7 @@ static void conn_closed(struct mt_conn *conn, const char *reason)
 static const struct mt_conn_ops conn_ops = {
 	.input = conn_input, .output = conn_output, .connected = conn_connected,
 	.eof = conn_eof, .busy = conn_busy, .idle_timeout = conn_idle_timeout,
-	.closed = conn_closed, .free = conn_free,
+	.session_timeout = conn_login_timeout, .closed = conn_closed, .free = conn_free,
 };
 
 static void pop3_close(struct pop3_session *s, enum mt_conn_outcome outcome,
@@ -363,9 +375,11 @@ void pop3_session_accept(struct popstore *ps, int fd, const struct sockaddr *pee
 	mt_commands_init(&s->commands, &pop3_command_table);
 	pop3_login_init(s);
 	mt_line_reader_init(&s->reader, POP3_LINE_MAX, MT_LINE_ACCEPT_LF);
+	/* Until login, login_timeout in all (pop3-auth.c: idle_timeout after). */
 	mt_conn_start(&s->conn, &ps->pop3_sessions, ps->loop, bev, &conn_ops,
-		      ps->set->idle_timeout, POPSTORE_INPUT_HIGH,
+		      ps->set->login_timeout, POPSTORE_INPUT_HIGH,
 		      POP3_OUTPUT_LOW);
+	mt_conn_set_lifetime(&s->conn, ps->set->login_timeout);
 
 	mt_slog(MT_LOG_INFO, &s->log, "pop3 connect peer=%s%s%s", addr,
 		implicit_tls ? " tls=implicit" : "", s->from_proxy ? " proxy=yes" : "");

@@ -51,7 +51,10 @@ static const struct mt_setting_def popstore_settings[] = {
 	  .default_value = "16", .min = 1, .max = 64,
 	  .doc = "Most levels of an IMAP folder name (\"a/b/c\" has 3)." },
 	{ .name = "max_sessions", .type = MT_SETTING_UINT, .offset = S(max_sessions),
-	  .default_value = "1000", .min = 1, .doc = "Most concurrent LMTP + POP3 + IMAP sessions." },
+	  .default_value = "1000", .min = 1,
+	  .doc = "Most concurrent LMTP + POP3 + IMAP sessions; the last tenth of them is kept "
+		 "for proxy_addresses and lmtp_clients (clients elsewhere cannot take the MMP's "
+		 "and the MTAs' places)." },
 	{ .name = "max_mailbox_messages", .type = MT_SETTING_UINT,
 	  .offset = S(max_mailbox_messages), .default_value = "1000000", .min = 1,
 	  .doc = "Most messages in one mailbox (INBOX or a folder): a delivery beyond "
@@ -72,6 +75,10 @@ static const struct mt_setting_def popstore_settings[] = {
 	{ .name = "quota_temporary", .type = MT_SETTING_BOOL,
 	  .offset = S(quota_temporary), .default_value = "no",
 	  .doc = "Over quota answers 452 4.2.2 (retry) instead of 552 5.2.2." },
+	{ .name = "login_timeout", .type = MT_SETTING_DURATION, .offset = S(login_timeout),
+	  .default_value = "60s", .min = 1000, .max = 3600000,
+	  .doc = "Time a POP3 or IMAP client has from connect to a completed login "
+		 "(RFC 9051 5.4's 30 minutes are for a logged-in session)." },
 	{ .name = "idle_timeout", .type = MT_SETTING_DURATION, .offset = S(idle_timeout),
 	  .default_value = "10m", .min = 1000, .doc = "Idle time allowed in a session." },
 	{ .name = "proxy_addresses", .type = MT_SETTING_LIST,

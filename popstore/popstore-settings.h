@@ -51,6 +51,7 @@ struct mt_popstore_settings {
 	struct mt_hostport imap_listen;
 	struct mt_hostport imaps_listen;
 	uint64_t imap_idle_timeout;	/* ms */
+	uint64_t login_timeout;		/* ms: connect to login (POP3, IMAP) */
 	uint64_t max_folders;
 	uint64_t max_folder_name;	/* octets */
 	uint64_t max_folder_depth;

@@ -33,9 +33,12 @@ const char *const popstore_protocol_names[POPSTORE_PROTOCOL_COUNT] = {
 	[POPSTORE_LMTP] = "lmtp", [POPSTORE_POP3] = "pop3", [POPSTORE_IMAP] = "imap",
 };
 
-bool popstore_session_add(struct popstore *ps)
+bool popstore_session_add(struct popstore *ps, bool trusted)
 {
-	if (ps->sessions >= ps->set->max_sessions)
+	uint64_t max = ps->set->max_sessions;
+	if (!trusted)
+		max -= max / 10;
+	if (ps->sessions >= max)
 		return false;
 	ps->sessions++;
 	return true;
@@ -118,7 +121,7 @@ struct bufferevent *popstore_accept(struct popstore *ps, int fd,
 	const char *proto = popstore_protocol_names[protocol];
 	const char *error;
 	mt_sockaddr_str(peer, addr, MT_SOCKADDR_STRLEN);
-	if (!popstore_session_add(ps)) {
+	if (!popstore_session_add(ps, popstore_is_proxy(ps, peer))) {
 		mt_slog(MT_LOG_WARNING, log,
 			"%s refused peer=%s reason=max-sessions limit=%llu", proto, addr,
 			(unsigned long long)ps->set->max_sessions);

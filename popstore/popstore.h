@@ -12,6 +12,7 @@
 #include "popstore-settings.h"
 #include "mailtier-settings.h"
 #include "conn.h"
+#include "loglimit.h"
 #include "loop.h"
 
 #include <stdbool.h>
@@ -72,6 +73,9 @@ struct popstore {
 	/* Failed POP3 logins per client address (pop3-auth.c; made on the
 	 * first failure, freed by pop3_sessions_free_all). */
 	struct mt_authfail *auth_failures;
+	/* Refused proxy credentials' warnings, per address (login.c). */
+	struct mt_loglimit proxy_log_limit;
+	bool proxy_log_limit_ready;
 	/* Open POP3/IMAP sessions per client address, and logged-in IMAP
 	 * sessions per user (keyed by a digest of the name): popstore.c. */
 	struct mt_authfail *address_sessions, *user_sessions;
@@ -98,8 +102,10 @@ void popstore_user_close(struct popstore *ps, const char *user);
 void popstore_limits_free(struct popstore *ps);
 
 /* Account for a new session; false (and nothing counted) if max_sessions
- * are open already: the caller refuses the connection. */
-bool popstore_session_add(struct popstore *ps);
+ * are open already, or, for a client that is not trusted (neither in
+ * proxy_addresses nor an LMTP client), all but the tenth of them kept
+ * for the trusted ones: the caller refuses the connection. */
+bool popstore_session_add(struct popstore *ps, bool trusted);
 /* A session is gone (its memory is freed from the loop later). */
 void popstore_session_remove(struct popstore *ps);
 /* The store reported MT_STORE_FATAL: log, stop the loop, exit non-zero so

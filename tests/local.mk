@@ -34,6 +34,7 @@ unit_tests = \
 	tests/unit/test-privdrop \
 	tests/unit/test-sasl \
 	tests/unit/test-authfail \
+	tests/unit/test-loglimit \
 	tests/unit/test-secret \
 	tests/unit/test-metrics \
 	tests/unit/test-http-request

@@ -205,9 +205,11 @@ static void run(const uint8_t *data, size_t len, unsigned int strategy,
 			if (check) {
 				check_seqsets(parser.command.args, parser.command.count);
 				/* written back, it reads back the same */
-				struct mt_imap_limits roomy = { 1u << 20, 1u << 20, 1u << 22,
-								limits->depth_max,
-								limits->args_max, true };
+				struct mt_imap_limits roomy = {
+					.line_max = 1u << 20, .literal_max = 1u << 20,
+					.command_max = 1u << 22, .depth_max = limits->depth_max,
+					.args_max = limits->args_max, .literal_plus = true,
+				};
 				struct mt_imap_parser again;
 				mt_imap_parser_init(&again, &roomy);
 				size_t wlen = trace->shown.len - from, used2;
@@ -249,10 +251,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size--;
 	struct mt_imap_limits limits;
 	if (mode & 0x18)
-		limits = (struct mt_imap_limits){ 1024, 4096, 8192, 8, 64, false };
+		limits = (struct mt_imap_limits){ .line_max = 1024, .literal_max = 4096,
+						  .command_max = 8192, .depth_max = 8,
+						  .args_max = 64 };
 	else
-		limits = (struct mt_imap_limits){ 64, 100, 200, 2, 8, false };
+		limits = (struct mt_imap_limits){ .line_max = 64, .literal_max = 100,
+						  .command_max = 200, .depth_max = 2,
+						  .args_max = 8 };
 	limits.literal_plus = (mode & 4) != 0;
+	/* An APPEND's literal may be bounded apart (the store's, after login). */
+	if (mode & 0x20)
+		limits.append_literal_max = limits.literal_max * 2;
 
 	struct trace whole = { .shown = MT_BUF_INIT }, chunked = { .shown = MT_BUF_INIT };
 	run(data, size, 0, &limits, &whole, true);

@@ -98,11 +98,8 @@ static int setup(void **state)
 		.capabilities = "IMAP4rev2 IMAP4rev1 SASL-IR ID",
 		.id_reply = "(\"name\" \"mailtier\")",
 	};
-	const struct mt_imap_limits limits = {
-		.line_max = 8192, .literal_max = 65536, .command_max = 1 << 20,
-		.depth_max = 8, .args_max = 256, .literal_plus = true,
-	};
-	mt_imap_parser_init(&parser, &limits);
+	/* The one bound the store and the MMP keep before login. */
+	mt_imap_parser_init(&parser, &mt_imap_login_limits);
 	return 0;
 }
 
@@ -119,11 +116,12 @@ static int teardown(void **state)
 static const char *run(const char *line)
 {
 	mt_buf_reset(&rec.out);
-	char text[4096];
-	snprintf(text, sizeof(text), "%s\r\n", line);
+	struct mt_buf text = MT_BUF_INIT;
+	mt_buf_appendf(&text, "%s\r\n", line);
 	size_t used;
 	mt_imap_parser_reset(&parser);
-	enum mt_imap_parse st = mt_imap_parser_feed(&parser, text, strlen(text), &used);
+	enum mt_imap_parse st = mt_imap_parser_feed(&parser, text.data, text.len, &used);
+	mt_buf_free(&text);
 	assert_int_equal(st, MT_IMAP_PARSE_DONE);
 	const struct mt_imap_command *cmd = &parser.command;
 	const char *n = cmd->name;
@@ -317,6 +315,44 @@ static void test_id(void **state)
 	assert_string_equal(run(mt_buf_cstr(&big)), "d BAD ID takes NIL or a list of "
 			    "up to 30 field and value pairs.\n");
 	mt_buf_free(&big);
+
+	/* RFC 2971's largest ID (30 pairs, 30-octet names, 1024-octet values,
+	 * every value's octets needing an escape) fits the login limits, so
+	 * the MMP passes what the store takes (issue 37 item 18). */
+	mt_buf_append_str(&big, "e ID (");
+	for (unsigned int i = 0; i < 30; i++) {
+		mt_buf_appendf(&big, "%s\"field-%02u-67890123456789012345\" \"", i > 0 ? " " : "", i);
+		for (unsigned int k = 0; k < 1024; k++)
+			mt_buf_append_str(&big, k % 2 == 0 ? "\\\"" : "\\\\");
+		mt_buf_append_char(&big, '"');
+	}
+	mt_buf_append_char(&big, ')');
+	assert_true(big.len > 60000);
+	assert_string_equal(run(mt_buf_cstr(&big)), "* ID (\"name\" \"mailtier\")\n"
+			    "e OK ID completed.\n");
+	assert_int_equal(rec.id_pairs, 30);
+	mt_buf_free(&big);
+}
+
+/* Before login nothing large is held: a literal over 4 KiB is not
+ * invited, or (LITERAL+) ends the stream. */
+static void test_prelogin_bound(void **state)
+{
+	(void)state;
+	size_t used;
+	static const char sync[] = "a LOGIN {4097}\r\n";
+	mt_imap_parser_reset(&parser);
+	assert_int_equal(mt_imap_parser_feed(&parser, sync, sizeof(sync) - 1, &used),
+			 MT_IMAP_PARSE_ERROR);
+	assert_string_equal(parser.error_code, "TOOBIG");
+	static const char plus[] = "a LOGIN {20971520+}\r\n";
+	mt_imap_parser_reset(&parser);
+	assert_int_equal(mt_imap_parser_feed(&parser, plus, sizeof(plus) - 1, &used),
+			 MT_IMAP_PARSE_FATAL);
+	static const char fits[] = "a LOGIN {4096}\r\n";
+	mt_imap_parser_reset(&parser);
+	assert_int_equal(mt_imap_parser_feed(&parser, fits, sizeof(fits) - 1, &used),
+			 MT_IMAP_PARSE_LITERAL);
 }
 
 int main(void)
@@ -327,6 +363,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_authenticate, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_starttls, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_id, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_prelogin_bound, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -98,6 +98,12 @@ static void run(const char *input, size_t len, size_t step,
 	mt_imap_parser_free(&parser);
 }
 
+static void run_text(const char *input, const struct mt_imap_limits *lim,
+		     struct outcome *out)
+{
+	run(input, strlen(input), 0, lim, out);
+}
+
 struct parse_case {
 	const char *input;
 	size_t len;
@@ -136,6 +142,13 @@ static const struct parse_case cases[] = {
 	{ S("a FETCH 1 FLAGS)\r\n"), ERROR, "a||Unexpected ')'", 0 },
 	{ S("a FETCH 1 (A)(B)\r\n"), ERROR, "a||Missing space between arguments", 0 },
 	{ S("a FETCH 1 BODY[1\r\n"), ERROR, "a||Missing ']'", 0 },
+	{ S("a FETCH 1 (body.peek[1 2] BINARY.SIZE[1])\r\n"), DONE,
+	  "a FETCH 1 (body.peek[1 2] BINARY.SIZE[1])", 0 },
+	/* '[' is an ATOM-CHAR outside a FETCH section (RFC 9051 9) */
+	{ S("a SELECT a[b\r\n"), DONE, "a SELECT a[b", 0 },
+	{ S("a LIST \"\" a[b%\r\n"), DONE, "a LIST \"\" a[b%", 0 },
+	{ S("a CREATE [x] y]\r\n"), DONE, "a CREATE [x] y]", 0 },
+	{ S("a SELECT XBODY[1 2]\r\n"), DONE, "a SELECT XBODY[1 2]", 0 },
 	{ S("a LOGIN {3} x\r\n"), ERROR, "a||Literal must end its line", 0 },
 	{ S("a LOGIN \xc3\xa9\r\n"), ERROR, "a||Invalid characters in atom", 0 },
 	{ S("a LOGIN {3}\r\nA\0B\r\n"), ERROR, "a||NUL in literal", 1 },
@@ -289,6 +302,43 @@ static void test_literal_limits(void **state)
 	assert_int_equal(out.result, MT_IMAP_PARSE_MORE);
 	run("a APPEND X {4097}\r\n", 19, 0, &minus, &out);
 	assert_int_equal(out.continuations, 1);
+
+	/* an APPEND's message may have a bound of its own, above every
+	 * other literal's (issue 37: a SEARCH literal held whole) */
+	struct mt_imap_limits append = limits;
+	append.literal_max = 100;
+	append.append_literal_max = 5000;
+	run_text("a APPEND INBOX {4000}\r\n", &append, &out);
+	assert_int_equal(out.continuations, 1);
+	run_text("a append INBOX (\\Seen) {4000+}\r\n", &append, &out);
+	assert_int_equal(out.result, MT_IMAP_PARSE_MORE);
+	run_text("a APPEND INBOX {5001}\r\n", &append, &out);
+	assert_string_equal(out.shown, "a|TOOBIG|Literal too big");
+	run_text("a SEARCH TEXT {101}\r\n", &append, &out);
+	assert_string_equal(out.shown, "a|TOOBIG|Literal too big");
+	run_text("a APPENDX INBOX {101}\r\n", &append, &out);
+	assert_string_equal(out.shown, "a|TOOBIG|Literal too big");
+	run_text("a SEARCH TEXT {100}\r\n", &append, &out);
+	assert_int_equal(out.continuations, 1);
+
+	/* new limits from the next command on (a login) */
+	mt_imap_parser_init(&parser, &limits);
+	static const char big[] = "a LOGIN {5000}\r\n";
+	assert_int_equal(mt_imap_parser_feed(&parser, big, sizeof(big) - 1, &used),
+			 MT_IMAP_PARSE_LITERAL);
+	mt_imap_parser_reset(&parser);
+	struct mt_imap_limits tight = limits;
+	tight.literal_max = 10;
+	tight.depth_max = 1;
+	mt_imap_parser_set_limits(&parser, &tight);
+	assert_int_equal(mt_imap_parser_feed(&parser, big, sizeof(big) - 1, &used),
+			 MT_IMAP_PARSE_ERROR);
+	mt_imap_parser_reset(&parser);
+	static const char nested[] = "a X ((1))\r\n";
+	assert_int_equal(mt_imap_parser_feed(&parser, nested, sizeof(nested) - 1, &used),
+			 MT_IMAP_PARSE_ERROR);
+	assert_string_equal(parser.error, "Lists nested too deep");
+	mt_imap_parser_free(&parser);
 
 	/* the whole command's bound counts literals too */
 	struct mt_imap_limits small = limits;
