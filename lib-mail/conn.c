@@ -1,6 +1,7 @@
 /* conn.c — the connection core (see conn.h): bufferevent callbacks, the
  * idle timer (also the lifetime and the quiet period), close-after-flush,
- * close with its outcome and the deferred free, session lists.
+ * close with its outcome and the deferred free, session lists, and
+ * TCP_QUICKACK after a reply the peer answers with bulk data.
  *
  * Trust boundary: none of its own (the peer's bytes are left to the tier).
  * The one timer (idle period and lifetime) bounds how long a peer may hold
@@ -12,6 +13,12 @@
 #include "loop.h"
 
 #include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -123,8 +130,11 @@ static void read_cb(struct bufferevent *bev, void *arg)
 static void write_cb(struct bufferevent *bev, void *arg)
 {
 	struct mt_conn *c = arg;
-	(void)bev;
 	conn_active(c);
+	if (c->quickack && evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
+		c->quickack = false;
+		(void)mt_conn_quickack_fd(bufferevent_getfd(bev));
+	}
 	if (c->closing) {
 		if (mt_conn_output_pending(c) == 0)
 			mt_conn_close(c, c->outcome, c->close_reason);
@@ -240,6 +250,7 @@ void mt_conn_start(struct mt_conn *c, struct mt_conn_list *list,
 	c->outcome_set = false;
 	c->quiet_msecs = 0;
 	c->quiet = false;
+	c->quickack = false;
 	c->life_end_ms = 0;
 	c->idle_msecs = idle_msecs;
 	c->active_ms = mt_clock_coarse_ms();
@@ -308,6 +319,43 @@ void mt_conn_set_lifetime(struct mt_conn *c, uint64_t msecs)
 	uint64_t now = mt_clock_coarse_ms();
 	c->life_end_ms = msecs > 0 ? now + msecs : 0;
 	timer_arm(c, now);
+}
+
+/* MAILTIER_TCP_QUICKACK=no (or 0): off. Read once; any thread. */
+static bool quickack_enabled(void)
+{
+	static _Atomic int enabled = -1;
+	int e = atomic_load_explicit(&enabled, memory_order_relaxed);
+	if (e < 0) {
+		const char *v = getenv("MAILTIER_TCP_QUICKACK");
+		e = v == NULL || (strcmp(v, "no") != 0 && strcmp(v, "0") != 0);
+		atomic_store_explicit(&enabled, e, memory_order_relaxed);
+	}
+	return e != 0;
+}
+
+bool mt_conn_quickack_fd(int fd)
+{
+#ifdef TCP_QUICKACK
+	int one = 1;
+	return fd >= 0 && quickack_enabled() &&
+		setsockopt(fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof(one)) == 0;
+#else
+	(void)fd;
+	return false;
+#endif
+}
+
+void mt_conn_quickack(struct mt_conn *c)
+{
+	if (c->bev == NULL || c->closed)
+		return;
+	/* Written already (a tier that writes straight to the socket when
+	 * nothing is queued): now; else when the write callback says so. */
+	if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
+		(void)mt_conn_quickack_fd(bufferevent_getfd(c->bev));
+	else
+		c->quickack = true;
 }
 
 struct bufferevent *mt_conn_take_bev(struct mt_conn *c)

@@ -33,6 +33,8 @@
  *   quiet period ───────► ops->quiet(true) after that long without
  *                         activity; ops->quiet(false) at the next activity
  *                         or at close
+ *   mt_conn_quickack ───► once the output is written: TCP_QUICKACK, the
+ *                         peer's next segments ACKed at once
  *
  * Every close names its outcome (enum mt_conn_outcome: how the session
  * ended, for the metrics) beside its reason (free text for the log line).
@@ -159,6 +161,7 @@ struct mt_conn {
 	enum mt_conn_outcome outcome;	/* once outcome_set */
 	bool outcome_set;
 	bool quiet;			/* ops->quiet(true) said, false not yet */
+	bool quickack;			/* TCP_QUICKACK once the output is written */
 	bool closing;			/* close once the output is written */
 	bool closed;
 };
@@ -199,6 +202,22 @@ void mt_conn_set_quiet(struct mt_conn *conn, uint64_t msecs);
  * its list, with its timers; activity is reported with mt_conn_touch().
  * Not while closing. */
 struct bufferevent *mt_conn_take_bev(struct mt_conn *conn);
+/* A reply was queued that the peer answers with bulk data it may send in
+ * two writes with Nagle on (an IMAP continuation request: Python's
+ * imaplib sends a literal and then its CRLF): once the reply is written,
+ * set TCP_QUICKACK on the socket so that the kernel ACKs the peer's
+ * segments as we read them instead of delaying the ACK up to 40 ms in
+ * the hope of a reply to carry it, which the peer's Nagle waits for
+ * (RFC 1122 4.2.3.2 delayed ACK, RFC 896). Linux leaves quick-ACK mode
+ * again whenever we send soon after receiving, so it is set after the
+ * write, and anew for each such reply (Dovecot does the same after its
+ * "+ OK"). No effect on other sockets (UNIX) or other systems; the
+ * environment's MAILTIER_TCP_QUICKACK=no turns it off (to measure it). */
+void mt_conn_quickack(struct mt_conn *conn);
+/* The same for a socket that is not a session's (a relay's, a filter's),
+ * at once: call it after the write. false when it was not set. */
+bool mt_conn_quickack_fd(int fd);
+
 /* Stop reading; close once the queued output is written (at once if it
  * is, so conn may be closed when this returns). Idempotent; outcome is
  * kept unless one was recorded before. */

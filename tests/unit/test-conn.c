@@ -18,7 +18,11 @@
  * its period (once), is active again at its next byte (through the core's
  * read or a taken bufferevent's mt_conn_touch), quiet again after another
  * period, and is reported active before ops->closed or when the notice is
- * turned off. */
+ * turned off. TCP_QUICKACK (#37 item 19), on a loopback TCP connection: a
+ * session whose socket is in delayed-ACK (pingpong) mode leaves it only
+ * once the reply queued with mt_conn_quickack() has been written (Linux
+ * would enter it again at that write), and a socket with nothing queued
+ * leaves it at once. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -32,6 +36,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -548,6 +554,84 @@ static void test_quiet(void **state)
 }
 
 /* The label values: every outcome named, [a-z_], no two alike. */
+/* A TCP connection on loopback: *server_r and *client_r. */
+static void tcp_pair(int *server_r, int *client_r)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET,
+				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(sin);
+	int l = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(l >= 0);
+	assert_int_equal(bind(l, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	assert_int_equal(listen(l, 1), 0);
+	assert_int_equal(getsockname(l, (struct sockaddr *)&sin, &len), 0);
+	*client_r = socket(AF_INET, SOCK_STREAM, 0);
+	assert_int_equal(connect(*client_r, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	*server_r = accept(l, NULL, NULL);
+	assert_true(*server_r >= 0);
+	close(l);
+}
+
+/* Linux reads TCP_QUICKACK back as "not in delayed-ACK (pingpong) mode". */
+static int quickack_mode(int fd)
+{
+	int v = -1;
+	socklen_t len = sizeof(v);
+	assert_int_equal(getsockopt(fd, IPPROTO_TCP, TCP_QUICKACK, &v, &len), 0);
+	return v;
+}
+
+static void test_quickack(void **state)
+{
+	struct fixture *f = *state;
+	struct mt_buf got = MT_BUF_INIT;
+	bool freed;
+	int fd, peer, zero = 0;
+
+	tcp_pair(&fd, &peer);
+	fcntl(fd, F_SETFL, O_NONBLOCK);
+	fcntl(peer, F_SETFL, O_NONBLOCK);
+	struct echo *e = calloc(1, sizeof(*e));
+	e->freed = &freed;
+	freed = false;
+	mt_line_reader_init(&e->reader, 64, MT_LINE_ACCEPT_LF);
+	struct bufferevent *bev = bufferevent_socket_new(mt_loop_base(f->loop), fd,
+							 BEV_OPT_CLOSE_ON_FREE);
+	assert_non_null(bev);
+	mt_conn_start(&e->conn, &f->list, f->loop, bev, &echo_ops, 10000, 4096, 0);
+
+	/* Queued, not yet written: the mode is left only after the write. */
+	assert_int_equal(setsockopt(fd, IPPROTO_TCP, TCP_QUICKACK, &zero, sizeof(zero)), 0);
+	assert_int_equal(quickack_mode(fd), 0);
+	evbuffer_add_printf(mt_conn_output(&e->conn), "+ Ready for literal data\r\n");
+	mt_conn_quickack(&e->conn);
+	assert_int_equal(quickack_mode(fd), 0);
+	for (int i = 0; i < 100 && got.len == 0; i++) {
+		spin(f, 2);
+		test_peer_read(peer, &got);
+		if (got.len == 0)
+			usleep(2000);
+	}
+	assert_string_equal(mt_buf_cstr(&got), "+ Ready for literal data\r\n");
+	assert_int_equal(quickack_mode(fd), 1);
+
+	/* Nothing queued: at once. */
+	assert_int_equal(setsockopt(fd, IPPROTO_TCP, TCP_QUICKACK, &zero, sizeof(zero)), 0);
+	mt_conn_quickack(&e->conn);
+	assert_int_equal(quickack_mode(fd), 1);
+	/* A socket of no session. */
+	assert_int_equal(setsockopt(peer, IPPROTO_TCP, TCP_QUICKACK, &zero, sizeof(zero)), 0);
+	assert_true(mt_conn_quickack_fd(peer));
+	assert_int_equal(quickack_mode(peer), 1);
+	assert_false(mt_conn_quickack_fd(-1));
+
+	mt_conn_close(&e->conn, MT_OUTCOME_QUIT, "done");
+	spin(f, 2);
+	assert_true(freed);
+	close(peer);
+	mt_buf_free(&got);
+}
+
 static void test_outcome_names(void **state)
 {
 	(void)state;
@@ -577,6 +661,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_first_outcome_kept, setup, teardown),
 		cmocka_unit_test(test_outcome_names),
 		cmocka_unit_test_setup_teardown(test_quiet, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_quickack, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
