@@ -10,7 +10,8 @@
  * reading to the real end and refuses the message with 550 5.6.0, like
  * Postfix's smtpd_forbid_bare_newline; "normalize" turns each into CRLF. A
  * NUL octet (RFC 5322 3.5) is refused the same way under either policy, so
- * "CRLF NUL . CRLF" never reaches a next hop that drops NULs. BDAT chunks
+ * "CRLF NUL . CRLF" never reaches a next hop that drops NULs; so is a NUL
+ * a mail filter writes into a new body (REPLBODY), before the 250. BDAT chunks
  * are counted octets (no end marker to smuggle), checked the same way.
  * Lines over 998 octets (RFC 5322 2.1.1) and messages over
  * max_message_size are refused after the content is read (552 5.3.4).
@@ -257,9 +258,18 @@ static void submit(struct smtp_session *s, char *head, size_t head_len,
 				   queued_done, s);
 }
 
+static void refuse_verdict(struct smtp_session *s, enum mt_dot_result r);
+
 /* Every filter has answered the end of the message. */
 static void milter_end_done(struct smtp_session *s, const struct smtp_milter_verdict *v)
 {
+	if (v->status == MT_MILTER_CONTINUE && smtp_milter_body_nul(s)) {
+		/* The client's octets were checked as they came; a filter's
+		 * are checked here, before the 250. */
+		mt_slog(MT_LOG_WARNING, &s->log, "NUL in the body a mail filter wrote");
+		refuse_verdict(s, MT_DOT_RESULT_NUL);
+		return;
+	}
 	switch (v->status) {
 	case MT_MILTER_REJECT:
 	case MT_MILTER_TEMPFAIL:

@@ -46,6 +46,7 @@ void milter_message_reset(struct smtp_milters *ms)
 	ms->feeding = ms->feed_final = ms->ending = false;
 	ms->end_done = NULL;
 	ms->replaced_by = -1;
+	ms->body_nul = false;
 	ms->held = NULL;
 	ms->discard = false;
 	ms->verdict.status = MT_MILTER_CONTINUE;
@@ -417,6 +418,7 @@ static bool replace_body(struct smtp_milters *ms, const struct mt_milter_reply *
 		mt_slog(MT_LOG_INFO, &s->log, "milter=%s replaces the body",
 			current(ms)->filter->name);
 		ms->replaced_by = index;
+		ms->body_nul = false;
 		mt_buf_reset(&ms->tail);
 		mt_buf_reset(&ms->newbody);
 		if (spool != NULL) {
@@ -430,7 +432,14 @@ static bool replace_body(struct smtp_milters *ms, const struct mt_milter_reply *
 	if (ms->newbody.len >= QUEUE_PIECE_SIZE)
 		queue_spool_write(smtp_data_spool(s), &ms->newbody);
 	mt_buf_append(&ms->newbody, mod->body, mod->body_len);
+	if (memchr(mod->body, '\0', mod->body_len) != NULL)
+		ms->body_nul = true;
 	return true;
+}
+
+bool smtp_milter_body_nul(const struct smtp_session *s)
+{
+	return s->milter != NULL && s->milter->replaced_by >= 0 && s->milter->body_nul;
 }
 
 void smtp_milter_spool_ready(struct smtp_session *s)

@@ -81,6 +81,7 @@ struct smtp_milters {
 	smtp_milter_done_t *end_done;
 	struct mt_buf newbody;		/* REPLBODY octets not yet written */
 	int replaced_by;		/* the filter that replaced the body, or -1 */
+	bool body_nul;			/* ... and wrote a NUL into it */
 	struct smtp_milter *held;	/* its modification waits for the spool */
 	bool discard;
 };

@@ -93,6 +93,9 @@ void smtp_milter_end(struct smtp_session *s, smtp_milter_done_t *done);
 char *smtp_milter_head(struct smtp_session *s, size_t *len_r);
 /* The body octets after the spool's pieces, for the queue's tail. */
 struct mt_buf *smtp_milter_tail(struct smtp_session *s);
+/* A filter's new body (REPLBODY) holds a NUL octet: refused like a
+ * client's (RFC 5322 3.5), not queued for a store to bounce. */
+bool smtp_milter_body_nul(const struct smtp_session *s);
 /* Busy with the filters (the session's content waits). */
 bool smtp_milter_busy(const struct smtp_session *s);
 /* The spool finished a write: a filter's new body may go on. */

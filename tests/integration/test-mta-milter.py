@@ -455,6 +455,27 @@ def rss_anon_kb(pid):
     return 0
 
 
+def check_filter_nul(setup):
+    """A NUL a filter writes into a new body is refused before the 250
+    (550 5.6.0, as the client's own), not queued for a store to bounce
+    (issue 37 item 8); a clean new body still goes through."""
+    setup.reset_sinks()
+    script = ms.Script(mods=[ms.replace_body(b"line one\r\nnul \0 here\r\n", chunks=2)])
+    with ms.MilterServer(script) as m1:
+        setup.configure(smtpd=["m1"], filters={"m1": m1.address})
+        expect_refused(setup, [ALICE], message(subject="nul"), 550, "NUL")
+        time.sleep(0.5)
+        assert not setup.delivered("s1"), setup.delivered("s1")
+        setup.env.mta.wait_log(r"NUL in the body a mail filter wrote")
+    script = ms.Script(mods=[ms.replace_body(b"clean\r\n")])
+    with ms.MilterServer(script) as m1:
+        setup.configure(smtpd=["m1"], filters={"m1": m1.address})
+        send(setup, [ALICE], message(subject="clean"))
+        got = setup.env.shards["s1"].wait_messages(1)[0]
+        assert split_message(got.data)[1] == b"clean\r\n", got.data
+    setup.reset_sinks()
+
+
 def check_big_replacement(setup):
     """Twice: the first fills the queue's Berkeley DB cache (64 MiB of
     private memory, counted in RssAnon), the second is measured; a body
@@ -513,6 +534,7 @@ def test(h):
     check_bdat(setup)
     check_verdicts(setup)
     check_failures(setup)
+    check_filter_nul(setup)
     check_big_replacement(setup)
     setup.env.mta.stop()
 
