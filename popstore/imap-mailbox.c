@@ -25,8 +25,9 @@
  * NONEXISTENT, HASCHILDREN, INUSE, LIMIT, CANNOT, TRYCREATE, UNAVAILABLE),
  * Appendix E (LSUB, RECENT for IMAP4rev1 clients); RFC 5258
  * (LIST-EXTENDED, RECURSIVEMATCH's CHILDINFO), RFC 6154 (SPECIAL-USE),
- * RFC 5819 (LIST-STATUS), RFC 3502 modified UTF-7 names (RFC 3501 5.1.3),
- * RFC 6855 (UTF8=ACCEPT). */
+ * RFC 5819 (LIST-STATUS), RFC 3501 6.3.9 (LSUB: unsubscribed superiors
+ * of subscribed mailboxes as \Noselect), RFC 3502 modified UTF-7 names
+ * (RFC 3501 5.1.3), RFC 6855 (UTF8=ACCEPT). */
 #include "imap-session.h"
 #include "alloc.h"
 #include "imap-mailbox.h"
@@ -441,6 +442,57 @@ static void list_one(struct imap_session *s, const struct list_args *a,
 		status_line(s, f, a->status_items);
 }
 
+/* Is name a subscribed one? */
+static bool is_subscribed(const struct mt_store_folder *folders, unsigned int count,
+			  const char *name)
+{
+	for (unsigned int i = 0; i < count; i++)
+		if (folders[i].subscribed && strcmp(folders[i].name, name) == 0)
+			return true;
+	return false;
+}
+
+/* LSUB's superiors of subscribed mailboxes. RFC 3501 6.3.9: "Consider what
+ * happens if "foo/bar" (with a hierarchy delimiter of "/") is subscribed
+ * but "foo" is not. A "%" wildcard to LSUB must return foo, not foo/bar,
+ * in the LSUB response, and it MUST be flagged with the \Noselect
+ * attribute." So each superior the pattern matches, not subscribed
+ * itself, of a subscribed mailbox the pattern does not match, once
+ * (created or not: what LSUB says is that it is not subscribed). */
+static void lsub_superiors(struct imap_session *s, const struct list_args *a,
+			   const struct mt_store_folder *folders, unsigned int count)
+{
+	char **sent = NULL;
+	unsigned int sent_count = 0;
+	for (unsigned int i = 0; i < count; i++) {
+		const char *name = folders[i].name;
+		if (!folders[i].subscribed || matches(a, name))
+			continue;
+		for (const char *d = strchr(name, MT_IMAP_DELIMITER); d != NULL;
+		     d = strchr(d + 1, MT_IMAP_DELIMITER)) {
+			char *superior = mt_xstrndup(name, (size_t)(d - name));
+			bool known = !matches(a, superior) ||
+				is_subscribed(folders, count, superior);
+			for (unsigned int k = 0; k < sent_count && !known; k++)
+				known = strcmp(sent[k], superior) == 0;
+			if (known) {
+				free(superior);
+				continue;
+			}
+			struct mt_buf line = MT_BUF_INIT;
+			mt_buf_append_str(&line, "* LSUB (\\Noselect) \"/\" ");
+			imap_write_name(&line, s, superior);
+			imap_line(s, "%s", mt_buf_cstr(&line));
+			mt_buf_free(&line);
+			sent = mt_xrealloc(sent, (sent_count + 1) * sizeof(*sent));
+			sent[sent_count++] = superior;
+		}
+	}
+	for (unsigned int k = 0; k < sent_count; k++)
+		free(sent[k]);
+	free(sent);
+}
+
 struct list_ctx {
 	struct imap_session *s;
 	struct list_args *args;
@@ -474,6 +526,8 @@ static void list_done(struct mt_store_req *req, void *context)
 	} else {
 		for (unsigned int i = 0; i < count; i++)
 			list_one(s, a, folders, count, &folders[i]);
+		if (a->options & LIST_LSUB)
+			lsub_superiors(s, a, folders, count);
 		imap_tagged(s, s->tag, "OK %s completed.", ctx->verb);
 	}
 	list_args_free(ctx->args);

@@ -12,7 +12,8 @@ delivered over LMTP:
     password [AUTHENTICATIONFAILED], a user of another shard [UNAVAILABLE],
     the MMP's proxy login with an authorization identity;
   - the first login's special-use folders, LIST with its attributes and
-    LIST-EXTENDED options (SUBSCRIBED, SPECIAL-USE, RETURN STATUS), LSUB,
+    LIST-EXTENDED options (SUBSCRIBED, SPECIAL-USE, RETURN STATUS), LSUB
+    (an unsubscribed superior of a subscribed mailbox \\Noselect),
     CREATE with superiors, DELETE ([HASCHILDREN], [NONEXISTENT]), RENAME
     (inferiors, INBOX's messages), SUBSCRIBE, STATUS after deliveries,
     modified UTF-7 names and UTF-8 ones after ENABLE UTF8=ACCEPT;
@@ -1147,12 +1148,38 @@ def test_append_selected(env):
     c.logout()
 
 
+def test_lsub_superiors(env):
+    """RFC 3501 6.3.9 (#37 item 17): LSUB with "%" answers the unsubscribed
+    superior of a subscribed mailbox, \\Noselect, once; "*" does not."""
+    c = env.imap("s1", user=f"sven@{D}", password=PW)
+    ok(c.create("Proj/a/b"))
+    ok(c.create("Proj/a/c"))
+    ok(c.create("Proj/d"))
+    for name in ("Proj/a/b", "Proj/a/c", "Proj/d"):
+        ok(c.subscribe(name))
+
+    def lsub(pattern):
+        return sorted(line.decode() for line in ok(c.lsub('""', pattern)) if line)
+
+    assert lsub("Proj/%") == ['() "/" Proj/d', '(\\Noselect) "/" Proj/a'], lsub("Proj/%")
+    assert '(\\Noselect) "/" Proj' in lsub("%"), lsub("%")
+    assert lsub("Proj/*") == ['() "/" Proj/a/b', '() "/" Proj/a/c', '() "/" Proj/d'], \
+        lsub("Proj/*")
+    assert lsub("Proj/a/%") == ['() "/" Proj/a/b', '() "/" Proj/a/c'], lsub("Proj/a/%")
+    # Subscribed itself: listed as it is, not as a superior too.
+    ok(c.subscribe("Proj/a"))
+    assert lsub("Proj/%") == ['() "/" Proj/a', '() "/" Proj/d'], lsub("Proj/%")
+    c.logout()
+
+
 def test(h):
     env = popstorelib.Env(h, tls=True, popstore_extra="auth_fail_delay = 0\n")
     env.add_user(f"lee@{D}", PW, shard="s1", quota="40K")
     for user, shard in (("alice", "s1"), ("bob", "s2"), ("carol", "s1"),
                         ("dave", "s1"), ("erin", "s1"), ("fred", "s1"), ("gina", "s1"), ("hank", "s1"), ("ivan", "s1"), ("judy", "s1"), ("kim", "s1"), ("max", "s1"), ("nora", "s1"), ("olga", "s1"), ("pat", "s1")):
         env.add_user(f"{user}@{D}", PW, shard=shard)
+    for user in ("quinn", "rosa", "sven", "tess"):     # the #37 items 14-17 tests
+        env.add_user(f"{user}@{D}", PW, shard="s1")
     env.start("s1")
     env.start("s2")
     test_login(env)
@@ -1169,6 +1196,7 @@ def test(h):
     test_search(env)
     test_condstore(env)
     test_qresync(env)
+    test_lsub_superiors(env)
     test_quota(env)
     test_mbsync(env, h)
     test_offlineimap(env, h)
