@@ -7,12 +7,14 @@
  * Trust boundary: the client's arguments; recursion is bounded by
  * limits.depth_max, the tree by the arguments' count, the sets by
  * limits.ranges_max. Message text is read within the lengths given.
- * RFC 9051 6.4.4 (the keys), 9 (search-key grammar), 2.3.2 (flags);
- * RFC 5322 3.3 (the Date: field SENT* read). */
+ * RFC 9051 6.4.4 (the keys; FROM, TO, CC and BCC over the envelope's
+ * addresses, read by mime-address), 9 (search-key grammar), 2.3.2
+ * (flags); RFC 5322 3.3 (the Date: field SENT* read), 3.4 (addresses). */
 #include "imap-search.h"
 #include "alloc.h"
 #include "buf.h"
 #include "imap-date.h"
+#include "mime-address.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -101,9 +103,12 @@ static const struct {
 static const struct {
 	const char *name;
 	const char *field;
+	enum mt_imap_search_kind kind;
 } header_keys[] = {
-	{ "BCC", "Bcc" }, { "CC", "Cc" }, { "FROM", "From" },
-	{ "SUBJECT", "Subject" }, { "TO", "To" },
+	{ "BCC", "Bcc", MT_IMAP_SEARCH_ADDRESS }, { "CC", "Cc", MT_IMAP_SEARCH_ADDRESS },
+	{ "FROM", "From", MT_IMAP_SEARCH_ADDRESS },
+	{ "SUBJECT", "Subject", MT_IMAP_SEARCH_HEADER },
+	{ "TO", "To", MT_IMAP_SEARCH_ADDRESS },
 };
 
 static const struct {
@@ -162,7 +167,7 @@ static bool key_read(struct reader *r, const struct mt_imap_arg *args, size_t co
 			if (next == NULL || !string_arg(next, &v, &len))
 				return fail(r, "string expected");
 			(*i)++;
-			n = node_new(r, MT_IMAP_SEARCH_HEADER);
+			n = node_new(r, header_keys[h].kind);
 			r->s->nodes[n].name = header_keys[h].field;
 			r->s->nodes[n].value = v;
 			r->s->nodes[n].value_len = len;
@@ -472,6 +477,49 @@ static bool visit_contains(const char *value, size_t len, const void *ctx)
 	return contains(value, len, n->value, n->value_len);
 }
 
+struct address_match {
+	const struct mt_imap_search_node *node;
+	struct mt_buf spec;	/* "mailbox@host" */
+};
+
+/* One envelope address: its name, or its addr-spec as the ENVELOPE has
+ * it (comments and folding whitespace gone), holds the string. */
+static bool address_contains(const struct mt_mime_address *a, void *context)
+{
+	struct address_match *am = context;
+	const struct mt_imap_search_node *n = am->node;
+	if (a->name != NULL && contains(a->name, a->name_len, n->value, n->value_len))
+		return true;
+	if (a->mailbox == NULL)
+		return false;	/* a group's end */
+	mt_buf_reset(&am->spec);
+	mt_buf_append(&am->spec, a->mailbox, a->mailbox_len);
+	if (a->host != NULL) {
+		mt_buf_append_char(&am->spec, '@');
+		mt_buf_append(&am->spec, a->host, a->host_len);
+	}
+	return contains(am->spec.data != NULL ? am->spec.data : "", am->spec.len,
+			n->value, n->value_len);
+}
+
+/* FROM, TO, CC, BCC: RFC 9051 6.4.4, "Messages that contain the
+ * specified string in the envelope structure's FROM field": each
+ * address's name and its addr-spec as the ENVELOPE has them, so an
+ * address written with comments or folding ("<user (c)@ (c)
+ * domain.org>") is found as user@domain.org. The field's text as written
+ * is searched too, so that what matched before still does (a string
+ * across name and address as written, "Smith <j", or in a comment). */
+static bool visit_address(const char *value, size_t len, const void *ctx)
+{
+	const struct mt_imap_search_node *n = ctx;
+	if (contains(value, len, n->value, n->value_len))
+		return true;
+	struct address_match am = { .node = n, .spec = MT_BUF_INIT };
+	bool hit = mt_mime_addresses_each(value, len, address_contains, &am);
+	mt_buf_free(&am.spec);
+	return hit;
+}
+
 /* The Date: field's day ("Thu, 3 Dec 2026 ..."): into *days_r. */
 struct sent_day {
 	int32_t days;
@@ -609,6 +657,10 @@ static enum mt_imap_search_match node_match(const struct mt_imap_search *s,
 		if (m->header == NULL)
 			return MT_IMAP_SEARCH_NEED_HEADER;
 		return yes(fields_each(m->header, m->header_len, n->name, visit_contains, n));
+	case MT_IMAP_SEARCH_ADDRESS:
+		if (m->header == NULL)
+			return MT_IMAP_SEARCH_NEED_HEADER;
+		return yes(fields_each(m->header, m->header_len, n->name, visit_address, n));
 	case MT_IMAP_SEARCH_TEXT:
 		if (m->header == NULL)
 			return MT_IMAP_SEARCH_NEED_HEADER;

@@ -15,8 +15,11 @@
  * is \Recent here), and CHARSET US-ASCII / UTF-8 (others: BADCHARSET).
  * Strings match as RFC 9051 says: case-insensitive substrings (ASCII case
  * folding; other octets compare as they are), header fields by name with
- * their folded lines joined; SENT* compare the Date: field's day, BEFORE /
- * ON / SINCE the INTERNALDATE's day in UTC.
+ * their folded lines joined; FROM, TO, CC and BCC also match an address
+ * of the field as the ENVELOPE has it (its name, or "mailbox@host"
+ * without the comments and whitespace it may be written with); SENT*
+ * compare the Date: field's day, BEFORE / ON / SINCE the INTERNALDATE's
+ * day in UTC.
  *
  * Trust boundary: the client's arguments (as imap-parse read them: bounded
  * strings). The tree is bounded in nodes (the arguments' count) and in
@@ -50,6 +53,8 @@ enum mt_imap_search_kind {
 	MT_IMAP_SEARCH_SENTON,
 	MT_IMAP_SEARCH_SENTSINCE,
 	MT_IMAP_SEARCH_HEADER,		/* field name, substring of its value */
+	MT_IMAP_SEARCH_ADDRESS,		/* FROM/TO/CC/BCC: of the value or of
+					   one of its envelope addresses */
 	MT_IMAP_SEARCH_BODY,
 	MT_IMAP_SEARCH_TEXT,		/* header or body */
 	MT_IMAP_SEARCH_MODSEQ,		/* RFC 7162 3.1.5: MODSEQ >= number */

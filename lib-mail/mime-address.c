@@ -36,10 +36,11 @@ struct token {
 
 struct address_parser {
 	const unsigned char *p, *end;
-	struct mt_buf *out;
-	unsigned int flags;
+	bool (*visit)(const struct mt_mime_address *address, void *context);
+	void *context;
 	unsigned int written;	/* address structures so far */
 	bool in_group, full;
+	bool stopped;		/* visit said so: nothing more is visited */
 	/* The last comment's contents, NULL when none since the item began. */
 	const unsigned char *comment, *comment_end;
 	struct mt_buf phrase, local, route, domain, name;
@@ -365,22 +366,23 @@ static bool has_room(const struct address_parser *ctx, unsigned int n)
 	return ctx->written + reserved + n <= MT_MIME_ADDRESSES_MAX;
 }
 
-/* One "(name adl mailbox host)"; the list's "(" before the first. */
+/* One address structure to the visitor; once it has said stop, the
+ * parse ends (ctx->full) and nothing more is visited. */
 static void write_address(struct address_parser *ctx, struct field name,
 			  struct field adl, struct field mailbox,
 			  struct field host)
 {
-	const struct field fields[] = { name, adl, mailbox, host };
-	if (ctx->written++ == 0)
-		mt_buf_append_char(ctx->out, '(');
-	mt_buf_append_char(ctx->out, '(');
-	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
-		if (i > 0)
-			mt_buf_append_char(ctx->out, ' ');
-		mt_imap_write_nstring(ctx->out, fields[i].value, fields[i].len,
-				      ctx->flags);
-	}
-	mt_buf_append_char(ctx->out, ')');
+	if (ctx->stopped)
+		return;
+	const struct mt_mime_address a = {
+		.name = name.value, .name_len = name.len,
+		.adl = adl.value, .adl_len = adl.len,
+		.mailbox = mailbox.value, .mailbox_len = mailbox.len,
+		.host = host.value, .host_len = host.len,
+	};
+	ctx->written++;
+	if (ctx->visit(&a, ctx->context))
+		ctx->stopped = ctx->full = true;
 }
 
 /* A mailbox, unless the limit is reached (then the list ends). */
@@ -477,25 +479,59 @@ static void parse_list(struct address_parser *ctx)
 		end_group(ctx);
 }
 
-void mt_mime_write_addresses(struct mt_buf *out, const char *value, size_t len,
-			     unsigned int flags)
+bool mt_mime_addresses_each(const char *value, size_t len,
+			    bool (*visit)(const struct mt_mime_address *address, void *context),
+			    void *context)
 {
 	struct address_parser ctx = {
 		.p = (const unsigned char *)value,
 		.end = (const unsigned char *)value + len,
-		.out = out,
-		.flags = flags,
+		.visit = visit, .context = context,
 		.phrase = MT_BUF_INIT, .local = MT_BUF_INIT, .route = MT_BUF_INIT,
 		.domain = MT_BUF_INIT, .name = MT_BUF_INIT,
 	};
 	parse_list(&ctx);
-	if (ctx.written == 0)
-		mt_buf_append_str(out, "NIL");
-	else
-		mt_buf_append_char(out, ')');
 	mt_buf_free(&ctx.phrase);
 	mt_buf_free(&ctx.local);
 	mt_buf_free(&ctx.route);
 	mt_buf_free(&ctx.domain);
 	mt_buf_free(&ctx.name);
+	return ctx.stopped;
+}
+
+struct envelope_writer {
+	struct mt_buf *out;
+	unsigned int flags;
+	unsigned int written;
+};
+
+/* One "(name adl mailbox host)"; the list's "(" before the first. */
+static bool envelope_address(const struct mt_mime_address *a, void *context)
+{
+	struct envelope_writer *w = context;
+	const struct field fields[] = {
+		{ a->name, a->name_len }, { a->adl, a->adl_len },
+		{ a->mailbox, a->mailbox_len }, { a->host, a->host_len },
+	};
+	if (w->written++ == 0)
+		mt_buf_append_char(w->out, '(');
+	mt_buf_append_char(w->out, '(');
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		if (i > 0)
+			mt_buf_append_char(w->out, ' ');
+		mt_imap_write_nstring(w->out, fields[i].value, fields[i].len, w->flags);
+	}
+	mt_buf_append_char(w->out, ')');
+	return false;
+}
+
+void mt_mime_write_addresses(struct mt_buf *out, const char *value, size_t len,
+			     unsigned int flags)
+{
+	struct envelope_writer w = { .out = out, .flags = flags };
+	(void)mt_mime_addresses_each(value, len, envelope_address, &w);
+	if (w.written == 0)
+		mt_buf_append_str(out, "NIL");
+	else
+		mt_buf_append_char(out, ')');
 }

@@ -1,6 +1,8 @@
 /* mime-address.h — a message's address header fields (From, Sender,
  * Reply-To, To, Cc, Bcc) as the address lists of an IMAP ENVELOPE, for
- * the store's FETCH ENVELOPE.
+ * the store's FETCH ENVELOPE, and the same addresses one by one for
+ * SEARCH FROM / TO / CC / BCC, which match the envelope's addresses
+ * (RFC 9051 6.4.4), so that the two never read a field differently.
  *
  * Each address is written "(name adl mailbox host)", four nstrings through
  * imap-write (so no octet can break the response), the addresses one
@@ -30,16 +32,19 @@
  * ',' or ';'; empty items are skipped; the output is always NIL or a
  * well-formed list, with groups balanced. Work is linear in len, and at
  * most MT_MIME_ADDRESSES_MAX address structures (group markers included)
- * are written. Pure function over an mt_buf.
+ * are written (or visited). Pure functions: the writer over an mt_buf,
+ * the visitor over the caller's callback.
  *
  * RFCs: 5322 3.4 (address-list, mailbox, name-addr, angle-addr, group,
  * addr-spec, display-name) and 3.2.2-3.2.4 (CFWS, comments, quoted
  * strings), 5322 4.4 (obsolete syntax: obs-route, obs-domain-list,
  * obs-local-part, obs-phrase), 9051 7.5.2 (ENVELOPE address structure,
- * group markers), 2047 (encoded-words: not decoded). */
+ * group markers), 9051 6.4.4 (SEARCH's address keys), 2047
+ * (encoded-words: not decoded). */
 #ifndef MT_MIME_ADDRESS_H
 #define MT_MIME_ADDRESS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "buf.h"
@@ -54,5 +59,22 @@
  * imap-write's MT_IMAP_WRITE_* flags, passed through to it. */
 void mt_mime_write_addresses(struct mt_buf *out, const char *value, size_t len,
 			     unsigned int flags);
+
+/* One address structure as the ENVELOPE has it, each field NULL for NIL
+ * (else len octets, not NUL-terminated): a group's start has a NULL host
+ * and the group's name as mailbox, its end a NULL mailbox and host. */
+struct mt_mime_address {
+	const char *name, *adl, *mailbox, *host;
+	size_t name_len, adl_len, mailbox_len, host_len;
+};
+
+/* Visit the address structures of the list in value[0..len) in turn,
+ * exactly those mt_mime_write_addresses writes (the same parse, the same
+ * limit); the fields live until visit returns. Stops at the first visit
+ * that returns true, and returns whether one did. */
+bool mt_mime_addresses_each(const char *value, size_t len,
+			    bool (*visit)(const struct mt_mime_address *address,
+					  void *context),
+			    void *context);
 
 #endif

@@ -36,7 +36,8 @@ delivered over LMTP:
     NOOP, deliveries' EXISTS, IDLE pushing a delivery, a POP3 QUIT's
     deletion and another session's keyword; POP3 beside IMAP;
   - SEARCH with flag, keyword, header, body (330 KB in), text, size, date
-    and set keys, UID SEARCH, ESEARCH's RETURN (MIN MAX COUNT / ALL),
+    and set keys, FROM over the envelope's addresses (an addr-spec with
+    comments), UID SEARCH, ESEARCH's RETURN (MIN MAX COUNT / ALL),
     BADCHARSET and BAD;
   - CONDSTORE: HIGHESTMODSEQ, FETCH MODSEQ and CHANGEDSINCE, STORE
     UNCHANGEDSINCE and [MODIFIED], SEARCH MODSEQ, STATUS HIGHESTMODSEQ;
@@ -1148,6 +1149,30 @@ def test_append_selected(env):
     c.logout()
 
 
+def test_search_from(env):
+    """#37 item 16: FROM matches the envelope's address of a From: written
+    with comments (RFC 9051 6.4.4), and the field's text still (a display
+    name)."""
+    user = f"rosa@{D}"
+    for sender in ("<user (c)@ (c) domain.org>", '"John Smith" <js@x.test>',
+                   "other@domain.org"):
+        env.deliver("s1", "x@remote.test", [user],
+                    f"From: {sender}\r\nSubject: r\r\n\r\nbody\r\n".encode())
+    c = env.imap("s1", user=user, password=PW)
+    ok(c.select("INBOX"))
+
+    def search(*criteria):
+        typ, data = c.search(None, *criteria)
+        assert typ == "OK", (typ, data)
+        return data[0].decode().split()
+
+    assert search("FROM", "user@domain.org") == ["1"], search("FROM", "user@domain.org")
+    assert search("FROM", "domain.org") == ["1", "3"], search("FROM", "domain.org")
+    assert search("FROM", "smith") == ["2"] and search("FROM", "js@x.test") == ["2"]
+    assert search("HEADER", "From", "user@domain.org") == []
+    c.logout()
+
+
 def test_lsub_superiors(env):
     """RFC 3501 6.3.9 (#37 item 17): LSUB with "%" answers the unsubscribed
     superior of a subscribed mailbox, \\Noselect, once; "*" does not."""
@@ -1196,6 +1221,7 @@ def test(h):
     test_search(env)
     test_condstore(env)
     test_qresync(env)
+    test_search_from(env)
     test_lsub_superiors(env)
     test_quota(env)
     test_mbsync(env, h)

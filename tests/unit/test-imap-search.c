@@ -3,7 +3,8 @@
  * AND / OR / NOT and lists, the three-valued answers (a criterion decided
  * without reading a header or body says so), header fields folded over
  * lines, the Date: field's day, INTERNALDATE days, CHARSET, and the
- * errors (unknown keys, bad dates, nesting beyond the limit). */
+ * errors (unknown keys, bad dates, nesting beyond the limit); FROM / TO /
+ * CC / BCC over the envelope's addresses (comments, folding, groups). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -170,6 +171,58 @@ static void test_text(void **state)
 	assert_true(yes("CHARSET UTF-8 SUBJECT report"));
 }
 
+/* criteria against a message whose header is header (no body). */
+static bool header_yes(const char *criteria, const char *header)
+{
+	struct mt_imap_search s;
+	bool bad;
+	const char *error;
+	if (!parse(criteria, &s, &bad, &error))
+		fail_msg("%s: %s", criteria, error);
+	struct mt_imap_search_msg m = msg(false, false);
+	m.header = header;
+	m.header_len = strlen(header);
+	m.body = "";
+	enum mt_imap_search_match r = mt_imap_search_match(&s, &m);
+	mt_imap_search_free(&s);
+	assert_true(r == MT_IMAP_SEARCH_YES || r == MT_IMAP_SEARCH_NO);
+	return r == MT_IMAP_SEARCH_YES;
+}
+
+static void test_addresses(void **state)
+{
+	(void)state;
+	/* RFC 9051 6.4.4: FROM is the envelope's From, whose addr-spec has
+	 * no comments or folding whitespace (RFC 5322 3.4.1's CFWS). */
+	const char *commented = "From: <user (c)@ (c) domain.org>\r\n\r\n";
+	assert_true(header_yes("FROM user@domain.org", commented));
+	assert_true(header_yes("FROM USER@Domain.ORG", commented));
+	assert_true(header_yes("FROM domain.org", commented));
+	assert_false(header_yes("FROM other@domain.org", commented));
+	/* The raw text still: a comment, and "user (c)@" as written. */
+	assert_true(header_yes("FROM \"(c)@\"", commented));
+	/* Folded, quoted local part, dots with CFWS, a display name as a
+	 * quoted string with escapes; To, Cc and Bcc alike. */
+	const char *h =
+		"From: \"Smith, \\\"J\\\"\" <john . smith@example.org>\r\n"
+		"To: a@x.test,\r\n"
+		"\t\"b c\"@y.test\r\n"
+		"Cc: Team: d@z.test (Dee), e@z.test;\r\n"
+		"Bcc: f @ (at) w.test\r\n"
+		"\r\n";
+	assert_true(header_yes("FROM john.smith@example.org", h));
+	assert_true(header_yes("FROM \"Smith, \\\"J\\\"\"", h));	/* the name */
+	assert_true(header_yes("FROM smith", h));
+	assert_true(header_yes("TO \"\\\"b c\\\"@y.test\"", h));
+	assert_true(header_yes("CC d@z.test", h) && header_yes("CC dee", h));
+	assert_true(header_yes("BCC f@w.test", h));
+	assert_false(header_yes("TO d@z.test", h) || header_yes("FROM f@w.test", h));
+	/* HEADER From stays a substring of the field as written. */
+	assert_false(header_yes("HEADER From user@domain.org", commented));
+	/* A needle over two addresses is not found in the joined list. */
+	assert_false(header_yes("CC d@z.teste@z.test", h));
+}
+
 static void test_needs(void **state)
 {
 	(void)state;
@@ -233,6 +286,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_logic, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dates, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_text, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_addresses, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_needs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
 	};
