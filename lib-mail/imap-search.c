@@ -14,9 +14,11 @@
 #include "alloc.h"
 #include "buf.h"
 #include "imap-date.h"
+#include "imap-write.h"
 #include "mime-address.h"
 
 #include <ctype.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -681,4 +683,63 @@ enum mt_imap_search_match mt_imap_search_match(const struct mt_imap_search *s,
 					       const struct mt_imap_search_msg *m)
 {
 	return node_match(s, s->root, m);
+}
+
+/* Answers */
+
+/* The highest of modseqs[0..n). */
+static uint64_t highest_modseq(const uint64_t *modseqs, size_t n)
+{
+	uint64_t highest = 0;
+	for (size_t i = 0; i < n; i++)
+		if (modseqs[i] > highest)
+			highest = modseqs[i];
+	return highest;
+}
+
+void mt_imap_search_write_esearch(struct mt_buf *out, unsigned int returns,
+				  const uint32_t *ids, const uint64_t *modseqs,
+				  size_t count)
+{
+	if ((returns & MT_IMAP_SEARCH_RETURN_MIN) && count > 0)
+		mt_buf_appendf(out, " MIN %u", ids[0]);
+	if ((returns & MT_IMAP_SEARCH_RETURN_MAX) && count > 0)
+		mt_buf_appendf(out, " MAX %u", ids[count - 1]);
+	if (returns & MT_IMAP_SEARCH_RETURN_COUNT)
+		mt_buf_appendf(out, " COUNT %zu", count);
+	if ((returns & MT_IMAP_SEARCH_RETURN_ALL) && count > 0) {
+		mt_buf_append_str(out, " ALL ");
+		mt_imap_write_seqset(out, ids, count);
+	}
+	if (modseqs == NULL || count == 0)
+		return;
+	/* RFC 4731 3.2: "If the SEARCH/UID SEARCH command contained a single
+	 * MIN or MAX result option, the MODSEQ result option contains the
+	 * mod-sequence for the found message. If [it] contained both MIN and
+	 * MAX result options and no ALL/COUNT option, the MODSEQ result
+	 * option contains the highest mod-sequence for the two returned
+	 * messages. Otherwise the MODSEQ result option contains the highest
+	 * mod-sequence for all messages being returned." */
+	uint64_t modseq;
+	if (returns & (MT_IMAP_SEARCH_RETURN_ALL | MT_IMAP_SEARCH_RETURN_COUNT))
+		modseq = highest_modseq(modseqs, count);
+	else if (returns == MT_IMAP_SEARCH_RETURN_MIN)
+		modseq = modseqs[0];
+	else if (returns == MT_IMAP_SEARCH_RETURN_MAX)
+		modseq = modseqs[count - 1];
+	else
+		modseq = modseqs[0] > modseqs[count - 1] ? modseqs[0] : modseqs[count - 1];
+	mt_buf_appendf(out, " MODSEQ %" PRIu64, modseq);
+}
+
+void mt_imap_search_write_search(struct mt_buf *out, const uint32_t *ids,
+				 const uint64_t *modseqs, size_t count)
+{
+	mt_buf_append_str(out, "* SEARCH");
+	for (size_t i = 0; i < count; i++)
+		mt_buf_appendf(out, " %u", ids[i]);
+	/* RFC 7162 3.1.5: the highest mod-sequence of all messages being
+	 * returned (without hits there is none to name). */
+	if (modseqs != NULL && count > 0)
+		mt_buf_appendf(out, " (MODSEQ %" PRIu64 ")", highest_modseq(modseqs, count));
 }

@@ -32,6 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "buf.h"
 #include "imap-parse.h"
 
 enum mt_imap_search_kind {
@@ -82,8 +83,8 @@ struct mt_imap_search {
 	size_t ranges_used, ranges_max;
 	bool needs_header, needs_body;
 	bool uses_saved;		/* "$": refused (no SEARCHRES) */
-	bool uses_modseq;		/* a MODSEQ key: the answer names the
-					   highest MODSEQ found */
+	bool uses_modseq;		/* a MODSEQ key: the answer names a
+					   MODSEQ (mt_imap_search_write_*) */
 };
 
 /* Read the criteria from args[0..count) (after SEARCH's RETURN, if any):
@@ -131,5 +132,25 @@ enum mt_imap_search_match {
 };
 enum mt_imap_search_match mt_imap_search_match(const struct mt_imap_search *search,
 					       const struct mt_imap_search_msg *msg);
+
+/* RFC 4731 3.1 result options: SEARCH RETURN (MIN MAX COUNT ALL). */
+#define MT_IMAP_SEARCH_RETURN_MIN 0x1u
+#define MT_IMAP_SEARCH_RETURN_MAX 0x2u
+#define MT_IMAP_SEARCH_RETURN_COUNT 0x4u
+#define MT_IMAP_SEARCH_RETURN_ALL 0x8u
+
+/* A SEARCH's answer for its hits ids[0..count) (message numbers or UIDs,
+ * ascending) with their MODSEQs, modseqs NULL when the criteria had no
+ * MODSEQ key. mt_imap_search_write_esearch appends the ESEARCH result data
+ * after "* ESEARCH (TAG ..) [UID]" (" MIN 2 MAX 9 COUNT 3 ALL 2,5,9
+ * MODSEQ 917"); mt_imap_search_write_search IMAP4rev1's "* SEARCH 2 5 9
+ * (MODSEQ 917)". The MODSEQ is the highest of the messages returned (RFC
+ * 4731 3.2): of MIN's or MAX's message when only those are asked for,
+ * else of every hit (RFC 7162 3.1.5); none without hits. */
+void mt_imap_search_write_esearch(struct mt_buf *out, unsigned int returns,
+				  const uint32_t *ids, const uint64_t *modseqs,
+				  size_t count);
+void mt_imap_search_write_search(struct mt_buf *out, const uint32_t *ids,
+				 const uint64_t *modseqs, size_t count);
 
 #endif

@@ -5,7 +5,9 @@
  * or body has that much read from the store, 64 KiB at a time, and only
  * for as long as the criteria need it. Results as IMAP4rev1's "* SEARCH",
  * or as ESEARCH (RFC 4731: MIN, MAX, COUNT, ALL) when the client asked
- * with RETURN or enabled IMAP4rev2 (RFC 9051 6.4.4, 7.3.4).
+ * with RETURN or enabled IMAP4rev2 (RFC 9051 6.4.4, 7.3.4), written by
+ * lib-mail with the MODSEQ of the messages returned when a MODSEQ key was
+ * searched (RFC 4731 3.2, RFC 7162 3.1.5).
  *
  * Limits (the client's to push on): the criteria's nesting and set ranges
  * (imap-search's limits), the header read (1 MiB), the text searched of a
@@ -18,9 +20,7 @@
 #include "alloc.h"
 #include "clock.h"
 #include "imap-search.h"
-#include "imap-write.h"
 
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,11 +33,6 @@
 #define SEARCH_DEPTH_MAX 16
 #define SEARCH_RANGES_MAX 1024
 
-#define RET_MIN 0x1u
-#define RET_MAX 0x2u
-#define RET_COUNT 0x4u
-#define RET_ALL 0x8u
-
 struct imap_search_run {
 	struct imap_session *s;
 	char tag[MT_IMAP_TAG_MAX + 1];
@@ -46,8 +41,8 @@ struct imap_search_run {
 	struct mt_imap_search criteria;
 	unsigned int pos;		/* the view position being matched */
 	uint32_t *hits;			/* seq or uid numbers */
+	uint64_t *hit_modseqs;		/* their MODSEQs (RFC 7162 3.1.5) */
 	unsigned int hit_count;
-	uint64_t highest_modseq;	/* of the hits (RFC 7162 3.1.5) */
 	/* The current message's bytes read so far. */
 	struct mt_buf data;
 	size_t head_end;
@@ -65,6 +60,7 @@ static void run_free(struct imap_search_run *r)
 	mt_imap_search_free(&r->criteria);
 	mt_buf_free(&r->data);
 	free(r->hits);
+	free(r->hit_modseqs);
 	free(r);
 }
 
@@ -87,27 +83,13 @@ static void search_finish(struct imap_search_run *r, const char *failure)
 	struct imap_session *s = r->s;
 	if (failure == NULL) {
 		struct mt_buf line = MT_BUF_INIT;
+		const uint64_t *modseqs = r->criteria.uses_modseq ? r->hit_modseqs : NULL;
 		if (r->esearch) {
 			mt_buf_appendf(&line, "* ESEARCH (TAG \"%s\")%s", r->tag, r->uid ? " UID" : "");
-			if ((r->returns & RET_MIN) && r->hit_count > 0)
-				mt_buf_appendf(&line, " MIN %u", r->hits[0]);
-			if ((r->returns & RET_MAX) && r->hit_count > 0)
-				mt_buf_appendf(&line, " MAX %u", r->hits[r->hit_count - 1]);
-			if (r->returns & RET_COUNT)
-				mt_buf_appendf(&line, " COUNT %u", r->hit_count);
-			if ((r->returns & RET_ALL) && r->hit_count > 0) {
-				mt_buf_append_str(&line, " ALL ");
-				mt_imap_write_seqset(&line, r->hits, r->hit_count);
-			}
-			if (r->criteria.uses_modseq && r->hit_count > 0)
-				mt_buf_appendf(&line, " MODSEQ %" PRIu64, r->highest_modseq);
-		} else {
-			mt_buf_append_str(&line, "* SEARCH");
-			for (unsigned int i = 0; i < r->hit_count; i++)
-				mt_buf_appendf(&line, " %u", r->hits[i]);
-			if (r->criteria.uses_modseq && r->hit_count > 0)
-				mt_buf_appendf(&line, " (MODSEQ %" PRIu64 ")", r->highest_modseq);
-		}
+			mt_imap_search_write_esearch(&line, r->returns, r->hits, modseqs,
+						     r->hit_count);
+		} else
+			mt_imap_search_write_search(&line, r->hits, modseqs, r->hit_count);
 		imap_line(s, "%s", mt_buf_cstr(&line));
 		mt_buf_free(&line);
 		imap_tagged(s, r->tag, "OK %sSEARCH completed.", r->uid ? "UID " : "");
@@ -230,9 +212,10 @@ static void search_run(struct imap_search_run *r)
 		}
 		if (answer == MT_IMAP_SEARCH_YES) {
 			r->hits = mt_xrealloc(r->hits, (r->hit_count + 1) * sizeof(*r->hits));
-			r->hits[r->hit_count++] = r->uid ? m->uid : r->pos + 1;
-			if (m->modseq > r->highest_modseq)
-				r->highest_modseq = m->modseq;
+			r->hit_modseqs = mt_xrealloc(r->hit_modseqs, (r->hit_count + 1) *
+						     sizeof(*r->hit_modseqs));
+			r->hits[r->hit_count] = r->uid ? m->uid : r->pos + 1;
+			r->hit_modseqs[r->hit_count++] = m->modseq;
 		}
 		r->pos++;
 		mt_buf_reset(&r->data);
@@ -250,23 +233,23 @@ void imap_cmd_search(struct imap_session *s, const struct mt_imap_command *cmd, 
 	snprintf(r->tag, sizeof(r->tag), "%s", cmd->tag);
 	r->uid = uid;
 	r->esearch = s->rev2;
-	r->returns = RET_ALL;
+	r->returns = MT_IMAP_SEARCH_RETURN_ALL;
 	size_t i = 0;
 	if (cmd->count >= 2 && mt_imap_arg_atom_is(&cmd->args[0], "RETURN") &&
 	    cmd->args[1].type == MT_IMAP_ARG_LIST) {
 		const struct mt_imap_arg *opts = &cmd->args[1];
 		r->esearch = true;
-		r->returns = opts->len == 0 ? RET_ALL : 0;
+		r->returns = opts->len == 0 ? MT_IMAP_SEARCH_RETURN_ALL : 0;
 		for (size_t k = 0; k < opts->len; k++) {
 			const struct mt_imap_arg *o = &opts->list[k];
 			if (mt_imap_arg_atom_is(o, "MIN"))
-				r->returns |= RET_MIN;
+				r->returns |= MT_IMAP_SEARCH_RETURN_MIN;
 			else if (mt_imap_arg_atom_is(o, "MAX"))
-				r->returns |= RET_MAX;
+				r->returns |= MT_IMAP_SEARCH_RETURN_MAX;
 			else if (mt_imap_arg_atom_is(o, "COUNT"))
-				r->returns |= RET_COUNT;
+				r->returns |= MT_IMAP_SEARCH_RETURN_COUNT;
 			else if (mt_imap_arg_atom_is(o, "ALL"))
-				r->returns |= RET_ALL;
+				r->returns |= MT_IMAP_SEARCH_RETURN_ALL;
 			else {
 				run_free(r);
 				imap_error(s, cmd->tag, "BAD SEARCH: unknown RETURN option.");

@@ -40,7 +40,8 @@ delivered over LMTP:
     comments), UID SEARCH, ESEARCH's RETURN (MIN MAX COUNT / ALL),
     BADCHARSET and BAD;
   - CONDSTORE: HIGHESTMODSEQ, FETCH MODSEQ and CHANGEDSINCE, STORE
-    UNCHANGEDSINCE and [MODIFIED], SEARCH MODSEQ, STATUS HIGHESTMODSEQ;
+    UNCHANGEDSINCE and [MODIFIED], SEARCH MODSEQ (ESEARCH's MODSEQ that
+    of what MIN / MAX return), STATUS HIGHESTMODSEQ;
   - QRESYNC: SELECT (QRESYNC (uidvalidity modseq)) answers VANISHED
     (EARLIER) and the changed flags, expunges become VANISHED, UID FETCH
     (CHANGEDSINCE n VANISHED); refused without ENABLE QRESYNC;
@@ -1173,6 +1174,36 @@ def test_search_from(env):
     c.logout()
 
 
+def test_search_returns(env):
+    """#37 item 15: RETURN (MIN) / (MAX) with a MODSEQ key name the MODSEQ
+    of the message returned (RFC 4731 3.2), COUNT and ALL the highest of
+    all hits (RFC 7162 3.1.5)."""
+    user = f"tess@{D}"
+    for i in range(3):
+        env.deliver("s1", "x@remote.test", [user], message(f"m {i}", "body\r\n"))
+    c = env.imap("s1", user=user, password=PW)
+    ok(c._simple_command("ENABLE", "CONDSTORE"))
+    ok(c.select("INBOX"))
+    ok(c.store("2", "+FLAGS", "(\\Flagged)"))     # 2 now has the highest MODSEQ
+    typ, data = c.fetch("1:3", "(MODSEQ)")
+    modseq = [int(re.search(rb"MODSEQ \((\d+)\)", d).group(1)) for d in data]
+    assert modseq[1] > modseq[0] and modseq[1] > modseq[2], modseq
+
+    def esearch(returns):
+        typ, data = c._simple_command("SEARCH", "RETURN", returns, "MODSEQ", "1")
+        assert typ == "OK", data
+        return c._untagged_response(typ, data, "ESEARCH")[1][0].split(b")", 1)[1]
+
+    for returns, want in (("(MIN)", b" MIN 1 MODSEQ %d" % modseq[0]),
+                          ("(MAX)", b" MAX 3 MODSEQ %d" % modseq[2]),
+                          ("(MIN MAX)", b" MIN 1 MAX 3 MODSEQ %d" % max(modseq[0], modseq[2])),
+                          ("(COUNT)", b" COUNT 3 MODSEQ %d" % modseq[1]),
+                          ("(MIN ALL)", b" MIN 1 ALL 1:3 MODSEQ %d" % modseq[1])):
+        got = esearch(returns)
+        assert got == want, (returns, got, modseq)
+    c.logout()
+
+
 def test_lsub_superiors(env):
     """RFC 3501 6.3.9 (#37 item 17): LSUB with "%" answers the unsubscribed
     superior of a subscribed mailbox, \\Noselect, once; "*" does not."""
@@ -1222,6 +1253,7 @@ def test(h):
     test_condstore(env)
     test_qresync(env)
     test_search_from(env)
+    test_search_returns(env)
     test_lsub_superiors(env)
     test_quota(env)
     test_mbsync(env, h)

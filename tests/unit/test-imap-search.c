@@ -4,7 +4,9 @@
  * without reading a header or body says so), header fields folded over
  * lines, the Date: field's day, INTERNALDATE days, CHARSET, and the
  * errors (unknown keys, bad dates, nesting beyond the limit); FROM / TO /
- * CC / BCC over the envelope's addresses (comments, folding, groups). */
+ * CC / BCC over the envelope's addresses (comments, folding, groups); the
+ * SEARCH and ESEARCH answers with the MODSEQ of what they return (RFC
+ * 4731 3.2). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -223,6 +225,57 @@ static void test_addresses(void **state)
 	assert_false(header_yes("CC d@z.teste@z.test", h));
 }
 
+/* The answers' MODSEQ: of the messages returned (RFC 4731 3.2). */
+static void test_answers(void **state)
+{
+	(void)state;
+	const uint32_t ids[] = { 2, 5, 9 };
+	const uint64_t modseqs[] = { 40, 700, 12 };
+	static const struct {
+		unsigned int returns;
+		const char *want;
+	} cases[] = {
+		{ MT_IMAP_SEARCH_RETURN_MIN, " MIN 2 MODSEQ 40" },
+		{ MT_IMAP_SEARCH_RETURN_MAX, " MAX 9 MODSEQ 12" },
+		{ MT_IMAP_SEARCH_RETURN_MIN | MT_IMAP_SEARCH_RETURN_MAX,
+		  " MIN 2 MAX 9 MODSEQ 40" },
+		{ MT_IMAP_SEARCH_RETURN_COUNT, " COUNT 3 MODSEQ 700" },
+		{ MT_IMAP_SEARCH_RETURN_MIN | MT_IMAP_SEARCH_RETURN_COUNT,
+		  " MIN 2 COUNT 3 MODSEQ 700" },
+		{ MT_IMAP_SEARCH_RETURN_ALL, " ALL 2,5,9 MODSEQ 700" },
+		{ MT_IMAP_SEARCH_RETURN_MIN | MT_IMAP_SEARCH_RETURN_MAX |
+		  MT_IMAP_SEARCH_RETURN_COUNT | MT_IMAP_SEARCH_RETURN_ALL,
+		  " MIN 2 MAX 9 COUNT 3 ALL 2,5,9 MODSEQ 700" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct mt_buf out = MT_BUF_INIT;
+		mt_imap_search_write_esearch(&out, cases[i].returns, ids, modseqs, 3);
+		assert_string_equal(mt_buf_cstr(&out), cases[i].want);
+		mt_buf_free(&out);
+	}
+	struct mt_buf out = MT_BUF_INIT;
+	/* No MODSEQ key searched; no hits. */
+	mt_imap_search_write_esearch(&out, MT_IMAP_SEARCH_RETURN_MIN, ids, NULL, 3);
+	assert_string_equal(mt_buf_cstr(&out), " MIN 2");
+	mt_buf_reset(&out);
+	mt_imap_search_write_esearch(&out, MT_IMAP_SEARCH_RETURN_MIN |
+				     MT_IMAP_SEARCH_RETURN_COUNT, ids, modseqs, 0);
+	assert_string_equal(mt_buf_cstr(&out), " COUNT 0");
+	mt_buf_reset(&out);
+	/* One hit: MIN and MAX name the same message. */
+	mt_imap_search_write_esearch(&out, MT_IMAP_SEARCH_RETURN_MIN |
+				     MT_IMAP_SEARCH_RETURN_MAX, ids + 1, modseqs + 1, 1);
+	assert_string_equal(mt_buf_cstr(&out), " MIN 5 MAX 5 MODSEQ 700");
+	mt_buf_reset(&out);
+	/* IMAP4rev1's SEARCH returns every hit. */
+	mt_imap_search_write_search(&out, ids, modseqs, 3);
+	assert_string_equal(mt_buf_cstr(&out), "* SEARCH 2 5 9 (MODSEQ 700)");
+	mt_buf_reset(&out);
+	mt_imap_search_write_search(&out, ids, modseqs, 0);
+	assert_string_equal(mt_buf_cstr(&out), "* SEARCH");
+	mt_buf_free(&out);
+}
+
 static void test_needs(void **state)
 {
 	(void)state;
@@ -287,6 +340,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_dates, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_text, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_addresses, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_answers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_needs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
 	};
