@@ -27,13 +27,18 @@
  * Trust boundary: the client's items (checked here: names, sections,
  * field lists of at most FIELDS_MAX names, partial ranges) and sets
  * (imap-message.c). The message bytes are the store's, sent as literals
- * of their exact size.
+ * of their exact size; they may hold NULs (an APPENDed literal8, a
+ * "binary" part), which no literal may carry: in BODY[] and RFC822 a NUL
+ * goes out as 0x80, the size unchanged (Dovecot's choice; imap-write.h),
+ * in BINARY[] the literal is a literal8 when the octets hold a NUL (a
+ * streamed BINARY part is read once first to know).
  *
  * RFC 9051 6.4.5 (FETCH and its items, section part numbers, \Seen on
  * BODY[] and BINARY[]), 7.5.2 (the FETCH response: ENVELOPE, BODY,
  * BODYSTRUCTURE, BODY[section]<origin>, BINARY, literals and literal8),
- * 6.4.9 (UID FETCH includes UID), 7.1 (UNKNOWN-CTE, EXPUNGEISSUED); RFC
- * 3516 (BINARY); RFC 2683 3.2.1.5 (sets may be long). */
+ * 4.3 and 4.3.1 (a NUL only in a BINARY literal8), 6.4.9 (UID FETCH
+ * includes UID), 7.1 (UNKNOWN-CTE, EXPUNGEISSUED); RFC 3516 (BINARY;
+ * 4.2-4.3 literal8 only for NULs); RFC 2683 3.2.1.5 (sets may be long). */
 #include "imap-session.h"
 #include "alloc.h"
 #include "imap-bodystructure.h"
@@ -91,6 +96,9 @@ struct imap_fetch {
 	uint64_t head_end;		/* offset after the empty line */
 	uint64_t send_from, send_left;	/* a body range being streamed */
 	bool streaming;
+	bool stream_binary;		/* as a literal8: its octets as they are */
+	bool scanning;			/* BINARY: read once for a NUL first */
+	uint64_t scan_from, scan_left;
 	struct mt_store_req *req;	/* a read in flight */
 	bool async;			/* it waited once: resume the session */
 	char *uid_set;			/* VANISHED: the command's UID set */
@@ -457,6 +465,57 @@ static void head_read_done(struct mt_store_req *req, void *context)
 	fetch_run(f);
 }
 
+/* A read the session cannot go on from once the FETCH line is open (a
+ * literal's size promised, or items already written): logged, and the
+ * session ends. */
+static void read_failed(struct imap_fetch *f, enum mt_store_status status, const char *error)
+{
+	struct imap_session *s = f->s;
+	mt_slog(MT_LOG_WARNING, &s->log, "imap fetch read failed: %s: %s",
+		mt_store_status_name(status), error);
+	imap_fetch_free(s);
+	imap_close_after(s, MT_OUTCOME_ERROR, "fetch-read-failed");
+	if (status == MT_STORE_FATAL)
+		popstore_store_fatal(s->ps, error);
+}
+
+/* A streamed literal's announcement, once known: literal8 for a BINARY
+ * item whose octets hold a NUL, else an ordinary literal. */
+static void scan_end(struct imap_fetch *f)
+{
+	f->scanning = false;
+	mt_imap_write_literal_prefix(&f->prefix, f->send_left, f->stream_binary);
+}
+
+static void scan_read_done(struct mt_store_req *req, void *context)
+{
+	struct imap_fetch *f = context;
+	f->req = NULL;
+	const char *error;
+	enum mt_store_status status = mt_store_req_status(req, &error);
+	size_t len;
+	const void *data = mt_store_req_data(req, &len);
+	if (status == MT_STORE_NOT_FOUND) {
+		/* Expunged elsewhere; nothing of the item promised yet. */
+		f->scanning = f->streaming = f->prefix_pending = false;
+		message_gone(f);
+		fetch_run(f);
+		return;
+	}
+	if (status != MT_STORE_OK) {
+		read_failed(f, status, error);
+		return;
+	}
+	if (len > f->scan_left)
+		len = (size_t)f->scan_left;
+	f->stream_binary = memchr(data, '\0', len) != NULL;
+	f->scan_from += len;
+	f->scan_left -= len;
+	if (f->stream_binary || f->scan_left == 0 || len == 0)
+		scan_end(f);
+	fetch_run(f);
+}
+
 static void body_read_done(struct mt_store_req *req, void *context)
 {
 	struct imap_fetch *f = context;
@@ -482,17 +541,21 @@ static void body_read_done(struct mt_store_req *req, void *context)
 	if (status != MT_STORE_OK || len == 0) {
 		/* The literal's size is promised: a message that went away
 		 * (or a failed read) cannot be finished; the session ends. */
-		mt_slog(MT_LOG_WARNING, &s->log, "imap fetch read failed: %s: %s",
-			mt_store_status_name(status), status != MT_STORE_OK ? error : "short");
-		imap_fetch_free(s);
-		imap_close_after(s, MT_OUTCOME_ERROR, "fetch-read-failed");
-		if (status == MT_STORE_FATAL)
-			popstore_store_fatal(s->ps, error);
+		read_failed(f, status, status != MT_STORE_OK ? error : "short");
 		return;
 	}
 	if (len > f->send_left)
 		len = (size_t)f->send_left;
-	evbuffer_add(imap_output(s), data, len);
+	if (f->stream_binary || memchr(data, '\0', len) == NULL)
+		evbuffer_add(imap_output(s), data, len);
+	else {
+		/* A literal's octets are CHAR8, %x01-FF (RFC 9051 4.3, 9): a
+		 * NUL goes out as 0x80 (imap-write.h says why). */
+		struct mt_buf octets = MT_BUF_INIT;
+		mt_imap_write_literal_data(&octets, data, len);
+		evbuffer_add(imap_output(s), octets.data, octets.len);
+		mt_buf_free(&octets);
+	}
 	f->send_from += len;
 	f->send_left -= len;
 	if (f->send_left == 0)
@@ -615,17 +678,46 @@ static bool item_gathers(const struct fetch_item *item, const struct imap_fetch 
 		*to_r - *from_r <= BINARY_MAX;
 }
 
-/* A literal (or literal8, for octets with NUL) of data[from, from + n)
- * after the label. */
+/* data[0..n) after the label: for BINARY a literal8 when it holds a NUL
+ * (RFC 3516 4.3: a string when it holds none), else a literal, a NUL in it
+ * sent as 0x80 (RFC 9051 4.3.1: no NUL outside a BINARY literal8;
+ * imap-write.h). */
 static void literal_write(struct imap_session *s, const char *sp, const char *label,
-			  const char *data, size_t n)
+			  const char *data, size_t n, bool binary)
 {
 	struct mt_buf out = MT_BUF_INIT;
 	mt_buf_appendf(&out, "%s%s ", sp, label);
-	mt_imap_write_literal_prefix(&out, n, memchr(data, '\0', n) != NULL);
-	mt_buf_append(&out, data, n);
+	const bool nul = memchr(data, '\0', n) != NULL;
+	mt_imap_write_literal_prefix(&out, n, binary && nul);
+	if (binary || !nul)
+		mt_buf_append(&out, data, n);
+	else
+		mt_imap_write_literal_data(&out, data, n);
 	evbuffer_add(imap_output(s), out.data, out.len);
 	mt_buf_free(&out);
+}
+
+/* n octets of the message from offset from to stream after the label,
+ * the literal's size promised at the first read that finds the message
+ * still there. A BINARY item's octets are read once before (stopping at
+ * a NUL) to know whether they need a literal8: the store keeps no NUL
+ * mark, and a literal8 for NUL-free octets is what RFC 3516 4.3 says a
+ * server SHOULD NOT send. Others go out as a literal, NULs as 0x80. */
+static void stream_start(struct imap_fetch *f, const char *sp, const char *label,
+			 uint64_t from, uint64_t n, bool binary)
+{
+	mt_buf_reset(&f->prefix);
+	mt_buf_appendf(&f->prefix, "%s%s ", sp, label);
+	f->prefix_pending = true;
+	f->send_from = from;
+	f->send_left = n;
+	f->streaming = true;
+	f->stream_binary = false;
+	f->scanning = binary;
+	f->scan_from = from;
+	f->scan_left = n;
+	if (!binary)
+		scan_end(f);
 }
 
 /* An item with part numbers (or a part BINARY): written now (a literal,
@@ -679,18 +771,13 @@ static void part_write(struct imap_fetch *f, const struct fetch_item *item,
 		n = size - start < item->length ? size - start : item->length;
 	}
 	if (data != NULL || n == 0) {
-		literal_write(s, sp, item->label, data != NULL ? data + start : "", (size_t)n);
+		literal_write(s, sp, item->label, data != NULL ? data + start : "", (size_t)n,
+			      item->binary);
 		mt_buf_free(&decoded);
 		return;
 	}
-	/* Streamed as a whole message is: the size promised at the first read. */
-	mt_buf_reset(&f->prefix);
-	mt_buf_appendf(&f->prefix, "%s%s ", sp, item->label);
-	mt_imap_write_literal_prefix(&f->prefix, n, false);
-	f->prefix_pending = true;
-	f->send_from = from + start;
-	f->send_left = n;
-	f->streaming = true;
+	/* Streamed as a whole message is. */
+	stream_start(f, sp, item->label, from + start, n, item->binary);
 }
 
 /* Write item i of the current message; false if it waits (a read). */
@@ -744,12 +831,14 @@ static bool item_write(struct imap_fetch *f, const struct fetch_item *item,
 		}
 		uint64_t base = 0, size = m->size;
 		struct mt_buf filtered = MT_BUF_INIT;
+		const bool fields = item->section == SEC_FIELDS ||
+			item->section == SEC_FIELDS_NOT;
 		if (item->section == SEC_HEADER)
 			size = f->head_end;
 		else if (item->section == SEC_TEXT) {
 			base = f->head_end;
 			size = m->size > f->head_end ? m->size - f->head_end : 0;
-		} else if (item->section == SEC_FIELDS || item->section == SEC_FIELDS_NOT) {
+		} else if (fields) {
 			fields_filter(f->head.data != NULL ? f->head.data : "",
 				      (size_t)f->head_end > f->head.len ? f->head.len :
 				      (size_t)f->head_end, item, &filtered);
@@ -760,28 +849,13 @@ static bool item_write(struct imap_fetch *f, const struct fetch_item *item,
 			from = item->origin < size ? item->origin : size;
 			n = size - from < item->length ? size - from : item->length;
 		}
-		mt_buf_appendf(&out, "%s%s ", sp, item->label);
-		mt_imap_write_literal_prefix(&out, n, false);
-		const bool streamed = !(filtered.data != NULL || item->section == SEC_FIELDS ||
-					item->section == SEC_FIELDS_NOT) && n > 0;
-		if (streamed) {
-			/* The literal's size is a promise: made once the first
-			 * read shows the message is still there. */
-			mt_buf_reset(&f->prefix);
-			mt_buf_append(&f->prefix, out.data, out.len);
-			f->prefix_pending = true;
-		} else
-			evbuffer_add(imap_output(s), out.data, out.len);
+		if (fields || n == 0)
+			literal_write(s, sp, item->label, filtered.data != NULL ?
+				      filtered.data + from : "", (size_t)n, item->binary);
+		else
+			stream_start(f, sp, item->label, base + from, n, item->binary);
+		mt_buf_free(&filtered);
 		mt_buf_free(&out);
-		if (filtered.data != NULL || item->section == SEC_FIELDS ||
-		    item->section == SEC_FIELDS_NOT) {
-			evbuffer_add(imap_output(s), filtered.data + from, (size_t)n);
-			mt_buf_free(&filtered);
-			return true;
-		}
-		f->send_from = base + from;
-		f->send_left = n;
-		f->streaming = n > 0;
 		(void)index;
 		return true;
 	}
@@ -803,6 +877,13 @@ static void fetch_run(struct imap_fetch *f)
 		const unsigned int position = f->positions[f->pos];
 		const unsigned int index = s->selected.view[position];
 		const struct mt_store_msg *m = imap_view_msg(s, position);
+		if (f->scanning) {
+			uint64_t want = f->scan_left < READ_CHUNK ? f->scan_left : READ_CHUNK;
+			f->req = mt_store_read(s->ps->port, s->selected.mbox, index,
+					       f->scan_from, (size_t)want, scan_read_done, f);
+			f->async = true;
+			return;
+		}
 		if (f->streaming) {
 			uint64_t want = f->send_left < READ_CHUNK ? f->send_left : READ_CHUNK;
 			f->req = mt_store_read(s->ps->port, s->selected.mbox, index,

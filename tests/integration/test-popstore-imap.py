@@ -31,7 +31,8 @@ delivered over LMTP:
     [3.HEADER], [3.TEXT], [3.HEADER.FIELDS (Subject)], [3.1] byte for
     byte against the message; BINARY[...] and BINARY.SIZE[...] equal to
     Python's own base64 / quoted-printable decoders; a missing part NIL;
-    BINARY of an unknown encoding NO [UNKNOWN-CTE];
+    BINARY of an unknown encoding NO [UNKNOWN-CTE]; NULs of a "binary"
+    part APPENDed as a literal8: 0x80 in BODY[], a literal8 in BINARY[];
   - several sessions on one mailbox: each other's flags and expunges at
     NOOP, deliveries' EXISTS, IDLE pushing a delivery, a POP3 QUIT's
     deletion and another session's keyword; POP3 beside IMAP;
@@ -1150,6 +1151,69 @@ def test_append_selected(env):
     c.logout()
 
 
+def take(r, n):
+    """n octets (a literal's) after the line r last read."""
+    while len(r.buf) - r.pos < n:
+        data = r.sock.recv(65536)
+        assert data, "connection closed in a literal"
+        r.buf += data
+    out = bytes(r.buf[r.pos:r.pos + n])
+    r.pos += n
+    return out
+
+
+def test_nul_octets(env):
+    """RFC 9051 4.3.1 and RFC 3516 4.2-4.3 (#37 item 14): a message whose
+    "binary" part holds NULs, APPENDed as a literal8, is sent in BODY[] as
+    an ordinary literal with no NUL (each one 0x80, the size unchanged, as
+    Dovecot does) and in BINARY[] as a literal8 with its octets as they
+    are; a NUL-free BINARY[] stays an ordinary literal."""
+    part = b"a\x00b\x00cde"
+    msg = (b"From: x@remote.test\r\nSubject: nul\r\nMIME-Version: 1.0\r\n"
+           b"Content-Type: multipart/mixed; boundary=b\r\n\r\n"
+           b"--b\r\nContent-Type: application/octet-stream\r\n"
+           b"Content-Transfer-Encoding: binary\r\n\r\n" + part +
+           b"\r\n--b\r\nContent-Type: text/plain\r\n\r\nplain\r\n--b--\r\n")
+    masked = msg.replace(b"\x00", b"\x80")
+    r = Lines(env.raw("s1", proto="imap"))
+    assert r.line().startswith(b"* OK"), "greeting"
+    assert r.cmd(f"a1 LOGIN quinn@{D} {PW}").startswith(b"a1 OK")
+    r.send(b"a2 APPEND INBOX ~{%d+}\r\n" % len(msg) + msg + b"\r\n")
+    line = r.line()
+    while line.startswith(b"* "):
+        line = r.line()
+    assert line.startswith(b"a2 OK"), line
+    r.send(b"a3 SELECT INBOX\r\n")
+    while not r.line().startswith(b"a3 "):
+        pass
+
+    def fetch(tag, items, literals):
+        """FETCH 1 items: each literal's announcement and octets, and the
+        line's rest."""
+        r.send(b"%s FETCH 1 %s\r\n" % (tag, items))
+        line, got = r.line(), []
+        for _ in range(literals):
+            m = re.search(rb"(~?\{\d+\})$", line)
+            assert m, (items, line)
+            n = int(m.group(1).strip(b"~{}"))
+            got.append((m.group(1), take(r, n)))
+            line = r.line()
+        assert line.endswith(b")"), line
+        assert r.line().startswith(tag + b" OK"), items
+        return got
+
+    got = fetch(b"a4", b"(BODY.PEEK[1] BINARY.PEEK[1] BINARY.SIZE[1])", 2)
+    assert got == [(b"{7}", b"a\x80b\x80cde"), (b"~{7}", part)], got
+    got = fetch(b"a5", b"(BODY.PEEK[] BINARY.PEEK[] RFC822.TEXT)", 3)
+    text = masked[masked.index(b"\r\n\r\n") + 4:]
+    assert got == [(b"{%d}" % len(msg), masked), (b"~{%d}" % len(msg), msg),
+                   (b"{%d}" % len(text), text)], got
+    # A part's partial, and a part without NULs: ordinary literals.
+    got = fetch(b"a6", b"(BINARY.PEEK[1]<2.3> BINARY.PEEK[2] BODY.PEEK[1]<0.2>)", 3)
+    assert got == [(b"~{3}", b"b\x00c"), (b"{5}", b"plain"), (b"{2}", b"a\x80")], got
+    assert r.cmd(b"a7 LOGOUT").startswith(b"* BYE")
+
+
 def test_search_from(env):
     """#37 item 16: FROM matches the envelope's address of a From: written
     with comments (RFC 9051 6.4.4), and the field's text still (a display
@@ -1252,6 +1316,7 @@ def test(h):
     test_search(env)
     test_condstore(env)
     test_qresync(env)
+    test_nul_octets(env)
     test_search_from(env)
     test_search_returns(env)
     test_lsub_superiors(env)
