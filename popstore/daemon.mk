@@ -82,6 +82,7 @@ popstore_integration_tests = \
 	tests/integration/test-popstore-imap-limits.py \
 	tests/integration/test-popstore-imap-audit.py \
 	tests/integration/test-popstore-imap-scenarios.py \
+	tests/integration/test-popstore-imap-view.py \
 	tests/integration/test-popstore-admin.py \
 	tests/integration/test-popstore-crash.py \
 	tests/integration/test-popstore-diskfull.py \

@@ -1,7 +1,9 @@
 /* imap-message.c — mailtier-popstore's IMAP commands on messages, besides
  * FETCH (imap-fetch.c): STORE, COPY, MOVE, EXPUNGE, the UID forms of
  * them all, and APPEND; the session's view of the selected mailbox
- * (sequence numbers, EXPUNGE responses) and sequence / UID sets.
+ * (sequence numbers, EXPUNGE responses) and sequence / UID sets. STORE
+ * answers each message's flags as they are, also where another session
+ * set them first.
  *
  * Trust boundary: the client's parsed arguments: sets are read by
  * lib-mail's seqset reader (at most SET_RANGES_MAX ranges), a sequence
@@ -15,7 +17,8 @@
  * FLAGS it answers with unless .SILENT), 6.4.7 (COPY, [TRYCREATE]),
  * 6.4.8 (MOVE: COPYUID untagged, then EXPUNGEs), 6.4.9 (UID), 7.5.1
  * (EXPUNGE responses renumber at once); RFC 4315 (UIDPLUS: APPENDUID,
- * COPYUID, UID EXPUNGE); RFC 6851 (MOVE). */
+ * COPYUID, UID EXPUNGE); RFC 6851 (MOVE); RFC 7162 3.1 (UID and MODSEQ
+ * in every FETCH a STORE causes once CONDSTORE is enabled). */
 #include "imap-session.h"
 #include "alloc.h"
 #include "imap-date.h"
@@ -240,6 +243,14 @@ struct message_op {
 	unsigned int count;
 	uint32_t *uids;
 	char *dest;
+	/* STORE: what the client asked, and the flags its view showed, so
+	 * that .SILENT still reports a result it could not foresee. */
+	enum mt_store_flag_op flag_op;
+	uint32_t flags;
+	char *keywords[MT_STORE_KEYWORDS_MAX];
+	unsigned int keyword_count;
+	uint32_t *known_flags;
+	uint64_t *known_keywords;
 };
 
 static struct message_op *op_new(struct imap_session *s, const char *tag, bool uid,
@@ -262,6 +273,10 @@ static void op_free(struct message_op *op)
 	free(op->positions);
 	free(op->uids);
 	free(op->dest);
+	for (unsigned int i = 0; i < op->keyword_count; i++)
+		free(op->keywords[i]);
+	free(op->known_flags);
+	free(op->known_keywords);
 	free(op);
 }
 
@@ -292,6 +307,70 @@ static void op_finish(struct message_op *op)
 
 /* STORE */
 
+/* The flags the client expects message i of op to have after it: its
+ * view's, changed as it asked (keywords as the mailbox names them now). */
+static bool store_foreseen(const struct message_op *op, unsigned int i,
+			   const struct mt_store_msg *now)
+{
+	const struct mt_store_mailbox *mbox = op->s->selected.mbox;
+	uint64_t asked = 0;
+	for (unsigned int k = 0; k < op->keyword_count; k++) {
+		const char *name;
+		for (unsigned int t = 0; (name = mt_store_mailbox_keyword(mbox, t)) != NULL; t++)
+			if (strcasecmp(name, op->keywords[k]) == 0)
+				asked |= UINT64_C(1) << t;
+	}
+	uint32_t flags = op->known_flags[i];
+	uint64_t keywords = op->known_keywords[i];
+	switch (op->flag_op) {
+	case MT_STORE_FLAGS_ADD:
+		flags |= op->flags;
+		keywords |= asked;
+		break;
+	case MT_STORE_FLAGS_REMOVE:
+		flags &= ~op->flags;
+		keywords &= ~asked;
+		break;
+	case MT_STORE_FLAGS_REPLACE:
+		flags = op->flags;
+		keywords = asked;
+		break;
+	}
+	return now->flags == flags && now->keywords == keywords;
+}
+
+/* "* n FETCH (...)" for message i of a STORE: its flags as they are now
+ * (RFC 9051 6.4.6: also when another session had set them first), but
+ * for .SILENT where they are what the client asked for; with CONDSTORE
+ * its MODSEQ where it changed (RFC 7162 3.1.3), and the UID in every
+ * one (3.1: once CONDSTORE is enabled, UID and MODSEQ in every untagged
+ * FETCH). */
+static void store_fetch_line(struct message_op *op, unsigned int i,
+			     enum mt_store_flag_result result)
+{
+	struct imap_session *s = op->s;
+	const struct mt_store_msg *m = imap_view_msg(s, op->positions[i]);
+	const bool flags = !op->silent || !store_foreseen(op, i, m);
+	if (!flags && !(s->condstore && result == MT_STORE_FLAG_CHANGED))
+		return;
+	struct mt_buf line = MT_BUF_INIT;
+	mt_buf_appendf(&line, "* %u FETCH (", op->positions[i] + 1);
+	const char *sep = "";
+	if (flags) {
+		imap_flags_write(&line, s->selected.mbox, m);
+		sep = " ";
+	}
+	if (op->uid || s->condstore) {
+		mt_buf_appendf(&line, "%sUID %u", sep, m->uid);
+		sep = " ";
+	}
+	if (s->condstore)
+		mt_buf_appendf(&line, "%sMODSEQ (%" PRIu64 ")", sep, m->modseq);
+	mt_buf_append_str(&line, ")");
+	imap_line(s, "%s", mt_buf_cstr(&line));
+	mt_buf_free(&line);
+}
+
 static void store_done(struct mt_store_req *req, void *context)
 {
 	struct message_op *op = context;
@@ -307,24 +386,8 @@ static void store_done(struct mt_store_req *req, void *context)
 				modified[n_modified++] = op->uid ? m->uid : op->positions[i] + 1;
 				continue;
 			}
-			/* RFC 9051 6.4.6: the flags of each message, but for
-			 * .SILENT (RFC 7162 3.1.3: which still reports a
-			 * changed MODSEQ). */
-			if (i >= n || r[i] == MT_STORE_FLAG_GONE ||
-			    (op->silent && !(s->condstore && r[i] == MT_STORE_FLAG_CHANGED)))
-				continue;
-			struct mt_buf line = MT_BUF_INIT;
-			mt_buf_appendf(&line, "* %u FETCH (", op->positions[i] + 1);
-			if (!op->silent)
-				imap_flags_write(&line, s->selected.mbox, m);
-			if (op->uid)
-				mt_buf_appendf(&line, "%sUID %u", op->silent ? "" : " ", m->uid);
-			if (s->condstore)
-				mt_buf_appendf(&line, "%sMODSEQ (%" PRIu64 ")",
-					       op->silent && !op->uid ? "" : " ", m->modseq);
-			mt_buf_append_str(&line, ")");
-			imap_line(s, "%s", mt_buf_cstr(&line));
-			mt_buf_free(&line);
+			if (i < n && r[i] != MT_STORE_FLAG_GONE)
+				store_fetch_line(op, i, r[i]);
 		}
 		if (n_modified > 0) {
 			struct mt_buf set = MT_BUF_INIT;
@@ -390,6 +453,18 @@ void imap_cmd_store(struct imap_session *s, const struct mt_imap_command *cmd, b
 		return;
 	struct message_op *op = op_new(s, cmd->tag, uid, positions, count);
 	op->silent = silent;
+	op->flag_op = fop;
+	op->flags = flags;
+	for (unsigned int k = 0; k < nkw; k++)
+		op->keywords[k] = mt_xstrdup(keywords[k]);
+	op->keyword_count = nkw;
+	op->known_flags = mt_xmalloc((count + 1) * sizeof(*op->known_flags));
+	op->known_keywords = mt_xmalloc((count + 1) * sizeof(*op->known_keywords));
+	for (unsigned int i = 0; i < count; i++) {
+		const struct mt_store_msg *m = imap_view_msg(s, positions[i]);
+		op->known_flags[i] = m->flags;
+		op->known_keywords[i] = m->keywords;
+	}
 	/* UNCHANGEDSINCE 0 fails for every message (MODSEQs start at 1); the
 	 * store's 0 means "no condition", so that case is decided here. */
 	op->all_modified = conditional && unchanged_since == 0;

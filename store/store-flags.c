@@ -148,8 +148,9 @@ struct flags_op {
 	uint64_t keyword_set;		/* the arguments' keywords as a set */
 	/* Results, per uid. */
 	enum mt_store_flag_result *results;
-	uint32_t *new_flags;
-	uint64_t *new_keywords;
+	uint32_t *new_flags;		/* as they are after it, also where */
+	uint64_t *new_keywords;		/* unchanged (another session may */
+	uint64_t *new_modseqs;		/* have set them first) */
 	uint64_t modseq;		/* of the changed ones */
 	char *table[MT_STORE_KEYWORDS_MAX];	/* the mailbox's, after */
 	unsigned int table_count;
@@ -265,6 +266,7 @@ static int flags_run(struct mt_store *store, DB_TXN *txn, struct store_op *op)
 			return ret;
 		f->new_flags[i] = msg.flags;
 		f->new_keywords[i] = msg.keywords;
+		f->new_modseqs[i] = msg.modseq;
 		if (f->args.unchanged_since != 0 && msg.modseq > f->args.unchanged_since) {
 			f->results[i] = MT_STORE_FLAG_MODIFIED;
 			continue;
@@ -288,6 +290,7 @@ static int flags_run(struct mt_store *store, DB_TXN *txn, struct store_op *op)
 		f->results[i] = MT_STORE_FLAG_CHANGED;
 		f->new_flags[i] = flags;
 		f->new_keywords[i] = keywords;
+		f->new_modseqs[i] = modseq;
 		f->modseq = modseq;
 	}
 	if (f->modseq == 0 && !grown)
@@ -305,20 +308,26 @@ static int flags_run(struct mt_store *store, DB_TXN *txn, struct store_op *op)
 	return 0;
 }
 
-/* On the caller's thread: the snapshot gets what changed. */
+/* On the caller's thread: the snapshot gets the flags of the messages
+ * this STORE changed, and of those it found already so (set by another
+ * session since the snapshot: the STORE's FETCH must give the message's
+ * flags as they are, RFC 9051 6.4.6). A message it left alone for
+ * UNCHANGEDSINCE keeps the snapshot's: the caller reports it [MODIFIED]
+ * and its view catches up when it reads the mailbox again. */
 static void flags_apply(struct store_op *op)
 {
 	struct flags_op *f = (struct flags_op *)op;
 	struct mt_store_mailbox *mbox = op->mbox;
 	for (unsigned int i = 0; i < f->args.uid_count; i++) {
-		if (f->results[i] != MT_STORE_FLAG_CHANGED)
+		if (f->results[i] != MT_STORE_FLAG_CHANGED &&
+		    f->results[i] != MT_STORE_FLAG_UNCHANGED)
 			continue;
 		int index = mt_store_mailbox_find(mbox, f->uids[i]);
 		if (index < 0)
 			continue;
 		mbox->msgs[index].flags = f->new_flags[i];
 		mbox->msgs[index].keywords = f->new_keywords[i];
-		mbox->msgs[index].modseq = f->modseq;
+		mbox->msgs[index].modseq = f->new_modseqs[i];
 	}
 	if (f->modseq > mbox->highest_modseq)
 		mbox->highest_modseq = f->modseq;
@@ -345,6 +354,7 @@ static void flags_free(struct store_op *op)
 	free(f->results);
 	free(f->new_flags);
 	free(f->new_keywords);
+	free(f->new_modseqs);
 	free(f);
 }
 
@@ -393,6 +403,7 @@ static struct flags_op *flags_new(struct mt_store_mailbox *mbox,
 	f->results = mt_xcalloc(n + 1, sizeof(*f->results));
 	f->new_flags = mt_xcalloc(n + 1, sizeof(*f->new_flags));
 	f->new_keywords = mt_xcalloc(n + 1, sizeof(*f->new_keywords));
+	f->new_modseqs = mt_xcalloc(n + 1, sizeof(*f->new_modseqs));
 	f->args.uids = f->uids;
 	f->args.keywords = (const char *const *)f->keywords;
 	return f;

@@ -482,8 +482,10 @@ int mt_store_mailbox_find(const struct mt_store_mailbox *mbox, uint32_t uid);
  * whose flags change gets the one new MODSEQ of the transaction; with
  * unchanged_since set (CONDSTORE UNCHANGEDSINCE), a message whose MODSEQ
  * is above it is left alone and reported as modified. Uids that are gone
- * are skipped. On OK the mailbox's snapshot has the new flags, keywords
- * and MODSEQs (the STORE's untagged FETCH replies read them there). */
+ * are skipped. On OK the mailbox's snapshot has the flags, keywords and
+ * MODSEQs each message has now, changed by this STORE or found so (set by
+ * another session since the snapshot), but for MODIFIED ones: the STORE's
+ * untagged FETCH replies read them there (RFC 9051 6.4.6). */
 enum mt_store_flag_op { MT_STORE_FLAGS_ADD, MT_STORE_FLAGS_REMOVE,
 			MT_STORE_FLAGS_REPLACE };
 struct mt_store_flag_args {

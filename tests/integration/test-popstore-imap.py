@@ -793,8 +793,9 @@ def test_qresync(env):
     changed = [l for l in lines if b" FETCH (" in l]
     assert len(changed) == 1 and b"UID 3 " in changed[0] and b"$Later" in changed[0] \
         and b"MODSEQ (" in changed[0], lines
-    # Own expunges are VANISHED now.
-    assert r.cmd("d STORE 1 +FLAGS.SILENT (\\Deleted)").startswith(b"* 1 FETCH (MODSEQ")
+    # Own expunges are VANISHED now (RFC 7162 3.1: UID and MODSEQ in the
+    # STORE's FETCH, also without UID STORE).
+    assert r.cmd("d STORE 1 +FLAGS.SILENT (\\Deleted)").startswith(b"* 1 FETCH (UID 1 MODSEQ")
     assert r.line().startswith(b"d OK")
     assert r.cmd("e EXPUNGE") == b"* VANISHED 1"
     assert r.line() == b"e OK EXPUNGE completed."
