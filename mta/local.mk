@@ -28,7 +28,8 @@ MTA_LIBS = mta/libmta.a dirsvc/libdirsvc.a settings/libmtsettings.a $(DIRSVC_LIB
 mta_mailtier_mta_SOURCES = mta/main.c
 mta_mailtier_mta_LDADD = daemon/libmtdaemon.a $(MTA_LIBS)
 
-EXTRA_DIST += mta/README.md bench/mta.py bench/mta-load.py bench/mta-ab.sh
+EXTRA_DIST += mta/README.md bench/mta.py bench/mta-load.py bench/mta-ab.sh \
+	bench/milter-latency.py
 
 # Unit tests (cmocka): tests/unit/NAME.c, including "mta/..." headers.
 mta_unit_tests = \
