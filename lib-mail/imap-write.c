@@ -56,6 +56,16 @@ void mt_imap_write_literal_data(struct mt_buf *out, const void *data, size_t len
 	mt_buf_append(out, s, len);
 }
 
+void mt_imap_write_literal(struct mt_buf *out, const void *data, size_t len, bool binary)
+{
+	const bool literal8 = binary && memchr(data, 0, len) != NULL;
+	mt_imap_write_literal_prefix(out, len, literal8);
+	if (literal8)
+		mt_buf_append(out, data, len);
+	else
+		mt_imap_write_literal_data(out, data, len);
+}
+
 void mt_imap_write_string(struct mt_buf *out, const void *value, size_t len,
 			  unsigned int flags)
 {
@@ -75,13 +85,7 @@ void mt_imap_write_string(struct mt_buf *out, const void *value, size_t len,
 		mt_buf_append_char(out, '"');
 		return;
 	}
-	bool binary = (flags & MT_IMAP_WRITE_BINARY) != 0 &&
-		memchr(s, 0, len) != NULL;
-	mt_imap_write_literal_prefix(out, len, binary);
-	if (binary)
-		mt_buf_append(out, s, len);
-	else
-		mt_imap_write_literal_data(out, s, len);
+	mt_imap_write_literal(out, s, len, (flags & MT_IMAP_WRITE_BINARY) != 0);
 }
 
 void mt_imap_write_nstring(struct mt_buf *out, const void *value, size_t len,

@@ -62,6 +62,12 @@ void mt_imap_write_literal_prefix(struct mt_buf *out, uint64_t size, bool binary
  * the caller streaming after mt_imap_write_literal_prefix(.., false)). */
 void mt_imap_write_literal_data(struct mt_buf *out, const void *data, size_t len);
 
+/* data[0..len) as a literal, announcement and octets, whatever they are:
+ * with binary (a FETCH BINARY[] response) a literal8 when they hold a NUL
+ * and an ordinary literal when not (RFC 3516 4.3); else an ordinary
+ * literal, each NUL 0x80. */
+void mt_imap_write_literal(struct mt_buf *out, const void *data, size_t len, bool binary);
+
 /* Sorted, distinct numbers (message numbers, UIDs) as a sequence set:
  * runs joined ("1:3,7"); nothing for none. */
 void mt_imap_write_seqset(struct mt_buf *out, const uint32_t *numbers, size_t count);

@@ -687,12 +687,7 @@ static void literal_write(struct imap_session *s, const char *sp, const char *la
 {
 	struct mt_buf out = MT_BUF_INIT;
 	mt_buf_appendf(&out, "%s%s ", sp, label);
-	const bool nul = memchr(data, '\0', n) != NULL;
-	mt_imap_write_literal_prefix(&out, n, binary && nul);
-	if (binary || !nul)
-		mt_buf_append(&out, data, n);
-	else
-		mt_imap_write_literal_data(&out, data, n);
+	mt_imap_write_literal(&out, data, n, binary);
 	evbuffer_add(imap_output(s), out.data, out.len);
 	mt_buf_free(&out);
 }

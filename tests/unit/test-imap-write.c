@@ -1,7 +1,8 @@
 /* test-imap-write.c — unit tests for lib-mail/imap-write.c (IMAP strings
  * in responses) and lib-mail/imap-utf7.c (modified UTF-7 mailbox names):
  * which form each value takes (atom, quoted, literal, literal8, NIL) with
- * and without UTF8=ACCEPT; escaping; NUL in literals; every value read
+ * and without UTF8=ACCEPT; escaping; NUL in literals (a FETCH's literal
+ * and literal8, whole or streamed in pieces); every value read
  * back by the server's own command reader (imap-parse.c) as the octets
  * written; RFC 3501's modified UTF-7 example both ways, and the spellings
  * a strict decoder refuses. */
@@ -103,6 +104,47 @@ static void test_long(void **state)
 	mt_imap_write_literal_prefix(&out, UINT64_C(5000000000), true);
 	assert_string_equal(mt_buf_cstr(&out), "~{5000000000}\r\n");
 	mt_buf_free(&out);
+}
+
+/* A FETCH's literal: literal8 only for BINARY octets with a NUL, else NULs
+ * as 0x80 (RFC 9051 4.3.1, RFC 3516 4.3); streamed in pieces through
+ * mt_imap_write_literal_data, the same octets. */
+static void test_literal(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *data;
+		size_t len;
+		bool binary;
+		const char *want;
+		size_t want_len;
+	} cases[] = {
+		{ "a\0b\0cde", 7, false, "{7}\r\na\x80" "b\x80" "cde", 12 },
+		{ "a\0b\0cde", 7, true, "~{7}\r\na\0b\0cde", 13 },
+		{ "plain", 5, true, "{5}\r\nplain", 10 },
+		{ "\0", 1, false, "{1}\r\n\x80", 6 },
+		{ "", 0, true, "{0}\r\n", 5 },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct mt_buf out = MT_BUF_INIT;
+		mt_imap_write_literal(&out, cases[i].data, cases[i].len, cases[i].binary);
+		assert_int_equal(out.len, cases[i].want_len);
+		assert_memory_equal(out.data != NULL ? out.data : "", cases[i].want,
+				    cases[i].want_len);
+		mt_buf_free(&out);
+	}
+	/* Piece by piece (a 64 KiB read at a time in the store): the same. */
+	const char whole[] = "\0x\0\0y\0";
+	struct mt_buf once = MT_BUF_INIT, pieces = MT_BUF_INIT;
+	mt_imap_write_literal_data(&once, whole, sizeof(whole) - 1);
+	for (size_t i = 0; i < sizeof(whole) - 1; i++)
+		mt_imap_write_literal_data(&pieces, whole + i, 1);
+	assert_int_equal(once.len, sizeof(whole) - 1);
+	assert_null(memchr(once.data, 0, once.len));
+	assert_int_equal(pieces.len, once.len);
+	assert_memory_equal(pieces.data, once.data, once.len);
+	mt_buf_free(&once);
+	mt_buf_free(&pieces);
 }
 
 /* Whatever is written, the command reader gets back the octets written
@@ -304,6 +346,7 @@ int main(void)
 		cmocka_unit_test(test_forms),
 		cmocka_unit_test(test_seqset),
 		cmocka_unit_test(test_long),
+		cmocka_unit_test(test_literal),
 		cmocka_unit_test(test_read_back),
 		cmocka_unit_test(test_utf7),
 		cmocka_unit_test(test_utf7_strict),
