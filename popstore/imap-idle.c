@@ -4,7 +4,10 @@
  * store is read again and the differences are sent as untagged EXPUNGE
  * (highest first), FETCH (FLAGS ... UID ...), FLAGS / PERMANENTFLAGS when
  * new keywords appeared, and EXISTS. IDLE (RFC 9051 6.3.13, RFC 2177)
- * pushes them as they happen, until the client's DONE.
+ * pushes them as they happen, until the client's DONE. The same update
+ * (imap_view_update) ends APPEND, COPY and MOVE into the selected
+ * mailbox and a COPY or MOVE on a stale view, and precedes an EXPUNGE on
+ * a stale view (imap-message.c).
  *
  * Trust boundary: IDLE's end is the client's line, read raw (at most
  * IMAP_SASL_LINE_MAX octets): "DONE" in any case ends it, anything else is
@@ -13,8 +16,9 @@
  *
  * RFC 9051 5.2 (mailbox size and message status updates), 7.5.1 (EXPUNGE
  * only where sequence numbers cannot be misread: never outside a command
- * but IDLE, here only at NOOP, CHECK and IDLE), 7.4.1 (EXISTS), 7.5.2
- * (unsolicited FETCH), 7.3.5 (FLAGS). */
+ * but IDLE, nor during FETCH, STORE or SEARCH; here at NOOP, CHECK, IDLE
+ * and the commands above), 7.4.1 (EXISTS), 7.5.2 (unsolicited FETCH),
+ * 7.3.5 (FLAGS). */
 #include "imap-session.h"
 #include "alloc.h"
 #include "store/store.h"
@@ -57,9 +61,7 @@ static bool not_in(uint32_t uid, const void *context)
 	return mt_store_mailbox_find(context, uid) < 0;
 }
 
-/* The untagged responses that take the view from the old snapshot to
- * fresh, and fresh as the view. */
-static void view_update(struct imap_session *s, struct mt_store_mailbox *fresh)
+void imap_view_update(struct imap_session *s, struct mt_store_mailbox *fresh)
 {
 	struct imap_selected *sel = &s->selected;
 	const struct mt_store_mailbox *old = sel->mbox;
@@ -113,7 +115,7 @@ static void refresh_done(struct mt_store_req *req, void *context)
 	enum mt_store_status status = mt_store_req_status(req, &error);
 	s->refresh_req = NULL;
 	if (status == MT_STORE_OK && s->selected.mbox != NULL)
-		view_update(s, mt_store_req_mailbox(req));
+		imap_view_update(s, mt_store_req_mailbox(req));
 	else if (status == MT_STORE_FATAL) {
 		imap_store_fatal(s, s->tag, error);
 		return;

@@ -1,24 +1,29 @@
 /* imap-message.c — mailtier-popstore's IMAP commands on messages, besides
  * FETCH (imap-fetch.c): STORE, COPY, MOVE, EXPUNGE, the UID forms of
  * them all, and APPEND; the session's view of the selected mailbox
- * (sequence numbers, EXPUNGE responses) and sequence / UID sets. STORE
- * answers each message's flags as they are, also where another session
- * set them first.
+ * (sequence numbers, EXPUNGE responses) and sequence / UID sets. The view
+ * follows the mailbox: COPY and MOVE into it, and any of them on a view
+ * another session made stale, read it again before their OK, as APPEND
+ * does; EXPUNGE on a stale view reads it first, so it reports what was
+ * expunged elsewhere and removes what was marked \Deleted elsewhere;
+ * STORE answers each message's flags as they are.
  *
  * Trust boundary: the client's parsed arguments: sets are read by
  * lib-mail's seqset reader (at most SET_RANGES_MAX ranges), a sequence
  * number beyond the view is BAD (RFC 9051 6.4.8: UID sets may name uids
  * that do not exist), flags are checked to be system flags or
  * flag-keyword atoms of at most MT_STORE_KEYWORD_MAX octets, APPEND's
- * message is a literal within max_message_size (imap-parse's limit).
+ * message is a literal within max_message_size (imap-parse's limit) and
+ * not empty.
  * Every change is answered OK only once the store made it durable.
  *
- * RFC 9051 6.3.12 (APPEND), 6.4.3 (EXPUNGE), 6.4.6 (STORE and the FETCH
- * FLAGS it answers with unless .SILENT), 6.4.7 (COPY, [TRYCREATE]),
- * 6.4.8 (MOVE: COPYUID untagged, then EXPUNGEs), 6.4.9 (UID), 7.5.1
- * (EXPUNGE responses renumber at once); RFC 4315 (UIDPLUS: APPENDUID,
- * COPYUID, UID EXPUNGE); RFC 6851 (MOVE); RFC 7162 3.1 (UID and MODSEQ
- * in every FETCH a STORE causes once CONDSTORE is enabled). */
+ * RFC 9051 5.2 (the view follows the mailbox), 6.3.12 (APPEND), 6.4.3
+ * (EXPUNGE), 6.4.6 (STORE and the FETCH FLAGS it answers with unless
+ * .SILENT), 6.4.7 (COPY, [TRYCREATE]), 6.4.8 (MOVE: COPYUID untagged,
+ * then EXPUNGEs), 6.4.9 (UID), 7.4.1 (EXISTS), 7.5.1 (EXPUNGE responses
+ * renumber at once; none during FETCH, STORE, SEARCH); RFC 4315 (UIDPLUS:
+ * APPENDUID, COPYUID, UID EXPUNGE); RFC 6851 (MOVE); RFC 7162 3.1 (UID
+ * and MODSEQ in every FETCH a STORE causes once CONDSTORE is enabled). */
 #include "imap-session.h"
 #include "alloc.h"
 #include "imap-date.h"
@@ -251,6 +256,13 @@ struct message_op {
 	unsigned int keyword_count;
 	uint32_t *known_flags;
 	uint64_t *known_keywords;
+	/* UID EXPUNGE's set, read again once the view is up to date. */
+	char *set;
+	/* After the view's update (op_sync): what runs next, and the
+	 * tagged OK's text for op_reply. */
+	void (*next)(struct message_op *op);
+	char *reply;
+	bool synced;			/* it waited on op_sync */
 };
 
 static struct message_op *op_new(struct imap_session *s, const char *tag, bool uid,
@@ -277,6 +289,8 @@ static void op_free(struct message_op *op)
 		free(op->keywords[i]);
 	free(op->known_flags);
 	free(op->known_keywords);
+	free(op->set);
+	free(op->reply);
 	free(op);
 }
 
@@ -303,6 +317,52 @@ static void op_finish(struct message_op *op)
 	struct imap_session *s = op->s;
 	op_free(op);
 	imap_resume(s);
+}
+
+/* The view is up to date: the tagged OK. */
+static void op_reply(struct message_op *op)
+{
+	imap_tagged(op->s, op->tag, "OK %s", op->reply);
+	op_finish(op);
+}
+
+static void sync_done(struct mt_store_req *req, void *context)
+{
+	struct message_op *op = context;
+	struct imap_session *s = op->s;
+	const char *error;
+	enum mt_store_status status = mt_store_req_status(req, &error);
+	s->store_req = NULL;
+	if (status == MT_STORE_FATAL) {
+		imap_store_fatal(s, op->tag, error);
+		op_finish(op);
+		return;
+	}
+	if (status == MT_STORE_OK) {
+		imap_view_update(s, mt_store_req_mailbox(req));
+	} else {
+		/* What the command changed is durable; the view catches up
+		 * at the next NOOP. */
+		mt_slog(MT_LOG_WARNING, &s->log, "imap user=%s refreshing %s: %s: %s",
+			s->user, s->selected.name, mt_store_status_name(status), error);
+		s->stale = true;
+	}
+	op->next(op);
+}
+
+/* Read the selected mailbox again and send what changed (RFC 9051 5.2:
+ * the client learns of every change the command met, and of the
+ * messages it added to the mailbox itself), then next(op). Not for
+ * FETCH, STORE and SEARCH, where an EXPUNGE may not be sent (7.5.1). */
+static void op_sync(struct message_op *op, void (*next)(struct message_op *op))
+{
+	struct imap_session *s = op->s;
+	op->next = next;
+	op->synced = true;
+	s->stale = false;	/* a change from now on is seen again */
+	imap_wait(s);
+	s->store_req = mt_store_folder_open(s->ps->port, s->user, s->selected.name,
+					    sync_done, op);
 }
 
 /* STORE */
@@ -506,15 +566,16 @@ static void copy_done(struct mt_store_req *req, void *context)
 			mt_imap_write_seqset(&code, dst, copied);
 			mt_buf_append_str(&code, "] ");
 		}
+		struct mt_buf reply = MT_BUF_INIT;
 		if (op->move) {
 			/* RFC 6851 4.3: COPYUID first, then the EXPUNGEs. */
 			if (copied > 0)
 				imap_line(s, "* OK %sMoved.", mt_buf_cstr(&code));
 			view_remove(s, src, copied);
-			imap_tagged(s, op->tag, "OK %s%s completed.", op->uid ? "UID " : "", verb);
+			mt_buf_appendf(&reply, "%s%s completed.", op->uid ? "UID " : "", verb);
 		} else {
-			imap_tagged(s, op->tag, "OK %s%s%s completed.", mt_buf_cstr(&code),
-				    op->uid ? "UID " : "", verb);
+			mt_buf_appendf(&reply, "%s%s%s completed.", mt_buf_cstr(&code),
+				       op->uid ? "UID " : "", verb);
 		}
 		mt_buf_free(&code);
 		free(src);
@@ -522,6 +583,17 @@ static void copy_done(struct mt_store_req *req, void *context)
 		imap_changed(s, op->dest);
 		if (op->move)
 			imap_changed(s, s->selected.name);
+		op->reply = mt_xstrdup(mt_buf_cstr(&reply));
+		mt_buf_free(&reply);
+		/* RFC 9051 7.4.1: copies into the selected mailbox are
+		 * announced (EXISTS) before the OK, as an APPEND's are; so
+		 * is what other sessions changed meanwhile. */
+		if (strcmp(op->dest, s->selected.name) == 0 || s->stale) {
+			op_sync(op, op_reply);
+			return;
+		}
+		op_reply(op);
+		return;
 	}
 	op_finish(op);
 }
@@ -574,6 +646,56 @@ static void expunge_done(struct mt_store_req *req, void *context)
 	op_finish(op);
 }
 
+/* EXPUNGE answered without the store: resume only if it waited. */
+static void expunge_end(struct message_op *op)
+{
+	if (op->synced)
+		op_finish(op);
+	else
+		op_free(op);
+}
+
+/* Expunge the messages of the view (of op->set for UID EXPUNGE) that
+ * have \Deleted; the view is up to date (op_sync) if it was stale. */
+static void expunge_start(struct message_op *op)
+{
+	struct imap_session *s = op->s;
+	unsigned int *positions = NULL, count = s->selected.count;
+	if (op->set != NULL) {
+		const struct mt_imap_arg set = {
+			.type = MT_IMAP_ARG_ATOM, .str = op->set, .len = strlen(op->set),
+		};
+		/* Checked before the update; a UID set stays valid. */
+		if (!imap_set_arg(s, op->tag, &set, true, &positions, &count)) {
+			expunge_end(op);
+			return;
+		}
+	} else {
+		positions = mt_xmalloc((count + 1) * sizeof(*positions));
+		for (unsigned int i = 0; i < count; i++)
+			positions[i] = i;
+	}
+	unsigned int deleted = 0;
+	for (unsigned int i = 0; i < count; i++)
+		if (imap_view_msg(s, positions[i])->flags & MT_STORE_FLAG_DELETED)
+			positions[deleted++] = positions[i];
+	free(op->positions);
+	free(op->uids);
+	op->positions = positions;
+	op->count = deleted;
+	op->uids = mt_xmalloc((deleted + 1) * sizeof(*op->uids));
+	for (unsigned int i = 0; i < deleted; i++)
+		op->uids[i] = imap_view_msg(s, positions[i])->uid;
+	if (deleted == 0) {
+		imap_tagged(s, op->tag, "OK %sEXPUNGE completed.", op->uid ? "UID " : "");
+		expunge_end(op);
+		return;
+	}
+	imap_wait(s);
+	s->store_req = mt_store_expunge(s->ps->port, s->selected.mbox, op->uids, deleted,
+					expunge_done, op);
+}
+
 void imap_cmd_expunge(struct imap_session *s, const struct mt_imap_command *cmd, bool uid)
 {
 	if (cmd->count != (uid ? 1u : 0u)) {
@@ -585,28 +707,22 @@ void imap_cmd_expunge(struct imap_session *s, const struct mt_imap_command *cmd,
 		imap_error(s, cmd->tag, "NO [READ-ONLY] The mailbox is read-only.");
 		return;
 	}
-	unsigned int *positions = NULL, count = s->selected.count;
+	unsigned int *positions = NULL, count = 0;
 	if (uid) {
 		if (!imap_set_arg(s, cmd->tag, &cmd->args[0], true, &positions, &count))
 			return;
-	} else {
-		positions = mt_xmalloc((count + 1) * sizeof(*positions));
-		for (unsigned int i = 0; i < count; i++)
-			positions[i] = i;
+		free(positions);
 	}
-	unsigned int deleted = 0;
-	for (unsigned int i = 0; i < count; i++)
-		if (imap_view_msg(s, positions[i])->flags & MT_STORE_FLAG_DELETED)
-			positions[deleted++] = positions[i];
-	struct message_op *op = op_new(s, cmd->tag, uid, positions, deleted);
-	if (deleted == 0) {
-		imap_tagged(s, cmd->tag, "OK %sEXPUNGE completed.", uid ? "UID " : "");
-		op_free(op);
-		return;
-	}
-	imap_wait(s);
-	s->store_req = mt_store_expunge(s->ps->port, s->selected.mbox, op->uids, deleted,
-					expunge_done, op);
+	struct message_op *op = op_new(s, cmd->tag, uid, NULL, 0);
+	if (uid)
+		op->set = mt_xstrdup(cmd->args[0].str);
+	/* RFC 9051 6.4.3: the messages that have \Deleted now, also where
+	 * another session set it; and the client learns first of what that
+	 * session expunged (5.2), so a stale view is read again. */
+	if (s->stale)
+		op_sync(op, expunge_start);
+	else
+		expunge_start(op);
 }
 
 /* UID */
@@ -717,6 +833,12 @@ void imap_cmd_append(struct imap_session *s, const struct mt_imap_command *cmd)
 	}
 	if (i != n - 1) {
 		imap_error(s, cmd->tag, "BAD APPEND: invalid arguments.");
+		return;
+	}
+	if (a[n - 1].len == 0) {
+		/* Zero octets are no message: nothing a client could read
+		 * back; Dovecot answers the same. */
+		imap_error(s, cmd->tag, "NO [CANNOT] Can't save a zero byte message.");
 		return;
 	}
 	struct mt_buf name = MT_BUF_INIT;
