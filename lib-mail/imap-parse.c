@@ -21,6 +21,7 @@ enum parser_state {
 	STATE_LINE,		/* gathering a line */
 	STATE_LITERAL,		/* gathering a literal's octets */
 	STATE_SKIP,		/* an over-limit line: read to its end, keep nothing */
+	STATE_STREAM,		/* a literal's octets go to the caller */
 	STATE_END,		/* a result was given; waiting for reset */
 };
 
@@ -58,6 +59,9 @@ void mt_imap_parser_free(struct mt_imap_parser *parser)
 	free(parser->nodes);
 	free(parser->stack);
 	free(parser->frames);
+	free(parser->streamed);
+	parser->streamed = NULL;
+	parser->streamed_cap = 0;
 	parser->nodes = parser->stack = NULL;
 	parser->frames = NULL;
 }
@@ -91,6 +95,9 @@ void mt_imap_parser_reset(struct mt_imap_parser *parser)
 	parser->literal_left = parser->command_len = 0;
 	parser->skipping_sync = false;
 	parser->tail_len = 0;
+	parser->stream_left = 0;
+	parser->stream_sync = false;
+	parser->streamed_count = 0;
 }
 
 /* ---- characters (RFC 9051 9) ---- */
@@ -150,6 +157,7 @@ static enum mt_imap_parse fail(struct mt_imap_parser *parser, enum mt_imap_parse
 
 struct literal_mark {
 	uint64_t size;		/* UINT64_MAX: more digits than fit */
+	size_t start;		/* where "{" (or "~{") is in its line */
 	bool sync;
 	bool binary;
 };
@@ -183,6 +191,7 @@ static bool literal_mark(const char *text, size_t len, struct literal_mark *mark
 	}
 	mark_r->size = size;
 	mark_r->binary = i >= 2 && text[i - 2] == '~';
+	mark_r->start = i - 1 - (mark_r->binary ? 1 : 0);
 	return true;
 }
 
@@ -239,27 +248,87 @@ static enum mt_imap_parse end_skip(struct mt_imap_parser *parser)
 
 static enum mt_imap_parse tokenize(struct mt_imap_parser *parser);
 
+#define APPEND_WORD "APPEND "
+
 /* Is the command being gathered an APPEND ("tag SP APPEND SP ...": its
- * first line is at the start of input)? */
-static bool command_is_append(const struct mt_imap_parser *parser)
+ * first line is at the start of input)? Its arguments start at *args_r. */
+static bool command_is_append(const struct mt_imap_parser *parser, size_t *args_r)
 {
-	static const char name[] = "APPEND ";
+	const size_t word = sizeof(APPEND_WORD) - 1;
 	const char *text = parser->input.data;
 	const char *space = memchr(text, ' ', parser->input.len);
 	if (space == NULL)
 		return false;
-	size_t left = parser->input.len - (size_t)(space + 1 - text);
-	return left >= sizeof(name) - 1 &&
-		strncasecmp(space + 1, name, sizeof(name) - 1) == 0;
+	size_t at = (size_t)(space + 1 - text);
+	*args_r = at + word;
+	return parser->input.len - at >= word &&
+		strncasecmp(space + 1, APPEND_WORD, word) == 0;
 }
 
-/* The largest literal the command being gathered may send. */
-static uint64_t literal_limit(const struct mt_imap_parser *parser)
+/* Is the literal just announced an APPEND's message: any literal of an
+ * APPEND but its first argument (the mailbox name, RFC 9051 6.3.12)? */
+static bool append_message(const struct mt_imap_parser *parser,
+			   const struct literal_mark *mark)
+{
+	size_t args;
+	if (!command_is_append(parser, &args))
+		return false;
+	return parser->line_start != 0 || mark->start != args;
+}
+
+/* The largest literal the command being gathered may send here. */
+static uint64_t literal_limit(const struct mt_imap_parser *parser,
+			      const struct literal_mark *mark)
 {
 	const struct mt_imap_limits *limits = &parser->limits;
-	if (limits->append_literal_max != 0 && command_is_append(parser))
+	if (limits->append_literal_max != 0 && append_message(parser, mark))
 		return limits->append_literal_max;
 	return limits->literal_max;
+}
+
+/* An APPEND's message: its octets go to the caller (the literal keeps
+ * its place in input, empty). */
+static enum mt_imap_parse start_stream(struct mt_imap_parser *parser,
+				       const struct literal_mark *mark)
+{
+	if (parser->streamed_count == parser->streamed_cap) {
+		parser->streamed_cap = parser->streamed_cap == 0 ? 2 : parser->streamed_cap * 2;
+		parser->streamed = mt_xrealloc(parser->streamed,
+					       parser->streamed_cap * sizeof(*parser->streamed));
+	}
+	parser->streamed[parser->streamed_count++] = (struct mt_imap_streamed){
+		.offset = parser->input.len, .size = mark->size, .nul = false,
+	};
+	parser->literal_left = 0;
+	parser->stream_left = mark->size;
+	parser->stream_sync = mark->sync;
+	parser->state = STATE_STREAM;
+	return MT_IMAP_PARSE_STREAM;
+}
+
+size_t mt_imap_parser_stream(struct mt_imap_parser *parser, const void *data,
+			     size_t len)
+{
+	if (parser->state != STATE_STREAM)
+		return 0;
+	size_t n = parser->stream_left < len ? (size_t)parser->stream_left : len;
+	struct mt_imap_streamed *st = &parser->streamed[parser->streamed_count - 1];
+	if (n > 0 && memchr(data, '\0', n) != NULL)
+		st->nul = true;
+	parser->stream_left -= n;
+	if (parser->stream_left == 0) {
+		/* The literal's place: no octets, our '\0'. */
+		mt_buf_append_char(&parser->input, '\0');
+		parser->line_start = parser->input.len;
+		parser->line_len = 0;
+		parser->state = STATE_LINE;
+	}
+	return n;
+}
+
+uint64_t mt_imap_parser_stream_left(const struct mt_imap_parser *parser)
+{
+	return parser->state == STATE_STREAM ? parser->stream_left : 0;
 }
 
 /* A whole line is in input from line_start, ending in '\n'. */
@@ -271,7 +340,7 @@ static enum mt_imap_parse end_line(struct mt_imap_parser *parser)
 	if (!literal_mark(line, len, &mark))
 		return tokenize(parser);
 	const struct mt_imap_limits *limits = &parser->limits;
-	bool too_big = mark.size > literal_limit(parser) ||
+	bool too_big = mark.size > literal_limit(parser, &mark) ||
 		mark.size > limits->command_max - parser->command_len;
 	if (!mark.sync && !limits->literal_plus && mark.size > MT_IMAP_LITERAL_MINUS_MAX)
 		return fail(parser, MT_IMAP_PARSE_FATAL, "TOOBIG",
@@ -281,6 +350,9 @@ static enum mt_imap_parse end_line(struct mt_imap_parser *parser)
 			    "TOOBIG", "Literal too big");
 	parser->literal_left = mark.size;
 	parser->command_len += mark.size;
+	if (limits->stream_literal_min != 0 && mark.size >= limits->stream_literal_min &&
+	    append_message(parser, &mark))
+		return start_stream(parser, &mark);
 	parser->state = STATE_LITERAL;
 	if (mark.size == 0) {
 		mt_buf_append_char(&parser->input, '\0');
@@ -304,6 +376,9 @@ enum mt_imap_parse mt_imap_parser_feed(struct mt_imap_parser *parser,
 		size_t avail = len - used;
 		if (parser->state == STATE_END) {
 			break;
+		} else if (parser->state == STATE_STREAM) {
+			*used_r = used;
+			return MT_IMAP_PARSE_STREAM;
 		} else if (parser->state == STATE_LITERAL) {
 			size_t n = parser->literal_left < avail ? (size_t)parser->literal_left : avail;
 			mt_buf_append(&parser->input, chunk, n);
@@ -525,6 +600,16 @@ static bool scan_quoted(struct scan *scan)
 
 /* "~"? "{" digits "+"? "}" '\n', the octets, our '\0'. Gathering stored it
  * so only at a line's end; anywhere else it is a syntax error. */
+/* The streamed literal whose place in input is offset, or NULL. */
+static const struct mt_imap_streamed *streamed_at(const struct mt_imap_parser *parser,
+						  size_t offset)
+{
+	for (size_t i = 0; i < parser->streamed_count; i++)
+		if (parser->streamed[i].offset == offset)
+			return &parser->streamed[i];
+	return NULL;
+}
+
 static bool scan_literal(struct scan *scan)
 {
 	const char *p = scan->p;
@@ -550,6 +635,22 @@ static bool scan_literal(struct scan *scan)
 	if (p + 1 >= scan->end || p[0] != '}' || p[1] != '\n')
 		return scan_error(scan, "", "Literal must end its line");
 	p += 2;
+	const struct mt_imap_streamed *st = streamed_at(scan->parser,
+						       (size_t)(p - scan->parser->input.data));
+	if (st != NULL) {
+		if (st->nul && !binary)
+			return scan_error(scan, "", "NUL in literal");
+		struct mt_imap_arg *arg = push(scan, MT_IMAP_ARG_LITERAL);
+		if (arg == NULL)
+			return false;
+		arg->binary = binary;
+		arg->streamed = true;
+		arg->str = p;		/* our '\0': "" */
+		arg->len = 0;
+		arg->streamed_size = st->size;
+		scan->p = p + 1;
+		return true;
+	}
 	if (size >= (uint64_t)(scan->end - p))
 		return scan_error(scan, "", "Literal cut short");
 	if (!binary && memchr(p, '\0', (size_t)size) != NULL)
@@ -686,7 +787,7 @@ bool mt_imap_arg_atom_is(const struct mt_imap_arg *arg, const char *word)
 bool mt_imap_arg_string(const struct mt_imap_arg *arg, const char **str_r, size_t *len_r)
 {
 	if (arg->type != MT_IMAP_ARG_QUOTED &&
-	    (arg->type != MT_IMAP_ARG_LITERAL || arg->binary))
+	    (arg->type != MT_IMAP_ARG_LITERAL || arg->binary || arg->streamed))
 		return false;
 	*str_r = arg->str;
 	*len_r = arg->len;
@@ -694,12 +795,13 @@ bool mt_imap_arg_string(const struct mt_imap_arg *arg, const char **str_r, size_
 }
 
 /* ASTRING-CHAR = ATOM-CHAR / resp-specials: no '%' '*' (list-wildcards),
- * no leading '\\', no section. */
+ * no leading '\\', nothing a FETCH section holds ('[' itself is an
+ * ATOM-CHAR: "a[b" is an astring). */
 bool mt_imap_arg_astring(const struct mt_imap_arg *arg, const char **str_r, size_t *len_r)
 {
 	if (arg->type != MT_IMAP_ARG_ATOM)
 		return mt_imap_arg_string(arg, str_r, len_r);
-	if (strpbrk(arg->str, "%*\\[") != NULL)
+	if (strpbrk(arg->str, "%*\\ ()\"{") != NULL)
 		return false;
 	*str_r = arg->str;
 	*len_r = arg->len;

@@ -14,6 +14,11 @@
  *	on input: switch (mt_imap_parser_feed(&parser, data, len, &used)) {
  *	case MT_IMAP_PARSE_MORE:	everything used; wait for more bytes
  *	case MT_IMAP_PARSE_LITERAL:	write "+ Ready\r\n", feed the rest
+ *	case MT_IMAP_PARSE_STREAM:	an APPEND's message (stream_literal_min):
+ *					write "+ Ready\r\n" if stream_sync, hand
+ *					its octets over with
+ *					mt_imap_parser_stream() (they are the
+ *					caller's to keep), then feed the rest
  *	case MT_IMAP_PARSE_DONE:	run parser.command, then
  *					mt_imap_parser_reset() and feed the rest
  *	case MT_IMAP_PARSE_ERROR:	"TAG BAD [code] text" (or "* BAD" when
@@ -69,9 +74,15 @@ enum mt_imap_arg_type {
 	MT_IMAP_ARG_LIST,
 };
 
+/* A literal whose octets went to the caller, not into the parser
+ * (MT_IMAP_PARSE_STREAM): its str is "" (len 0), streamed_size its size;
+ * no string reader (mt_imap_arg_string/astring) takes it. */
+
 struct mt_imap_arg {
 	enum mt_imap_arg_type type;
 	bool binary;			/* a literal8: may hold NUL */
+	bool streamed;			/* a literal the caller took (see above) */
+	uint64_t streamed_size;		/* ... its octets */
 	const char *str;		/* NUL-terminated; NULL for a list */
 	size_t len;			/* of str; for a list, its count */
 	const struct mt_imap_arg *list;	/* a list's members */
@@ -89,6 +100,8 @@ struct mt_imap_limits {
 	uint64_t literal_max;	/* one literal */
 	uint64_t append_literal_max;	/* one literal of an APPEND (its message);
 					   0: literal_max */
+	uint64_t stream_literal_min;	/* an APPEND's literal of at least this
+					   many octets is streamed; 0: never */
 	uint64_t command_max;	/* lines and literals together */
 	unsigned int depth_max;	/* list nesting */
 	unsigned int args_max;	/* atoms, strings and lists in a command */
@@ -102,6 +115,7 @@ struct mt_imap_limits {
 enum mt_imap_parse {
 	MT_IMAP_PARSE_MORE,
 	MT_IMAP_PARSE_LITERAL,
+	MT_IMAP_PARSE_STREAM,
 	MT_IMAP_PARSE_DONE,
 	MT_IMAP_PARSE_ERROR,
 	MT_IMAP_PARSE_FATAL,
@@ -130,6 +144,17 @@ struct mt_imap_parser {
 	bool skipping_sync;	/* an over-long line ended with a {n} */
 	char tail[24];		/* the last bytes of a line being skipped */
 	size_t tail_len;
+	/* A streamed literal: octets still to come, whether it was
+	 * synchronising and binary; where each streamed literal of the
+	 * command sits in input, its size and whether it held a NUL. */
+	uint64_t stream_left;
+	bool stream_sync;
+	struct mt_imap_streamed {
+		size_t offset;
+		uint64_t size;
+		bool nul;
+	} *streamed;
+	size_t streamed_count, streamed_cap;
 };
 
 void mt_imap_parser_init(struct mt_imap_parser *parser,
@@ -143,6 +168,15 @@ void mt_imap_parser_set_limits(struct mt_imap_parser *parser,
 			       const struct mt_imap_limits *limits);
 enum mt_imap_parse mt_imap_parser_feed(struct mt_imap_parser *parser,
 				       const void *data, size_t len, size_t *used_r);
+
+/* After MT_IMAP_PARSE_STREAM: the first octets of data, up to what the
+ * literal has left, are its own; returns how many (the caller keeps
+ * them, the parser only checks them: a NUL outside a literal8 fails the
+ * command once it is read). What follows is fed as usual. */
+size_t mt_imap_parser_stream(struct mt_imap_parser *parser, const void *data,
+			     size_t len);
+/* Octets the streamed literal has still to come (0: none streams). */
+uint64_t mt_imap_parser_stream_left(const struct mt_imap_parser *parser);
 
 /* RFC 9051 9 ATOM-CHAR: any CHAR but atom-specials ("(" ")" "{" SP CTL
  * "%" "*" DQUOTE "\\" "]"); the one definition, for readers and writers. */

@@ -244,6 +244,7 @@ static bool read_command(struct mmp_session *sess, struct evbuffer *in)
 		else
 			mmp_reply(sess, "* BAD %s", p->error);
 		break;
+	case MT_IMAP_PARSE_STREAM:	/* never: mt_imap_login_limits stream nothing */
 	case MT_IMAP_PARSE_FATAL:
 		mt_slog(MT_LOG_INFO, &sess->log, "unfollowable input: %s", p->error);
 		mmp_session_finish(sess, MT_OUTCOME_LIMIT, "protocol_error", "* BYE %s",

@@ -835,7 +835,7 @@ void imap_cmd_append(struct imap_session *s, const struct mt_imap_command *cmd)
 		imap_error(s, cmd->tag, "BAD APPEND: invalid arguments.");
 		return;
 	}
-	if (a[n - 1].len == 0) {
+	if (!a[n - 1].streamed && a[n - 1].len == 0) {
 		/* Zero octets are no message: nothing a client could read
 		 * back; Dovecot answers the same. */
 		imap_error(s, cmd->tag, "NO [CANNOT] Can't save a zero byte message.");
@@ -846,8 +846,19 @@ void imap_cmd_append(struct imap_session *s, const struct mt_imap_command *cmd)
 		mt_buf_free(&name);
 		return;
 	}
-	struct mt_buf body = MT_BUF_INIT;
-	mt_buf_append(&body, a[n - 1].str, a[n - 1].len);
+	/* The message went into the store as it arrived (imap-session.c);
+	 * one that did not stream (none does after login) is written now. */
+	struct mt_store_body *body = imap_append_body_take(s);
+	if (!a[n - 1].streamed) {
+		if (body != NULL)
+			mt_store_body_abort(&body);
+		body = mt_store_body_begin(s->ps->port, NULL, NULL);
+		mt_store_body_append(body, a[n - 1].str, a[n - 1].len);
+	} else if (body == NULL) {
+		mt_buf_free(&name);
+		imap_error(s, cmd->tag, "BAD APPEND: the message was not kept.");
+		return;
+	}
 	const struct mt_store_rcpt rcpt = {
 		.mailbox = s->user, .folder = mt_buf_cstr(&name), .flags = flags,
 		.keywords = keywords, .keyword_count = nkw, .arrival = arrival,
@@ -858,7 +869,6 @@ void imap_cmd_append(struct imap_session *s, const struct mt_imap_command *cmd)
 	snprintf(op->tag, sizeof(op->tag), "%s", cmd->tag);
 	op->folder = mt_xstrdup(mt_buf_cstr(&name));
 	imap_wait(s);
-	s->store_req = mt_store_deliver(s->ps->port, &rcpt, 1, &body, append_done, op);
-	mt_buf_free(&body);
+	s->store_req = mt_store_body_deliver(&body, &rcpt, 1, append_done, op);
 	mt_buf_free(&name);
 }

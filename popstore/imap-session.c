@@ -11,9 +11,12 @@
  * a literal (an APPEND's message: max_message_size), IMAP_COMMAND_MAX a
  * command, IMAP_DEPTH_MAX nesting, IMAP_ARGS_MAX arguments; over them a
  * tagged BAD [TOOBIG] where the client can still be followed, a BYE where
- * not. A command that waits on the store keeps its arguments in the
- * parser until it ends (release_command), so a SEARCH's criteria or a
- * FETCH's sections never outlive the buffers they point into;
+ * not. An APPEND's message is not held: it streams into the store as it
+ * arrives (process_stream; reading pauses while two chunk writes are in
+ * flight), as LMTP's DATA does. A command that waits on the store keeps
+ * its arguments in the parser until it ends (release_command), so a
+ * SEARCH's criteria or a FETCH's sections never outlive the buffers they
+ * point into;
  * pipelined input is read ahead at most POPSTORE_INPUT_HIGH octets, and a
  * client that does not read its replies stops being read (output over
  * POPSTORE_OUTPUT_HIGH pauses command processing). After STARTTLS nothing
@@ -157,6 +160,7 @@ void imap_authenticated(struct imap_session *s)
 	const struct mt_imap_limits limits = {
 		.line_max = IMAP_LINE_MAX, .literal_max = IMAP_LITERAL_MAX,
 		.append_literal_max = s->ps->set->max_message_size,
+		.stream_literal_min = 1,	/* every APPEND's message streams */
 		.command_max = IMAP_COMMAND_MAX + s->ps->set->max_message_size,
 		.depth_max = IMAP_DEPTH_MAX, .args_max = IMAP_ARGS_MAX,
 		.literal_plus = true,
@@ -270,10 +274,74 @@ static bool process_raw_line(struct imap_session *s, struct evbuffer *in)
 	return true;
 }
 
+/* A store chunk write of the APPEND's message is done: read on if the
+ * message waited for it. */
+static void append_written(struct mt_store_body *body, void *context)
+{
+	struct imap_session *s = context;
+	(void)body;
+	if (mt_imap_parser_stream_left(&s->parser) > 0)
+		imap_process(s);
+}
+
+struct mt_store_body *imap_append_body_take(struct imap_session *s)
+{
+	struct mt_store_body *body = s->append_body;
+	s->append_body = NULL;
+	return body;
+}
+
+static void append_abort(struct imap_session *s)
+{
+	if (s->append_body != NULL)
+		mt_store_body_abort(&s->append_body);
+	s->append_discard = false;
+}
+
+/* An APPEND's message (MT_IMAP_PARSE_STREAM) goes into the store as it
+ * arrives, never whole in memory: reading stops while two chunk writes
+ * are in flight (append_written resumes), so a session holds about two
+ * chunks whatever the message's size (as LMTP's DATA). False when
+ * nothing more can be done now. */
+static bool process_stream(struct imap_session *s, struct evbuffer *in)
+{
+	struct mt_imap_parser *p = &s->parser;
+	while (mt_imap_parser_stream_left(p) > 0) {
+		if (s->append_body != NULL && !s->append_discard &&
+		    mt_store_body_writes(s->append_body) >= 2)
+			return false;
+		size_t len = evbuffer_get_contiguous_space(in);
+		if (len == 0) {
+			if (s->input_eof)
+				imap_close(s, MT_OUTCOME_CLIENT_CLOSED, "eof");
+			return false;
+		}
+		const unsigned char *data = evbuffer_pullup(in, (ssize_t)len);
+		size_t n = mt_imap_parser_stream(p, data, len);
+		if (!s->append_discard)
+			mt_store_body_append(s->append_body, data, n);
+		evbuffer_drain(in, n);
+	}
+	return true;
+}
+
+/* A streamed literal begins: its body, and the continuation it asks for. */
+static void stream_begin(struct imap_session *s)
+{
+	if (s->append_body == NULL)
+		s->append_body = mt_store_body_begin(s->ps->port, append_written, s);
+	else
+		s->append_discard = true;
+	if (s->parser.stream_sync)
+		imap_line(s, "+ Ready for literal data");
+}
+
 /* Feed the parser what the input holds; false when nothing more can be
  * done now. */
 static bool process_command(struct imap_session *s, struct evbuffer *in)
 {
+	if (mt_imap_parser_stream_left(&s->parser) > 0)
+		return process_stream(s, in);
 	size_t len = evbuffer_get_contiguous_space(in);
 	if (len == 0) {
 		if (s->input_eof)
@@ -292,6 +360,9 @@ static bool process_command(struct imap_session *s, struct evbuffer *in)
 	case MT_IMAP_PARSE_LITERAL:
 		imap_line(s, "+ Ready for literal data");
 		return true;
+	case MT_IMAP_PARSE_STREAM:
+		stream_begin(s);
+		return true;
 	case MT_IMAP_PARSE_DONE:
 		imap_command_dispatch(s, &p->command);
 		if (s->state == IMAP_STATE_WAIT || s->state == IMAP_STATE_LOGIN) {
@@ -299,6 +370,7 @@ static bool process_command(struct imap_session *s, struct evbuffer *in)
 			 * in the parser until it ends (imap_resume_in). */
 			s->command_held = true;
 			s->command_not_auth = not_auth;
+			append_abort(s);
 			return true;
 		}
 		break;
@@ -320,6 +392,9 @@ static bool process_command(struct imap_session *s, struct evbuffer *in)
 		imap_close_after(s, MT_OUTCOME_LIMIT, "protocol-error");
 		break;
 	}
+	/* A streamed message its APPEND did not take (refused, or the
+	 * command was not one). */
+	append_abort(s);
 	if (not_auth)
 		wipe_parser(s);
 	mt_imap_parser_reset(p);
@@ -481,6 +556,7 @@ static void conn_closed(struct mt_conn *conn, const char *reason)
 	}
 	imap_fetch_free(s);
 	imap_search_free(s);
+	append_abort(s);
 	imap_selected_reset(s);
 	imap_enter_state(s, IMAP_STATE_LOGOUT);
 	if (s->user_counted)

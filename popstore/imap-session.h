@@ -96,6 +96,12 @@ struct imap_session {
 	 * its arguments point into the parser's buffers. */
 	bool command_held;
 	bool command_not_auth;		/* ... and is wiped then (a LOGIN) */
+	/* An APPEND's message as it arrives (imap-parse's STREAM): written
+	 * into the store a chunk at a time, delivered by APPEND
+	 * (imap_append_body_take) or aborted; a second streamed literal in
+	 * one command is read and dropped (the command is refused). */
+	struct mt_store_body *append_body;
+	bool append_discard;
 	struct mt_line_reader reader;	/* AUTHENTICATE's response line */
 	struct mt_buf line;
 	unsigned int errors;
@@ -169,6 +175,9 @@ void imap_wait(struct imap_session *s);
 void imap_resume(struct imap_session *s);
 void imap_resume_in(struct imap_session *s, enum imap_state state);
 bool imap_plaintext_ok(const struct imap_session *s);
+/* The APPEND's streamed message (the caller delivers or aborts it), or
+ * NULL if none streamed. */
+struct mt_store_body *imap_append_body_take(struct imap_session *s);
 /* Logged in: the limits of the authenticated state from the next command
  * on (before it, lib-mail's mt_imap_login_limits), and imap_idle_timeout
  * instead of login_timeout. */

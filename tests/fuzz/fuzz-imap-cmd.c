@@ -19,7 +19,9 @@
  *
  * Input: [mode] then the stream. mode bits 0-1: chunk strategy
  * (tests/fuzz/fuzz.h fuzz_chunk), bit 2: LITERAL+ offered, bits 3-4: the
- * limits (tight 64-octet lines and 2 levels, or roomy ones).
+ * limits (tight 64-octet lines and 2 levels, or roomy ones), bit 5: an
+ * APPEND's message bounded apart (twice literal_max), bit 6: an APPEND's
+ * message streamed (the caller takes its octets, in any chunking).
  * Trust boundary: IMAP client octets (RFC 9051 9, RFC 7888). */
 #include "fuzz.h"
 
@@ -190,6 +192,22 @@ static void run(const uint8_t *data, size_t len, unsigned int strategy,
 			trace->continuations++;
 			continue;
 		}
+		if (r == MT_IMAP_PARSE_STREAM) {
+			/* An APPEND's message: its octets are ours, in any
+			 * chunking; the parser takes exactly what is left. */
+			if (parser.stream_sync)
+				trace->continuations++;
+			FUZZ_CHECK(used == 0 || data[at - 1] == '\n', "stream not after a LF");
+			while (mt_imap_parser_stream_left(&parser) > 0 && at < len) {
+				uint64_t left = mt_imap_parser_stream_left(&parser);
+				size_t k = fuzz_chunk(strategy, &rng, len - at, 4096);
+				size_t took = mt_imap_parser_stream(&parser, data + at, k);
+				FUZZ_CHECK(took == (k < left ? k : (size_t)left), "stream took %zu of %zu",
+					   took, k);
+				at += took;
+			}
+			continue;
+		}
 		if (r == MT_IMAP_PARSE_MORE) {
 			FUZZ_CHECK(used == n, "MORE with %zu of %zu used", used, n);
 			continue;
@@ -262,6 +280,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* An APPEND's literal may be bounded apart (the store's, after login). */
 	if (mode & 0x20)
 		limits.append_literal_max = limits.literal_max * 2;
+	/* ... and streamed to the caller (the store's, after login). */
+	if (mode & 0x40)
+		limits.stream_literal_min = 1;
 
 	struct trace whole = { .shown = MT_BUF_INIT }, chunked = { .shown = MT_BUF_INIT };
 	run(data, size, 0, &limits, &whole, true);

@@ -13,6 +13,9 @@ mailtier-popstore, which streams each body into the store as it arrives.
   - A message over max_message_size gets 552 per recipient, a client that
     disconnects mid-DATA gets nothing: their written chunks are aborted
     and purged (mailtierctl store stat: partial_bodies and purge_bytes 0).
+  - The same over IMAP: a 45 MiB APPEND streams into the store (RssAnon
+    within the same bound), reads back exactly; one over max_message_size
+    is not invited, one cut off midway is purged.
   - SIGKILL of the daemon in the middle of a transfer: the restart finds
     the half-written body ("half-written bodies at open"), purges it, and
     a normal delivery works; nothing of the cut message is listed.
@@ -186,6 +189,76 @@ def test_refused_and_cut(h, env, d):
     assert st["messages"] == before["messages"], (before, st)
 
 
+def imap_login(env, user, pw):
+    sock = env.raw("s1", proto="imap")
+    lines = popstorelib.Lines(sock)
+    assert lines.line().startswith(b"* OK")
+    lines.send(f"l LOGIN {user} {pw}\r\n")
+    while True:
+        line = lines.line()
+        if line.startswith(b"l "):
+            assert line.startswith(b"l OK"), line
+            return sock, lines
+
+
+def test_imap_append(h, env, d):
+    """A 45 MiB APPEND streams into the store as it arrives, like LMTP's
+    DATA (issue 37 item 2): the session's heap stays within
+    ANON_BOUND_MIB, the message reads back exactly; one over
+    max_message_size is refused before a byte of it is sent, and one cut
+    off midway leaves nothing (its chunks purged)."""
+    msg = big_message(SIZE, "append")
+    sock, lines = imap_login(env, ALICE, "pw-a")
+    lines.send(b"s SELECT INBOX\r\n")
+    while not lines.line().startswith(b"s OK"):
+        pass
+    count = len(retr_all(env, ALICE, "pw-a"))
+    base = rss_kb(d.pid)
+    anon = proc_status_kb(d.pid, "RssAnon")
+    sampler = Sampler(d.pid)
+    sampler.start()
+    t0 = time.monotonic()
+    lines.send(b"a APPEND INBOX (\\Seen) {%d}\r\n" % len(msg))
+    assert lines.line().startswith(b"+"), "no continuation"
+    for off in range(0, len(msg), 1 << 20):
+        sock.sendall(msg[off:off + (1 << 20)])
+    sock.sendall(b"\r\n")
+    reply = [lines.line()]
+    while not reply[-1].startswith(b"a "):
+        reply.append(lines.line())
+    secs = time.monotonic() - t0
+    sampler.stop.set()
+    sampler.join()
+    assert reply[-1].startswith(b"a OK [APPENDUID "), reply
+    assert b"* %d EXISTS" % (count + 1) in reply, reply
+    h.note(f"45 MiB over IMAP APPEND in {secs:.1f} s: VmRSS before {base} KB, peak "
+           f"{sampler.peak} KB, RssAnon {anon} KB, peak {sampler.anon_peak} KB")
+    print(f"append: rss_before_kb={base} rss_peak_kb={sampler.peak} "
+          f"anon_before_kb={anon} anon_peak_kb={sampler.anon_peak} seconds={secs:.1f}")
+    if not instrumented(d.pid):
+        grown = sampler.peak - base
+        assert grown < RSS_BOUND_MIB << 10, f"RSS grew {grown} KB for a 45 MiB APPEND"
+        grown = sampler.anon_peak - anon
+        assert grown < ANON_BOUND_MIB << 10, f"RssAnon grew {grown} KB for a 45 MiB APPEND"
+    got = retr_all(env, ALICE, "pw-a")
+    assert got[-1] == msg, "the appended message did not read back exactly"
+
+    before = stat(h, env)
+    # Over max_message_size: not invited.
+    lines.send(b"b APPEND INBOX {%d}\r\n" % (52 << 20))
+    line = lines.line()
+    assert line.startswith(b"b BAD [TOOBIG]") or line.startswith(b"b NO [TOOBIG]"), line
+    # A LITERAL+ message cut off midway: nothing stored, its chunks purged.
+    lines.send(b"c APPEND INBOX {%d+}\r\n" % (20 << 20))
+    part = big_message(20 << 20, "cut")
+    sock.sendall(part[:12 << 20])
+    sock.close()
+    d.wait_log(r"imap disconnect .*user=alice@")
+    st = wait_stat(h, env, lambda s: s["partial_bodies"] == "0" and s["purge_bytes"] == "0",
+                   "the aborted APPEND was not purged")
+    assert st["messages"] == before["messages"], (before, st)
+
+
 def test_kill_mid_transfer(h, env, d):
     before = stat(h, env)
     c = Client(env)
@@ -211,12 +284,14 @@ def test_kill_mid_transfer(h, env, d):
 
 def test(h):
     env = popstorelib.Env(h, shards=("s1",), popstore_extra=(
-        f"max_message_size = 50M\ndb_cache_size = {CACHE_MIB}M\n"))
+        f"max_message_size = 50M\ndb_cache_size = {CACHE_MIB}M\n"
+        "allow_plaintext_auth = yes\n"))
     env.add_user(ALICE, "pw-a")
     env.add_user(BOB, "pw-b")
     d = env.start("s1")
     test_large(h, env, d)
     test_refused_and_cut(h, env, d)
+    test_imap_append(h, env, d)
     d = test_kill_mid_transfer(h, env, d)
     d.stop()
 

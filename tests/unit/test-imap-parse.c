@@ -355,19 +355,116 @@ static void test_literal_limits(void **state)
 	assert_string_equal(out.shown, "a|TOOBIG|Too many arguments");
 }
 
+/* An APPEND's message streams to the caller (stream_literal_min): the
+ * parser keeps none of its octets, checks them for NUL, and the command
+ * reads with the literal in its place (streamed, len its size); the
+ * mailbox name, even as a literal, is gathered as usual. */
+static void test_stream(void **state)
+{
+	(void)state;
+	struct mt_imap_limits lim = limits;
+	lim.literal_max = 100;
+	lim.append_literal_max = 100000;
+	lim.stream_literal_min = 1;
+	static const struct {
+		const char *head, *message, *tail;
+		size_t mlen;
+		bool sync;
+		enum mt_imap_parse result;
+		const char *shown;
+	} stream_cases[] = {
+		{ "a APPEND INBOX (\\Seen) {12}\r\n", "Hello\r\nWorld", "\r\n", 12, true, DONE,
+		  "a APPEND INBOX (\\Seen) {0:}" },
+		{ "a APPEND INBOX ~{3+}\r\n", "A\0B", "\r\n", 3, false, DONE,
+		  "a APPEND INBOX ~{0:}" },
+		{ "a APPEND INBOX {3}\r\n", "A\0B", "\r\n", 3, true, ERROR,
+		  "a||NUL in literal" },
+		{ "a APPEND INBOX {3}\r\n", "abc", " extra\r\n", 3, true, DONE,
+		  "a APPEND INBOX {0:} extra" },
+	};
+	for (size_t i = 0; i < sizeof(stream_cases) / sizeof(stream_cases[0]); i++) {
+		for (size_t step = 0; step <= 1; step++) {
+			struct mt_imap_parser parser;
+			mt_imap_parser_init(&parser, &lim);
+			size_t used, len = strlen(stream_cases[i].head);
+			assert_int_equal(mt_imap_parser_feed(&parser, stream_cases[i].head, len, &used),
+					 MT_IMAP_PARSE_STREAM);
+			assert_int_equal(used, len);
+			assert_true(parser.stream_sync == stream_cases[i].sync);
+			const char *m = stream_cases[i].message;
+			size_t mlen = stream_cases[i].mlen;
+			assert_int_equal(mt_imap_parser_stream_left(&parser), mlen);
+			/* the stream takes its octets and no more */
+			if (step == 0) {
+				char piece[32];
+				memcpy(piece, m, mlen);
+				memcpy(piece + mlen, "next", 4);
+				assert_int_equal(mt_imap_parser_stream(&parser, piece, mlen + 4),
+						 mlen);
+			} else {
+				for (size_t k = 0; k < mlen; k++)
+					assert_int_equal(mt_imap_parser_stream(&parser, m + k, 1), 1);
+			}
+			assert_int_equal(mt_imap_parser_stream_left(&parser), 0);
+			assert_int_equal(mt_imap_parser_stream(&parser, "x", 1), 0);
+			const char *tail = stream_cases[i].tail;
+			enum mt_imap_parse r = mt_imap_parser_feed(&parser, tail, strlen(tail), &used);
+			assert_int_equal(r, stream_cases[i].result);
+			struct mt_buf shown = MT_BUF_INIT;
+			if (r == DONE) {
+				mt_buf_appendf(&shown, "%s %s ", parser.command.tag, parser.command.name);
+				show_args(&shown, parser.command.args, parser.command.count);
+				const struct mt_imap_arg *last = NULL;
+				for (size_t k = 0; k < parser.command.count; k++)
+					if (parser.command.args[k].type == MT_IMAP_ARG_LITERAL)
+						last = &parser.command.args[k];
+				assert_non_null(last);
+				assert_true(last->streamed);
+				assert_int_equal(last->len, 0);
+				assert_int_equal(last->streamed_size, mlen);
+				const char *str;
+				size_t slen;
+				assert_false(mt_imap_arg_string(last, &str, &slen));
+			} else {
+				mt_buf_appendf(&shown, "%s|%s|%s", parser.tag, parser.error_code,
+					       parser.error);
+			}
+			assert_string_equal(mt_buf_cstr(&shown), stream_cases[i].shown);
+			mt_buf_free(&shown);
+			/* the next command reads as usual */
+			mt_imap_parser_reset(&parser);
+			assert_int_equal(mt_imap_parser_feed(&parser, "b NOOP\r\n", 8, &used), DONE);
+			mt_imap_parser_free(&parser);
+		}
+	}
+
+	/* The mailbox name as a literal is no message: gathered, and bound
+	 * by literal_max. */
+	struct outcome out;
+	run_text("a APPEND {5}\r\nDraft {4}\r\n", &lim, &out);
+	assert_int_equal(out.result, MT_IMAP_PARSE_STREAM);
+	assert_int_equal(out.continuations, 1);
+	run_text("a APPEND {101}\r\n", &lim, &out);
+	assert_string_equal(out.shown, "a|TOOBIG|Literal too big");
+	/* other commands never stream */
+	run_text("a SEARCH TEXT {10}\r\n", &lim, &out);
+	assert_int_equal(out.continuations, 1);
+	assert_int_equal(out.result, MT_IMAP_PARSE_LITERAL);
+}
+
 static void test_arg_helpers(void **state)
 {
 	(void)state;
 	struct mt_imap_parser parser;
 	mt_imap_parser_init(&parser, &limits);
-	static const char in[] = "a X nil abc \"q\" %x \\Seen BODY[1]\r\n";
+	static const char in[] = "a X nil abc \"q\" %x \\Seen BODY[1] BODY[1 2] a[b\r\n";
 	size_t used;
 	assert_int_equal(mt_imap_parser_feed(&parser, in, sizeof(in) - 1, &used),
 			 MT_IMAP_PARSE_DONE);
 	const struct mt_imap_arg *a = parser.command.args;
 	const char *s;
 	size_t n;
-	assert_int_equal(parser.command.count, 6);
+	assert_int_equal(parser.command.count, 8);
 	assert_true(mt_imap_arg_is_nil(&a[0]));
 	assert_false(mt_imap_arg_is_nil(&a[1]));
 	assert_true(mt_imap_arg_astring(&a[1], &s, &n));
@@ -378,7 +475,12 @@ static void test_arg_helpers(void **state)
 	assert_false(mt_imap_arg_astring(&a[3], &s, &n));
 	assert_false(mt_imap_arg_astring(&a[4], &s, &n));
 	assert_true(mt_imap_arg_atom_is(&a[4], "\\seen"));
-	assert_false(mt_imap_arg_astring(&a[5], &s, &n));
+	/* '[' and ']' are astring characters (RFC 9051 9); a section's space
+	 * is not */
+	assert_true(mt_imap_arg_astring(&a[5], &s, &n));
+	assert_false(mt_imap_arg_astring(&a[6], &s, &n));
+	assert_true(mt_imap_arg_astring(&a[7], &s, &n));
+	assert_string_equal(s, "a[b");
 	mt_imap_parser_free(&parser);
 }
 
@@ -426,6 +528,7 @@ int main(void)
 		cmocka_unit_test(test_command_boundary),
 		cmocka_unit_test(test_long_line),
 		cmocka_unit_test(test_literal_limits),
+		cmocka_unit_test(test_stream),
 		cmocka_unit_test(test_arg_helpers),
 		cmocka_unit_test(test_seqset),
 	};
