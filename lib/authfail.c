@@ -4,10 +4,11 @@
  *
  * A chained hash table (FNV-1a over the address text) that doubles its
  * buckets when it holds as many entries as buckets, behind one mutex.
- * An entry lives while it has open sessions or unexpired failures; one
- * with only failures is dropped by a sweep (the daemon's periodic one, or
- * the one mt_authfail_failed runs at most once a window, so a daemon
- * without a sweep timer still forgets guessers that went away).
+ * An entry lives while it has open sessions, attempts under way or
+ * unexpired failures; one with only failures is dropped by a sweep (the
+ * daemon's periodic one, or the one mt_authfail_failed runs at most once
+ * a window, so a daemon without a sweep timer still forgets guessers that
+ * went away).
  *
  * Trust boundary: the key is the peer address text (bounded to
  * MT_AUTHFAIL_KEY_MAX - 1 characters here, so a longer one is cut the
@@ -28,6 +29,7 @@
 struct authfail_entry {
 	struct authfail_entry *next;
 	uint32_t sessions;
+	uint32_t attempts;		/* password checks under way */
 	uint32_t failures;		/* within the window */
 	uint64_t last_failure_ms;
 	char ip[MT_AUTHFAIL_KEY_MAX];
@@ -136,7 +138,7 @@ static void expire(struct authfail_entry *e, const struct mt_authfail_limits *li
 static void drop_if_empty(struct mt_authfail *af, struct authfail_entry **pp)
 {
 	struct authfail_entry *e = *pp;
-	if (e->sessions != 0 || e->failures != 0)
+	if (e->sessions != 0 || e->attempts != 0 || e->failures != 0)
 		return;
 	*pp = e->next;
 	free(e);
@@ -200,6 +202,48 @@ void mt_authfail_session_close(struct mt_authfail *af, const char *ip)
 	if (*pp != NULL && (*pp)->sessions > 0) {
 		(*pp)->sessions--;
 		/* An entry with failures stays until a sweep expires them. */
+		drop_if_empty(af, pp);
+	}
+	pthread_mutex_unlock(&af->lock);
+}
+
+enum mt_authfail_attempt mt_authfail_attempt_start(struct mt_authfail *af,
+						   const char *ip,
+						   const struct mt_authfail_limits *limits,
+						   uint64_t now_ms)
+{
+	enum mt_authfail_attempt attempt = MT_AUTHFAIL_ATTEMPT_OK;
+	char key[MT_AUTHFAIL_KEY_MAX];
+
+	if (limits->block_after == 0)
+		return MT_AUTHFAIL_ATTEMPT_OK;
+	key_copy(key, ip);
+	pthread_mutex_lock(&af->lock);
+	struct authfail_entry *e = get(af, key);
+	expire(e, limits, now_ms);
+	if (e->failures >= limits->block_after) {
+		attempt = MT_AUTHFAIL_ATTEMPT_BLOCKED;
+		af->stats.refused_blocked++;
+	} else if ((uint64_t)e->failures + e->attempts >= limits->block_after) {
+		/* Each check under way may fail and block the address. */
+		attempt = MT_AUTHFAIL_ATTEMPT_WAIT;
+	} else {
+		e->attempts++;
+	}
+	/* Refused or waiting, the entry holds failures or attempts: it stays. */
+	pthread_mutex_unlock(&af->lock);
+	return attempt;
+}
+
+void mt_authfail_attempt_done(struct mt_authfail *af, const char *ip)
+{
+	char key[MT_AUTHFAIL_KEY_MAX];
+
+	key_copy(key, ip);
+	pthread_mutex_lock(&af->lock);
+	struct authfail_entry **pp = find(af, key);
+	if (*pp != NULL && (*pp)->attempts > 0) {
+		(*pp)->attempts--;
 		drop_if_empty(af, pp);
 	}
 	pthread_mutex_unlock(&af->lock);

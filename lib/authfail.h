@@ -13,6 +13,10 @@
  * the same moment, and the time does not tell whether the user exists.
  * With block_after set, an address that reaches that many failures is
  * refused new sessions until window has passed since its last failure.
+ * A caller that also counts the checks under way (mt_authfail_attempt_*)
+ * lets no more than block_after - failures of them run at once, so logins
+ * sent together on many connections cannot test more than block_after
+ * passwords before the block: the rest wait for those to end.
  * A successful login does not clear the count (an attacker holding one
  * valid account could otherwise reset it between guesses). A daemon may
  * keep more than one table, one per kind of failure with its own limits
@@ -64,6 +68,13 @@ enum mt_authfail_admit {
 	MT_AUTHFAIL_ADMIT_BLOCKED,	/* block_after failures within the window */
 };
 
+enum mt_authfail_attempt {
+	MT_AUTHFAIL_ATTEMPT_OK,		/* counted; mt_authfail_attempt_done later */
+	MT_AUTHFAIL_ATTEMPT_WAIT,	/* failures + attempts under way reach
+					 * block_after: try again when one ends */
+	MT_AUTHFAIL_ATTEMPT_BLOCKED,	/* block_after failures within the window */
+};
+
 struct mt_authfail *mt_authfail_new(void);
 void mt_authfail_free(struct mt_authfail **af_p);
 
@@ -85,6 +96,15 @@ uint64_t mt_authfail_failed(struct mt_authfail *af, const char *ip,
  * request before it can fail (the MTA's RCPT after rcpt_fail_limit). */
 bool mt_authfail_blocked(struct mt_authfail *af, const char *ip,
 			 const struct mt_authfail_limits *limits, uint64_t now_ms);
+/* A password check for ip is about to start (before the directory is
+ * asked): may it, and is it counted? Always OK when block_after is 0. */
+enum mt_authfail_attempt mt_authfail_attempt_start(struct mt_authfail *af,
+						   const char *ip,
+						   const struct mt_authfail_limits *limits,
+						   uint64_t now_ms);
+/* An attempt counted by mt_authfail_attempt_start has ended; a failure is
+ * recorded (mt_authfail_failed) before this, so that none slips between. */
+void mt_authfail_attempt_done(struct mt_authfail *af, const char *ip);
 /* Forget failures older than the window; drop entries holding nothing. */
 void mt_authfail_sweep(struct mt_authfail *af,
 		       const struct mt_authfail_limits *limits, uint64_t now_ms);

@@ -2,6 +2,10 @@
  * proxies, so that the login steps (mmp-login.c), the session's timers and
  * limits (mmp-session.c) and the accept-time refusals (main.c) say one
  * thing in POP3 and IMAP alike; and the listeners' names and protocols.
+ * Every session the MMP ends while it speaks to the client ends with one
+ * of these lines, which says why: an IMAP client gets a BYE (after the
+ * login's tagged answer, when a login ends it), a POP3 client an -ERR
+ * (one line: when a login ends the session, its answer says both).
  *
  * Trust boundary: none; fixed texts that quote nothing of any client.
  * RFCs: RFC 2449 section 8 and RFC 3206 (POP3 response codes [AUTH],
@@ -42,7 +46,10 @@ static const char *const answers[MMP_PROTO_COUNT][MMP_ANSWER_COUNT] = {
 		[MMP_ANSWER_BYE_INACTIVITY] = "-ERR Disconnected for inactivity.",
 		[MMP_ANSWER_BYE_ERRORS] = "-ERR Too many errors, closing the connection.",
 		[MMP_ANSWER_BYE_SHUTDOWN] = "-ERR [SYS/TEMP] Server shutting down.",
-		[MMP_ANSWER_BYE_BLOCKED] = "-ERR [AUTH] Authentication failed.",
+		[MMP_ANSWER_BYE_BLOCKED] = "-ERR [AUTH] Authentication failed; too many "
+			"failed logins from your address, closing the connection.",
+		[MMP_ANSWER_BYE_LOGIN_TIME] = "-ERR [AUTH] Authentication failed; the "
+			"login time is over, closing the connection.",
 		[MMP_ANSWER_BYE_CONN_LIMIT] =
 			"-ERR [SYS/TEMP] Too many connections, try again later.",
 		[MMP_ANSWER_BYE_CLIENT_LIMIT] = "-ERR [SYS/TEMP] Too many connections "
@@ -63,6 +70,7 @@ static const char *const answers[MMP_PROTO_COUNT][MMP_ANSWER_COUNT] = {
 		[MMP_ANSWER_BYE_ERRORS] = "* BYE Too many errors, closing the connection.",
 		[MMP_ANSWER_BYE_SHUTDOWN] = "* BYE [UNAVAILABLE] Server shutting down.",
 		[MMP_ANSWER_BYE_BLOCKED] = "* BYE Too many failed logins.",
+		[MMP_ANSWER_BYE_LOGIN_TIME] = "* BYE The login time is over.",
 		[MMP_ANSWER_BYE_CONN_LIMIT] =
 			"* BYE [UNAVAILABLE] Too many connections, try again later.",
 		[MMP_ANSWER_BYE_CLIENT_LIMIT] = "* BYE [UNAVAILABLE] Too many "

@@ -7,8 +7,13 @@
  *
  * Delay for the n-th failure within auth_fail_window of the previous one:
  * auth_fail_delay * 2^(n-1), at most MMP_AUTH_FAIL_DELAY_MAX. When n
- * reaches auth_fail_limit the address is blocked: new connections from it
- * are refused until auth_fail_window has passed since its last failure.
+ * reaches auth_fail_limit the address is blocked until auth_fail_window
+ * has passed since its last failure: new connections from it are refused,
+ * and so is every login on a connection it opened before, before the
+ * directory is asked (mmp-login.c). The checks under way count too: at
+ * most auth_fail_limit - n of them run at once for the address, the
+ * other logins wait, so logins sent together on many connections test
+ * no more than auth_fail_limit passwords a window.
  * A successful login does not clear the count.
  *
  * Trust boundary: the key is the TCP peer address (IPv4, or IPv6 /128; a
@@ -89,6 +94,32 @@ uint64_t mmp_clients_auth_failed(struct mmp_clients *c,
 	if (!mt_authfail_key(peer, key, sizeof(key)))
 		return mt_authfail_delay(c->limits.delay, 1);
 	return mt_authfail_failed(c->table, key, &c->limits, now_ms, blocked_r);
+}
+
+enum mmp_attempt mmp_clients_attempt_start(struct mmp_clients *c,
+					   const struct sockaddr *peer, uint64_t now_ms)
+{
+	char key[MT_AUTHFAIL_KEY_MAX];
+
+	if (!mt_authfail_key(peer, key, sizeof(key)))
+		return MMP_ATTEMPT_OK;	/* AF_UNIX: not tracked */
+	switch (mt_authfail_attempt_start(c->table, key, &c->limits, now_ms)) {
+	case MT_AUTHFAIL_ATTEMPT_WAIT:
+		return MMP_ATTEMPT_WAIT;
+	case MT_AUTHFAIL_ATTEMPT_BLOCKED:
+		return MMP_ATTEMPT_BLOCKED;
+	case MT_AUTHFAIL_ATTEMPT_OK:
+	default:
+		return MMP_ATTEMPT_OK;
+	}
+}
+
+void mmp_clients_attempt_done(struct mmp_clients *c, const struct sockaddr *peer)
+{
+	char key[MT_AUTHFAIL_KEY_MAX];
+
+	if (mt_authfail_key(peer, key, sizeof(key)))
+		mt_authfail_attempt_done(c->table, key);
 }
 
 void mmp_clients_sweep(struct mmp_clients *c, uint64_t now_ms)

@@ -7,13 +7,29 @@
  *
  * Answers (POP3: RFC 3206 response codes, RFC 2449 section 8; IMAP: RFC
  * 9051 7.1 and RFC 5530 codes in a tagged NO; mmp-answers.c has both):
+ *   address blocked          -ERR [SYS/TEMP] / * BYE [UNAVAILABLE] Too many
+ *                            failed logins from your address, at once, and
+ *                            the connection closes: the address has reached
+ *                            auth_fail_limit (mmp-clients.c), so the login
+ *                            is refused right or wrong, before the
+ *                            directory is asked (the connection may have
+ *                            been opened before the block). An address has
+ *                            at most auth_fail_limit - failures passwords
+ *                            checked at once; a login beyond that waits
+ *                            (LOGIN_WAIT) until one ends, so logins sent
+ *                            together on many connections test no more
+ *                            than auth_fail_limit passwords a window
  *   wrong user or password   -ERR [AUTH] / NO [AUTHENTICATIONFAILED], after
  *                            a delay that grows with the
  *                            address's recent failures (mmp-clients.c),
  *                            counted from the PASS so that the directory's
  *                            time does not tell whether the user exists;
  *                            the connection closes when the address has
- *                            reached auth_fail_limit
+ *                            reached auth_fail_limit, and the last line
+ *                            says so (POP3: in the -ERR; IMAP: a BYE after
+ *                            the NO). A session that must end during the
+ *                            delay (login_timeout, shutdown) gets the
+ *                            answer at once and a last line saying why
  *   account disabled         -ERR [SYS/PERM] / NO [CONTACTADMIN] (the
  *                            password was right)
  *   account on hold          -ERR [SYS/TEMP] / NO [UNAVAILABLE]
@@ -27,7 +43,8 @@
  *
  * Trust boundary: the user name and password are the client's; they reach
  * the directory only through libdirsvc (which checks and escapes them) and
- * the password is never logged or kept. The directory's answer (canonical
+ * the password is never logged, and kept only while its login waits for
+ * its turn (then wiped). The directory's answer (canonical
  * address, mailHost) is trusted. */
 #include "mmp.h"
 #include "clock.h"
@@ -39,6 +56,9 @@
 
 #include <event2/bufferevent.h>
 #include <event2/event.h>
+
+/* LOGIN_WAIT: how often a login waiting for its turn looks again. */
+#define LOGIN_WAIT_MSECS 10
 
 static void backend_done(struct mmp_session *sess,
 			 enum mmp_backend_status status, const char *line,
@@ -57,35 +77,56 @@ static void tempfail(struct mmp_session *sess, const char *result,
 	mmp_session_resume(sess);
 }
 
+/* A failed login: counted against the address, answered after its delay. */
+static void auth_failed(struct mmp_session *sess, const char *reason)
+{
+	struct mmp_server *server = sess->worker->server;
+	bool blocked = false;
+
+	atomic_fetch_add(&server->stats.auth_failed, 1);
+	uint64_t delay = mmp_clients_auth_failed(server->clients,
+						 (struct sockaddr *)&sess->peer,
+						 mt_clock_coarse_ms(), &blocked);
+	sess->result = blocked ? "auth_failed_blocked" : "auth_failed";
+	mt_slog(MT_LOG_INFO, &sess->log,
+		"login user=%s result=%s reason=%s delay_ms=%llu",
+		mmp_log_name(sess->user), sess->result, reason,
+		(unsigned long long)delay);
+	/* The delay runs from the PASS, not from the directory's answer: a
+	 * real user's password hash takes the directory longer than an
+	 * unknown user's lookup, and that time must not show (the same
+	 * answer at the same time either way). */
+	mmp_enter_state(sess, MMP_STATE_AUTH_DELAY);
+	mmp_session_login_timer_at(sess, sess->login_started_ms + delay);
+}
+
+/* The check counted for the address (mmp_clients_attempt_start) is over. */
+static void attempt_end(struct mmp_session *sess)
+{
+	if (!sess->attempt)
+		return;
+	sess->attempt = false;
+	mmp_clients_attempt_done(sess->worker->server->clients,
+				 (struct sockaddr *)&sess->peer);
+}
+
 static void auth_done(const struct mt_dirsvc_auth *r, void *context)
 {
 	struct mmp_session *sess = context;
 	struct mmp_server *server = sess->worker->server;
-	bool blocked = false;
-	uint64_t delay;
 
 	sess->dirreq = NULL;
+	if (r->status == MT_DIRSVC_AUTH_BAD_CREDENTIALS) {
+		/* Counted before the check ends: a login waiting for its
+		 * turn then sees the failure, never a free slot first. */
+		auth_failed(sess, r->reason != NULL ? r->reason : "-");
+		attempt_end(sess);
+		return;
+	}
+	attempt_end(sess);
 	switch (r->status) {
 	case MT_DIRSVC_AUTH_OK:
 		break;
-	case MT_DIRSVC_AUTH_BAD_CREDENTIALS:
-		atomic_fetch_add(&server->stats.auth_failed, 1);
-		delay = mmp_clients_auth_failed(server->clients,
-						(struct sockaddr *)&sess->peer,
-						mt_clock_coarse_ms(), &blocked);
-		sess->result = blocked ? "auth_failed_blocked" : "auth_failed";
-		mt_slog(MT_LOG_INFO, &sess->log,
-			"login user=%s result=%s reason=%s delay_ms=%llu",
-			mmp_log_name(sess->user), sess->result,
-			r->reason != NULL ? r->reason : "-",
-			(unsigned long long)delay);
-		/* The delay runs from the PASS, not from the directory's
-		 * answer: a real user's password hash takes the directory
-		 * longer than an unknown user's lookup, and that time must
-		 * not show (the same answer at the same time either way). */
-		mmp_enter_state(sess, MMP_STATE_AUTH_DELAY);
-		mmp_session_penalty_at(sess, sess->login_started_ms + delay);
-		return;
 	case MT_DIRSVC_AUTH_DISABLED:
 		sess->result = r->account == MT_DIRSVC_HOLD ? "account_hold" :
 			"account_disabled";
@@ -124,30 +165,124 @@ static void auth_done(const struct mt_dirsvc_auth *r, void *context)
 					  backend_done);
 }
 
+/* A kept password (LOGIN_WAIT) is wiped and freed. */
+static void password_forget(struct mmp_session *sess)
+{
+	if (sess->password == NULL)
+		return;
+	explicit_bzero(sess->password, strlen(sess->password));
+	MT_FREE(&sess->password);
+}
+
+/* The address may have auth_fail_limit - failures passwords checked at
+ * once (mmp-clients.c): ask the directory if this login has a turn, wait
+ * for one if not, refuse it if the address is blocked. */
+static void login_try(struct mmp_session *sess, const char *password)
+{
+	struct mmp_server *server = sess->worker->server;
+	uint64_t now = mt_clock_coarse_ms();
+
+	switch (mmp_clients_attempt_start(server->clients,
+					  (struct sockaddr *)&sess->peer, now)) {
+	case MMP_ATTEMPT_BLOCKED:
+		/* Checked at accept and here again: a connection opened before
+		 * the block must not go on guessing. Right or wrong, the
+		 * directory is not asked; the refusal says why and the
+		 * connection closes. */
+		password_forget(sess);
+		sess->result = "refused_blocked";
+		mt_slog(MT_LOG_INFO, &sess->log, "login user=%s result=%s",
+			mmp_log_name(sess->user), sess->result);
+		mmp_session_finish_answer(sess, MT_OUTCOME_LIMIT, "auth_blocked",
+					  MMP_ANSWER_BYE_CLIENT_BLOCKED);
+		return;
+	case MMP_ATTEMPT_WAIT:
+		/* The checks under way end within the directory's timeout;
+		 * one may block the address. Polled: the turn may come from
+		 * another worker's session. */
+		if (sess->password == NULL)
+			sess->password = mt_xstrdup(password);
+		mmp_enter_state(sess, MMP_STATE_LOGIN_WAIT);
+		mmp_session_login_timer_at(sess, now + LOGIN_WAIT_MSECS);
+		return;
+	case MMP_ATTEMPT_OK:
+	default:
+		break;
+	}
+	sess->attempt = true;
+	mmp_enter_state(sess, MMP_STATE_DIRECTORY);
+	sess->dirreq = mt_dirsvc_authenticate(sess->worker->dirsvc, &sess->log,
+					      sess->user, password, auth_done, sess);
+	/* dirsvc has its own copy. */
+	password_forget(sess);
+}
+
 void mmp_login_start(struct mmp_session *sess, const char *user,
 		     const char *password)
 {
-	mmp_enter_state(sess, MMP_STATE_DIRECTORY);
+	/* The failure's delay runs from here, also through LOGIN_WAIT. */
 	sess->login_started_ms = mt_clock_coarse_ms();
 	sess->result = NULL;
 	sess->shard = NULL;
-	sess->dirreq = mt_dirsvc_authenticate(sess->worker->dirsvc, &sess->log,
-					      user, password, auth_done, sess);
+	if (sess->user != user) {
+		free(sess->user);
+		sess->user = mt_xstrdup(user);
+	}
+	login_try(sess, password);
 }
 
-void mmp_login_delay_done(struct mmp_session *sess)
+/* Did this failure bring the address to auth_fail_limit? */
+static bool failure_blocked(const struct mmp_session *sess)
 {
-	if (strcmp(sess->result, "auth_failed_blocked") == 0) {
-		/* POP3 says it in its last line; IMAP answers the tag, then BYE. */
-		if (sess->protocol == MMP_PROTO_IMAP)
-			mmp_answer(sess, MMP_ANSWER_AUTH_FAILED);
-		mmp_session_finish_answer(sess, MT_OUTCOME_LIMIT, "auth_blocked",
-					  MMP_ANSWER_BYE_BLOCKED);
+	return strcmp(sess->result, "auth_failed_blocked") == 0;
+}
+
+/* The failed login's answer, and the session's end with why: IMAP answers
+ * the tag, then says why in its BYE; POP3 has one line for the PASS/AUTH,
+ * and bye's says both. An address that reached auth_fail_limit hears
+ * that, whatever else ends the session. */
+static void delay_end(struct mmp_session *sess, enum mt_conn_outcome outcome,
+		      const char *end, enum mmp_answer bye)
+{
+	if (failure_blocked(sess)) {
+		outcome = MT_OUTCOME_LIMIT;
+		end = "auth_blocked";
+		bye = MMP_ANSWER_BYE_BLOCKED;
+	}
+	if (sess->protocol == MMP_PROTO_IMAP)
+		mmp_answer(sess, MMP_ANSWER_AUTH_FAILED);
+	mmp_session_finish_answer(sess, outcome, end, bye);
+}
+
+/* The delay is over: the answer, and on to the next command, or the end. */
+static void delay_done(struct mmp_session *sess)
+{
+	if (failure_blocked(sess)) {
+		delay_end(sess, MT_OUTCOME_LIMIT, "auth_blocked", MMP_ANSWER_BYE_BLOCKED);
 		return;
 	}
 	mmp_answer(sess, MMP_ANSWER_AUTH_FAILED);
 	if (mmp_session_error(sess))
 		mmp_session_resume(sess);
+}
+
+void mmp_login_delay_cut(struct mmp_session *sess, enum mt_conn_outcome outcome,
+			 const char *end, enum mmp_answer bye)
+{
+	/* The delay only slows the next guess, and this session makes none:
+	 * answering now tells the client nothing a right password's OK,
+	 * given at once, would not have told it already. */
+	mt_timer_free(&sess->login_timer);
+	delay_end(sess, outcome, end, bye);
+}
+
+void mmp_login_timer_fired(struct mmp_session *sess)
+{
+	if (sess->state == MMP_STATE_LOGIN_WAIT)
+		login_try(sess, sess->password);
+	else if (sess->state == MMP_STATE_AUTH_DELAY)
+		delay_done(sess);
+	/* else the session ended meanwhile (drain, login_timeout) */
 }
 
 /* The store's answer to the login, as the client's (IMAP: its tag). */
@@ -201,5 +336,7 @@ static void backend_done(struct mmp_session *sess,
 void mmp_login_abort(struct mmp_session *sess)
 {
 	mt_dirsvc_request_cancel(&sess->dirreq);
+	attempt_end(sess);
+	password_forget(sess);
 	mmp_backend_free(&sess->backend);
 }

@@ -47,6 +47,7 @@ const char *const mmp_state_names[MMP_STATE_COUNT] = {
 	[MMP_STATE_AUTHORIZATION] = "authorization",
 	[MMP_STATE_SASL] = "sasl",
 	[MMP_STATE_STLS] = "stls",
+	[MMP_STATE_LOGIN_WAIT] = "login_wait",
 	[MMP_STATE_DIRECTORY] = "directory",
 	[MMP_STATE_AUTH_DELAY] = "auth_delay",
 	[MMP_STATE_BACKEND] = "backend",
@@ -78,22 +79,22 @@ void mmp_enter_state(struct mmp_session *sess, enum mmp_state state)
 				    MT_LINE_ACCEPT_LF);
 }
 
-static void penalty_cb(void *context)
+static void login_timer_cb(void *context)
 {
-	mmp_login_delay_done(context);
+	mmp_login_timer_fired(context);
 }
 
-void mmp_session_penalty_at(struct mmp_session *sess, uint64_t deadline_ms)
+void mmp_session_login_timer_at(struct mmp_session *sess, uint64_t deadline_ms)
 {
 	uint64_t now = mt_clock_coarse_ms();
 	uint64_t wait = deadline_ms > now ? deadline_ms - now : 0;
 	/* At most MMP_AUTH_FAIL_DELAY_MAX, well within a timer's range. */
 	unsigned int ms = (unsigned int)(wait < UINT_MAX ? wait : UINT_MAX);
-	if (sess->penalty == NULL)
-		sess->penalty = mt_timer_add(sess->worker->loop, ms, false,
-					     penalty_cb, sess);
+	if (sess->login_timer == NULL)
+		sess->login_timer = mt_timer_add(sess->worker->loop, ms, false,
+						 login_timer_cb, sess);
 	else
-		mt_timer_set(sess->penalty, ms);
+		mt_timer_set(sess->login_timer, ms);
 }
 
 /* Replies */
@@ -326,7 +327,7 @@ static void conn_closed(struct mt_conn *conn, const char *reason)
 		sess->end = reason;
 	mmp_login_abort(sess);
 	mmp_relay_free(&sess->relay);
-	mt_timer_free(&sess->penalty);
+	mt_timer_free(&sess->login_timer);
 	log_end(sess);
 	/* A refusal was counted when main refused it. */
 	if (sess->reject == NULL)
@@ -487,6 +488,10 @@ static void conn_connected(struct mt_conn *conn)
 	 * STARTTLS there is none (RFC 2595 section 4, RFC 9051 6.2.1). */
 	if (mmp_listener_implicit_tls(sess->kind))
 		greet(sess);
+	else if (sess->worker->draining)
+		/* STLS/STARTTLS while the drain began: now it can be told. */
+		mmp_session_finish_answer(sess, MT_OUTCOME_SHUTDOWN, "shutdown",
+					  MMP_ANSWER_BYE_SHUTDOWN);
 	/* Input that came with the handshake's last flight. */
 	if (sess->state == MMP_STATE_AUTHORIZATION)
 		mmp_session_input(sess);
@@ -522,12 +527,13 @@ static void conn_quiet(struct mt_conn *conn, bool quiet)
 		atomic_fetch_sub(&st->relays_idle, 1);
 }
 
-/* Waiting on the directory, the penalty or the shard: not idle. */
+/* Waiting for its turn, on the directory, the penalty or the shard: not
+ * idle. */
 static bool conn_busy(struct mt_conn *conn)
 {
 	enum mmp_state state = conn_session(conn)->state;
-	return state == MMP_STATE_DIRECTORY || state == MMP_STATE_AUTH_DELAY ||
-		state == MMP_STATE_BACKEND;
+	return state == MMP_STATE_LOGIN_WAIT || state == MMP_STATE_DIRECTORY ||
+		state == MMP_STATE_AUTH_DELAY || state == MMP_STATE_BACKEND;
 }
 
 /* The login deadline (the session's lifetime until login), or silence:
@@ -542,6 +548,11 @@ static void conn_timeout(struct mt_conn *conn)
 		break;
 	case MMP_STATE_TLS_HANDSHAKE:
 		mmp_session_close(sess, MT_OUTCOME_TIMEOUT, "login_timeout");
+		break;
+	case MMP_STATE_AUTH_DELAY:
+		/* Not inactive: waiting on us. The login's answer, then why. */
+		mmp_login_delay_cut(sess, MT_OUTCOME_TIMEOUT, "login_timeout",
+				    MMP_ANSWER_BYE_LOGIN_TIME);
 		break;
 	default:
 		mmp_session_finish_answer(sess, MT_OUTCOME_TIMEOUT, "login_timeout",
@@ -627,12 +638,22 @@ static void drain_session(struct mt_conn *conn)
 	case MMP_STATE_AUTHORIZATION:
 	case MMP_STATE_SASL:
 	case MMP_STATE_TLS_HANDSHAKE:
+	case MMP_STATE_LOGIN_WAIT:
 		mmp_session_finish_answer(sess, MT_OUTCOME_SHUTDOWN, "shutdown",
 					  MMP_ANSWER_BYE_SHUTDOWN);
 		break;
+	case MMP_STATE_AUTH_DELAY:
+		/* A failure's delay may outlast drain_timeout (up to 60 s):
+		 * answer it now rather than be closed without a word. */
+		mmp_login_delay_cut(sess, MT_OUTCOME_SHUTDOWN, "shutdown",
+				    MMP_ANSWER_BYE_SHUTDOWN);
+		break;
 	default:
-		/* Logging in: answered in mmp_session_resume(); relaying:
-		 * runs to its end or the drain bound. */
+		/* Asking the directory or the shard: answered in
+		 * mmp_session_resume() when that step returns (within the
+		 * directory's timeout or backend_connect_timeout); after STLS:
+		 * once TLS is up (conn_connected); relaying: runs to its end or
+		 * the drain bound. */
 		break;
 	}
 }

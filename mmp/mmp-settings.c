@@ -35,7 +35,10 @@ static const struct mt_setting_def mmp_settings[] = {
 	  .doc = "Delay before a failed-login answer; grows per client address." },
 	{ .name = "auth_fail_limit", .type = MT_SETTING_UINT, .offset = P(auth_fail_limit),
 	  .default_value = "10", .min = 1,
-	  .doc = "Failed logins from one address before its connections are refused for a while." },
+	  .doc = "Failed logins from one address before its connections and logins are refused "
+		 "for a while (until auth_fail_window after the last); also the most password "
+		 "checks it may have under way at once, so many connections opened first "
+		 "cannot test more passwords." },
 	{ .name = "allow_plaintext_auth", .type = MT_SETTING_BOOL,
 	  .offset = P(allow_plaintext_auth), .default_value = "no",
 	  .doc = "Accept USER/PASS and AUTH PLAIN without TLS." },

@@ -116,9 +116,12 @@ enum mmp_answer {
 	MMP_ANSWER_SHARD_DOWN,
 	MMP_ANSWER_LOGIN_LAST = MMP_ANSWER_SHARD_DOWN,
 	MMP_ANSWER_BYE_INACTIVITY,	/* login_timeout */
+	MMP_ANSWER_BYE_LOGIN_TIME,	/* login_timeout during a failure's
+					 * delay (POP3: the login's answer too) */
 	MMP_ANSWER_BYE_ERRORS,		/* max_errors */
 	MMP_ANSWER_BYE_SHUTDOWN,
-	MMP_ANSWER_BYE_BLOCKED,		/* auth_fail_limit reached in this session */
+	MMP_ANSWER_BYE_BLOCKED,		/* auth_fail_limit reached in this session
+					 * (POP3: the login's answer too) */
 	MMP_ANSWER_BYE_CONN_LIMIT,	/* refusals at accept */
 	MMP_ANSWER_BYE_CLIENT_LIMIT,
 	MMP_ANSWER_BYE_CLIENT_BLOCKED,
@@ -186,6 +189,9 @@ enum mmp_state {
 					 * for the response line */
 	MMP_STATE_STLS,			/* "+OK Begin TLS" / "OK Begin TLS"
 					 * being flushed */
+	MMP_STATE_LOGIN_WAIT,		/* the address has as many password
+					 * checks under way as it may: waiting
+					 * for one to end (mmp-clients.c) */
 	MMP_STATE_DIRECTORY,		/* waiting for the directory */
 	MMP_STATE_AUTH_DELAY,		/* failed login: the penalty delay */
 	MMP_STATE_BACKEND,		/* connecting and logging in to the shard */
@@ -218,7 +224,8 @@ struct mmp_session {
 	struct mmp_worker *worker;
 	struct mmp_backend *backend;	/* logging in to the shard */
 	struct mmp_relay *relay;	/* after login */
-	struct mt_timer *penalty;	/* a failed login's delayed answer */
+	struct mt_timer *login_timer;	/* LOGIN_WAIT's next try, or
+					 * AUTH_DELAY's failure answer */
 	struct mt_dirsvc_request *dirreq;
 	struct mt_logctx log;
 	struct mt_line_reader reader;
@@ -233,7 +240,9 @@ struct mmp_session {
 	const char *result;		/* login outcome, for the log line */
 	const char *end;		/* how the session ended */
 	uint64_t start_ms;
-	uint64_t login_started_ms;	/* PASS/AUTH handed to the directory */
+	uint64_t login_started_ms;	/* PASS/AUTH/LOGIN/AUTHENTICATE */
+	char *password;			/* kept only in LOGIN_WAIT; wiped */
+	bool attempt;			/* counted as a check under way */
 	uint64_t bytes_in, bytes_out;	/* from / to the client */
 	uint32_t errors;
 	struct mt_commands commands;	/* lib-mail/command: counters */
@@ -293,9 +302,9 @@ void mmp_session_count_reply(struct mmp_session *sess, const char *line,
 /* The TLS switch after STLS/STARTTLS: read nothing more in plaintext, and
  * start TLS once the reply is written. */
 void mmp_session_starttls(struct mmp_session *sess);
-/* The failed-login penalty: mmp_login_delay_done() at deadline_ms
- * (coarse monotonic clock). */
-void mmp_session_penalty_at(struct mmp_session *sess, uint64_t deadline_ms);
+/* The login's timer (LOGIN_WAIT's next try, the failed-login penalty):
+ * mmp_login_timer_fired() at deadline_ms (coarse monotonic clock). */
+void mmp_session_login_timer_at(struct mmp_session *sess, uint64_t deadline_ms);
 /* Back to AUTHORIZATION after a login attempt; runs pipelined input. */
 void mmp_session_resume(struct mmp_session *sess);
 /* One error (bad command, failed login): false if that was one too many
@@ -349,8 +358,14 @@ void mmp_imap_tls_started(struct mmp_session *sess);
  * password is wiped by the caller after this returns (dirsvc copies it). */
 void mmp_login_start(struct mmp_session *sess, const char *user,
 		     const char *password);
-/* The session timer fired in AUTH_DELAY: give the delayed answer. */
-void mmp_login_delay_done(struct mmp_session *sess);
+/* The login's timer fired: in LOGIN_WAIT try again, in AUTH_DELAY give
+ * the delayed answer (in any other state: nothing, the session ended). */
+void mmp_login_timer_fired(struct mmp_session *sess);
+/* The session must end in AUTH_DELAY (login_timeout, shutdown): the
+ * login's answer now, then bye (or, for a blocked address, the block's
+ * answer) as its last line. */
+void mmp_login_delay_cut(struct mmp_session *sess, enum mt_conn_outcome outcome,
+			 const char *end, enum mmp_answer bye);
 /* Release what a login in progress holds (on close). */
 void mmp_login_abort(struct mmp_session *sess);
 
@@ -438,6 +453,12 @@ enum mmp_admit {
 	MMP_ADMIT_BLOCKED,	/* auth_fail_limit failures in the window */
 };
 
+enum mmp_attempt {
+	MMP_ATTEMPT_OK,
+	MMP_ATTEMPT_WAIT,	/* failures + checks under way reach auth_fail_limit */
+	MMP_ATTEMPT_BLOCKED,	/* auth_fail_limit failures in the window */
+};
+
 struct mmp_clients_settings {
 	uint64_t conn_limit_per_client;
 	uint64_t auth_fail_delay;	/* ms, for the first failure */
@@ -461,6 +482,14 @@ void mmp_clients_release(struct mmp_clients *clients,
 uint64_t mmp_clients_auth_failed(struct mmp_clients *clients,
 				 const struct sockaddr *peer, uint64_t now_ms,
 				 bool *blocked_r);
+/* A login from peer is about to ask the directory: OK (counted as under
+ * way until mmp_clients_attempt_done), WAIT (auth_fail_limit - failures
+ * checks are under way already: try again shortly) or BLOCKED (refuse it,
+ * right or wrong). */
+enum mmp_attempt mmp_clients_attempt_start(struct mmp_clients *clients,
+					   const struct sockaddr *peer, uint64_t now_ms);
+/* That check has ended (after mmp_clients_auth_failed for a failure). */
+void mmp_clients_attempt_done(struct mmp_clients *clients, const struct sockaddr *peer);
 /* Forget failures older than the window (periodic). */
 void mmp_clients_sweep(struct mmp_clients *clients, uint64_t now_ms);
 

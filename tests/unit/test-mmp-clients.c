@@ -2,8 +2,10 @@
  * connection counts against conn_limit_per_client (IPv4, IPv6, and
  * v4-mapped IPv6 counted as IPv4), the failed-login delay that doubles per
  * recent failure up to its cap, the auth_fail_limit block and its expiry
- * after auth_fail_window, and that the table forgets what it no longer
- * needs. Time is passed in, so no test sleeps. */
+ * after auth_fail_window, the password checks an address may have under
+ * way at once (auth_fail_limit - failures: the rest wait, none slips past
+ * the block), and that the table forgets what it no longer needs. Time is
+ * passed in, so no test sleeps. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -119,6 +121,57 @@ static void test_penalty_cap(void **state)
 	mmp_clients_free(&c);
 }
 
+/* Logins sent at once on many connections: no more than auth_fail_limit
+ * of them reach the directory before the block. */
+static void test_attempts(void **state)
+{
+	struct mmp_clients *c = mmp_clients_new(&set);
+	struct sockaddr_storage a = addr("192.0.2.77"), b = addr("192.0.2.78");
+	bool blocked;
+	(void)state;
+
+	/* auth_fail_limit = 5: five checks may run, the sixth waits. */
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(mmp_clients_attempt_start(c, SA(a), 1000), MMP_ATTEMPT_OK);
+	assert_int_equal(mmp_clients_attempt_start(c, SA(a), 1000), MMP_ATTEMPT_WAIT);
+	/* Another address has its own turns. */
+	assert_int_equal(mmp_clients_attempt_start(c, SA(b), 1000), MMP_ATTEMPT_OK);
+	mmp_clients_attempt_done(c, SA(b));
+	/* A right password ends: a turn is free again. */
+	mmp_clients_attempt_done(c, SA(a));
+	assert_int_equal(mmp_clients_attempt_start(c, SA(a), 1001), MMP_ATTEMPT_OK);
+	assert_int_equal(mmp_clients_attempt_start(c, SA(a), 1001), MMP_ATTEMPT_WAIT);
+	/* A failure is recorded before its check ends: the turn it frees
+	 * counts against the limit, so the waiting login still waits. */
+	mmp_clients_auth_failed(c, SA(a), 1002, &blocked);
+	mmp_clients_attempt_done(c, SA(a));
+	assert_int_equal(mmp_clients_attempt_start(c, SA(a), 1002), MMP_ATTEMPT_WAIT);
+	/* The other four fail: blocked, and every login is refused. */
+	for (int i = 0; i < 4; i++) {
+		mmp_clients_auth_failed(c, SA(a), 1003, &blocked);
+		mmp_clients_attempt_done(c, SA(a));
+	}
+	assert_true(blocked);
+	assert_int_equal(mmp_clients_attempt_start(c, SA(a), 1004), MMP_ATTEMPT_BLOCKED);
+	assert_int_equal(mmp_clients_attempt_start(c, SA(a), 61002), MMP_ATTEMPT_BLOCKED);
+	/* auth_fail_window after the last failure: turns again. */
+	assert_int_equal(mmp_clients_attempt_start(c, SA(a), 61003), MMP_ATTEMPT_OK);
+	mmp_clients_attempt_done(c, SA(a));
+	/* A done too many is harmless; nothing is left to remember. */
+	mmp_clients_attempt_done(c, SA(a));
+	mmp_clients_sweep(c, 200000);
+	assert_int_equal(mmp_clients_count(c), 0);
+
+	/* auth_fail_limit = 0: never blocked, never waits. */
+	struct mmp_clients_settings s = set;
+	s.auth_fail_limit = 0;
+	struct mmp_clients *open = mmp_clients_new(&s);
+	for (int i = 0; i < 50; i++)
+		assert_int_equal(mmp_clients_attempt_start(open, SA(a), 0), MMP_ATTEMPT_OK);
+	mmp_clients_free(&open);
+	mmp_clients_free(&c);
+}
+
 static void test_sweep(void **state)
 {
 	struct mmp_clients *c = mmp_clients_new(&set);
@@ -151,6 +204,7 @@ int main(void)
 		cmocka_unit_test(test_per_client_limit),
 		cmocka_unit_test(test_penalty_grows),
 		cmocka_unit_test(test_penalty_cap),
+		cmocka_unit_test(test_attempts),
 		cmocka_unit_test(test_sweep),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
