@@ -80,6 +80,9 @@ struct fuzz_daemon_session {
 	void *context;
 };
 
+/* 20,000 rounds of 0.5 ms and a loop turn: over 10 s. */
+#define FUZZ_DAEMON_BUSY_ROUNDS 20000
+
 static inline void fuzz_daemon_spin_cb(void *context)
 {
 	fuzz_daemon_spin(((struct fuzz_daemon_session *)context)->loop);
@@ -88,17 +91,29 @@ static inline void fuzz_daemon_spin_cb(void *context)
 /* The client of one session on fd (the peer end of test_peer_pair): send
  * data (whole, or a byte per write), wait a little for what the daemon's
  * threads answer (the directory, the store, the queue), collect all of it
- * in got, close, and wait until the daemon has no session left. */
-static inline void fuzz_daemon_client(struct fuzz_daemon_session *fs, int fd,
-				      const uint8_t *data, size_t size, bool bytewise,
-				      struct mt_buf *got)
+ * in got, close, and wait until the daemon has no session left. busy
+ * (NULL: none) is true while a session still works on what it read (a
+ * request to the store or the directory in flight, whose answer goes on
+ * with the pipelined input): such rounds do not count among the 20 quiet
+ * ones the client waits, up to FUZZ_DAEMON_BUSY_ROUNDS of them. */
+static inline void fuzz_daemon_client_busy(struct fuzz_daemon_session *fs,
+					   bool (*busy)(void *context), int fd,
+					   const uint8_t *data, size_t size, bool bytewise,
+					   struct mt_buf *got)
 {
 	fuzz_daemon_spin(fs->loop);
 	bool eof = test_peer_feed(fd, data, size, bytewise, fuzz_daemon_spin_cb, fs, got);
-	for (int i = 0; i < 20 && !eof; i++) {
+	unsigned int busy_rounds = 0;
+	for (int quiet = 0; quiet < 20 && !eof;) {
 		usleep(500);
 		fuzz_daemon_spin(fs->loop);
 		eof = test_peer_read(fd, got);
+		if (busy != NULL && busy_rounds < FUZZ_DAEMON_BUSY_ROUNDS &&
+		    busy(fs->context)) {
+			busy_rounds++;
+			quiet = 0;
+		} else
+			quiet++;
 	}
 	close(fd);
 	for (int i = 0; i < 100 && fs->sessions(fs->context) > 0; i++) {
@@ -108,6 +123,13 @@ static inline void fuzz_daemon_client(struct fuzz_daemon_session *fs, int fd,
 	}
 	FUZZ_CHECK(fs->sessions(fs->context) == 0, "%u sessions left",
 		   fs->sessions(fs->context));
+}
+
+static inline void fuzz_daemon_client(struct fuzz_daemon_session *fs, int fd,
+				      const uint8_t *data, size_t size, bool bytewise,
+				      struct mt_buf *got)
+{
+	fuzz_daemon_client_busy(fs, NULL, fd, data, size, bytewise, got);
 }
 
 /* "DDD " or "DDD-" with a code from 2xx to 5xx (RFC 5321 4.2). */
