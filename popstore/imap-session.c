@@ -332,8 +332,10 @@ static void stream_begin(struct imap_session *s)
 		s->append_body = mt_store_body_begin(s->ps->port, append_written, s);
 	else
 		s->append_discard = true;
-	if (s->parser.stream_sync)
+	if (s->parser.stream_sync) {
 		imap_line(s, "+ Ready for literal data");
+		mt_conn_quickack(&s->conn);
+	}
 }
 
 /* Feed the parser what the input holds; false when nothing more can be
@@ -359,6 +361,9 @@ static bool process_command(struct imap_session *s, struct evbuffer *in)
 		return true;	/* the next contiguous piece, if any */
 	case MT_IMAP_PARSE_LITERAL:
 		imap_line(s, "+ Ready for literal data");
+		/* The literal's octets are ACKed at once: a client with Nagle
+		 * on sends its last segment only then (#37 item 19). */
+		mt_conn_quickack(&s->conn);
 		return true;
 	case MT_IMAP_PARSE_STREAM:
 		stream_begin(s);

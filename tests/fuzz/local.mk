@@ -91,7 +91,7 @@ tests_fuzz_fuzz_mta_session_SOURCES = tests/fuzz/fuzz-mta-session.c $(fuzz_commo
 tests_fuzz_fuzz_mta_session_LDADD = $(MTA_LIBS) $(UNIT_LIBS)
 # mailtier-load's IMAP response reader (loadgen links no daemon code).
 tests_fuzz_fuzz_imap_response_SOURCES = tests/fuzz/fuzz-imap-response.c $(fuzz_common) \
-	loadgen/imap-response.c loadgen/imap-response.h
+	loadgen/imap-response.c loadgen/imap-response.h loadgen/errors.c loadgen/errors.h
 tests_fuzz_fuzz_imap_response_CFLAGS = $(AM_CFLAGS) -I$(top_srcdir)/loadgen
 tests_fuzz_fuzz_imap_response_LDADD = $(UNIT_LIBS)
 
@@ -257,5 +257,5 @@ endif
 .PHONY: fuzz
 
 CLEANFILES += $(fuzz_binaries) tests/fuzz/clang/*.o tests/fuzz/clang/*.a
-tests/fuzz/bin/fuzz-imap-response: tests/fuzz/fuzz-imap-response.c loadgen/imap-response.c loadgen/imap-response.h $(fuzz_headers) $(FUZZ_LIBMAILTIER)
-	$(fuzz_link) -I$(srcdir)/loadgen $(srcdir)/tests/fuzz/fuzz-imap-response.c $(srcdir)/loadgen/imap-response.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
+tests/fuzz/bin/fuzz-imap-response: tests/fuzz/fuzz-imap-response.c loadgen/imap-response.c loadgen/imap-response.h loadgen/errors.c $(fuzz_headers) $(FUZZ_LIBMAILTIER)
+	$(fuzz_link) -I$(srcdir)/loadgen $(srcdir)/tests/fuzz/fuzz-imap-response.c $(srcdir)/loadgen/imap-response.c $(srcdir)/loadgen/errors.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
