@@ -1054,8 +1054,10 @@ void imap_cmd_fetch(struct imap_session *s, const struct mt_imap_command *cmd, b
 		imap_error(s, cmd->tag, "BAD FETCH: unknown item or invalid section.");
 		return;
 	}
-	if (uid) {
-		/* RFC 9051 6.4.9: UID FETCH answers UID too. */
+	if (uid || s->qresync) {
+		/* RFC 9051 6.4.9: UID FETCH answers UID too; with QRESYNC
+		 * enabled every FETCH response does (RFC 7162 3.2.4), a
+		 * FETCH that sets \Seen among them. */
 		bool has_uid = false;
 		for (unsigned int i = 0; i < f->item_count; i++)
 			has_uid |= f->items[i].kind == ITEM_UID;
@@ -1075,11 +1077,15 @@ void imap_cmd_fetch(struct imap_session *s, const struct mt_imap_command *cmd, b
 		f->count = n;
 	}
 	if (s->condstore) {
-		bool has_modseq = false;
-		for (unsigned int i = 0; i < f->item_count; i++)
+		/* RFC 7162 3.1: once CONDSTORE is on, flags go with their
+		 * MODSEQ (asked for, set by this FETCH, or CHANGEDSINCE's). */
+		bool has_modseq = false, has_flags = false;
+		for (unsigned int i = 0; i < f->item_count; i++) {
 			has_modseq |= f->items[i].kind == ITEM_MODSEQ;
+			has_flags |= f->items[i].kind == ITEM_FLAGS;
+		}
 		if (!has_modseq && f->item_count < ITEMS_MAX && (cmd->count == 3 ||
-		    f->sets_seen))
+		    f->sets_seen || has_flags))
 			f->items[f->item_count++] = (struct fetch_item){ .kind = ITEM_MODSEQ };
 	}
 	snprintf(s->tag, sizeof(s->tag), "%s", cmd->tag);

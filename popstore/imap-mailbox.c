@@ -500,6 +500,13 @@ struct list_ctx {
 	bool status;		/* STATUS: of args->patterns[0] exactly */
 };
 
+static void list_ctx_free(void *context)
+{
+	struct list_ctx *ctx = context;
+	list_args_free(ctx->args);
+	free(ctx);
+}
+
 static void list_done(struct mt_store_req *req, void *context)
 {
 	struct list_ctx *ctx = context;
@@ -530,8 +537,7 @@ static void list_done(struct mt_store_req *req, void *context)
 			lsub_superiors(s, a, folders, count);
 		imap_tagged(s, s->tag, "OK %s completed.", ctx->verb);
 	}
-	list_args_free(ctx->args);
-	free(ctx);
+	list_ctx_free(ctx);
 	imap_resume(s);
 }
 
@@ -542,7 +548,8 @@ static void list_start(struct imap_session *s, const char *tag, const char *verb
 	struct list_ctx *ctx = mt_xcalloc(1, sizeof(*ctx));
 	*ctx = (struct list_ctx){ .s = s, .args = a, .verb = verb, .status = status };
 	imap_wait(s);
-	s->store_req = mt_store_folders_list(s->ps->port, s->user, list_done, ctx);
+	s->store_req = mt_store_folders_list(s->ps->port, s->user,
+					     IMAP_STORE_CALL(s, list_done, ctx, list_ctx_free));
 }
 
 /* A list-mailbox (atom with wildcards) or string. */

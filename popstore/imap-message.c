@@ -312,6 +312,11 @@ static bool op_succeeded(struct mt_store_req *req, struct message_op *op)
 }
 
 /* The command is over: the session goes on with pipelined input. */
+static void op_free_any(void *op)
+{
+	op_free(op);
+}
+
 static void op_finish(struct message_op *op)
 {
 	struct imap_session *s = op->s;
@@ -362,7 +367,7 @@ static void op_sync(struct message_op *op, void (*next)(struct message_op *op))
 	s->stale = false;	/* a change from now on is seen again */
 	imap_wait(s);
 	s->store_req = mt_store_folder_open(s->ps->port, s->user, s->selected.name,
-					    sync_done, op);
+					    IMAP_STORE_CALL(s, sync_done, op, op_free_any));
 }
 
 /* STORE */
@@ -535,7 +540,7 @@ void imap_cmd_store(struct imap_session *s, const struct mt_imap_command *cmd, b
 	};
 	imap_wait(s);
 	s->store_req = mt_store_flags_store(s->ps->port, s->selected.mbox, &args,
-					    store_done, op);
+					    IMAP_STORE_CALL(s, store_done, op, op_free_any));
 }
 
 /* COPY, MOVE */
@@ -629,7 +634,8 @@ void imap_cmd_copy(struct imap_session *s, const struct mt_imap_command *cmd,
 		.quota = s->quota,
 	};
 	imap_wait(s);
-	s->store_req = mt_store_copy(s->ps->port, s->selected.mbox, &args, copy_done, op);
+	s->store_req = mt_store_copy(s->ps->port, s->selected.mbox, &args,
+				     IMAP_STORE_CALL(s, copy_done, op, op_free_any));
 }
 
 /* EXPUNGE, UID EXPUNGE */
@@ -693,7 +699,7 @@ static void expunge_start(struct message_op *op)
 	}
 	imap_wait(s);
 	s->store_req = mt_store_expunge(s->ps->port, s->selected.mbox, op->uids, deleted,
-					expunge_done, op);
+					IMAP_STORE_CALL(s, expunge_done, op, op_free_any));
 }
 
 void imap_cmd_expunge(struct imap_session *s, const struct mt_imap_command *cmd, bool uid)
@@ -762,6 +768,13 @@ struct append_op {
 	char *folder;
 };
 
+static void append_op_free(void *context)
+{
+	struct append_op *op = context;
+	free(op->folder);
+	free(op);
+}
+
 static void append_done(struct mt_store_req *req, void *context)
 {
 	struct append_op *op = context;
@@ -794,8 +807,7 @@ static void append_done(struct mt_store_req *req, void *context)
 		imap_tagged(s, op->tag, "OK [APPENDUID %u %u] APPEND completed.",
 			    r[0].uidvalidity, r[0].uid);
 	}
-	free(op->folder);
-	free(op);
+	append_op_free(op);
 	imap_resume(s);
 }
 
@@ -869,6 +881,7 @@ void imap_cmd_append(struct imap_session *s, const struct mt_imap_command *cmd)
 	snprintf(op->tag, sizeof(op->tag), "%s", cmd->tag);
 	op->folder = mt_xstrdup(mt_buf_cstr(&name));
 	imap_wait(s);
-	s->store_req = mt_store_body_deliver(&body, &rcpt, 1, append_done, op);
+	s->store_req = mt_store_body_deliver(&body, &rcpt, 1,
+					     IMAP_STORE_CALL(s, append_done, op, append_op_free));
 	mt_buf_free(&name);
 }

@@ -38,6 +38,13 @@ static void quota_line(struct imap_session *s, const struct mt_store_folder *fol
 			  (bytes + 1023) / 1024, s->quota / 1024);
 }
 
+static void quota_op_free(void *context)
+{
+	struct quota_op *op = context;
+	free(op->root_of);
+	free(op);
+}
+
 static void folders_done(struct mt_store_req *req, void *context)
 {
 	struct quota_op *op = context;
@@ -69,8 +76,7 @@ static void folders_done(struct mt_store_req *req, void *context)
 		quota_line(s, folders, count);
 		imap_tagged(s, op->tag, "OK GETQUOTA completed.");
 	}
-	free(op->root_of);
-	free(op);
+	quota_op_free(op);
 	imap_resume(s);
 }
 
@@ -81,7 +87,8 @@ static void quota_start(struct imap_session *s, const char *tag, char *root_of)
 	snprintf(op->tag, sizeof(op->tag), "%s", tag);
 	op->root_of = root_of;
 	imap_wait(s);
-	s->store_req = mt_store_folders_list(s->ps->port, s->user, folders_done, op);
+	s->store_req = mt_store_folders_list(s->ps->port, s->user,
+					     IMAP_STORE_CALL(s, folders_done, op, quota_op_free));
 }
 
 void imap_cmd_getquotaroot(struct imap_session *s, const struct mt_imap_command *cmd)

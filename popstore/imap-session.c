@@ -205,6 +205,30 @@ void imap_store_fatal(struct imap_session *s, const char *tag, const char *error
 	popstore_store_fatal(s->ps, error);
 }
 
+struct imap_session *imap_store_call_arm(struct imap_session *s, mt_store_cb_t *cb,
+					 void *op, void (*op_free)(void *op))
+{
+	s->store_call = (struct imap_store_call){ .cb = cb, .op = op, .op_free = op_free };
+	return s;
+}
+
+void imap_store_call_back(struct mt_store_req *req, void *session)
+{
+	struct imap_session *s = session;
+	struct imap_store_call call = s->store_call;
+	s->store_call = (struct imap_store_call){ 0 };
+	call.cb(req, call.op);
+}
+
+/* The session closes with a request in flight: its command's state. */
+static void store_call_drop(struct imap_session *s)
+{
+	struct imap_store_call call = s->store_call;
+	s->store_call = (struct imap_store_call){ 0 };
+	if (call.op != NULL && call.op_free != NULL)
+		call.op_free(call.op);
+}
+
 void imap_starttls_pending(struct imap_session *s)
 {
 	imap_enter_state(s, IMAP_STATE_STARTTLS);
@@ -559,6 +583,7 @@ static void conn_closed(struct mt_conn *conn, const char *reason)
 		mt_store_req_cancel(s->store_req);
 		s->store_req = NULL;
 	}
+	store_call_drop(s);
 	imap_fetch_free(s);
 	imap_search_free(s);
 	append_abort(s);

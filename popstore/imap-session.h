@@ -128,6 +128,13 @@ struct imap_session {
 
 	/* The command waiting on the store, and what it needs after. */
 	struct mt_store_req *store_req;
+	/* Its own state (IMAP_STORE_CALL), freed here if the session closes
+	 * first: a cancelled request is never called back. */
+	struct imap_store_call {
+		mt_store_cb_t *cb;
+		void *op;
+		void (*op_free)(void *op);
+	} store_call;
 	char tag[MT_IMAP_TAG_MAX + 1];
 	char *arg_name;			/* its mailbox name (normal form) */
 	unsigned int status_items;	/* STATUS: IMAP_STATUS_* */
@@ -184,6 +191,17 @@ struct mt_store_body *imap_append_body_take(struct imap_session *s);
 void imap_authenticated(struct imap_session *s);
 /* Switch the socket to TLS once the tagged OK is written (STARTTLS). */
 void imap_starttls_pending(struct imap_session *s);
+/* The callback and context of s->store_req for a command whose state op
+ * (heap) its callback cb frees: if the session closes before cb runs,
+ * op_free(op) frees it instead.
+ *	s->store_req = mt_store_copy(port, mbox, &args,
+ *				     IMAP_STORE_CALL(s, copy_done, op, op_free));
+ * Two arguments: the trampoline and the session it calls cb(req, op) for. */
+#define IMAP_STORE_CALL(s, cb, op, op_free) \
+	imap_store_call_back, imap_store_call_arm((s), (cb), (op), (op_free))
+void imap_store_call_back(struct mt_store_req *req, void *session);
+struct imap_session *imap_store_call_arm(struct imap_session *s, mt_store_cb_t *cb,
+					 void *op, void (*op_free)(void *op));
 /* The store failed: BYE, close, and the daemon exits for recovery. */
 void imap_store_fatal(struct imap_session *s, const char *tag, const char *error);
 

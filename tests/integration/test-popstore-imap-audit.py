@@ -21,7 +21,9 @@ raw sockets and Python's imaplib:
     most once a second per address;
   - item 6: x-* ID fields are logged only before login, and escaped;
   - item 7: NO answers do not count towards max_errors (BADs do);
-  - item 13: '[' in an unquoted mailbox name and a LIST pattern.
+  - item 13: '[' in an unquoted mailbox name and a LIST pattern;
+  - a client that resets during a command that waits on the store leaves
+    nothing behind (the daemon exits clean; LeakSanitizer in the ASan run).
 """
 
 import base64
@@ -368,6 +370,47 @@ def test_bracket_names(env):
     c.close()
 
 
+def test_qresync_fetch_uid(env):
+    """Item 12: with QRESYNC enabled every untagged FETCH carries UID and
+    MODSEQ (RFC 7162 3.1, 3.2.4): a plain FETCH, and one that sets \\Seen."""
+    c = Raw(env)
+    login(c, f"ben@{D}")
+    assert c.cmd(b"e", b"ENABLE QRESYNC")[-1].startswith(b"e OK")
+    assert c.cmd(b"s", b"SELECT INBOX")[-1].startswith(b"s OK")
+    assert c.cmd(b"u", b"STORE 1 -FLAGS.SILENT (\\Seen)")[-1].startswith(b"u OK")
+    got = c.cmd(b"f", b"FETCH 1 (FLAGS)")
+    fetches = [l for l in got if l.startswith(b"* 1 FETCH")]
+    assert fetches and all(b"UID " in l and b"MODSEQ (" in l for l in fetches), got
+    got = c.cmd(b"b", b"FETCH 1 (BODY[HEADER.FIELDS (Subject)])")
+    whole = b"".join(got[:-1])      # one response, its literal inside
+    assert whole.startswith(b"* 1 FETCH") and b"UID " in whole and \
+        b"MODSEQ (" in whole and b"FLAGS (\\Seen)" in whole, got
+    c.close()
+
+
+def test_reset_in_flight(env, store):
+    """A client that resets its connection while its command waits on the
+    store: the session goes, and the command's own state with it (the
+    store never calls a cancelled request back). Under ASan the daemon's
+    exit below reports any such state left (LeakSanitizer)."""
+    import struct
+    msg = message("reset", "x\r\n")
+    commands = [b"COPY 1:* INBOX", b"STORE 1:* +FLAGS (\\Flagged)", b"EXPUNGE",
+                b'LIST "" *', b"GETQUOTAROOT INBOX",
+                b"APPEND INBOX {%d+}\r\n" % len(msg) + msg]
+    for attempt in range(5):
+        for command in commands:
+            c = Raw(env)
+            login(c, f"cat@{D}")
+            assert c.cmd(b"s", b"SELECT INBOX")[-1].startswith(b"s OK")
+            c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            c.send(b"x " + command + b"\r\n")
+            time.sleep(0.001 * attempt)
+            c.close()
+    time.sleep(0.5)
+    assert store.running()
+
+
 def test(h):
     env = popstorelib.Env(h, shards=("s1",), popstore_extra=(
         "allow_plaintext_auth = yes\nlogin_timeout = 2s\nmax_sessions = 20\n"
@@ -383,7 +426,10 @@ def test(h):
     test_id_fields(env, store)
     test_no_is_not_an_error(env)
     test_bracket_names(env)
+    test_qresync_fetch_uid(env)
+    test_reset_in_flight(env, store)
     assert store.running()
+    store.stop()
 
 
 if __name__ == "__main__":
