@@ -928,32 +928,67 @@ static void close_done(struct mt_store_req *req, void *context)
 	imap_resume_in(s, IMAP_STATE_AUTH);
 }
 
-void imap_cmd_close(struct imap_session *s, const struct mt_imap_command *cmd)
+/* CLOSE's expunge: every message of the selected mailbox that has
+ * \Deleted now (all of the snapshot: the view is about to go). */
+static void close_expunge(struct imap_session *s)
 {
-	if (cmd->count != 0) {
-		imap_error(s, cmd->tag, "BAD CLOSE takes no arguments.");
-		return;
-	}
-	unsigned int count = s->selected.count, deleted = 0;
+	const struct mt_store_mailbox *mbox = s->selected.mbox;
+	unsigned int count = mt_store_mailbox_count(mbox), deleted = 0;
 	uint32_t *uids = mt_xmalloc((count + 1) * sizeof(*uids));
 	for (unsigned int i = 0; i < count && !s->selected.read_only; i++) {
-		const struct mt_store_msg *m = imap_view_msg(s, i);
+		const struct mt_store_msg *m = mt_store_mailbox_msg(mbox, i);
 		if (m->flags & MT_STORE_FLAG_DELETED)
 			uids[deleted++] = m->uid;
 	}
 	if (deleted == 0) {
 		free(uids);
 		imap_selected_reset(s);
-		imap_tagged(s, cmd->tag, "OK CLOSE completed.");
-		imap_enter_state(s, IMAP_STATE_AUTH);
+		imap_tagged(s, s->tag, "OK CLOSE completed.");
+		imap_resume_in(s, IMAP_STATE_AUTH);
 		return;
 	}
 	/* RFC 9051 6.4.1: expunged silently, answered once durable. */
-	snprintf(s->tag, sizeof(s->tag), "%s", cmd->tag);
 	imap_wait(s);
 	s->store_req = mt_store_expunge(s->ps->port, s->selected.mbox, uids, deleted,
 					close_done, s);
 	free(uids);
+}
+
+/* The mailbox as it is now (another session changed it): CLOSE expunges
+ * what has \Deleted in it, not in this session's older snapshot. */
+static void close_reread(struct mt_store_req *req, void *context)
+{
+	struct imap_session *s = context;
+	const char *error;
+	enum mt_store_status status = mt_store_req_status(req, &error);
+	s->store_req = NULL;
+	if (status != MT_STORE_OK) {
+		imap_selected_reset(s);
+		imap_store_failed(s, s->tag, status, error);
+		imap_resume_in(s, IMAP_STATE_AUTH);
+		return;
+	}
+	mt_store_mailbox_close(&s->selected.mbox);
+	s->selected.mbox = mt_store_req_mailbox(req);
+	close_expunge(s);
+}
+
+void imap_cmd_close(struct imap_session *s, const struct mt_imap_command *cmd)
+{
+	if (cmd->count != 0) {
+		imap_error(s, cmd->tag, "BAD CLOSE takes no arguments.");
+		return;
+	}
+	snprintf(s->tag, sizeof(s->tag), "%s", cmd->tag);
+	if (s->stale && !s->selected.read_only) {
+		s->stale = false;
+		imap_wait(s);
+		s->store_req = mt_store_folder_open(s->ps->port, s->user, s->selected.name,
+						    close_reread, s);
+		return;
+	}
+	imap_wait(s);
+	close_expunge(s);
 }
 
 void imap_cmd_unselect(struct imap_session *s, const struct mt_imap_command *cmd)

@@ -185,6 +185,14 @@ void imap_wait(struct imap_session *s)
 
 void imap_resume_in(struct imap_session *s, enum imap_state state)
 {
+	if (s->dispatching) {
+		/* Done before its dispatch returned: process_command goes on
+		 * with what is pipelined (running it from here would feed a
+		 * parser still holding this command). */
+		if (s->state != IMAP_STATE_LOGOUT && !mt_conn_is_closed(&s->conn))
+			imap_enter_state(s, state);
+		return;
+	}
 	release_command(s);
 	if (s->state == IMAP_STATE_LOGOUT || mt_conn_is_closed(&s->conn))
 		return;
@@ -393,7 +401,9 @@ static bool process_command(struct imap_session *s, struct evbuffer *in)
 		stream_begin(s);
 		return true;
 	case MT_IMAP_PARSE_DONE:
+		s->dispatching = true;
 		imap_command_dispatch(s, &p->command);
+		s->dispatching = false;
 		if (s->state == IMAP_STATE_WAIT || s->state == IMAP_STATE_LOGIN) {
 			/* The command goes on without us: its arguments stay
 			 * in the parser until it ends (imap_resume_in). */

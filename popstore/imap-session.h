@@ -96,6 +96,7 @@ struct imap_session {
 	 * its arguments point into the parser's buffers. */
 	bool command_held;
 	bool command_not_auth;		/* ... and is wiped then (a LOGIN) */
+	bool dispatching;		/* in imap_command_dispatch */
 	/* An APPEND's message as it arrives (imap-parse's STREAM): written
 	 * into the store a chunk at a time, delivered by APPEND
 	 * (imap_append_body_take) or aborted; a second streamed literal in

@@ -388,6 +388,35 @@ def test_qresync_fetch_uid(env):
     c.close()
 
 
+def test_close_and_pipelining(env):
+    """CLOSE expunges what has \\Deleted now, another session's marks
+    too (as EXPUNGE does, item 11); commands that finish at once are
+    followed by what was pipelined behind them."""
+    user = f"cat@{D}"
+    for i in range(3):
+        _, dr = env.deliver("s1", "x@remote.test", [user], message(f"close {i}", "x\r\n"))
+        assert dr[0][0] == 250, dr
+    a, b = Raw(env), Raw(env)
+    login(a, user)
+    login(b, user)
+    got = a.cmd(b"s", b"SELECT INBOX")
+    total = next(int(l.split()[1]) for l in got if l.endswith(b"EXISTS\r\n"))
+    assert b.cmd(b"s", b"SELECT INBOX")[-1].startswith(b"s OK")
+    assert b.cmd(b"d", b"STORE 1:2 +FLAGS.SILENT (\\Deleted)")[-1].startswith(b"d OK")
+    a.send(b"c CLOSE\r\nn NOOP\r\n")
+    assert a.reply(b"c")[-1].startswith(b"c OK"), "CLOSE"
+    assert a.reply(b"n")[-1].startswith(b"n OK"), "the NOOP pipelined after CLOSE"
+    got = a.cmd(b"t", b"STATUS INBOX (MESSAGES)")
+    assert any(b"(MESSAGES %d)" % (total - 2) in l for l in got), (total, got)
+    # Finished at once (nothing to expunge, nothing deleted), pipelined.
+    assert a.cmd(b"s", b"SELECT INBOX")[-1].startswith(b"s OK")
+    a.send(b"e EXPUNGE\r\nc CLOSE\r\nn NOOP\r\n")
+    for tag in (b"e", b"c", b"n"):
+        assert a.reply(tag)[-1].startswith(tag + b" OK"), tag
+    a.close()
+    b.close()
+
+
 def test_reset_in_flight(env, store):
     """A client that resets its connection while its command waits on the
     store: the session goes, and the command's own state with it (the
@@ -427,6 +456,7 @@ def test(h):
     test_no_is_not_an_error(env)
     test_bracket_names(env)
     test_qresync_fetch_uid(env)
+    test_close_and_pipelining(env)
     test_reset_in_flight(env, store)
     assert store.running()
     store.stop()
