@@ -567,6 +567,17 @@ static void body_read_done(struct mt_store_req *req, void *context)
 static void fetch_failed(struct imap_fetch *f, enum mt_store_status status, const char *error)
 {
 	struct imap_session *s = f->s;
+	if (f->line_open) {
+		/* Half a "* n FETCH (" response is out: no tagged reply (nor a
+		 * BYE) can follow it and be read as one; the session ends. */
+		mt_slog(MT_LOG_WARNING, &s->log, "imap fetch failed mid-response: %s: %s",
+			mt_store_status_name(status), error);
+		imap_fetch_free(s);
+		imap_close_after(s, MT_OUTCOME_ERROR, "fetch-failed");
+		if (status == MT_STORE_FATAL)
+			popstore_store_fatal(s->ps, error);
+		return;
+	}
 	imap_fetch_free(s);
 	imap_store_failed(s, s->tag, status, error);
 	imap_resume(s);
