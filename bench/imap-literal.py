@@ -31,7 +31,6 @@ root (slapd) as the integration tests do.
 
 import argparse
 import imaplib
-import json
 import os
 import statistics
 import sys
@@ -43,6 +42,7 @@ for sub in ("tests/harness", "tests/integration"):
     sys.path.insert(0, os.path.join(TOP, sub))
 import mtharness   # noqa: E402
 import mmp_setup   # noqa: E402
+import quickack_table   # noqa: E402
 
 ENV = "MAILTIER_TCP_QUICKACK"
 USER = f"lit1@{mmp_setup.DOMAIN}"
@@ -134,19 +134,11 @@ def main():
     with mtharness.Harness() as h:
         b = Bench(h, args)
         runs = [b.run(i) for i in range(args.runs)]
-    out = {}
     print(f"APPEND of {args.size} octets with a synchronizing literal (imaplib), "
           f"ms per APPEND, median of {args.appends} per run; {args.runs} runs")
-    print(f"{'path':8s} {'quickack':8s} {'median':>8s} {'min':>8s} {'max':>8s}  runs")
-    for path in args.paths:
-        for quickack in (False, True):
-            v = [r[(path, quickack)] for r in runs]
-            out[f"{path}-{'on' if quickack else 'off'}"] = v
-            print(f"{path:8s} {'on' if quickack else 'off':8s} {statistics.median(v):8.2f} "
-                  f"{min(v):8.2f} {max(v):8.2f}  " + ", ".join(f"{x:.2f}" for x in v))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(out, f, indent=1)
+    figures = {(path, q): [r[(path, q)] for r in runs]
+               for path in args.paths for q in (False, True)}
+    quickack_table.report("path", args.paths, figures, args.json)
     return 0
 
 

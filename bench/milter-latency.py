@@ -31,7 +31,6 @@ that filter.
 """
 
 import argparse
-import json
 import os
 import smtplib
 import statistics
@@ -45,6 +44,7 @@ for sub in ("tests/harness", "tests/integration"):
 import mtharness       # noqa: E402
 import mta_setup       # noqa: E402
 import milter_script   # noqa: E402
+import quickack_table   # noqa: E402
 
 ENV = "MAILTIER_TCP_QUICKACK"
 RCPT = f"alice@{mta_setup.DOMAIN}"
@@ -159,17 +159,7 @@ def main():
             b.env.mta.stop()
     print(f"DATA end -> 250 with one filter, ms, median of {args.messages} messages "
           f"per run; {args.runs} runs")
-    print(f"{'filter':9s} {'quickack':8s} {'median':>8s} {'min':>8s} {'max':>8s}  runs")
-    out = {}
-    for name in names:
-        for quickack in (False, True):
-            v = results[(name, quickack)]
-            out[f"{name}-{'on' if quickack else 'off'}"] = v
-            print(f"{name:9s} {'on' if quickack else 'off':8s} {statistics.median(v):8.2f} "
-                  f"{min(v):8.2f} {max(v):8.2f}  " + ", ".join(f"{x:.2f}" for x in v))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(out, f, indent=1)
+    quickack_table.report("filter", names, results, args.json)
     return 0
 
 

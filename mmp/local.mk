@@ -53,4 +53,4 @@ mmp_integration_tests = \
 TESTS += $(mmp_integration_tests)
 EXTRA_DIST += $(mmp_integration_tests) tests/integration/popbackend.py \
 	tests/integration/mmp_setup.py bench/mmp bench/mmp-load.py \
-	bench/mmp_dovecot.py bench/mmp-imap.py bench/imap-literal.py
+	bench/mmp_dovecot.py bench/mmp-imap.py bench/imap-literal.py bench/quickack_table.py
