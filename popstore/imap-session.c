@@ -534,28 +534,29 @@ static bool conn_busy(struct mt_conn *conn)
 		(s->state == IMAP_STATE_WAIT && (s->fetch == NULL || imap_fetch_busy(s)));
 }
 
-static void conn_idle_timeout(struct mt_conn *conn)
+/* A timer ran out: the BYE (the core closes once it is written), or at
+ * once in the middle of a TLS handshake. */
+static void timed_out(struct mt_conn *conn, const char *reason, const char *bye)
 {
 	struct imap_session *s = conn_session(conn);
 	if (s->state == IMAP_STATE_STARTTLS) {
-		imap_close(s, MT_OUTCOME_TIMEOUT, "idle-timeout");
+		imap_close(s, MT_OUTCOME_TIMEOUT, reason);
 		return;
 	}
-	/* RFC 9051 5.4: the autologout; the core closes once this is written. */
-	imap_line(s, "* BYE Disconnected for inactivity");
+	imap_line(s, "* BYE %s", bye);
 	imap_enter_state(s, IMAP_STATE_LOGOUT);
+}
+
+/* RFC 9051 5.4: the autologout. */
+static void conn_idle_timeout(struct mt_conn *conn)
+{
+	timed_out(conn, "idle-timeout", "Disconnected for inactivity");
 }
 
 /* login_timeout ran out before a login. */
 static void conn_login_timeout(struct mt_conn *conn)
 {
-	struct imap_session *s = conn_session(conn);
-	if (s->state == IMAP_STATE_STARTTLS) {
-		imap_close(s, MT_OUTCOME_TIMEOUT, "login-timeout");
-		return;
-	}
-	imap_line(s, "* BYE Login timed out");
-	imap_enter_state(s, IMAP_STATE_LOGOUT);
+	timed_out(conn, "login-timeout", "Login timed out");
 }
 
 static void conn_free(struct mt_conn *conn)

@@ -271,29 +271,29 @@ static bool conn_busy(struct mt_conn *conn)
 		s->state == POP3_STATE_UPDATE || pop3_fetch_busy(s);
 }
 
-static void conn_idle_timeout(struct mt_conn *conn)
+/* A timer ran out: the -ERR (the core closes once it is written), or at
+ * once in the middle of a TLS handshake. */
+static void timed_out(struct mt_conn *conn, const char *reason, const char *text)
 {
 	struct pop3_session *s = conn_session(conn);
 	if (s->state == POP3_STATE_STLS) {
-		pop3_close(s, MT_OUTCOME_TIMEOUT, "idle-timeout");
+		pop3_close(s, MT_OUTCOME_TIMEOUT, reason);
 		return;
 	}
-	/* RFC 1939 3: the autologout timer ends the session without UPDATE;
-	 * the core closes once this is written. */
-	pop3_err(s, "Disconnected for inactivity");
+	pop3_err(s, "%s", text);
 	pop3_enter_state(s, POP3_STATE_CLOSING);
+}
+
+/* RFC 1939 3: the autologout timer ends the session without UPDATE. */
+static void conn_idle_timeout(struct mt_conn *conn)
+{
+	timed_out(conn, "idle-timeout", "Disconnected for inactivity");
 }
 
 /* login_timeout ran out before a login. */
 static void conn_login_timeout(struct mt_conn *conn)
 {
-	struct pop3_session *s = conn_session(conn);
-	if (s->state == POP3_STATE_STLS) {
-		pop3_close(s, MT_OUTCOME_TIMEOUT, "login-timeout");
-		return;
-	}
-	pop3_err(s, "Login timed out");
-	pop3_enter_state(s, POP3_STATE_CLOSING);
+	timed_out(conn, "login-timeout", "Login timed out");
 }
 
 /* Life cycle */
