@@ -333,7 +333,8 @@ static unsigned int session_count(void *context)
 }
 
 /* An IMAP session waits on the store or the directory (its answer goes
- * on with the pipelined input). */
+ * on with the pipelined input); an APPEND's message still arriving is not
+ * busy unless chunks of it are being written (the rest may never come). */
 static bool imap_busy(void *context)
 {
 	struct popstore *ps = context;
@@ -344,7 +345,8 @@ static bool imap_busy(void *context)
 			continue;
 		if (s->state == IMAP_STATE_WAIT || s->state == IMAP_STATE_LOGIN ||
 		    s->store_req != NULL || s->refresh_req != NULL || s->dir_req != NULL ||
-		    s->fetch != NULL || s->search != NULL)
+		    s->fetch != NULL || s->search != NULL ||
+		    (s->append_body != NULL && mt_store_body_writes(s->append_body) > 0))
 			return true;
 	}
 	return false;
