@@ -1,7 +1,10 @@
 /* store-async.c — the store's async interface: requests, completion ports
  * on the callers' event loops, the reader pool (on lib-bdb's pipeline),
  * and the blocking *_wait variants built on the same requests (deliveries:
- * store-body.c).
+ * store-body.c). A request is one shape: what it does is its ops (struct
+ * store_req_ops: run, settle, free), so the reader pool here and the group
+ * commit (store-commit.c) know no kinds; the ops of deliveries, expunges,
+ * mailbox opens and reads are here too.
  *
  * A completion port is a mutex-protected list of finished requests on the
  * caller's loop: a store thread appends one and, when the list was empty,
@@ -70,12 +73,12 @@ static void port_discard(void *context)
 }
 
 struct mt_store_req *store_req_new(struct mt_store *store,
-				   enum store_req_kind kind,
+				   const struct store_req_ops *ops,
 				   struct mt_store_port *port, mt_store_cb_t *cb,
 				   void *context)
 {
 	struct mt_store_req *req = mt_xcalloc(1, sizeof(*req));
-	req->kind = kind;
+	req->ops = ops;
 	req->store = store;
 	req->port = port;
 	req->cb = cb;
@@ -87,38 +90,8 @@ struct mt_store_req *store_req_new(struct mt_store *store,
 
 void store_req_free(struct mt_store_req *req)
 {
-	for (unsigned int i = 0; i < req->rcpt_count; i++) {
-		struct mt_store_rcpt *r = &req->rcpts[i];
-		free((char *)r->mailbox);
-		free((char *)r->prefix);
-		free((char *)r->delivery_id);
-		free((char *)r->folder);
-		for (unsigned int k = 0; k < r->keyword_count; k++)
-			free((char *)r->keywords[k]);
-		free((void *)r->keywords);
-	}
-	free(req->rcpts);
-	free(req->body_owned);
-	free(req->name);
-	free(req->folder);
-	free(req->uids);
-	if (req->op != NULL) {
-		if (req->op->mbox != NULL) {
-			store_mailbox_writer(req->op->mbox, false);
-			store_mailbox_unref(&req->op->mbox);
-		}
-		req->op->free(req->op);
-	}
-	free(req->data);
-	if (req->sbody != NULL)
-		store_body_unref(req->sbody);
-	if (req->mbox != NULL) {
-		if (req->kind == STORE_REQ_EXPUNGE)
-			store_mailbox_writer(req->mbox, false);
-		store_mailbox_unref(&req->mbox);
-	}
-	if (req->result != NULL)
-		mt_store_mailbox_close(&req->result);	/* not taken */
+	if (req->ops->free != NULL)
+		req->ops->free(req);
 	if (req->port != NULL)
 		port_unref(req->port);
 	free(req);
@@ -229,30 +202,6 @@ void mt_store_port_free(struct mt_store_port **port_p)
 
 /* Reader pool */
 
-static void reader_run(struct mt_store *store, struct mt_store_req *req)
-{
-	const char *error;
-	store_counter_add(&store->n_reads, 1);
-	if (req->kind == STORE_REQ_OPEN) {
-		enum mt_store_status status =
-			store_folder_open(store, req->name, req->folder,
-					  req->folder == NULL, &req->result, &error);
-		if (status != MT_STORE_OK)
-			store_req_set_error(req, status, error);
-		return;
-	}
-	if (req->kind == STORE_REQ_QUERY) {
-		store_ops_run(store, req);
-		return;
-	}
-	req->data = mt_xmalloc(req->max + 1);
-	enum mt_store_status status =
-		mt_store_read_sync(req->mbox, req->index, req->offset, req->data,
-				   req->max, &req->data_size, &error);
-	if (status != MT_STORE_OK)
-		store_req_set_error(req, status, error);
-}
-
 /* On a reader thread: the read, then its completion (port or waiter). */
 static int reader_job(DB_ENV *env, DB_TXN *txn, void *context)
 {
@@ -260,7 +209,8 @@ static int reader_job(DB_ENV *env, DB_TXN *txn, void *context)
 	(void)txn;
 	struct mt_store_req *req = context;
 	pthread_rwlock_rdlock(&req->store->io_lock);
-	reader_run(req->store, req);
+	store_counter_add(&req->store->n_reads, 1);
+	req->ops->run(req->store, req);
 	pthread_rwlock_unlock(&req->store->io_lock);
 	return 0;
 }
@@ -304,7 +254,7 @@ static void req_refuse(struct mt_store_req *req, enum mt_store_status status,
 			req->rcpts[i].status = status;
 }
 
-struct mt_store_req *store_req_submit(struct mt_store_req *req, enum store_path path)
+struct mt_store_req *store_req_submit(struct mt_store_req *req)
 {
 	struct mt_store *store = req->store;
 	if (!req->refused && store->set.mode != MT_STORE_MODE_SERVE)
@@ -313,7 +263,7 @@ struct mt_store_req *store_req_submit(struct mt_store_req *req, enum store_path 
 		req_refuse(req, MT_STORE_FATAL, "store failed: restart needed for recovery");
 	if (req->refused)
 		store_req_complete(req);
-	else if (path == STORE_PATH_COMMIT)
+	else if (req->ops->path == STORE_PATH_COMMIT)
 		store_commit_submit(store, req);
 	else
 		mt_bdb_commit_submit(store->readers, NULL, MT_BDB_JOB_READ, reader_job,
@@ -321,13 +271,13 @@ struct mt_store_req *store_req_submit(struct mt_store_req *req, enum store_path 
 	return req;
 }
 
-void store_req_wait(struct mt_store_req *req, enum store_path path)
+void store_req_wait(struct mt_store_req *req)
 {
 	struct store_waiter w = { .done = false };
 	pthread_mutex_init(&w.lock, NULL);
 	pthread_cond_init(&w.cond, NULL);
 	req->waiter = &w;
-	(void)store_req_submit(req, path);
+	(void)store_req_submit(req);
 	pthread_mutex_lock(&w.lock);
 	while (!w.done)
 		pthread_cond_wait(&w.cond, &w.lock);
@@ -349,13 +299,63 @@ static bool folder_ok(const char *folder)
 	return len > 0 && len <= MT_STORE_FOLDER_MAX;
 }
 
+/* Deliver: the recipients' transactions (store-records.c); after the flush,
+ * a failed flush's status for each stored copy, or the counters. */
+static void deliver_settle(struct mt_store *store, struct mt_store_req *req,
+			   int flush_ret)
+{
+	if (flush_ret != 0) {
+		for (unsigned int i = 0; i < req->rcpt_count; i++)
+			if (req->rcpts[i].status == MT_STORE_OK)
+				req->rcpts[i].status = req->status;
+		return;
+	}
+	uint64_t delivered = 0, duplicates = 0;
+	for (unsigned int i = 0; i < req->rcpt_count; i++) {
+		if (req->rcpts[i].status != MT_STORE_OK)
+			continue;
+		delivered++;
+		duplicates += req->rcpts[i].duplicate;
+	}
+	uint64_t size = req->sbody != NULL ? mt_store_body_size(req->sbody) :
+		req->body_size;
+	store_counter_add(&store->n_delivery_requests, 1);
+	store_counter_add(&store->n_deliveries, delivered);
+	store_counter_add(&store->n_duplicates, duplicates);
+	store_counter_add(&store->n_bytes_stored, (delivered - duplicates) * size);
+}
+
+static void deliver_free(struct mt_store_req *req)
+{
+	for (unsigned int i = 0; i < req->rcpt_count; i++) {
+		struct mt_store_rcpt *r = &req->rcpts[i];
+		free((char *)r->mailbox);
+		free((char *)r->prefix);
+		free((char *)r->delivery_id);
+		free((char *)r->folder);
+		for (unsigned int k = 0; k < r->keyword_count; k++)
+			free((char *)r->keywords[k]);
+		free((void *)r->keywords);
+	}
+	free(req->rcpts);
+	free(req->body_owned);
+	if (req->sbody != NULL)
+		store_body_unref(req->sbody);
+}
+
+static const struct store_req_ops deliver_ops = {
+	.name = "deliver", .path = STORE_PATH_COMMIT,
+	.run = store_records_deliver, .settle = deliver_settle,
+	.free = deliver_free,
+};
+
 struct mt_store_req *store_deliver_new(struct mt_store *store,
 				       struct mt_store_port *port,
 				       const struct mt_store_rcpt *rcpts,
 				       unsigned int count, mt_store_cb_t *cb,
 				       void *context)
 {
-	struct mt_store_req *req = store_req_new(store, STORE_REQ_DELIVER, port, cb, context);
+	struct mt_store_req *req = store_req_new(store, &deliver_ops, port, cb, context);
 	req->rcpts = mt_xcalloc(count == 0 ? 1 : count, sizeof(*req->rcpts));
 	req->rcpt_count = count;
 	for (unsigned int i = 0; i < count; i++) {
@@ -418,12 +418,36 @@ struct mt_store_req *store_deliver_new(struct mt_store *store,
 	return req;
 }
 
+/* Open: the in-use lock and the snapshot, on a reader. */
+static void open_run(struct mt_store *store, struct mt_store_req *req)
+{
+	const char *error;
+	enum mt_store_status status =
+		store_folder_open(store, req->name, req->folder,
+				  req->folder == NULL, &req->result, &error);
+	if (status != MT_STORE_OK)
+		store_req_set_error(req, status, error);
+}
+
+static void open_free(struct mt_store_req *req)
+{
+	free(req->name);
+	free(req->folder);
+	if (req->result != NULL)
+		mt_store_mailbox_close(&req->result);	/* not taken */
+}
+
+static const struct store_req_ops open_ops = {
+	.name = "open", .path = STORE_PATH_READ,
+	.run = open_run, .free = open_free,
+};
+
 static struct mt_store_req *open_new(struct mt_store_port *port,
 				     const char *name, const char *folder,
 				     mt_store_cb_t *cb, void *context)
 {
 	struct mt_store *store = port->store;
-	struct mt_store_req *req = store_req_new(store, STORE_REQ_OPEN, port, cb, context);
+	struct mt_store_req *req = store_req_new(store, &open_ops, port, cb, context);
 	req->name = mt_xstrdup(name != NULL ? name : "");
 	req->folder = folder != NULL ? mt_xstrdup(folder) : NULL;
 	if (!name_ok(name))
@@ -431,7 +455,7 @@ static struct mt_store_req *open_new(struct mt_store_port *port,
 	else if (folder != NULL &&
 		 (folder[0] == '\0' || strlen(folder) > MT_STORE_FOLDER_MAX))
 		req_refuse(req, MT_STORE_INVALID, "bad folder name");
-	return store_req_submit(req, STORE_PATH_READ);
+	return store_req_submit(req);
 }
 
 struct mt_store_req *mt_store_mailbox_open(struct mt_store_port *port,
@@ -464,29 +488,77 @@ enum mt_store_status mt_store_folder_open_sync(struct mt_store *store,
 	return store_folder_open(store, user, name, false, mbox_r, error_r);
 }
 
+/* Read: a message's bytes, on a reader. */
+static void read_run(struct mt_store *store, struct mt_store_req *req)
+{
+	(void)store;
+	const char *error;
+	req->data = mt_xmalloc(req->max + 1);
+	enum mt_store_status status =
+		mt_store_read_sync(req->mbox, req->index, req->offset, req->data,
+				   req->max, &req->data_size, &error);
+	if (status != MT_STORE_OK)
+		store_req_set_error(req, status, error);
+}
+
+static void read_free(struct mt_store_req *req)
+{
+	free(req->data);
+	store_mailbox_unref(&req->mbox);
+}
+
+static const struct store_req_ops read_ops = {
+	.name = "read", .path = STORE_PATH_READ,
+	.run = read_run, .free = read_free,
+};
+
 struct mt_store_req *mt_store_read(struct mt_store_port *port,
 				   struct mt_store_mailbox *mbox,
 				   unsigned int index, uint64_t offset,
 				   size_t max, mt_store_cb_t *cb, void *context)
 {
 	struct mt_store *store = port->store;
-	struct mt_store_req *req = store_req_new(store, STORE_REQ_READ, port, cb, context);
+	struct mt_store_req *req = store_req_new(store, &read_ops, port, cb, context);
 	req->mbox = store_mailbox_ref(mbox);
 	req->index = index;
 	req->offset = offset;
 	req->max = max > MT_STORE_READ_MAX ? MT_STORE_READ_MAX : max;
 	if (index >= mbox->count)
 		req_refuse(req, MT_STORE_NOT_FOUND, "no such message");
-	return store_req_submit(req, STORE_PATH_READ);
+	return store_req_submit(req);
 }
+
+/* Expunge: one transaction (store-records.c); after the flush, the
+ * counters. */
+static void expunge_settle(struct mt_store *store, struct mt_store_req *req,
+			   int flush_ret)
+{
+	if (flush_ret != 0 || req->status != MT_STORE_OK)
+		return;
+	store_counter_add(&store->n_expunges, 1);
+	store_counter_add(&store->n_expunged, req->removed);
+}
+
+static void expunge_free(struct mt_store_req *req)
+{
+	free(req->uids);
+	store_mailbox_writer(req->mbox, false);
+	store_mailbox_unref(&req->mbox);
+}
+
+static const struct store_req_ops expunge_ops = {
+	.name = "expunge", .path = STORE_PATH_COMMIT,
+	.run = store_records_expunge, .settle = expunge_settle,
+	.free = expunge_free,
+};
 
 static struct mt_store_req *expunge_new(struct mt_store_port *port,
 					struct mt_store_mailbox *mbox,
 					const uint32_t *uids, unsigned int count,
 					mt_store_cb_t *cb, void *context)
 {
-	struct mt_store_req *req = store_req_new(mbox->store, STORE_REQ_EXPUNGE, port,
-					   cb, context);
+	struct mt_store_req *req = store_req_new(mbox->store, &expunge_ops, port,
+						 cb, context);
 	req->mbox = store_mailbox_ref(mbox);
 	store_mailbox_writer(mbox, true);
 	req->uids = mt_xmalloc((count == 0 ? 1 : count) * sizeof(*uids));
@@ -502,7 +574,7 @@ struct mt_store_req *mt_store_expunge(struct mt_store_port *port,
 				      mt_store_cb_t *cb, void *context)
 {
 	struct mt_store_req *req = expunge_new(port, mbox, uids, count, cb, context);
-	return store_req_submit(req, STORE_PATH_COMMIT);
+	return store_req_submit(req);
 }
 
 enum mt_store_status mt_store_expunge_wait(struct mt_store_mailbox *mbox,
@@ -511,7 +583,7 @@ enum mt_store_status mt_store_expunge_wait(struct mt_store_mailbox *mbox,
 					   const char **error_r)
 {
 	struct mt_store_req *req = expunge_new(NULL, mbox, uids, count, NULL, NULL);
-	store_req_wait(req, STORE_PATH_COMMIT);
+	store_req_wait(req);
 	enum mt_store_status status = req->status;
 	*error_r = store_error("%s", req->error);
 	store_req_free(req);

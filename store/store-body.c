@@ -99,11 +99,78 @@ static bool body_failed(struct mt_store_body *body)
 	return failed;
 }
 
+/* On an executor: one full chunk of the body, in its own NOSYNC
+ * transaction; the last write of a body still executing submits the
+ * delivery or abort parked for it. */
+static void chunk_run(struct mt_store *store, struct mt_store_req *req)
+{
+	struct mt_store_body *body = req->sbody;
+	int ret;
+	if (atomic_load(&store->failed))
+		ret = DB_RUNRECOVERY;
+	else if (body_failed(body))
+		ret = 0;	/* doomed by an earlier chunk: not written */
+	else if (!store_space_writable(store))
+		ret = ENOSPC;
+	else {
+		pthread_rwlock_rdlock(&store->io_lock);
+		(void)store_space_ensure(store, req->body_size);
+		ret = store_space_full(store) ? ENOSPC :
+			store_chunks_write(store, body->id, req->chunk, req->body,
+					   req->body_size);
+		pthread_rwlock_unlock(&store->io_lock);
+		(void)store_space_failed(store, ret, "chunk write");
+		store_counter_add(&store->n_chunk_writes, ret == 0);
+	}
+	MT_FREE(&req->body_owned);
+	pthread_mutex_lock(&body->lock);
+	if (ret != 0 && body->status == MT_STORE_OK) {
+		body->status = store_status_from_db(store, ret);
+		if (body->status == MT_STORE_TEMPFAIL && store_space_full(store))
+			body->status = MT_STORE_NO_SPACE;
+		snprintf(body->error, sizeof(body->error), "writing a chunk of the "
+			 "message failed: %s", store_strerror(ret));
+	}
+	struct mt_store_req *parked = NULL;
+	if (--body->executing == 0) {
+		parked = body->parked;
+		body->parked = NULL;
+	}
+	pthread_mutex_unlock(&body->lock);
+	if (parked != NULL)
+		store_commit_submit(store, parked);
+}
+
+/* On an executor: no message will hold the body. */
+static void abort_run(struct mt_store *store, struct mt_store_req *req)
+{
+	store_body_drop(store, req->sbody);
+}
+
+/* A chunk write's or an abort's: its chunk (if not written yet) and its
+ * reference to the body. */
+static void body_req_free(struct mt_store_req *req)
+{
+	free(req->body_owned);
+	store_body_unref(req->sbody);
+}
+
+/* Neither is flushed: see the header. */
+static const struct store_req_ops chunk_ops = {
+	.name = "chunk", .path = STORE_PATH_COMMIT, .unflushed = true,
+	.run = chunk_run, .free = body_req_free,
+};
+
+static const struct store_req_ops abort_ops = {
+	.name = "abort", .path = STORE_PATH_COMMIT, .unflushed = true,
+	.run = abort_run, .free = body_req_free,
+};
+
 /* Hand the full chunk buffer to the store as its own write. */
 static void chunk_submit(struct mt_store_body *body)
 {
 	struct mt_store *store = body->store;
-	struct mt_store_req *req = store_req_new(store, STORE_REQ_CHUNK, body->port,
+	struct mt_store_req *req = store_req_new(store, &chunk_ops, body->port,
 						 chunk_written, body);
 	req->sbody = body_ref(body);
 	req->chunk = body->chunks++;
@@ -116,7 +183,7 @@ static void chunk_submit(struct mt_store_body *body)
 	body->executing++;
 	pthread_mutex_unlock(&body->lock);
 	if (body->port == NULL) {
-		store_req_wait(req, STORE_PATH_COMMIT);
+		store_req_wait(req);
 		store_req_free(req);
 		return;
 	}
@@ -170,7 +237,7 @@ static void final_submit(struct mt_store_body *body, struct mt_store_req *req)
 		body->parked = req;
 	pthread_mutex_unlock(&body->lock);
 	if (!park)
-		store_req_submit(req, STORE_PATH_COMMIT);
+		store_req_submit(req);
 }
 
 /* Nothing more will be written into body: the appends' buffer is freed. */
@@ -207,7 +274,7 @@ void mt_store_body_abort(struct mt_store_body **body_p)
 		store_body_unref(body);	/* nothing was written */
 		return;
 	}
-	struct mt_store_req *req = store_req_new(body->store, STORE_REQ_ABORT,
+	struct mt_store_req *req = store_req_new(body->store, &abort_ops,
 						 NULL, NULL, NULL);
 	req->sbody = body;	/* the owner's reference */
 	final_submit(body, req);
@@ -248,7 +315,7 @@ struct mt_store_req *mt_store_body_deliver(struct mt_store_body **body_p,
 	if (req->sbody != NULL)
 		final_submit(body, req);
 	else
-		store_req_submit(req, STORE_PATH_COMMIT);	/* refused */
+		store_req_submit(req);	/* refused */
 	return req;
 }
 
@@ -273,49 +340,6 @@ void store_body_drop(struct mt_store *store, struct mt_store_body *body)
 		store_purge_drop_retry(store, body->id, body->chunks);
 }
 
-void store_body_run(struct mt_store *store, struct mt_store_req *req)
-{
-	struct mt_store_body *body = req->sbody;
-	if (req->kind == STORE_REQ_ABORT) {
-		store_body_drop(store, body);
-		return;
-	}
-	int ret;
-	if (atomic_load(&store->failed))
-		ret = DB_RUNRECOVERY;
-	else if (body_failed(body))
-		ret = 0;	/* doomed by an earlier chunk: not written */
-	else if (!store_space_writable(store))
-		ret = ENOSPC;
-	else {
-		pthread_rwlock_rdlock(&store->io_lock);
-		(void)store_space_ensure(store, req->body_size);
-		ret = store_space_full(store) ? ENOSPC :
-			store_chunks_write(store, body->id, req->chunk, req->body,
-					   req->body_size);
-		pthread_rwlock_unlock(&store->io_lock);
-		(void)store_space_failed(store, ret, "chunk write");
-		store_counter_add(&store->n_chunk_writes, ret == 0);
-	}
-	MT_FREE(&req->body_owned);
-	pthread_mutex_lock(&body->lock);
-	if (ret != 0 && body->status == MT_STORE_OK) {
-		body->status = store_status_from_db(store, ret);
-		if (body->status == MT_STORE_TEMPFAIL && store_space_full(store))
-			body->status = MT_STORE_NO_SPACE;
-		snprintf(body->error, sizeof(body->error), "writing a chunk of the "
-			 "message failed: %s", store_strerror(ret));
-	}
-	struct mt_store_req *parked = NULL;
-	if (--body->executing == 0) {
-		parked = body->parked;
-		body->parked = NULL;
-	}
-	pthread_mutex_unlock(&body->lock);
-	if (parked != NULL)
-		store_commit_submit(store, parked);
-}
-
 struct mt_store_req *mt_store_deliver(struct mt_store_port *port,
 				      const struct mt_store_rcpt *rcpts,
 				      unsigned int count, struct mt_buf *body,
@@ -337,7 +361,7 @@ enum mt_store_status mt_store_deliver_wait(struct mt_store *store,
 	struct mt_store_body *body = body_new(store, NULL, NULL, NULL);
 	mt_store_body_append(body, data, size);
 	struct mt_store_req *req = deliver_new(body, rcpts, count, NULL, NULL);
-	store_req_wait(req, STORE_PATH_COMMIT);
+	store_req_wait(req);
 	for (unsigned int i = 0; i < count; i++) {
 		rcpts[i].status = req->rcpts[i].status;
 		rcpts[i].uid = req->rcpts[i].uid;

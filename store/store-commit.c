@@ -3,15 +3,16 @@
  * threads (store_commit_threads of them) and completes after the one log
  * flush that made it durable; a streamed body's chunk writes and aborts run
  * on the same executors but complete without a flush (store-body.c says
- * why). What is the store's own here: the request kinds, the counters, the
- * wake-up of the purger after flushed expunges, and what a flush that finds
- * the disk full does.
+ * why). The executor knows no request kinds: it runs each request's ops
+ * (struct store_req_ops: run, then settle after the flush). What is the
+ * store's own here: a failed flush's answer, the wake-up of the purger
+ * after flushed expunges, and what a flush that finds the disk full does.
  *
- *   callers ──submit──► executor thread(s): run the request's       ──►
- *                       transactions, commit DB_TXN_NOSYNC
+ *   callers ──submit──► executor thread(s): the request's ops->run:   ──►
+ *                       its transactions, committed DB_TXN_NOSYNC
  *   flusher: one log_flush() for all it took (waiting up to 5 ms while
- *            more are still executing) ──► store_req_complete(): the port
- *            or the waiter
+ *            more are still executing) ──► ops->settle ──►
+ *            store_req_complete(): the port or the waiter
  *
  * The completions run on the pipeline's thread (the requests have their own
  * completion ports, store-async.c), so no event loop is named here.
@@ -45,78 +46,40 @@
 /* How long a flush may wait for transactions still executing to join it. */
 #define FLUSH_GATHER_USECS 5000
 
-/* On an executor: the request's transactions. Their outcome is the
- * request's (per recipient, in req); the job itself never fails, so that
- * it is flushed whatever happened: a failure or a quota answer may rest on
- * a transaction not yet durable. */
+/* On an executor: the request's run. Its outcome is the request's (per
+ * recipient, in req); the job itself never fails, so that it is flushed
+ * whatever happened: a failure or a quota answer may rest on a transaction
+ * not yet durable. */
 static int request_run(DB_ENV *env, DB_TXN *txn, void *context)
 {
 	(void)env;
 	(void)txn;
 	struct mt_store_req *req = context;
-	struct mt_store *store = req->store;
-	if (req->kind == STORE_REQ_CHUNK || req->kind == STORE_REQ_ABORT)
-		store_body_run(store, req);
-	else if (req->kind == STORE_REQ_DELIVER)
-		store_records_deliver(store, req);
-	else if (req->kind == STORE_REQ_CHANGE)
-		store_ops_run(store, req);
-	else
-		store_records_expunge(store, req);
+	req->ops->run(req->store, req);
 	return 0;
 }
 
-/* Counters, or the failed flush's status for what it did not make durable. */
-static void request_settle(struct mt_store *store, struct mt_store_req *req,
-			   int flush_ret)
-{
-	if (flush_ret != 0 && req->needs_flush) {
-		enum mt_store_status status = store_status_from_db(store, flush_ret);
-		if (req->kind == STORE_REQ_DELIVER) {
-			for (unsigned int i = 0; i < req->rcpt_count; i++)
-				if (req->rcpts[i].status == MT_STORE_OK)
-					req->rcpts[i].status = status;
-		}
-		store_req_set_error(req, status,
-			store_error("making the transaction durable failed: %s",
-				    db_strerror(flush_ret)));
-		return;
-	}
-	if (req->kind == STORE_REQ_DELIVER) {
-		uint64_t delivered = 0, duplicates = 0;
-		for (unsigned int i = 0; i < req->rcpt_count; i++) {
-			if (req->rcpts[i].status != MT_STORE_OK)
-				continue;
-			delivered++;
-			duplicates += req->rcpts[i].duplicate;
-		}
-		uint64_t size = req->sbody != NULL ? mt_store_body_size(req->sbody) :
-			req->body_size;
-		store_counter_add(&store->n_delivery_requests, 1);
-		store_counter_add(&store->n_deliveries, delivered);
-		store_counter_add(&store->n_duplicates, duplicates);
-		store_counter_add(&store->n_bytes_stored, (delivered - duplicates) * size);
-	} else if (req->kind == STORE_REQ_EXPUNGE && req->status == MT_STORE_OK) {
-		store_counter_add(&store->n_expunges, 1);
-		store_counter_add(&store->n_expunged, req->removed);
-	}
-}
-
-/* On the flusher (deliveries, expunges) or the executor (chunks, aborts). */
+/* On the flusher, or (unflushed requests) on the executor: the flush's
+ * failure for what it did not make durable, the request's settle, its
+ * completion, and the purger's wake-up after durable expunges. */
 static void request_done(int status, void *context)
 {
 	struct mt_store_req *req = context;
 	struct mt_store *store = req->store;
-	if (req->kind == STORE_REQ_CHUNK || req->kind == STORE_REQ_ABORT) {
+	if (req->ops->unflushed) {
 		store_req_complete(req);
 		return;
 	}
 	if (status != 0)
 		(void)store_status_from_db(store, status);
-	request_settle(store, req, status);
-	bool expunged = (req->kind == STORE_REQ_EXPUNGE ||
-			 req->kind == STORE_REQ_CHANGE) && req->removed > 0 &&
-		status == 0;
+	int flush_ret = req->needs_flush ? status : 0;
+	if (flush_ret != 0)
+		store_req_set_error(req, store_status_from_db(store, flush_ret),
+			store_error("making the transaction durable failed: %s",
+				    db_strerror(flush_ret)));
+	if (req->ops->settle != NULL)
+		req->ops->settle(store, req, flush_ret);
+	bool expunged = req->removed > 0 && status == 0;
 	store_req_complete(req);
 	if (expunged)
 		store_purge_kick(store);
@@ -171,9 +134,8 @@ void store_commit_stop(struct mt_store *store)
 
 void store_commit_submit(struct mt_store *store, struct mt_store_req *req)
 {
-	/* A body's chunk writes and abort are not flushed (store-body.c). */
 	unsigned int flags = MT_BDB_JOB_OWN_TXN;
-	if (req->kind == STORE_REQ_CHUNK || req->kind == STORE_REQ_ABORT)
+	if (req->ops->unflushed)
 		flags |= MT_BDB_JOB_UNFLUSHED;
 	mt_bdb_commit_submit(store->commit, NULL, flags, request_run, request_done, req);
 }

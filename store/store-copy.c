@@ -319,8 +319,8 @@ struct mt_store_req *mt_store_copy(struct mt_store_port *port,
 	const char *error;
 	struct copy_op *c = copy_new(mbox, args, &error);
 	if (c == NULL)
-		return store_ops_refuse(port, STORE_REQ_CHANGE, error, cb, context);
-	return store_ops_submit(port->store, port, STORE_REQ_CHANGE, &c->op, cb,
+		return store_ops_refuse(port, &store_req_change, error, cb, context);
+	return store_ops_submit(port->store, port, &store_req_change, &c->op, cb,
 				context);
 }
 
@@ -346,7 +346,7 @@ enum mt_store_status mt_store_copy_wait(struct mt_store_mailbox *mbox,
 		*error_r = store_error("%s", *error_r);
 		return MT_STORE_INVALID;
 	}
-	struct mt_store_req *req = store_ops_wait(mbox->store, STORE_REQ_CHANGE,
+	struct mt_store_req *req = store_ops_wait(mbox->store, &store_req_change,
 						  &c->op);
 	enum mt_store_status status = req->status;
 	if (status == MT_STORE_OK) {

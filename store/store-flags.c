@@ -417,8 +417,8 @@ struct mt_store_req *mt_store_flags_store(struct mt_store_port *port,
 	const char *error;
 	struct flags_op *f = flags_new(mbox, args, &error);
 	if (f == NULL)
-		return store_ops_refuse(port, STORE_REQ_CHANGE, error, cb, context);
-	return store_ops_submit(port->store, port, STORE_REQ_CHANGE, &f->op, cb,
+		return store_ops_refuse(port, &store_req_change, error, cb, context);
+	return store_ops_submit(port->store, port, &store_req_change, &f->op, cb,
 				context);
 }
 
@@ -441,7 +441,7 @@ enum mt_store_status mt_store_flags_store_wait(struct mt_store_mailbox *mbox,
 		*error_r = store_error("%s", *error_r);
 		return MT_STORE_INVALID;
 	}
-	struct mt_store_req *req = store_ops_wait(mbox->store, STORE_REQ_CHANGE,
+	struct mt_store_req *req = store_ops_wait(mbox->store, &store_req_change,
 						  &f->op);
 	enum mt_store_status status = req->status;
 	if (status == MT_STORE_OK && results_r != NULL && args->uid_count > 0)
@@ -541,7 +541,7 @@ struct mt_store_req *mt_store_vanished(struct mt_store_port *port,
 				       struct mt_store_mailbox *mbox, uint64_t since,
 				       mt_store_cb_t *cb, void *context)
 {
-	return store_ops_submit(port->store, port, STORE_REQ_QUERY,
+	return store_ops_submit(port->store, port, &store_req_query,
 				&vanished_new(mbox, since)->op, cb, context);
 }
 
@@ -559,7 +559,7 @@ enum mt_store_status mt_store_vanished_sync(struct mt_store_mailbox *mbox,
 					    unsigned int *count_r, const char **error_r)
 {
 	struct vanished_op *v = vanished_new(mbox, since);
-	struct mt_store_req *req = store_ops_wait(mbox->store, STORE_REQ_QUERY, &v->op);
+	struct mt_store_req *req = store_ops_wait(mbox->store, &store_req_query, &v->op);
 	enum mt_store_status status = req->status;
 	*uids_r = NULL;
 	*count_r = 0;

@@ -220,9 +220,9 @@ struct mt_store_req *mt_store_folders_list(struct mt_store_port *port,
 					   void *context)
 {
 	if (!user_ok(user))
-		return store_ops_refuse(port, STORE_REQ_QUERY, "bad mailbox name",
+		return store_ops_refuse(port, &store_req_query, "bad mailbox name",
 					cb, context);
-	return store_ops_submit(port->store, port, STORE_REQ_QUERY,
+	return store_ops_submit(port->store, port, &store_req_query,
 				&list_new(user)->op, cb, context);
 }
 
@@ -249,9 +249,9 @@ enum mt_store_status mt_store_folders_list_sync(struct mt_store *store,
 	}
 	struct list_op *l = list_new(user);
 	struct store_op *op = &l->op;
-	struct mt_store_req req = { .kind = STORE_REQ_QUERY, .store = store, .op = op };
+	struct mt_store_req req = { .ops = &store_req_query, .store = store, .op = op };
 	store_counter_add(&store->n_reads, 1);
-	store_ops_run(store, &req);
+	req.ops->run(store, &req);
 	if (req.status == MT_STORE_OK) {
 		*folders_r = l->folders;
 		*count_r = l->count;
@@ -734,8 +734,8 @@ struct mt_store_req *mt_store_folder_change(struct mt_store_port *port,
 	const char *error;
 	struct change_op *c = change_new(port->store, args, &error);
 	if (c == NULL)
-		return store_ops_refuse(port, STORE_REQ_CHANGE, error, cb, context);
-	return store_ops_submit(port->store, port, STORE_REQ_CHANGE, &c->op, cb,
+		return store_ops_refuse(port, &store_req_change, error, cb, context);
+	return store_ops_submit(port->store, port, &store_req_change, &c->op, cb,
 				context);
 }
 
@@ -748,7 +748,7 @@ enum mt_store_status mt_store_folder_change_wait(struct mt_store *store,
 		*error_r = store_error("%s", *error_r);
 		return MT_STORE_INVALID;
 	}
-	struct mt_store_req *req = store_ops_wait(store, STORE_REQ_CHANGE, &c->op);
+	struct mt_store_req *req = store_ops_wait(store, &store_req_change, &c->op);
 	enum mt_store_status status = req->status;
 	*error_r = store_error("%s", req->error);
 	store_req_free(req);

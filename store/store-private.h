@@ -5,7 +5,8 @@
  *   store-records.c   keys and records; the transactions themselves
  *   store-commit.c    the group-commit pipeline (executors + one flusher)
  *   store-purge.c     the purger: expunged messages' bodies, in the background
- *   store-async.c     requests, completion ports, the reader pool
+ *   store-async.c     requests (one shape: store_req_ops), completion ports,
+ *                     the reader pool
  *   store-mailbox.c   open mailboxes: snapshot, in-use table, sync reads
  *   store-admin.c     stat and hot backup
  *   store-space.c     a full disk: region preallocation, reserve, no-space mode
@@ -117,21 +118,38 @@ struct store_waiter {
 	bool done;
 };
 
-enum store_req_kind {
-	STORE_REQ_DELIVER,
-	STORE_REQ_EXPUNGE,
-	STORE_REQ_OPEN,
-	STORE_REQ_READ,
-	STORE_REQ_CHUNK,	/* one full chunk of a streamed body */
-	STORE_REQ_ABORT,	/* a body that will not be delivered */
-	STORE_REQ_CHANGE,	/* a store_op's transaction (commit path) */
-	STORE_REQ_QUERY,	/* a store_op's reads (reader pool) */
+/* Where a request runs: the group commit (writes) or the reader pool. */
+enum store_path { STORE_PATH_COMMIT, STORE_PATH_READ };
+
+/* What a request does. Every request is one of these over the executors
+ * (store-commit.c's group commit, store-async.c's reader pool), which know
+ * no kinds: they call run, then (commit path) settle after the flush, and
+ * store_req_free() calls free. The ops of each kind live beside the code
+ * that makes its requests: store-async.c (deliver, expunge, open, read),
+ * store-body.c (a chunk, an abort), store-ops.c (IMAP's change, query). */
+struct store_req_ops {
+	const char *name;
+	enum store_path path;
+	/* Commit path: completed as soon as run returns, without a log flush
+	 * (a streamed body's chunk writes and aborts: store-body.c says why). */
+	bool unflushed;
+	/* On an executor or a reader thread: the work, its outcome in req
+	 * (status, needs_flush, removed). */
+	void (*run)(struct mt_store *store, struct mt_store_req *req);
+	/* Commit path, on the flusher after the flush, before the completion:
+	 * flush_ret is the flush's failure if req needed the flush (the
+	 * request's error already says so), else 0. Counters, per-recipient
+	 * results. May be NULL. */
+	void (*settle)(struct mt_store *store, struct mt_store_req *req,
+		       int flush_ret);
+	/* What the request holds of its kind (not the request). May be NULL. */
+	void (*free)(struct mt_store_req *req);
 };
 
-/* An operation of store-folders.c or store-flags.c, carried by a
- * STORE_REQ_CHANGE or _QUERY request (store-ops.c), which frees it. */
+/* An operation of store-folders.c or store-flags.c, carried by a request
+ * of store_req_change or store_req_query (store-ops.c), which frees it. */
 struct store_op {
-	/* CHANGE: the body of one transaction, retried on deadlock; QUERY:
+	/* Change: the body of one transaction, retried on deadlock; query:
 	 * reads without one (txn NULL). 0, a DB/errno or STORE_ERR value. */
 	int (*run)(struct mt_store *store, DB_TXN *txn, struct store_op *op);
 	/* On the caller's thread, after an OK and before the callback: the
@@ -175,7 +193,7 @@ struct mt_store_body {
 
 struct mt_store_req {
 	struct mt_store_req *next;
-	enum store_req_kind kind;
+	const struct store_req_ops *ops;
 	struct mt_store *store;
 	struct mt_store_port *port;	/* NULL: waiter */
 	struct store_waiter *waiter;
@@ -188,32 +206,32 @@ struct mt_store_req {
 	char error[STORE_ERROR_MAX];
 	bool needs_flush;		/* committed something not yet durable */
 
-	/* STORE_REQ_DELIVER, _CHUNK, _ABORT: the body, and for DELIVER its
-	 * last partial chunk in body/body_size (for CHUNK the chunk). */
+	/* Deliver, chunk, abort: the body, and for a delivery its last partial
+	 * chunk in body/body_size (for a chunk write the chunk). */
 	struct mt_store_body *sbody;
-	uint32_t chunk;			/* CHUNK: its index */
-	/* STORE_REQ_DELIVER */
+	uint32_t chunk;			/* chunk: its index */
+	/* Deliver */
 	struct mt_store_rcpt *rcpts;
 	unsigned int rcpt_count;
 	char *body_owned;
 	const char *body;
 	size_t body_size;
 
-	/* STORE_REQ_OPEN, _READ, _EXPUNGE */
+	/* Open, read, expunge */
 	char *name;
-	char *folder;			/* OPEN: an IMAP folder's name, or NULL */
-	struct mt_store_mailbox *mbox;		/* a reference (READ, EXPUNGE) */
-	struct mt_store_mailbox *result;	/* OPEN, until taken */
+	char *folder;			/* open: an IMAP folder's name, or NULL */
+	struct mt_store_mailbox *mbox;		/* a reference (read, expunge) */
+	struct mt_store_mailbox *result;	/* open, until taken */
 	uint32_t *uids;
 	unsigned int uid_count;
-	unsigned int removed;		/* EXPUNGE: messages it removed */
+	unsigned int removed;		/* messages it expunged: purge */
 	unsigned int index;
 	uint64_t offset;
 	size_t max;
 	char *data;
 	size_t data_size;
 
-	/* STORE_REQ_CHANGE, _QUERY */
+	/* IMAP's change, query */
 	struct store_op *op;
 };
 
@@ -541,9 +559,6 @@ int store_chunks_partial_totals(struct mt_store *store, uint64_t *bodies_r,
 				uint64_t *bytes_r);
 
 /* store-body.c */
-/* Commit thread: run a CHUNK or ABORT request (completed without a log
- * flush: see store-body.c). */
-void store_body_run(struct mt_store *store, struct mt_store_req *req);
 /* Commit thread: no message holds body (aborted, or no recipient took
  * it): queue what was written for the purger. */
 void store_body_drop(struct mt_store *store, struct mt_store_body *body);
@@ -553,7 +568,7 @@ void store_body_unref(struct mt_store_body *body);
 /* store-commit.c */
 bool store_commit_start(struct mt_store *store, const char **error_r);
 void store_commit_stop(struct mt_store *store);
-/* Any thread: queue a DELIVER, EXPUNGE, CHUNK or ABORT request. */
+/* Any thread: queue a request of the commit path (as its ops say). */
 void store_commit_submit(struct mt_store *store, struct mt_store_req *req);
 /* Deliveries and expunges submitted and not yet committed. */
 unsigned int store_commit_executing(struct mt_store *store);
@@ -592,43 +607,43 @@ int store_flags_keywords_names(struct mt_store *store, DB_TXN *txn, uint64_t id,
 int store_flags_drop_mailbox(struct mt_store *store, DB_TXN *txn, uint64_t id);
 
 /* store-ops.c */
-/* Run req's op: on an executor (CHANGE) or a reader (QUERY). */
-void store_ops_run(struct mt_store *store, struct mt_store_req *req);
-/* A request for op (taken); submitted on its path, or waited for. */
+/* The requests that carry a store_op: a change (one transaction, commit
+ * path) and a query (reads, reader pool). */
+extern const struct store_req_ops store_req_change, store_req_query;
+/* A request of ops for op (taken); submitted on its path, or waited for. */
 struct mt_store_req *store_ops_submit(struct mt_store *store,
 				      struct mt_store_port *port,
-				      enum store_req_kind kind,
+				      const struct store_req_ops *ops,
 				      struct store_op *op, mt_store_cb_t *cb,
 				      void *context);
 /* A request refused with MT_STORE_INVALID and error: its callback runs
  * as for any other (bad arguments found before an op was made). */
 struct mt_store_req *store_ops_refuse(struct mt_store_port *port,
-				      enum store_req_kind kind, const char *error,
-				      mt_store_cb_t *cb, void *context);
+				      const struct store_req_ops *ops,
+				      const char *error, mt_store_cb_t *cb,
+				      void *context);
 /* Blocking: the finished request (applied if OK), for the caller to read
  * and free (store_req_free). */
 struct mt_store_req *store_ops_wait(struct mt_store *store,
-				    enum store_req_kind kind,
+				    const struct store_req_ops *ops,
 				    struct store_op *op);
 /* On the completing thread: the op's apply (port thread, or waiter). */
 void store_ops_apply(struct mt_store_req *req);
 
 /* store-async.c */
 struct mt_store_req *store_req_new(struct mt_store *store,
-				   enum store_req_kind kind,
+				   const struct store_req_ops *ops,
 				   struct mt_store_port *port, mt_store_cb_t *cb,
 				   void *context);
 void store_req_free(struct mt_store_req *req);
 /* Hand a finished request back to its port or waiter, or free it if it
  * has neither (any thread). */
 void store_req_complete(struct mt_store_req *req);
-/* Where a request goes: the group commit (writes) or the reader pool. */
-enum store_path { STORE_PATH_COMMIT, STORE_PATH_READ };
-/* Queue req on its path, or complete it at once when refused, or when the
- * store cannot take it (ADMIN mode, failed). */
-struct mt_store_req *store_req_submit(struct mt_store_req *req, enum store_path path);
+/* Queue req on its ops' path, or complete it at once when refused, or when
+ * the store cannot take it (ADMIN mode, failed). */
+struct mt_store_req *store_req_submit(struct mt_store_req *req);
 /* Submit from a blocking caller and wait for the completion. */
-void store_req_wait(struct mt_store_req *req, enum store_path path);
+void store_req_wait(struct mt_store_req *req);
 /* A DELIVER request for rcpts (copied and checked; refused if none is
  * valid), its body still to be set. */
 struct mt_store_req *store_deliver_new(struct mt_store *store,

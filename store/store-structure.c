@@ -154,8 +154,8 @@ struct mt_store_req *mt_store_structure(struct mt_store_port *port,
 					mt_store_cb_t *cb, void *context)
 {
 	if (index >= mbox->count)
-		return store_ops_refuse(port, STORE_REQ_QUERY, "no such message", cb, context);
-	return store_ops_submit(port->store, port, STORE_REQ_QUERY,
+		return store_ops_refuse(port, &store_req_query, "no such message", cb, context);
+	return store_ops_submit(port->store, port, &store_req_query,
 				&structure_new(mbox, index)->op, cb, context);
 }
 
@@ -183,7 +183,7 @@ enum mt_store_status mt_store_structure_sync(struct mt_store_mailbox *mbox, unsi
 		return MT_STORE_NOT_FOUND;
 	}
 	struct structure_op *s = structure_new(mbox, index);
-	struct mt_store_req *req = store_ops_wait(mbox->store, STORE_REQ_QUERY, &s->op);
+	struct mt_store_req *req = store_ops_wait(mbox->store, &store_req_query, &s->op);
 	enum mt_store_status status = req->status;
 	if (status == MT_STORE_OK) {
 		mt_buf_append(record_r, s->record.data, s->record.len);
