@@ -7,6 +7,7 @@ noinst_LIBRARIES += store/libmtstore.a
 store_libmtstore_a_SOURCES = \
 	store/store.h store/store-private.h \
 	store/store-env.c \
+	store/store-lifecycle.c \
 	store/store-records.c \
 	store/store-commit.c \
 	store/store-purge.c \

@@ -1,7 +1,7 @@
 /* store-admin.c — what `mailtierctl store stat` and `store backup` need:
  * the store's contents (with the purge backlog and the bodies being
- * written), log and checkpoint state,
- * and a hot backup that opens as a store.
+ * written), log and checkpoint state, and a hot backup that opens as a
+ * store; and the counters the daemon's metrics read.
  *
  * Trust boundary: the backup directory comes from the administrator's
  * command line; it must be absent or empty (nothing in it is removed or
@@ -215,4 +215,26 @@ enum mt_store_status mt_store_backup(struct mt_store *store, const char *dir,
 	}
 	mt_info("store: home=%s backup=%s done", store->home, dir);
 	return MT_STORE_OK;
+}
+
+void mt_store_counters_get(struct mt_store *store,
+			   struct mt_store_counters *c)
+{
+	c->deliveries = atomic_load(&store->n_deliveries);
+	c->delivery_requests = atomic_load(&store->n_delivery_requests);
+	c->expunges = atomic_load(&store->n_expunges);
+	c->expunged = atomic_load(&store->n_expunged);
+	store_commit_counters(store, c);
+	c->retries = atomic_load(&store->n_retries);
+	c->reads = atomic_load(&store->n_reads);
+	c->checkpoints = atomic_load(&store->n_checkpoints);
+	c->purged = atomic_load(&store->n_purged);
+	c->purge_txns = atomic_load(&store->n_purge_txns);
+	c->chunk_writes = atomic_load(&store->n_chunk_writes);
+	c->aborted = atomic_load(&store->n_aborted);
+	c->swept = atomic_load(&store->n_swept);
+	c->duplicates = atomic_load(&store->n_duplicates);
+	c->bytes_stored = atomic_load(&store->n_bytes_stored);
+	int_fast64_t backlog = atomic_load(&store->purge_backlog);
+	c->purge_backlog = backlog > 0 ? (uint64_t)backlog : 0;
 }

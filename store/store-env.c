@@ -1,7 +1,8 @@
-/* store-env.c — the store's Berkeley DB environment: open with recovery,
- * the nine databases, their format check and the upgrades to version 5,
- * the checkpointer's tick (lib-bdb/bdb-checkpoint.h), close, and the
- * mapping of Berkeley DB results to store statuses.
+/* store-env.c — the bottom of the store: its Berkeley DB environment and
+ * databases. Open with recovery, the nine databases, their creation, the
+ * format check and the upgrades to version 5, checkpoints, close, and the
+ * mapping of Berkeley DB results to store statuses. When each runs (open,
+ * become master, close) is store-lifecycle.c's.
  *
  * Trust boundary: the home directory comes from the administrator's config;
  * its files are ours only if meta.db carries a format version we read.
@@ -12,24 +13,23 @@
  * included) or left it panicked, and mailtierctl can join it while the
  * daemon runs without disturbing it. One serving process per store (a
  * flock()ed lock file). Log files are removed once no checkpoint needs them
- * (DB_LOG_AUTO_REMOVE); a checkpoint runs every checkpoint_secs, and sooner
- * once 256 MB of log has been written, bounding log space and recovery
- * time. Deadlocks are broken by the default detector at each blocked lock
- * request (set_lk_detect). A Berkeley DB panic is logged and latched
- * (mt_store_failed()). After a clean close the region files are removed
- * unless another process is attached, so the next open applies its own
- * cache size. Format versions: a store is refused unless its version is
- * MT_STORE_FORMAT_VERSION (5), 4, 3, 2 or 1; a version 1 store (no
- * purge.db, no delivered.db, no refs.db or partial.db, no imap.db), 2 (no
- * delivered.db, ...), 3 (no refs.db or partial.db, ...) or 4 (no imap.db:
- * its records read as version 5 ones with defaults, store-records.c) is
- * upgraded by the serving process in one
- * transaction that creates what it lacks and rewrites the version record
- * (a crash midway leaves the old version), and read as it is by
- * mailtierctl. After recovery, before the serving process takes any
- * delivery, the bodies a crash left half-written are queued for the purger
- * (store-chunks.c). Every region page is backed by allocated blocks from the open
- * on (DB_REGION_INIT plus store-space.c), so a full disk cannot fault a
+ * (DB_LOG_AUTO_REMOVE); the checkpointer (store-lifecycle.c) checkpoints
+ * every checkpoint_secs, and sooner once 256 MB of log has been written,
+ * bounding log space and recovery time. Deadlocks are broken by the default
+ * detector at each blocked lock request (set_lk_detect). A Berkeley DB
+ * panic is logged and latched (mt_store_failed()). After a clean close the
+ * region files are removed unless another process is attached, so the next
+ * open applies its own cache size. Format versions: a store is refused
+ * unless its version is MT_STORE_FORMAT_VERSION (5), 4, 3, 2 or 1; a
+ * version 1 store (no purge.db, no delivered.db, no refs.db or partial.db,
+ * no imap.db), 2 (no delivered.db, ...), 3 (no refs.db or partial.db, ...)
+ * or 4 (no imap.db: its records read as version 5 ones with defaults,
+ * store-records.c) is upgraded by the serving process in one transaction
+ * that creates what it lacks and rewrites the version record (a crash
+ * midway leaves the old version), and read as it is by mailtierctl. A new
+ * store's databases and format records are made in one transaction too.
+ * Every region page is backed by allocated blocks from the open on
+ * (DB_REGION_INIT plus store-space.c), so a full disk cannot fault a
  * region page (SIGBUS); full-disk handling is in store-space.c. */
 #include "store-private.h"
 #include "alloc.h"
@@ -46,11 +46,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define DEFAULT_CACHE_SIZE (64ull << 20)
-#define DEFAULT_CHECKPOINT_SECS 60u
-#define DEFAULT_LOG_FILE_SIZE (64ull << 20)
 #define LOG_BUFFER_MAX (8u << 20)
-#define CHECKPOINT_LOG_KBYTES (256u * 1024)
 /* The space reserve beyond the log buffer (file system metadata, the
  * next log file's first blocks). */
 #define RESERVE_SLACK (1u << 20)
@@ -195,36 +191,6 @@ int store_checkpoint(struct mt_store *store, unsigned int log_kbytes)
 	return ret;
 }
 
-/* The checkpointer's second, before its trickle and checkpoint: the
- * reserve's headroom, dedupe expiry; on a full disk the probe for space
- * instead of a checkpoint (store-space.c); after a panic nothing. */
-static bool checkpoint_tick(void *context)
-{
-	struct mt_store *store = context;
-	if (atomic_load(&store->failed))
-		return false;
-	if (!store_space_full(store))
-		(void)store_space_headroom(store, false);
-	if (store_space_full(store)) {
-		store_space_probe(store);
-		return false;
-	}
-	store_dedupe_expire(store, &store->expire_secs);
-	return true;
-}
-
-static bool checkpointed(void *context, int ret, bool written)
-{
-	struct mt_store *store = context;
-	if (written)
-		store_counter_add(&store->n_checkpoints, 1);
-	if (ret == 0 || store_space_failed(store, ret, "checkpoint"))
-		return true;
-	(void)store_status_from_db(store, ret);
-	mt_error("store: home=%s checkpoint failed: %s", store->home, db_strerror(ret));
-	return true;
-}
-
 static bool file_exists(const char *home, const char *name)
 {
 	char path[4096];
@@ -279,8 +245,7 @@ static enum mt_store_status env_regions_backed(struct mt_store *store,
 	return MT_STORE_OK;
 }
 
-/* Create, configure and open the environment handle. */
-static enum mt_store_status env_open(struct mt_store *store, const char **error_r)
+enum mt_store_status store_env_open(struct mt_store *store, const char **error_r)
 {
 	const struct mt_store_settings *set = &store->set;
 	struct stat st;
@@ -516,10 +481,11 @@ static enum mt_store_status store_upgrade(struct mt_store *store,
 	return MT_STORE_OK;
 }
 
-static enum mt_store_status dbs_open(struct mt_store *store, const char **error_r)
+enum mt_store_status store_env_dbs_open(struct mt_store *store,
+					const char **error_r)
 {
 	if (!file_exists(store->home, STORE_META_DB))
-		return store_create(store, error_r);
+		return MT_STORE_OK;	/* a new store: store_env_dbs_make() */
 	/* The format record first, before trusting the other files. */
 	int ret = db_open_one(store, NULL, &store->meta, STORE_META_DB, 0, 0);
 	if (ret != 0) {
@@ -554,8 +520,15 @@ static enum mt_store_status dbs_open(struct mt_store *store, const char **error_
 				store_status_from_db(store, ret);
 		}
 	}
-	if (store->format_version < MT_STORE_FORMAT_VERSION &&
-	    store->set.mode == MT_STORE_MODE_SERVE)
+	return MT_STORE_OK;
+}
+
+enum mt_store_status store_env_dbs_make(struct mt_store *store,
+					const char **error_r)
+{
+	if (store->meta == NULL)
+		return store_create(store, error_r);
+	if (store->format_version < MT_STORE_FORMAT_VERSION)
 		return store_upgrade(store, error_r);
 	return MT_STORE_OK;
 }
@@ -583,7 +556,7 @@ static void env_remove_regions(const char *home)
  * joined, pages and all, by an open in this process). */
 static DB_ENV *abandoned_envs[8];
 
-static void store_free(struct mt_store *store)
+void store_env_close(struct mt_store *store)
 {
 	if (store->env != NULL && store->unwritten && !atomic_load(&store->failed))
 		mt_warning("store: home=%s closed with pages not written (disk "
@@ -608,140 +581,9 @@ static void store_free(struct mt_store *store)
 				 store->home, db_strerror(ret));
 		if (ret == 0 && !atomic_load(&store->failed))
 			env_remove_regions(store->home);
+		store->env = NULL;
 	}
-	store_purge_deinit(store);
-	pthread_mutex_destroy(&store->space_lock);
-	pthread_rwlock_destroy(&store->io_lock);
-	store_mailbox_table_deinit(store);
 	if (store->lock_fd >= 0)
 		close(store->lock_fd);	/* releases the flock */
-	if (store->body_fd >= 0)
-		close(store->body_fd);
-	free(store->home);
-	free(store);
-}
-
-static bool threads_start(struct mt_store *store, const char **error_r)
-{
-	if (!store_commit_start(store, error_r) || !store_readers_start(store, error_r) ||
-	    !store_purge_start(store, error_r))
-		return false;
-	const struct mt_bdb_checkpoint_settings ckp = {
-		.name = "store", .interval_secs = store->set.checkpoint_secs,
-		.log_kbytes = CHECKPOINT_LOG_KBYTES,
-		.tick = checkpoint_tick, .checkpointed = checkpointed, .context = store,
-	};
-	const char *error;
-	store->checkpointer = mt_bdb_checkpointer_start(store->env, &ckp, &error);
-	if (store->checkpointer == NULL) {
-		*error_r = store_error("store %s: %s", store->home, error);
-		return false;
-	}
-	return true;
-}
-
-static void threads_stop(struct mt_store *store)
-{
-	/* The purger after its batch in progress (the rest waits for the next
-	 * open); then the writers: every queued delivery is finished and
-	 * flushed. */
-	store_purge_stop(store);
-	store_commit_stop(store);
-	store_readers_stop(store);
-	mt_bdb_checkpointer_stop(&store->checkpointer);
-}
-
-enum mt_store_status mt_store_open(const struct mt_store_settings *set,
-				   struct mt_store **store_r,
-				   const char **error_r)
-{
-	*store_r = NULL;
-	if (set->home == NULL || set->home[0] == '\0') {
-		*error_r = store_error("store: no home directory (db_home)");
-		return MT_STORE_INVALID;
-	}
-	struct mt_store *store = mt_xcalloc(1, sizeof(*store));
-	store->set = *set;
-	store->home = mt_xstrdup(set->home);
-	store->set.home = store->home;
 	store->lock_fd = -1;
-	store->body_fd = -1;
-	if (store->set.cache_size == 0)
-		store->set.cache_size = DEFAULT_CACHE_SIZE;
-	if (store->set.checkpoint_secs == 0)
-		store->set.checkpoint_secs = DEFAULT_CHECKPOINT_SECS;
-	if (store->set.commit_threads == 0)
-		store->set.commit_threads = 1;
-	if (store->set.reader_threads == 0)
-		store->set.reader_threads = 2;
-	if (store->set.log_file_size == 0)
-		store->set.log_file_size = DEFAULT_LOG_FILE_SIZE;
-	if (store->set.log_file_size < (1u << 20) ||
-	    store->set.log_file_size > (1ull << 31)) {
-		*error_r = store_error("store %s: log file size must be 1M..2G",
-				       store->home);
-		free(store->home);
-		free(store);
-		return MT_STORE_INVALID;
-	}
-	store_purge_init(store);
-	pthread_mutex_init(&store->space_lock, NULL);
-	pthread_rwlock_init(&store->io_lock, NULL);
-	store_mailbox_table_init(store);
-
-	enum mt_store_status status = env_open(store, error_r);
-	if (status == MT_STORE_OK)
-		status = dbs_open(store, error_r);
-	/* Before any delivery can begin: what a crash left half-written. */
-	if (status == MT_STORE_OK && set->mode == MT_STORE_MODE_SERVE)
-		status = store_chunks_open(store, error_r);
-	if (status == MT_STORE_OK && set->mode == MT_STORE_MODE_SERVE)
-		store_space_open(store);
-	if (status == MT_STORE_OK && set->mode == MT_STORE_MODE_SERVE &&
-	    !threads_start(store, error_r))
-		status = MT_STORE_TEMPFAIL;
-	if (status != MT_STORE_OK) {
-		threads_stop(store);
-		store_free(store);
-		return status;
-	}
-	*store_r = store;
-	return MT_STORE_OK;
-}
-
-void mt_store_close(struct mt_store **store_p)
-{
-	struct mt_store *store = *store_p;
-	if (store == NULL)
-		return;
-	*store_p = NULL;
-	threads_stop(store);
-	if (store->open_count > 0)
-		mt_warning("store: home=%s closed with %u mailboxes open",
-			   store->home, store->open_count);
-	if (store->set.mode == MT_STORE_MODE_SERVE && !atomic_load(&store->failed))
-		store->unwritten = store_checkpoint(store, 0) != 0;
-	store_free(store);
-}
-
-void mt_store_counters_get(struct mt_store *store,
-			   struct mt_store_counters *c)
-{
-	c->deliveries = atomic_load(&store->n_deliveries);
-	c->delivery_requests = atomic_load(&store->n_delivery_requests);
-	c->expunges = atomic_load(&store->n_expunges);
-	c->expunged = atomic_load(&store->n_expunged);
-	store_commit_counters(store, c);
-	c->retries = atomic_load(&store->n_retries);
-	c->reads = atomic_load(&store->n_reads);
-	c->checkpoints = atomic_load(&store->n_checkpoints);
-	c->purged = atomic_load(&store->n_purged);
-	c->purge_txns = atomic_load(&store->n_purge_txns);
-	c->chunk_writes = atomic_load(&store->n_chunk_writes);
-	c->aborted = atomic_load(&store->n_aborted);
-	c->swept = atomic_load(&store->n_swept);
-	c->duplicates = atomic_load(&store->n_duplicates);
-	c->bytes_stored = atomic_load(&store->n_bytes_stored);
-	int_fast64_t backlog = atomic_load(&store->purge_backlog);
-	c->purge_backlog = backlog > 0 ? (uint64_t)backlog : 0;
 }

@@ -1,7 +1,9 @@
 /* store-private.h — what the store*.c files share and nothing else sees:
  * the store, request, port and mailbox structures, the on-disk layout
  * constants and the internal calls between the store's parts.
- *   store-env.c       environment: open, recovery, format check, checkpoints
+ *   store-env.c       the environment: open, recovery, databases, format
+ *                     check and upgrade, checkpoints, close
+ *   store-lifecycle.c open → join → become master → serve → close
  *   store-records.c   keys and records; the transactions themselves
  *   store-commit.c    the group-commit pipeline (executors + one flusher)
  *   store-purge.c     the purger: expunged messages' bodies, in the background
@@ -376,6 +378,21 @@ const char *store_strerror(int ret);
 /* Checkpoint now, or (log_kbytes > 0) only if that much log was written
  * since the last one. */
 int store_checkpoint(struct mt_store *store, unsigned int log_kbytes);
+/* The lifecycle's open (store-lifecycle.c): the home directory, the
+ * serving process's lock, the environment (recovery) with every region
+ * page backed. */
+enum mt_store_status store_env_open(struct mt_store *store, const char **error_r);
+/* The databases of an existing store, its format checked; nothing for a
+ * new one. No writes. */
+enum mt_store_status store_env_dbs_open(struct mt_store *store,
+					const char **error_r);
+/* Becoming master (SERVE mode): a new store's databases and format records,
+ * or an older format's upgrade, each in one transaction. */
+enum mt_store_status store_env_dbs_make(struct mt_store *store,
+					const char **error_r);
+/* Close the databases and the environment (or keep them, after a panic or
+ * a failed last checkpoint: see store-env.c) and release the lock. */
+void store_env_close(struct mt_store *store);
 
 /* store-space.c */
 /* Allocate the blocks of every region file up to the end of its mapping;
@@ -578,6 +595,10 @@ void store_commit_counters(struct mt_store *store, struct mt_store_counters *c);
 /* store-purge.c */
 void store_purge_init(struct mt_store *store);
 void store_purge_deinit(struct mt_store *store);
+/* Becoming master, before any request can expunge: count the backlog
+ * (one scan of what a crash or the last close left; the purger then
+ * deletes it at once). */
+void store_purge_count(struct mt_store *store);
 bool store_purge_start(struct mt_store *store, const char **error_r);
 /* Ends after the batch in progress; the rest waits for the next open. */
 void store_purge_stop(struct mt_store *store);

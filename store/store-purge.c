@@ -254,10 +254,8 @@ static void *purger_main(void *arg)
 	return NULL;
 }
 
-bool store_purge_start(struct mt_store *store, const char **error_r)
+void store_purge_count(struct mt_store *store)
 {
-	/* Counted before any request can expunge (one scan of what a crash
-	 * or the last close left; the purger then deletes it at once). */
 	uint64_t messages = 0, bytes = 0;
 	int ret = store_records_purge_totals(store, &messages, &bytes);
 	if (ret != 0)
@@ -266,6 +264,10 @@ bool store_purge_start(struct mt_store *store, const char **error_r)
 	store->purge_open_messages = messages;
 	store->purge_open_bytes = bytes;
 	atomic_store(&store->purge_backlog, (int_fast64_t)messages);
+}
+
+bool store_purge_start(struct mt_store *store, const char **error_r)
+{
 	if (mt_thread_start(&store->purger, purger_main, store) != 0) {
 		*error_r = store_error("store %s: cannot start the purge thread",
 				       store->home);

@@ -1,0 +1,235 @@
+/* store-lifecycle.c — the store's lifecycle, in one place:
+ *
+ *   open ──► join ──► become master ──► serve ──► close
+ *
+ *   open     the settings' defaults; the environment with recovery, and the
+ *            databases of an existing store with their format checked
+ *            (store-env.c). No writes. ADMIN mode (mailtierctl) stops here.
+ *   join     joining the shard's replication group: nothing yet (one site
+ *            is its own group, master at once). Replication starts here
+ *            and waits to be elected (HA.md 5.3).
+ *   master   what may only be done as master, since a client's writes are
+ *            rolled back (HA.md 5.3): a new store's databases or an older
+ *            format's upgrade (store-env.c), the sweep of half-written
+ *            bodies and the next body id (store-chunks.c), the purge
+ *            backlog's count (store-purge.c), the space reserve
+ *            (store-space.c).
+ *   serve    the threads: the group commit (store-commit.c), the readers
+ *            (store-async.c), the purger, and the checkpointer, whose
+ *            second expires old delivery ids (store-dedupe.c) and probes a
+ *            full disk (store-space.c).
+ *   close    the threads stopped once what is queued is done and flushed,
+ *            a last checkpoint, the environment closed (store-env.c).
+ * Demotion (a master that becomes a client) is not a phase yet: with
+ * replication it closes the sessions and exits (HA.md 5.3), from here.
+ *
+ * Trust boundary: the settings come from the administrator's config (the
+ * daemon's, or mailtierctl's command line).
+ *
+ * Guarantees: no request runs before serve (the caller gets the store only
+ * then), so the in-memory state computed in master is complete before any
+ * delivery or expunge; an open that fails at any phase undoes the ones
+ * before it. */
+#include "store-private.h"
+#include "alloc.h"
+#include "log.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#define DEFAULT_CACHE_SIZE (64ull << 20)
+#define DEFAULT_CHECKPOINT_SECS 60u
+#define DEFAULT_LOG_FILE_SIZE (64ull << 20)
+#define CHECKPOINT_LOG_KBYTES (256u * 1024)
+
+/* The store with set's defaults filled in and its locks made; NULL (and
+ * *error_r) for settings out of bounds. */
+static struct mt_store *store_new(const struct mt_store_settings *set,
+				  const char **error_r)
+{
+	if (set->home == NULL || set->home[0] == '\0') {
+		*error_r = store_error("store: no home directory (db_home)");
+		return NULL;
+	}
+	struct mt_store *store = mt_xcalloc(1, sizeof(*store));
+	store->set = *set;
+	store->home = mt_xstrdup(set->home);
+	store->set.home = store->home;
+	store->lock_fd = -1;
+	store->body_fd = -1;
+	if (store->set.cache_size == 0)
+		store->set.cache_size = DEFAULT_CACHE_SIZE;
+	if (store->set.checkpoint_secs == 0)
+		store->set.checkpoint_secs = DEFAULT_CHECKPOINT_SECS;
+	if (store->set.commit_threads == 0)
+		store->set.commit_threads = 1;
+	if (store->set.reader_threads == 0)
+		store->set.reader_threads = 2;
+	if (store->set.log_file_size == 0)
+		store->set.log_file_size = DEFAULT_LOG_FILE_SIZE;
+	if (store->set.log_file_size < (1u << 20) ||
+	    store->set.log_file_size > (1ull << 31)) {
+		*error_r = store_error("store %s: log file size must be 1M..2G",
+				       store->home);
+		free(store->home);
+		free(store);
+		return NULL;
+	}
+	store_purge_init(store);
+	pthread_mutex_init(&store->space_lock, NULL);
+	pthread_rwlock_init(&store->io_lock, NULL);
+	store_mailbox_table_init(store);
+	return store;
+}
+
+static void store_free(struct mt_store *store)
+{
+	store_env_close(store);
+	store_purge_deinit(store);
+	pthread_mutex_destroy(&store->space_lock);
+	pthread_rwlock_destroy(&store->io_lock);
+	store_mailbox_table_deinit(store);
+	if (store->body_fd >= 0)
+		close(store->body_fd);
+	free(store->home);
+	free(store);
+}
+
+/* Open: the environment (recovery) and what databases exist; no writes. */
+static enum mt_store_status phase_open(struct mt_store *store,
+				       const char **error_r)
+{
+	enum mt_store_status status = store_env_open(store, error_r);
+	if (status == MT_STORE_OK)
+		status = store_env_dbs_open(store, error_r);
+	return status;
+}
+
+/* Join the shard's group: one site is its own group, master at once. */
+static enum mt_store_status phase_join(struct mt_store *store,
+				       const char **error_r)
+{
+	(void)store;
+	(void)error_r;
+	return MT_STORE_OK;
+}
+
+/* Become master: the open-time writes and the state computed from the
+ * databases, before any request. */
+static enum mt_store_status phase_master(struct mt_store *store,
+					 const char **error_r)
+{
+	enum mt_store_status status = store_env_dbs_make(store, error_r);
+	/* Before any delivery can begin: what a crash left half-written. */
+	if (status == MT_STORE_OK)
+		status = store_chunks_open(store, error_r);
+	if (status != MT_STORE_OK)
+		return status;
+	store_purge_count(store);
+	store_space_open(store);
+	return MT_STORE_OK;
+}
+
+/* The checkpointer's second, before its trickle and checkpoint: the
+ * reserve's headroom, dedupe expiry; on a full disk the probe for space
+ * instead of a checkpoint (store-space.c); after a panic nothing. */
+static bool checkpoint_tick(void *context)
+{
+	struct mt_store *store = context;
+	if (atomic_load(&store->failed))
+		return false;
+	if (!store_space_full(store))
+		(void)store_space_headroom(store, false);
+	if (store_space_full(store)) {
+		store_space_probe(store);
+		return false;
+	}
+	store_dedupe_expire(store, &store->expire_secs);
+	return true;
+}
+
+static bool checkpointed(void *context, int ret, bool written)
+{
+	struct mt_store *store = context;
+	if (written)
+		store_counter_add(&store->n_checkpoints, 1);
+	if (ret == 0 || store_space_failed(store, ret, "checkpoint"))
+		return true;
+	(void)store_status_from_db(store, ret);
+	mt_error("store: home=%s checkpoint failed: %s", store->home, db_strerror(ret));
+	return true;
+}
+
+/* Serve: the threads that run requests and keep the store. */
+static enum mt_store_status phase_serve(struct mt_store *store,
+					const char **error_r)
+{
+	if (!store_commit_start(store, error_r) || !store_readers_start(store, error_r) ||
+	    !store_purge_start(store, error_r))
+		return MT_STORE_TEMPFAIL;
+	const struct mt_bdb_checkpoint_settings ckp = {
+		.name = "store", .interval_secs = store->set.checkpoint_secs,
+		.log_kbytes = CHECKPOINT_LOG_KBYTES,
+		.tick = checkpoint_tick, .checkpointed = checkpointed, .context = store,
+	};
+	const char *error;
+	store->checkpointer = mt_bdb_checkpointer_start(store->env, &ckp, &error);
+	if (store->checkpointer == NULL) {
+		*error_r = store_error("store %s: %s", store->home, error);
+		return MT_STORE_TEMPFAIL;
+	}
+	return MT_STORE_OK;
+}
+
+/* The end of serving (any of its threads started, or none). */
+static void serve_stop(struct mt_store *store)
+{
+	/* The purger after its batch in progress (the rest waits for the next
+	 * open); then the writers: every queued delivery is finished and
+	 * flushed. */
+	store_purge_stop(store);
+	store_commit_stop(store);
+	store_readers_stop(store);
+	mt_bdb_checkpointer_stop(&store->checkpointer);
+}
+
+enum mt_store_status mt_store_open(const struct mt_store_settings *set,
+				   struct mt_store **store_r,
+				   const char **error_r)
+{
+	*store_r = NULL;
+	struct mt_store *store = store_new(set, error_r);
+	if (store == NULL)
+		return MT_STORE_INVALID;
+	enum mt_store_status status = phase_open(store, error_r);
+	if (set->mode == MT_STORE_MODE_SERVE) {
+		if (status == MT_STORE_OK)
+			status = phase_join(store, error_r);
+		if (status == MT_STORE_OK)
+			status = phase_master(store, error_r);
+		if (status == MT_STORE_OK)
+			status = phase_serve(store, error_r);
+	}
+	if (status != MT_STORE_OK) {
+		serve_stop(store);
+		store_free(store);
+		return status;
+	}
+	*store_r = store;
+	return MT_STORE_OK;
+}
+
+void mt_store_close(struct mt_store **store_p)
+{
+	struct mt_store *store = *store_p;
+	if (store == NULL)
+		return;
+	*store_p = NULL;
+	serve_stop(store);
+	if (store->open_count > 0)
+		mt_warning("store: home=%s closed with %u mailboxes open",
+			   store->home, store->open_count);
+	if (store->set.mode == MT_STORE_MODE_SERVE && !atomic_load(&store->failed))
+		store->unwritten = store_checkpoint(store, 0) != 0;
+	store_free(store);
+}
