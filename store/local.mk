@@ -6,6 +6,8 @@ noinst_LIBRARIES += store/libmtstore.a
 
 store_libmtstore_a_SOURCES = \
 	store/store.h store/store-private.h \
+	store/store-env.h store/store-records.h store/store-mailbox.h \
+	store/store-req.h \
 	store/store-env.c \
 	store/store-lifecycle.c \
 	store/store-records.c \

@@ -14,7 +14,7 @@
  * catastrophic recovery run in the copy, which leaves it consistent as of
  * the last log record copied: every delivery acknowledged before the
  * backup started is in it. */
-#include "store-private.h"
+#include "store-req.h"
 #include "alloc.h"
 #include "log.h"
 

@@ -19,7 +19,7 @@
  * Guarantees: a callback runs exactly once, on the port's loop thread, after
  * the call that created the request has returned — never from inside it —
  * unless the request was cancelled or its port freed. */
-#include "store-private.h"
+#include "store-req.h"
 #include "alloc.h"
 #include "log.h"
 #include "loop.h"

@@ -26,7 +26,7 @@
  *
  * Trust boundary: the bytes are the LMTP client's, stored as given;
  * recipients are checked as for every delivery (store-async.c). */
-#include "store-private.h"
+#include "store-req.h"
 #include "alloc.h"
 #include "buf.h"
 #include "imap-bodystructure.h"

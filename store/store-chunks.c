@@ -29,7 +29,7 @@
  *
  * Trust boundary: none of its own (the bytes are the LMTP client's, stored
  * as given; records read back are length-checked). */
-#include "store-private.h"
+#include "store-records.h"
 #include "alloc.h"
 #include "log.h"
 

@@ -35,7 +35,7 @@
  * and its transactions ride on later flushes. IMAP's folder and flag
  * changes (store-ops.c) are flushed as deliveries are; a folder's DELETE
  * queues bodies too and wakes the purger the same way. */
-#include "store-private.h"
+#include "store-req.h"
 #include "log.h"
 
 #include <errno.h>

@@ -19,7 +19,7 @@
  * Guarantees: one transaction (store-ops.c makes it durable before the
  * completion); the quota counts all the user's mailboxes (a MOVE adds
  * nothing to them and is not refused for it). */
-#include "store-private.h"
+#include "store-req.h"
 #include "alloc.h"
 
 #include <errno.h>

@@ -28,7 +28,7 @@
  *
  * Guarantees: a delivery with an id the mailbox got less than the window
  * ago stores no copy; one whose record expired is stored again. */
-#include "store-private.h"
+#include "store-records.h"
 #include "alloc.h"
 #include "log.h"
 

@@ -31,7 +31,7 @@
  * Every region page is backed by allocated blocks from the open on
  * (DB_REGION_INIT plus store-space.c), so a full disk cannot fault a
  * region page (SIGBUS); full-disk handling is in store-space.c. */
-#include "store-private.h"
+#include "store-env.h"
 #include "alloc.h"
 #include "log.h"
 #include "bdb-lock.h"

@@ -21,7 +21,7 @@
  * Guarantees: one transaction per STORE (store-ops.c makes it durable
  * before its completion); the mailbox's \Seen and \Deleted counts change
  * with the flags in it. */
-#include "store-private.h"
+#include "store-req.h"
 #include "alloc.h"
 
 #include <errno.h>

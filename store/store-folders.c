@@ -20,7 +20,7 @@
  * an EXPUNGE does (bodies purged lazily) in the same transaction that
  * removes the folder; a folder open in this process is neither deleted nor
  * renamed under its session (IN_USE). */
-#include "store-private.h"
+#include "store-req.h"
 #include "alloc.h"
 
 #include <errno.h>

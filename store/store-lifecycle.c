@@ -30,7 +30,7 @@
  * then), so the in-memory state computed in master is complete before any
  * delivery or expunge; an open that fails at any phase undoes the ones
  * before it. */
-#include "store-private.h"
+#include "store-req.h"
 #include "alloc.h"
 #include "log.h"
 

@@ -12,7 +12,7 @@
  * request still in flight) no other open of the same name succeeds; the
  * lock is released when the last reference goes, so an expunge still
  * running after the session died is never overtaken by a new session. */
-#include "store-private.h"
+#include "store-mailbox.h"
 #include "alloc.h"
 #include "log.h"
 

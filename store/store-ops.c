@@ -15,7 +15,7 @@
  * retried from the start after a deadlock, so it must not keep state
  * between attempts but in what it resets. An op's apply runs on the
  * caller's thread, after an OK, before the callback. */
-#include "store-private.h"
+#include "store-req.h"
 #include "log.h"
 
 #include <sched.h>

@@ -38,7 +38,7 @@
  * Guarantees: after an expunge's +OK, its messages are in no listing and no
  * read even before their bodies go; each queued body is deleted exactly
  * once in effect, eventually, also across crashes and full disks. */
-#include "store-private.h"
+#include "store-records.h"
 #include "alloc.h"
 #include "log.h"
 #include "thread.h"

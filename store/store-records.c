@@ -68,7 +68,7 @@
  * transaction, retried when it loses a deadlock, so a mailbox's counters
  * always match its messages and a body's reference count its messages.
  * Quota is checked inside the transaction. */
-#include "store-private.h"
+#include "store-req.h"
 #include "alloc.h"
 #include "log.h"
 

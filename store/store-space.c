@@ -53,7 +53,7 @@
  *
  * Trust boundary: the home directory from the configuration; the region
  * file names are Berkeley DB's, found in this process's own mappings. */
-#include "store-private.h"
+#include "store-req.h"	/* the group commit: store_commit_executing() */
 #include "clock.h"
 #include "bdb-regions.h"
 #include "log.h"

@@ -14,7 +14,7 @@
  * Trust boundary: records are the store's own; the reader checks one
  * before handing it out (mt_mime_record_read), and a damaged one is
  * scanned again instead. */
-#include "store-private.h"
+#include "store-req.h"
 #include "alloc.h"
 #include "buf.h"
 #include "imap-bodystructure.h"
