@@ -9,6 +9,8 @@
  *   put KEY VALUE          ok | permfailed | err TEXT   (one transaction; ok
  *                          only when the ack policy, QUORUM, was met)
  *   fill PREFIX N SIZE     fill ok=X permfailed=Y err=Z  (N puts of SIZE bytes)
+ *   pfill PREFIX N SIZE T  the same from T threads at once, N puts each
+ *                          (concurrent commits share bulk messages and acks)
  *   get KEY                value V | notfound | err TEXT
  *   count                  count N | err TEXT
  *   checkpoint             ok | err TEXT
@@ -25,6 +27,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,6 +171,64 @@ static void cmd_fill(struct node *n, const char *prefix, unsigned int count, siz
 	printf("fill ok=%u permfailed=%u err=%u\n", ok, failed, errors);
 }
 
+struct fill_job {
+	struct node *node;
+	DB *db;
+	char prefix[64];
+	unsigned int count;
+	size_t size;
+	unsigned int ok, failed, errors;
+};
+
+static void *fill_thread(void *arg)
+{
+	struct fill_job *j = arg;
+	char *value = malloc(j->size + 1);
+	memset(value, 'p', j->size);
+	for (unsigned int i = 0; i < j->count; i++) {
+		char key[128];
+		snprintf(key, sizeof(key), "%s%u", j->prefix, i);
+		bool replicated = false;
+		if (put_one(j->node, j->db, key, value, j->size, &replicated) == 0)
+			replicated ? j->ok++ : j->failed++;
+		else
+			j->errors++;
+	}
+	free(value);
+	return NULL;
+}
+
+static void cmd_pfill(struct node *n, const char *prefix, unsigned int count, size_t size,
+		      unsigned int threads)
+{
+	enum { FILL_THREADS_MAX = 16 };
+	struct fill_job jobs[FILL_THREADS_MAX];
+	pthread_t ids[FILL_THREADS_MAX];
+	DB *db;
+	int ret = db_open(n, &db);
+	if (ret != 0 || threads == 0 || threads > FILL_THREADS_MAX) {
+		printf("err %s\n", ret != 0 ? db_strerror(ret) : "threads");
+		if (ret == 0)
+			(void)db->close(db, 0);
+		return;
+	}
+	for (unsigned int t = 0; t < threads; t++) {
+		jobs[t] = (struct fill_job){ .node = n, .db = db, .count = count, .size = size };
+		snprintf(jobs[t].prefix, sizeof(jobs[t].prefix), "%s%u-", prefix, t);
+		if (pthread_create(&ids[t], NULL, fill_thread, &jobs[t]) != 0)
+			mt_fatal("node: pthread_create failed");
+	}
+	unsigned int ok = 0, failed = 0, errors = 0;
+	for (unsigned int t = 0; t < threads; t++) {
+		pthread_join(ids[t], NULL);
+		ok += jobs[t].ok;
+		failed += jobs[t].failed;
+		errors += jobs[t].errors;
+	}
+	(void)db->close(db, 0);
+	printf("fill ok=%u permfailed=%u err=%u\n", ok, failed, errors);
+}
+
 static void cmd_get(struct node *n, const char *key)
 {
 	DB *db;
@@ -251,7 +312,11 @@ static void dispatch(struct node *n, char *line)
 		cmd_put(n, a1, a2);
 	else if (strcmp(cmd, "fill") == 0 && a3 != NULL)
 		cmd_fill(n, a1, (unsigned int)strtoul(a2, NULL, 10), strtoul(a3, NULL, 10));
-	else if (strcmp(cmd, "get") == 0 && a1 != NULL)
+	else if (strcmp(cmd, "pfill") == 0 && a3 != NULL) {
+		const char *a4 = strtok_r(NULL, " \t", &save);
+		cmd_pfill(n, a1, (unsigned int)strtoul(a2, NULL, 10), strtoul(a3, NULL, 10),
+			  a4 != NULL ? (unsigned int)strtoul(a4, NULL, 10) : 4);
+	} else if (strcmp(cmd, "get") == 0 && a1 != NULL)
 		cmd_get(n, a1);
 	else if (strcmp(cmd, "count") == 0)
 		cmd_count(n);

@@ -7,7 +7,8 @@ electable sites with the QUORUM ack policy.
 
 1. The group forms: the creator becomes master, the others join as clients.
 2. N records written on the master, one transaction each, every commit
-   acknowledged by a replica ("ok", never "permfailed").
+   acknowledged by a replica ("ok", never "permfailed"); then more from
+   several threads at once.
 3. kill -9 of the master: one of the two others is elected within a few
    seconds and holds every acknowledged record.
 4. With the old master down the new one keeps taking acknowledged writes
@@ -22,7 +23,7 @@ electable sites with the QUORUM ack policy.
    both masters and elects again) and the group agrees on one master that
    holds every record.
 8. Two of three sites gone (one killed -9, one closed): every write on the
-   master reports PERM_FAILED, none a success.
+   master reports PERM_FAILED, none a success, from one thread or several.
 Every wait is bounded; the figures (election time, catch-up) are printed.
 """
 
@@ -40,6 +41,8 @@ N_RECORDS = 200
 ELECTION_BOUND = 10.0   # seconds from kill -9 to a new master
 FILL = 300              # records of FILL_SIZE written while a site is away
 FILL_SIZE = 1000
+PAR_THREADS = 4         # concurrent committers
+PAR_EACH = 50
 
 
 class Node:
@@ -172,6 +175,14 @@ def run(h, sites, nodes):
     print(f"{N_RECORDS} acknowledged commits in {took:.2f} s "
           f"({took / N_RECORDS * 1000:.2f} ms each)")
     assert master.role()["perm_failed"] == "0"
+    # Concurrent committers (the store runs several executors): each
+    # commit still waits for an ack covering it.
+    start = time.monotonic()
+    got = master.cmd(f"pfill par {PAR_EACH} 100 {PAR_THREADS}", timeout=120)
+    assert got == f"fill ok={PAR_EACH * PAR_THREADS} permfailed=0 err=0", got
+    took = time.monotonic() - start
+    print(f"{PAR_EACH * PAR_THREADS} acknowledged commits from {PAR_THREADS} "
+          f"threads in {took:.2f} s")
 
     # 3. kill -9 of the master; a new one within the bound, with every record.
     master.kill9()
@@ -190,7 +201,8 @@ def run(h, sites, nodes):
     other = [n for n in others if n is not new][0]
     wait_until("the other site follows the new master",
                lambda: other.role()["master"] == new.addr, 15)
-    assert new.cmd("count") == f"count {N_RECORDS}"
+    acked = N_RECORDS + PAR_EACH * PAR_THREADS
+    assert new.cmd("count") == f"count {acked}"
     for i in range(N_RECORDS):
         got = new.cmd(f"get k{i}")
         assert got == f"value v{i}", f"new master: get k{i}: {got}"
@@ -205,7 +217,7 @@ def run(h, sites, nodes):
     print(f"new master log files: {logs_before} -> {logs_after}")
     assert logs_after > logs_before and logs_after >= 3, \
         f"log files {logs_before} -> {logs_after}"
-    total = N_RECORDS + FILL
+    total = acked + FILL
 
     # 5. The killed site rejoins as a client and catches up from the log.
     old = nodes[0]
@@ -301,6 +313,9 @@ def run(h, sites, nodes):
     print(f"with 2 of 3 sites gone: {results.count('permfailed')} of 20 "
           "writes PERM_FAILED")
     assert results == ["permfailed"] * 20, results
+    got = newest.cmd(f"pfill lostpar 10 100 {PAR_THREADS}", timeout=120)
+    print(f"concurrent, 2 of 3 sites gone: {got}")
+    assert got == f"fill ok=0 permfailed={10 * PAR_THREADS} err=0", got
     assert int(newest.role()["perm_failed"]) >= 20
     newest.quit()
 
