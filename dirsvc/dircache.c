@@ -439,6 +439,11 @@ enum mt_dircache_hit mt_dircache_auth_get(struct mt_dircache *cache,
 	return hit;
 }
 
+void mt_dircache_auth_remove(struct mt_dircache *cache, const char *user)
+{
+	cache_put(cache, KIND_AUTH, user, strlen(user), NULL, 0, NULL, 0, false, 0);
+}
+
 void mt_dircache_count_error(struct mt_dircache *cache)
 {
 	atomic_fetch_add_explicit(&cache->errors, 1, memory_order_relaxed);

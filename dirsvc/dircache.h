@@ -84,6 +84,9 @@ enum mt_dircache_hit mt_dircache_auth_get(struct mt_dircache *cache,
 					  const char *password, void *value_r,
 					  size_t cap, size_t *value_len_r);
 
+/* Drop user's auth entry, whatever password made it. */
+void mt_dircache_auth_remove(struct mt_dircache *cache, const char *user);
+
 /* Count a failed directory request (reported as errors=). */
 void mt_dircache_count_error(struct mt_dircache *cache);
 void mt_dircache_get_stats(struct mt_dircache *cache,

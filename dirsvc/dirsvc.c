@@ -345,15 +345,17 @@ request_new(struct mt_dirsvc_client *client, enum dirsvc_request_kind kind,
 	return req;
 }
 
-/* Copy the checked value into req->key, ASCII letters lower-cased. */
-static void set_key(struct mt_dirsvc_request *req, const char *value)
+/* The cache key of a checked value: ASCII letters lower-cased into key
+ * (MT_LDAP_VALUE_MAX + 1 bytes); its length. */
+static size_t key_make(char *key, const char *value)
 {
 	size_t i = 0;
 	for (; value[i] != '\0'; i++) {
 		char c = value[i];
-		req->key[i] = c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
+		key[i] = c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
 	}
-	req->key[i] = '\0';
+	key[i] = '\0';
+	return i;
 }
 
 void mt_dirsvc_request_cancel(struct mt_dirsvc_request **request_p)
@@ -385,7 +387,7 @@ mt_dirsvc_lookup_recipient(struct mt_dirsvc_client *client,
 		mt_dirsvc_req_reason(req, "invalid address: %s", error);
 		return complete_local(req);
 	}
-	set_key(req, address);
+	(void)key_make(req->key, address);
 	if (mt_dirsvc_recipient_from_cache(d, req))
 		return complete_local(req);
 	req->strings_len = 0;
@@ -421,7 +423,7 @@ mt_dirsvc_authenticate(struct mt_dirsvc_client *client,
 				     "password too long");
 		return complete_local(req);
 	}
-	set_key(req, user);
+	(void)key_make(req->key, user);
 	req->password = mt_xstrdup(password);
 	if (mt_dirsvc_auth_from_cache(d, req)) {
 		atomic_fetch_add_explicit(&d->stats.auth_ok, 1,
@@ -431,6 +433,19 @@ mt_dirsvc_authenticate(struct mt_dirsvc_client *client,
 	req->strings_len = 0;
 	mt_dirsvc_workers_submit(d, req);
 	return req;
+}
+
+void mt_dirsvc_forget(struct mt_dirsvc_client *client, const char *name)
+{
+	struct mt_dirsvc *d = client->dirsvc;
+	char key[MT_LDAP_VALUE_MAX + 1];
+	const char *error;
+
+	if (d->cache == NULL || !mt_ldap_value_check(name, MT_LDAP_VALUE_MAX, &error))
+		return;
+	size_t len = key_make(key, name);
+	mt_dircache_remove(d->cache, key, len);
+	mt_dircache_auth_remove(d->cache, key);
 }
 
 /* Counters */

@@ -152,6 +152,17 @@ mt_dirsvc_authenticate(struct mt_dirsvc_client *client,
 		       const char *password, mt_dirsvc_auth_cb_t *callback,
 		       void *context);
 
+/* Drop what the cache holds for name: its recipient lookup (name as an
+ * address) and its auth entry (name as a login user name), so that the
+ * next lookup or login asks the directory. For a tier that learned the
+ * cached answer is stale, e.g. a store answered that the user is not on
+ * the shard the cache names (mailHost changed by a move). Keys are as the
+ * lookups make them (ASCII case ignored); a lookup answered from an alias
+ * or a uid is cached under that name, so forget every name the caller
+ * asked with. A request already sent to the directory is not affected.
+ * Any thread; a name the lookups would refuse (INVALID) is a no-op. */
+void mt_dirsvc_forget(struct mt_dirsvc_client *client, const char *name);
+
 /* Forget a request: its callback will not run. From the client's thread;
  * sets *request_p to NULL; a NULL *request_p is fine. */
 void mt_dirsvc_request_cancel(struct mt_dirsvc_request **request_p);

@@ -226,6 +226,42 @@ static void test_auth_changed_password(void **state)
 	mt_dircache_free(&c);
 }
 
+/* Dropping one user's entries (mt_dirsvc_forget: a store said the cached
+ * mailHost is stale): each kind is removed by its own call, whatever
+ * password made the auth entry, and nobody else's entry goes. */
+static void test_remove_one_user(void **state)
+{
+	struct mt_dircache *c = new_cache(100);
+	struct mt_dircache_stats st;
+	char buf[64];
+
+	put_str(c, "alice", "s1", 60000);
+	put_str(c, "bob", "s1", 60000);
+	mt_dircache_auth_put(c, "alice", "pw", "s1", 2, 60000);
+	mt_dircache_auth_put(c, "bob", "pw", "s1", 2, 60000);
+	mt_dircache_remove(c, "alice", 5);
+	assert_int_equal(get_str(c, "alice", buf, sizeof(buf)), MT_DIRCACHE_MISS);
+	assert_int_equal(auth_get(c, "alice", "pw", buf, sizeof(buf)),
+			 MT_DIRCACHE_POSITIVE);
+	mt_dircache_auth_remove(c, "alice");
+	assert_int_equal(auth_get(c, "alice", "pw", buf, sizeof(buf)),
+			 MT_DIRCACHE_MISS);
+	assert_int_equal(get_str(c, "bob", buf, sizeof(buf)), MT_DIRCACHE_POSITIVE);
+	assert_string_equal(buf, "s1");
+	assert_int_equal(auth_get(c, "bob", "pw", buf, sizeof(buf)),
+			 MT_DIRCACHE_POSITIVE);
+	mt_dircache_get_stats(c, &st);
+	assert_int_equal(st.entries, 2);
+	/* Absent keys, and a cache that holds nothing: no-ops. */
+	mt_dircache_remove(c, "carol", 5);
+	mt_dircache_auth_remove(c, "carol");
+	mt_dircache_free(&c);
+	c = new_cache(0);
+	mt_dircache_auth_remove(c, "alice");
+	mt_dircache_remove(c, "alice", 5);
+	mt_dircache_free(&c);
+}
+
 /* The plaintext password is nowhere in the cache's entries: look for it in
  * the value copied out and in the stats line (the rest is opaque). */
 static void test_auth_no_plaintext(void **state)
@@ -320,6 +356,7 @@ int main(void)
 		cmocka_unit_test(test_zero_entries),
 		cmocka_unit_test(test_short_buffer),
 		cmocka_unit_test(test_auth_changed_password),
+		cmocka_unit_test(test_remove_one_user),
 		cmocka_unit_test(test_auth_no_plaintext),
 		cmocka_unit_test(test_stats_line),
 		cmocka_unit_test(test_threads),
