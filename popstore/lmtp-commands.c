@@ -188,10 +188,24 @@ static void rcpt_done(const struct mt_dirsvc_recipient *r, void *context)
 			mt_smtpd_reply(&s->smtpd, 550, "5.2.1 <%s> Mailbox disabled", rcpt);
 		} else if (strcmp(r->shard, s->ps->shard) != 0) {
 			mt_slog(MT_LOG_INFO, &s->log,
-				"lmtp rcpt=<%s> result=rejected reason=wrong-shard shard=%s",
+				"lmtp rcpt=<%s> result=tempfail reason=wrong-shard shard=%s",
 				rcpt, r->shard);
 			s->rejected++;
-			mt_smtpd_reply(&s->smtpd, 550, "5.1.1 <%s> User unknown on this shard", rcpt);
+			/* Temporary, never 550: the sender's directory answer
+			 * (or ours) may be older than the other's, during a
+			 * mailbox move or with a stale replica, and a 5xx here
+			 * bounces mail already accepted with 250. RFC 3463
+			 * 3.5, X.4.0 "other or undefined network or routing
+			 * status": the mailbox exists and the mail system
+			 * works (so not X.1.1 nor X.3.0, which the store uses
+			 * for its own failures), but this is the wrong next
+			 * hop; X.4.4 means the directory gave no route, and
+			 * X.1.6 (moved) is only for permanent failures. The
+			 * MTA recognises 4.4.0 with "not on this shard" and
+			 * routes the recipient again (mta/delivery.c). */
+			mt_smtpd_reply(&s->smtpd, 451, "4.4.0 <%s> Mailbox is not on "
+				       "this shard (mailHost %s), try again later",
+				       rcpt, r->shard);
 		} else {
 			mt_smtpd_reply(&s->smtpd, 250, "2.1.5 <%s> Recipient OK", rcpt);
 			rcpt_add(s, r->address, r->quota);

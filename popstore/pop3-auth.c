@@ -102,7 +102,12 @@ static void verified(void *context, enum popstore_login_outcome outcome,
 		pop3_error(s, "[AUTH] Authentication failed");
 		break;
 	case POPSTORE_LOGIN_WRONG_SHARD:
-		login_aborted(s, "[SYS/PERM] This mailbox is not on this server");
+		/* RFC 3206 SYS/TEMP (likely to be temporary): during a
+		 * mailbox move or with a stale directory the client's (or
+		 * the MMP's) route is what is wrong, and it will be right
+		 * again; as IMAP's NO [UNAVAILABLE]. The MMP looks the shard
+		 * up again on it. */
+		login_aborted(s, "[SYS/TEMP] This mailbox is not on this server");
 		break;
 	case POPSTORE_LOGIN_TEMPFAIL:
 		login_aborted(s, "[SYS/TEMP] Authentication temporarily unavailable");
