@@ -38,6 +38,12 @@
  *                            within backend_connect_timeout
  *   shard says -ERR / NO     that line, unchanged (e.g. [IN-USE], [LIMIT]),
  *                            under the client's tag for IMAP
+ *   shard says the mailbox   our lookup is stale (a mailbox move, a lagging
+ *   is not on it             cache or directory replica): the user's cached
+ *                            entries are dropped (mt_dirsvc_forget) and the
+ *                            shard is looked up again, once; another shard
+ *                            gets the login, else -ERR [SYS/TEMP] / NO
+ *                            [UNAVAILABLE] as for a shard that is down
  *   shard says +OK / OK      that line (IMAP: with the store's
  *                            [CAPABILITY ...]), then relaying
  *
@@ -145,8 +151,10 @@ static void auth_done(const struct mt_dirsvc_auth *r, void *context)
 		return;
 	}
 
-	/* Right password: from now on the canonical address is the user. */
-	free(sess->user);
+	/* Right password: from now on the canonical address is the user;
+	 * the name given is kept for mt_dirsvc_forget() (its cache key). */
+	free(sess->login_user);
+	sess->login_user = sess->user;
 	sess->user = mt_xstrdup(r->address);
 	sess->shard = r->shard != NULL ?
 		mmp_shards_find(server->shards, r->shard) : NULL;
@@ -224,6 +232,7 @@ void mmp_login_start(struct mmp_session *sess, const char *user,
 	sess->login_started_ms = mt_clock_coarse_ms();
 	sess->result = NULL;
 	sess->shard = NULL;
+	sess->rerouted = false;
 	if (sess->user != user) {
 		free(sess->user);
 		sess->user = mt_xstrdup(user);
@@ -294,6 +303,64 @@ static void pass_answer(struct mmp_session *sess, const char *line)
 		mmp_reply(sess, "%s", line);
 }
 
+/* The store's refusal of a user whose mailHost is another shard
+ * (popstore: "-ERR [SYS/TEMP] This mailbox is not on this server", "NO
+ * [UNAVAILABLE] This mailbox is not on this server."; older stores said
+ * [SYS/PERM]: the text decides). */
+static bool refused_wrong_shard(const char *line)
+{
+	return strstr(line, "is not on this server") != NULL;
+}
+
+/* The directory's second answer: the shard to try instead. */
+static void reroute_done(const struct mt_dirsvc_recipient *r, void *context)
+{
+	struct mmp_session *sess = context;
+	struct mmp_shard *stale = sess->shard;
+
+	sess->dirreq = NULL;
+	if (r->status != MT_DIRSVC_FOUND || r->account != MT_DIRSVC_ACTIVE) {
+		tempfail(sess, "tempfail_route", MMP_ANSWER_SHARD_DOWN,
+			 r->reason != NULL ? r->reason : "not an active account");
+		return;
+	}
+	sess->shard = mmp_shards_find(sess->worker->server->shards, r->shard);
+	if (sess->shard == NULL || sess->shard == stale) {
+		tempfail(sess, "tempfail_route", MMP_ANSWER_SHARD_DOWN,
+			 sess->shard == NULL ? "mailHost not in [shards]" :
+			 "the directory still names the shard that refused it");
+		return;
+	}
+	if (mmp_shard_is_down(sess->shard, sess->protocol)) {
+		tempfail(sess, "tempfail_shard", MMP_ANSWER_SHARD_DOWN,
+			 "shard marked down");
+		return;
+	}
+	mmp_enter_state(sess, MMP_STATE_BACKEND);
+	sess->backend = mmp_backend_login(sess, sess->shard, sess->user,
+					  backend_done);
+}
+
+/* The shard says the user is not its own: the lookup that sent the login
+ * there is stale. Drop the user's cached entries (by both names) and ask
+ * the directory for the shard again; the password was checked already and
+ * is not kept, so a recipient lookup. Once per login. */
+static void route_again(struct mmp_session *sess, const char *line)
+{
+	struct mt_dirsvc_client *dir = sess->worker->dirsvc;
+
+	sess->rerouted = true;
+	mt_slog(MT_LOG_INFO, &sess->log, "login user=%s shard=%s route=stale "
+		"answer=%s: looking the user up again", sess->user,
+		mmp_shard_name(sess->shard), line);
+	mt_dirsvc_forget(dir, sess->user);
+	if (sess->login_user != NULL)
+		mt_dirsvc_forget(dir, sess->login_user);
+	mmp_enter_state(sess, MMP_STATE_DIRECTORY);
+	sess->dirreq = mt_dirsvc_lookup_recipient(dir, &sess->log, sess->user,
+						  reroute_done, sess);
+}
+
 static void backend_done(struct mmp_session *sess,
 			 enum mmp_backend_status status, const char *line,
 			 const char *reason)
@@ -315,6 +382,15 @@ static void backend_done(struct mmp_session *sess,
 	}
 	case MMP_BACKEND_REFUSED:
 		mmp_backend_free(&sess->backend);
+		if (refused_wrong_shard(line)) {
+			/* A routing condition: never a permanent answer. */
+			if (!sess->rerouted)
+				route_again(sess, line);
+			else
+				tempfail(sess, "tempfail_route", MMP_ANSWER_SHARD_DOWN,
+					 "not on this shard either");
+			return;
+		}
 		atomic_fetch_add(&server->stats.backend_refused, 1);
 		sess->result = "backend_refused";
 		mt_slog(MT_LOG_INFO, &sess->log,

@@ -344,6 +344,7 @@ static void session_free(struct mmp_session *sess)
 {
 	mmp_imap_free(sess);
 	free(sess->user);
+	free(sess->login_user);
 	mt_commands_free(&sess->commands);
 	free(sess);
 }

@@ -236,6 +236,8 @@ struct mmp_session {
 	bool tls;			/* TLS is (being) negotiated */
 	const char *reject;		/* refused: only say this and close */
 	char *user;			/* USER name, then the canonical address */
+	char *login_user;		/* the USER name, once user is canonical */
+	bool rerouted;			/* this login's shard was looked up again */
 	struct mmp_shard *shard;	/* after the directory answered */
 	const char *result;		/* login outcome, for the log line */
 	const char *end;		/* how the session ended */

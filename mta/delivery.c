@@ -13,6 +13,14 @@
  * than max_hops bounces at once with 5.4.6 (RFC 5321 6.3). Never a DSN to
  * the null sender (RFC 5321 6.1, RFC 3461 6.2).
  *
+ * Stale routes: a store that answers a RCPT with its "not on this shard"
+ * (451 4.4.0, popstore/lmtp-commands.c) says our lookup is older than its
+ * own: the mailbox moved, or our cache or directory replica lags. The
+ * recipient's cached lookup is dropped and the address looked up again in
+ * the same attempt; a new shard gets the recipient at once, anything else
+ * (the same shard, a directory that cannot answer) defers it with the
+ * store's 451, never a bounce. Once per attempt.
+ *
  * Trust boundary: queue contents are ours; directory answers come through
  * libdirsvc; server replies were bounded by lib-mail/smtp-reply.c. */
 #include "delivery-private.h"
@@ -45,7 +53,12 @@ struct route {
 	char *text;
 	char *relay;			/* who answered, for logs and DSNs */
 	struct mt_dirsvc_request *lookup;
+	char *looked_up;		/* the address asked of the directory */
 	unsigned int depth;		/* forwards followed */
+	bool dispatched;		/* in a job */
+	/* Routed again after "not on this shard" from stale_shard, whose
+	 * reply (stale_text) is the fate if no other shard is found. */
+	char *stale_shard, *stale_text;
 };
 
 struct attempt {
@@ -110,6 +123,9 @@ static void attempt_free(struct attempt *att)
 	for (unsigned int i = 0; i < att->count; i++) {
 		struct route *rt = &att->routes[i];
 		mt_dirsvc_request_cancel(&rt->lookup);
+		free(rt->looked_up);
+		free(rt->stale_shard);
+		free(rt->stale_text);
 		free(rt->dest_name);
 		mt_hostport_clear(&rt->fixed);
 		free(rt->address);
@@ -153,6 +169,8 @@ static void route_address(struct attempt *att, unsigned int i, const char *addre
 	free(rt->address);
 	rt->address = mt_xstrdup(address);
 	if (*domain != '[' && mta_policy_is_local_domain(d->mta->policy, domain)) {
+		free(rt->looked_up);
+		rt->looked_up = mt_xstrdup(address);
 		att->lookups++;
 		rt->lookup = mt_dirsvc_lookup_recipient(d->mta->dir, &att->log, address,
 							lookup_done, rt);
@@ -182,13 +200,11 @@ static void route_address(struct attempt *att, unsigned int i, const char *addre
 	}
 }
 
-static void lookup_done(const struct mt_dirsvc_recipient *result, void *context)
+/* The directory's answer for rt: routed, or its fate decided. */
+static void route_result(struct attempt *att, unsigned int i,
+			 const struct mt_dirsvc_recipient *result)
 {
-	struct route *rt = context;
-	struct attempt *att = rt->attempt;
-	unsigned int i = (unsigned int)(rt - att->routes);
-	rt->lookup = NULL;
-	att->lookups--;
+	struct route *rt = &att->routes[i];
 	switch (result->status) {
 	case MT_DIRSVC_FOUND:
 		if (result->account == MT_DIRSVC_DISABLED) {
@@ -200,6 +216,7 @@ static void lookup_done(const struct mt_dirsvc_recipient *result, void *context)
 			route_address(att, i, result->forward);
 		} else {
 			rt->proto = DEST_LMTP;
+			free(rt->dest_name);
 			rt->dest_name = mt_xstrdup(result->shard);
 			free(rt->address);
 			rt->address = mt_xstrdup(result->address);
@@ -213,6 +230,28 @@ static void lookup_done(const struct mt_dirsvc_recipient *result, void *context)
 	case MT_DIRSVC_TEMPFAIL:
 		route_decide(rt, 451, "451 4.4.3 directory temporarily unavailable");
 		break;
+	}
+}
+
+static void lookup_done(const struct mt_dirsvc_recipient *result, void *context)
+{
+	struct route *rt = context;
+	struct attempt *att = rt->attempt;
+	rt->lookup = NULL;
+	att->lookups--;
+	if (rt->stale_shard != NULL && (result->status != MT_DIRSVC_FOUND ||
+					result->account == MT_DIRSVC_DISABLED)) {
+		/* Routed again: only a new route is taken now; the next try
+		 * asks the directory again and applies its verdict. */
+		route_decide(rt, 451, rt->stale_text);
+	} else {
+		route_result(att, (unsigned int)(rt - att->routes), result);
+	}
+	if (rt->stale_shard != NULL && rt->routed && rt->proto == DEST_LMTP &&
+	    strcmp(rt->dest_name, rt->stale_shard) == 0) {
+		/* The directory still names the shard that refused it. */
+		rt->routed = false;
+		route_decide(rt, 451, rt->stale_text);
 	}
 	if (att->lookups == 0 && !att->body_wait)
 		attempt_dispatch(att);
@@ -294,8 +333,9 @@ static void attempt_dispatch(struct attempt *att)
 	unsigned int n_jobs = 0;
 	for (unsigned int i = 0; i < att->count; i++) {
 		struct route *rt = &att->routes[i];
-		if (rt->decided || !rt->routed)
+		if (rt->decided || !rt->routed || rt->dispatched)
 			continue;
+		rt->dispatched = true;
 		struct dest *dest = dest_get(d, rt->proto, rt->dest_name,
 					     rt->fixed.host != NULL ? &rt->fixed : NULL);
 		struct job *job = NULL;
@@ -317,12 +357,54 @@ static void attempt_dispatch(struct attempt *att)
 		job->rcpt_address[job->count] = mt_xstrdup(rt->address);
 		job->count++;
 	}
-	att->jobs = n_jobs;
+	/* Jobs may be running already: a recipient routed again joins. */
+	att->jobs += n_jobs;
 	for (unsigned int k = 0; k < n_jobs; k++)
 		dest_submit(jobs[k]->dest, jobs[k]);
 	free(jobs);
-	if (n_jobs == 0)
+	if (att->jobs == 0)
 		attempt_finish(att);
+}
+
+/* The store's "not on this shard" (popstore/lmtp-commands.c): a 4xx with
+ * the enhanced code 4.4.0 and that phrase, e.g. "451 4.4.0 <a@b> Mailbox
+ * is not on this shard (mailHost s2), try again later". */
+static bool reply_wrong_shard(const struct rcpt_result *r)
+{
+	if (r->code < 400 || r->code >= 500 || r->text == NULL ||
+	    strlen(r->text) < 4)
+		return false;
+	const char *t = r->text + 4;	/* after "451 " */
+	size_t n = mt_smtp_enhanced_code_len(t, strlen(t));
+	return n == 5 && strncmp(t, "4.4.0", 5) == 0 &&
+		strstr(t + n, "not on this shard") != NULL;
+}
+
+/* A store refused rt as not on its shard: the lookup that sent it there is
+ * stale (a move, a lagging cache or replica). Drop it from the directory
+ * cache and look the address up again; lookup_done() routes the answer in
+ * this attempt. Once per attempt, and not while draining: false (the
+ * reply stands, a deferral) then. */
+static bool route_again(struct route *rt, const char *text)
+{
+	struct attempt *att = rt->attempt;
+	struct mt_dirsvc_client *dir = att->d->mta->dir;
+	if (rt->stale_shard != NULL || rt->looked_up == NULL ||
+	    rt->proto != DEST_LMTP || att->d->draining)
+		return false;
+	mt_slog(MT_LOG_INFO, &att->log, "to=<%s> relay=%s route=stale (%s): "
+		"looking the recipient up again", rt->address, rt->dest_name, text);
+	mt_dirsvc_forget(dir, rt->looked_up);
+	if (strcasecmp(rt->address, rt->looked_up) != 0)
+		mt_dirsvc_forget(dir, rt->address);
+	rt->stale_text = mt_xstrdup(text);
+	rt->stale_shard = rt->dest_name;
+	rt->dest_name = NULL;
+	rt->routed = rt->dispatched = false;
+	att->lookups++;
+	rt->lookup = mt_dirsvc_lookup_recipient(dir, &att->log, rt->looked_up,
+						lookup_done, rt);
+	return true;
 }
 
 void delivery_job_done(struct job *job)
@@ -331,6 +413,9 @@ void delivery_job_done(struct job *job)
 	for (unsigned int i = 0; i < job->count; i++) {
 		struct route *rt = &att->routes[job->rcpt_index[i]];
 		const struct rcpt_result *r = &job->results[i];
+		if (job->dest->proto == DEST_LMTP && reply_wrong_shard(r) &&
+		    route_again(rt, r->text))
+			continue;
 		if (r->code == 0)
 			route_decide(rt, 451, "451 4.4.0 delivery attempt ended "
 				     "without a reply");
@@ -340,7 +425,8 @@ void delivery_job_done(struct job *job)
 			rt->relay = mt_xstrdup(job->relay);
 	}
 	job_free(job);
-	if (--att->jobs == 0)
+	/* A recipient being looked up again is dispatched from lookup_done. */
+	if (--att->jobs == 0 && att->lookups == 0)
 		attempt_finish(att);
 }
 
