@@ -2,7 +2,7 @@
  * slapd for development, tests, the demo and small installs.
  *
  *   directory up --dir DIR --port PORT [--address ADDR] [--domain D]
- *                [--auth-method hash|bind]
+ *                [--auth-method hash|bind] [--server-id N --peer URI... [--join]]
  *     first time: random admin and service passwords (DIR/admin.secret,
  *     DIR/service.secret), slapd.conf and base entries (dirsvc/slapd-config.c),
  *     the base loaded with slapadd; every time: start slapd bound to ADDR
@@ -10,6 +10,11 @@
  *     service DN can bind there, and write DIR/directory.conf — a
  *     mailtier.conf [directory] section whose uris name ldap://ADDR:PORT/.
  *     A slapd already running from DIR is left alone.
+ *     With --server-id N --peer URI...: a provider of a multi-provider
+ *     group (dirsvc/README.md "Two providers"): the base loaded with
+ *     slapadd -S N -w; with --join no base at all, the peers' copy arrives
+ *     by syncrepl (DIR/admin.secret and service.secret must then be the
+ *     first provider's, copied in beforehand).
  *   directory down --dir DIR     stop it by its pid (SIGTERM, then SIGKILL)
  *
  * Trust boundary: operator's command line. */
@@ -37,12 +42,21 @@ struct directory_opts {
 	const char *address;	/* numeric IPv4/IPv6 slapd listens on */
 	unsigned int port;
 	bool hash_auth;
+	/* Multi-provider (dirsvc/README.md, "Two providers"): this
+	 * provider's id (0: a lone slapd), the other providers' URIs, and
+	 * whether an empty database waits for the peers' copy instead of
+	 * loading the base entries. */
+	unsigned int server_id;
+	const char *peers[MT_SLAPD_PEERS_MAX];
+	size_t n_peers;
+	bool join;
 };
 
 static int directory_usage(const char *progname)
 {
 	fprintf(stderr, "usage: %s directory up --dir DIR --port PORT [--address ADDR] "
 		"[--domain DOMAIN] [--auth-method hash|bind]\n"
+		"           [--server-id N --peer URI... [--join]]\n"
 		"       %s directory down --dir DIR\n", progname, progname);
 	return CTL_EXIT_USAGE;
 }
@@ -55,6 +69,9 @@ static bool parse_directory_opts(int argc, char **argv, struct directory_opts *o
 		{ "address", required_argument, NULL, 'A' },
 		{ "domain", required_argument, NULL, 'D' },
 		{ "auth-method", required_argument, NULL, 'a' },
+		{ "server-id", required_argument, NULL, 'S' },
+		{ "peer", required_argument, NULL, 'P' },
+		{ "join", no_argument, NULL, 'J' },
 		{ NULL, 0, NULL, 0 },
 	};
 	*o = (struct directory_opts){ .domain = "example.test",
@@ -99,9 +116,35 @@ static bool parse_directory_opts(int argc, char **argv, struct directory_opts *o
 			}
 			o->hash_auth = strcmp(optarg, "hash") == 0;
 			break;
+		case 'S': {
+			unsigned long id = strtoul(optarg, &end, 10);
+			if (*end != '\0' || id == 0 || id > MT_SLAPD_SERVER_ID_MAX) {
+				fprintf(stderr, "--server-id: '%s' is not 1..%u\n", optarg,
+					MT_SLAPD_SERVER_ID_MAX);
+				return false;
+			}
+			o->server_id = (unsigned int)id;
+			break;
+		}
+		case 'P':
+			if (o->n_peers == MT_SLAPD_PEERS_MAX ||
+			    strncmp(optarg, "ldap://", 7) != 0) {
+				fprintf(stderr, "--peer: '%s' is not an ldap:// URI, or "
+					"more than %u peers\n", optarg, MT_SLAPD_PEERS_MAX);
+				return false;
+			}
+			o->peers[o->n_peers++] = optarg;
+			break;
+		case 'J':
+			o->join = true;
+			break;
 		default:
 			return false;
 		}
+	}
+	if ((o->server_id != 0) != (o->n_peers != 0) || (o->join && o->server_id == 0)) {
+		fprintf(stderr, "--server-id and --peer go together (--join needs them)\n");
+		return false;
 	}
 	return o->dir != NULL && optind == argc;
 }
@@ -187,6 +230,8 @@ static int directory_up(struct ctl_context *ctx, const struct directory_opts *o)
 		.suffix = suffix,
 		.admin_dn = admin_dn, .service_dn = service_dn,
 		.service_reads_password = o->hash_auth, .mailtier_schema = schema,
+		.server_id = o->server_id, .peer_uris = o->peers, .n_peers = o->n_peers,
+		.repl_password = admin_pw,
 	};
 	mt_slapd_listen_urls(&urls, &p);
 	mt_slapd_ldap_uri(&uri, o->address, o->port);
@@ -204,14 +249,23 @@ static int directory_up(struct ctl_context *ctx, const struct directory_opts *o)
 			fprintf(stderr, "%s: %s\n", conffile, error);
 			goto out;
 		}
-		if (db_is_empty(o->dir)) {
+		if (db_is_empty(o->dir) && !o->join) {
 			if (!mt_slapd_write_base_ldif(&p, &error)) {
 				fprintf(stderr, "%s: %s\n", baseldif, error);
 				goto out;
 			}
+			/* A provider's CSNs carry its server id (-S) and the
+			 * contextCSN is written (-w): slapadd's default SID 0
+			 * is invalid in a multi-provider group. -b: the
+			 * accesslog database comes first. */
+			char sid[16];
+			snprintf(sid, sizeof(sid), "%u", o->server_id);
 			char *const slapadd[] = { "slapadd", "-q", "-f", conffile,
 						  "-l", baseldif, NULL };
-			if (ctl_run(slapadd) != 0) {
+			char *const slapadd_sid[] = { "slapadd", "-q", "-S", sid, "-w",
+						      "-b", suffix, "-f", conffile,
+						      "-l", baseldif, NULL };
+			if (ctl_run(o->server_id != 0 ? slapadd_sid : slapadd) != 0) {
 				fprintf(stderr, "slapadd of the base entries failed\n");
 				goto out;
 			}

@@ -25,6 +25,7 @@
 #include "provision.h"
 #include "pwhash.h"
 #include "secret.h"
+#include "slapd-config.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -341,13 +342,22 @@ static int do_show(struct mt_dirsvc_admin *admin, const struct mt_address *addr,
 	return CTL_EXIT_OK;
 }
 
-/* Load the bulk accounts of p with slapadd -q (the local slapd stopped). */
+/* Load the bulk accounts of p with slapadd -q (the local slapd stopped).
+ * A multi-provider slapd (serverID in its slapd.conf) gets -S <id> -w:
+ * CSNs of its own server id and the contextCSN written, so that its
+ * peers take the entries (slapadd's default SID 0 is invalid there);
+ * -b: its accesslog database comes first in slapd.conf. */
 static bool bulk_load_offline(const struct users_ctx *u, const struct mt_provision_params *p)
 {
 	char *conffile = mt_xasprintf("%s/slapd.conf", u->dir->local_slapd_dir);
+	unsigned int server_id = mt_slapd_read_server_id(u->dir->local_slapd_dir);
+	char sid[16];
+	snprintf(sid, sizeof(sid), "%u", server_id);
 	char *const slapadd[] = { "slapadd", "-q", "-f", conffile, NULL };
+	char *const slapadd_sid[] = { "slapadd", "-q", "-S", sid, "-w", "-b", u->suffix,
+				      "-f", conffile, NULL };
 	FILE *to = NULL;
-	pid_t pid = ctl_pipe_start(slapadd, &to);
+	pid_t pid = ctl_pipe_start(server_id != 0 ? slapadd_sid : slapadd, &to);
 	free(conffile);
 	if (pid < 0) {
 		fprintf(stderr, "cannot run slapadd (Debian package slapd)\n");

@@ -129,6 +129,16 @@ static int simple_bind(const char *uri, const char *dn, struct berval *cred,
 	return rc;
 }
 
+/* Whether a bind's result says the provider could not be reached (the
+ * only case in which writes move to the next URI: with several providers
+ * every change goes to one of them at a time, the first that is up, so
+ * a refusal such as a wrong password is reported, not tried elsewhere). */
+static bool provider_down(int rc)
+{
+	return rc == LDAP_SERVER_DOWN || rc == LDAP_CONNECT_ERROR ||
+		rc == LDAP_TIMEOUT || rc == LDAP_UNAVAILABLE || rc == LDAP_BUSY;
+}
+
 struct mt_dirsvc_admin *mt_dirsvc_admin_new(const struct mt_directory_settings *set)
 {
 	struct mt_dirsvc_admin *a = mt_xcalloc(1, sizeof(*a));
@@ -152,7 +162,7 @@ bool mt_dirsvc_admin_connect(struct mt_dirsvc_admin *a, const char **error_r)
 	}
 	struct berval cred = { strlen(password), password };
 	int rc = LDAP_SERVER_DOWN;
-	for (size_t i = 0; i < set->uris.count && a->ld == NULL; i++)
+	for (size_t i = 0; i < set->uris.count && a->ld == NULL && provider_down(rc); i++)
 		rc = simple_bind(set->uris.items[i], set->admin_dn, &cred, set->timeout,
 				 &a->ld);
 	mt_secret_free(&password);

@@ -14,8 +14,12 @@
  *
  * Synchronous and single-threaded: each call blocks until slapd answers or
  * [directory] timeout passes. The connection is made once, on the first URI
- * of [directory] uris that accepts the admin bind (each tried in turn, each
- * with the timeout), and kept until mt_dirsvc_admin_free().
+ * of [directory] uris that answers (each tried in turn, each with the
+ * timeout), and kept until mt_dirsvc_admin_free(). With several providers
+ * (dirsvc/README.md, "Two providers") every change thus goes to one of
+ * them, the first that is up: the next URI is tried only when a provider
+ * cannot be reached (server down, connect error, timeout, unavailable,
+ * busy), never after a refusal such as a wrong admin password.
  * Entries are the layout of provision.h (mt_account_visit), written with
  * LDAP add requests, not through an ldapadd process; the DN of an account is
  * uid=<address>,<base_dn>.
@@ -63,7 +67,7 @@ struct mt_dirsvc_admin_entry {
 /* A handle on set (which must outlive it); no connection yet. */
 struct mt_dirsvc_admin *mt_dirsvc_admin_new(const struct mt_directory_settings *set);
 /* Read admin_password_file and bind as admin_dn on the first URI that
- * accepts. False with "cannot bind to the directory as DN: reason" (or the
+ * answers (see above). False with "cannot bind to the directory as DN: reason" (or the
  * secret file's error) otherwise. */
 bool mt_dirsvc_admin_connect(struct mt_dirsvc_admin *admin, const char **error_r);
 /* A freshly started slapd's readiness: bind as dn with password on uri

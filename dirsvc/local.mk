@@ -50,6 +50,11 @@ tests_integration_dirsvc_admin_client_LDADD = dirsvc/libdirsvc.a \
 TESTS += tests/integration/test-dirsvc-admin.py
 EXTRA_DIST += tests/integration/test-dirsvc-admin.py
 
+# Integration: two providers in multi-provider delta-syncrepl (directory up
+# --server-id/--peer): replication both ways, a provider killed, catch-up.
+TESTS += tests/integration/test-directory-providers.py
+EXTRA_DIST += tests/integration/test-directory-providers.py
+
 # Benchmarks (not installed): bench/dirsvc runs them.
 EXTRA_PROGRAMS += bench/dirsvc-cache
 bench_dirsvc_cache_LDADD = dirsvc/libdirsvc.a $(DIRSVC_LIBS) $(MAILTIER_LIBS)

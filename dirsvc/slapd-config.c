@@ -1,6 +1,9 @@
 /* slapd-config.c — write a local slapd's slapd.conf and base entries (see
  * slapd-config.h). Directives: slapd.conf(5), slapd-mdb(5), slapd.access(5),
  * slapo-constraint(5); ldapi URLs: RFC 4516 percent-encoding of the path.
+ * Multi-provider (server_id != 0): slapo-syncprov(5), slapo-accesslog(5),
+ * the syncrepl and multiprovider directives of slapd.conf(5) and the
+ * delta-syncrepl layout of the OpenLDAP 2.5 admin guide (replication).
  * Trust boundary: administrator-supplied names and paths, checked by
  * conf_value_ok() before they reach a directive. */
 #include "slapd-config.h"
@@ -52,6 +55,40 @@ static bool conf_value_ok(const char *v)
 	return true;
 }
 
+/* A provider needs an id in range, at least one peer (multiprovider
+ * needs a syncrepl consumer), and quotable peer URIs and password. */
+static bool check_replication(const struct mt_slapd_params *p,
+			      const char **error_r)
+{
+	if (p->server_id == 0) {
+		if (p->n_peers == 0)
+			return true;
+		*error_r = "slapd config: peer providers need a server id";
+		return false;
+	}
+	if (p->server_id > MT_SLAPD_SERVER_ID_MAX || p->n_peers == 0 ||
+	    p->n_peers > MT_SLAPD_PEERS_MAX) {
+		*error_r = errf("slapd config: a provider needs a server id "
+				"1..%u and 1..%u peers", MT_SLAPD_SERVER_ID_MAX,
+				MT_SLAPD_PEERS_MAX);
+		return false;
+	}
+	for (size_t i = 0; i < p->n_peers; i++) {
+		if (!conf_value_ok(p->peer_uris[i]) ||
+		    strchr(p->peer_uris[i], ' ') != NULL) {
+			*error_r = "slapd config: bad peer URI";
+			return false;
+		}
+	}
+	if (!conf_value_ok(p->repl_password) ||
+	    strchr(p->repl_password, ' ') != NULL) {
+		*error_r = "slapd config: the replication password is missing "
+			"or has a space, '\"', '\\' or control character";
+		return false;
+	}
+	return true;
+}
+
 static bool check_params(const struct mt_slapd_params *p, const char **error_r)
 {
 	static const struct { size_t off; const char *name; } req[] = {
@@ -79,7 +116,7 @@ static bool check_params(const struct mt_slapd_params *p, const char **error_r)
 		*error_r = "slapd config: port must be 1..65535";
 		return false;
 	}
-	return true;
+	return check_replication(p, error_r);
 }
 
 bool mt_slapd_default_dns(const char *domain, char **suffix_r,
@@ -96,6 +133,64 @@ bool mt_slapd_default_dns(const char *domain, char **suffix_r,
 	*service_dn_r = mt_xasprintf("cn=mailtier-service,%s", suffix.data);
 	*suffix_r = mt_buf_steal(&suffix);
 	return true;
+}
+
+/* The change log delta-syncrepl consumers replay (admin guide, "Delta-
+ * syncrepl"): read by the peers bound as admin_dn, no one else. */
+static void append_accesslog_db(struct mt_buf *c, const struct mt_slapd_params *p)
+{
+	mt_buf_appendf(c,
+		"# The change log the peers replay (delta-syncrepl).\n"
+		"database mdb\n"
+		"suffix \"" MT_SLAPD_ACCESSLOG_SUFFIX "\"\n"
+		"directory \"%1$s/accesslog\"\n"
+		"maxsize %2$" PRIu64 "\n"
+		"index default eq\n"
+		"index entryCSN,objectClass,reqEnd,reqResult,reqStart,reqDN\n"
+		"overlay syncprov\n"
+		"syncprov-nopresent TRUE\n"
+		"syncprov-reloadhint TRUE\n"
+		"limits dn.exact=\"%3$s\" time=unlimited size=unlimited\n"
+		"access to *\n\tby dn.exact=\"%3$s\" read\n\tby * none\n\n",
+		p->dir, p->max_size ? p->max_size : MT_SLAPD_MAXSIZE_DEFAULT,
+		p->admin_dn);
+}
+
+/* syncprov and accesslog on the main database, a refreshAndPersist
+ * consumer of every peer, and multiprovider. The peers' URIs must not be
+ * this slapd's own, or it would replicate from itself. Retry every second
+ * 30 times, then every 5 s for ever (not HA.md's "5 5 60 +"): the
+ * consumer is the only way a peer's writes arrive here, and after a peer
+ * comes back, writes go to it again (the first URI), so a minute between
+ * retries would be a minute in which this provider answers stale. A
+ * connect to a dead peer every 5 s costs nothing. */
+static void append_provider(struct mt_buf *c, const struct mt_slapd_params *p)
+{
+	mt_buf_append_str(c,
+		"\n# Multi-provider with delta-syncrepl (dirsvc/README.md, \"Two providers\").\n"
+		"index entryCSN,entryUUID eq\n"
+		"overlay syncprov\n"
+		"syncprov-checkpoint 100 5\n"
+		"overlay accesslog\n"
+		"logdb \"" MT_SLAPD_ACCESSLOG_SUFFIX "\"\n"
+		"logops writes\n"
+		"logsuccess TRUE\n"
+		"# Keep a week of changes, purged daily; a peer away longer\n"
+		"# falls back to a full refresh.\n"
+		"logpurge 07+00:00 01+00:00\n");
+	for (size_t i = 0; i < p->n_peers; i++)
+		mt_buf_appendf(c,
+			"syncrepl rid=%03zu provider=%s\n"
+			"\tbindmethod=simple binddn=\"%s\" credentials=\"%s\"\n"
+			"\tsearchbase=\"%s\"\n"
+			"\tlogbase=\"" MT_SLAPD_ACCESSLOG_SUFFIX "\"\n"
+			"\tlogfilter=\"(&(objectClass=auditWriteObject)(reqResult=0))\"\n"
+			"\tschemachecking=on type=refreshAndPersist syncdata=accesslog\n"
+			"\tnetwork-timeout=2 timeout=5 keepalive=60:3:10\n"
+			"\tretry=\"1 30 5 +\"\n",
+			i + 1, p->peer_uris[i], p->admin_dn, p->repl_password,
+			p->suffix);
+	mt_buf_append_str(c, "multiprovider on\n");
 }
 
 static void append_config(struct mt_buf *c, const struct mt_slapd_params *p)
@@ -127,6 +222,13 @@ static void append_config(struct mt_buf *c, const struct mt_slapd_params *p)
 		p->module_dir ? p->module_dir : MT_SLAPD_MODULE_DIR_DEFAULT,
 		p->dir, p->log_level ? p->log_level : "none",
 		p->tool_threads ? p->tool_threads : 2);
+	if (p->server_id != 0)
+		mt_buf_appendf(c,
+			"# Multi-provider: this provider's id, unique in the group\n"
+			"# (CSNs carry it; slapadd -S must use the same).\n"
+			"moduleload syncprov\n"
+			"moduleload accesslog\n"
+			"serverID %u\n\n", p->server_id);
 	mt_buf_append_str(c,
 		"# Anonymous clients may only bind (authenticate).\n"
 		"disallow bind_anon\n"
@@ -137,6 +239,8 @@ static void append_config(struct mt_buf *c, const struct mt_slapd_params *p)
 		"# Root DSE and subschema: bound identities only.\n"
 		"access to dn.base=\"\"\n\tby users read\n\tby * none\n"
 		"access to dn.base=\"cn=Subschema\"\n\tby users read\n\tby * none\n\n");
+	if (p->server_id != 0)
+		append_accesslog_db(c, p);
 	mt_buf_appendf(c,
 		"database mdb\n"
 		"suffix \"%s\"\n"
@@ -165,6 +269,8 @@ static void append_config(struct mt_buf *c, const struct mt_slapd_params *p)
 		"constraint_attribute mailtierStatus regex ^(active|disabled|hold)$\n"
 		"constraint_attribute mailtierQuota regex ^[0-9]+$\n",
 		p->service_dn, pw_access);
+	if (p->server_id != 0)
+		append_provider(c, p);
 }
 
 static bool make_dir(const char *path, const char **error_r)
@@ -211,11 +317,15 @@ bool mt_slapd_write_config(const struct mt_slapd_params *p,
 	if (!check_params(p, error_r) || !make_dir(p->dir, error_r))
 		return false;
 	char *db = mt_xasprintf("%s/db", p->dir);
+	char *log = mt_xasprintf("%s/accesslog", p->dir);
 	char *path = mt_xasprintf("%s/slapd.conf", p->dir);
 	append_config(&conf, p);
-	bool ok = make_dir(db, error_r) && write_file(path, &conf, error_r);
+	bool ok = make_dir(db, error_r) &&
+		(p->server_id == 0 || make_dir(log, error_r)) &&
+		write_file(path, &conf, error_r);
 	mt_buf_free(&conf);
 	free(db);
+	free(log);
 	free(path);
 	return ok;
 }
@@ -343,4 +453,23 @@ void mt_slapd_listen_urls(struct mt_buf *out, const struct mt_slapd_params *p)
 	append_percent_encoded(out, p->dir);
 	append_percent_encoded(out, "/ldapi");
 	mt_buf_append_char(out, '/');
+}
+
+unsigned int mt_slapd_read_server_id(const char *dir)
+{
+	char *path = mt_xasprintf("%s/slapd.conf", dir);
+	FILE *f = fopen(path, "re");
+	char line[512];
+	unsigned int id = 0;
+
+	free(path);
+	if (f == NULL)
+		return 0;
+	while (id == 0 && fgets(line, sizeof(line), f) != NULL) {
+		if (sscanf(line, "serverID %u", &id) != 1 ||
+		    id > MT_SLAPD_SERVER_ID_MAX)
+			id = 0;
+	}
+	fclose(f);
+	return id;
 }

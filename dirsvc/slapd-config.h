@@ -7,6 +7,7 @@
  *   slapd.conf   this configuration (mode 0600: holds the rootpw hash)
  *   base.ldif    suffix entry, ou=people, the service DN entry
  *   db/          the MDB database
+ *   accesslog/   a provider's change log (server_id != 0, see below)
  *   slapd.pid, slapd.args, ldapi (the ldapi:// socket)
  * Trust boundary: every value comes from mailtier.conf or mailtierctl's
  * command line (administrator); values are checked so that none can add a
@@ -44,7 +45,24 @@ struct mt_slapd_params {
 	uint64_t max_size;		/* MDB map bytes; 0 = the default */
 	unsigned int tool_threads;	/* slapadd indexer threads; 0 = 2 */
 	const char *log_level;		/* NULL = "none" (slapd.conf loglevel) */
+	/* Multi-provider replication (slapd.conf(5) serverID, syncrepl,
+	 * multiprovider; slapo-syncprov(5), slapo-accesslog(5)): server_id 0
+	 * is a lone slapd with none of it (the default). 1..4095, unique in
+	 * the group: a provider with syncprov and accesslog on the database,
+	 * an accesslog database cn=accesslog in <dir>/accesslog, and a
+	 * delta-syncrepl consumer of each peer URI, bound as admin_dn with
+	 * repl_password (in clear in slapd.conf, mode 0600). */
+	unsigned int server_id;
+	const char *const *peer_uris;	/* the other providers, ldap://HOST:PORT/ */
+	size_t n_peers;
+	const char *repl_password;	/* admin_dn's password, needed with peers */
 };
+
+#define MT_SLAPD_SERVER_ID_MAX 4095u
+#define MT_SLAPD_PEERS_MAX 8u
+/* The accesslog database's suffix (delta-syncrepl's logbase). */
+#define MT_SLAPD_ACCESSLOG_SUFFIX "cn=accesslog"
+
 
 /* Default names for a mail domain: suffix dc=<labels>, admin
  * cn=admin,<suffix>, service cn=mailtier-service,<suffix>. The strings are
@@ -67,6 +85,11 @@ bool mt_slapd_append_base_ldif(struct mt_buf *out,
 /* The same, written to p->dir/base.ldif (mode 0600). */
 bool mt_slapd_write_base_ldif(const struct mt_slapd_params *p,
 			      const char **error_r);
+
+/* The serverID that <dir>/slapd.conf names (what slapadd -S must use, so
+ * that offline loads write CSNs valid for multi-provider), or 0 when it
+ * names none or cannot be read. */
+unsigned int mt_slapd_read_server_id(const char *dir);
 
 /* Append "ldap://HOST:PORT/" (RFC 4516): an IPv6 literal goes in
  * brackets; host NULL = 127.0.0.1. */

@@ -607,6 +607,54 @@ class Harness:
         return {"dir": d, "port": port, "uri": f"ldap://127.0.0.1:{port}/",
                 "conf": conf}
 
+    def directory_providers_up(self, n=2, domain="example.test",
+                               shards=("s1", "s2"), auth_method="hash"):
+        """Start n local slapds as one multi-provider group (server ids
+        1..n, each a delta-syncrepl consumer of the others) with
+        `mailtierctl directory up --server-id --peer`: provider 1 loads the
+        base entries, the others start empty (--join) with its secrets and
+        copy them. Writes a config whose [directory] uris list all of them,
+        in order. Returns dict(providers=[dict(dir, port, uri)], conf)."""
+        if shutil.which("slapd", path=os.environ.get("PATH", "") +
+                        ":/usr/sbin:/sbin") is None:
+            raise Skip("slapd is not installed (Debian package slapd)")
+        ports = free_ports(n)
+        provs = [{"dir": os.path.join(self.tmpdir, f"provider{i + 1}"),
+                  "port": ports[i],
+                  "uri": f"ldap://127.0.0.1:{ports[i]}/"} for i in range(n)]
+        for i, pv in enumerate(provs):
+            args = ["directory", "up", "--dir", pv["dir"], "--port", pv["port"],
+                    "--domain", domain, "--auth-method", auth_method,
+                    "--server-id", i + 1]
+            for other in provs:
+                if other is not pv:
+                    args += ["--peer", other["uri"]]
+            if i > 0:
+                os.makedirs(pv["dir"], mode=0o700, exist_ok=True)
+                for name in ("admin.secret", "service.secret"):
+                    src = os.path.join(provs[0]["dir"], name)
+                    dst = os.path.join(pv["dir"], name)
+                    if not os.path.exists(dst):
+                        fd = os.open(dst, os.O_WRONLY | os.O_CREAT, 0o600)
+                        with open(src, "rb") as f:
+                            os.write(fd, f.read())
+                        os.close(fd)
+                args.append("--join")
+            self.ctl(*args)
+            self.add_cleanup(lambda d=pv["dir"]: self.ctl(
+                "directory", "down", "--dir", d, check=False))
+        conf = os.path.join(self.tmpdir, "providers.conf")
+        with open(os.path.join(provs[0]["dir"], "directory.conf")) as f:
+            text = f.read()
+        text = text.replace(f"uris = {provs[0]['uri']}\n",
+                            "uris = " + " ".join(p["uri"] for p in provs) + "\n")
+        text += "\n[shards]\n" + "".join(
+            f"{s} = 127.0.0.1:{1 + i}, 127.0.0.1:{101 + i}\n"
+            for i, s in enumerate(shards))
+        with open(conf, "w") as f:
+            f.write(text)
+        return {"providers": provs, "conf": conf}
+
     # Conveniences for tests
 
     free_port = staticmethod(free_port)

@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""test-directory-providers.py -- two slapd providers in multi-provider
+delta-syncrepl (`mailtierctl directory up --server-id --peer [--join]`,
+dirsvc/README.md "Two providers"), with real slapd processes:
+
+- provider 2 starts empty and copies provider 1's base entries; both hold
+  valid CSNs (server ids 001/002, never slapadd's 000);
+- `mailtierctl users add` goes to the first URI of [directory] uris only
+  (the entry's CSN carries that provider's id) and reaches the other
+  within seconds; an add and a mailHost change made on either provider
+  reach the other, and the contextCSNs are equal afterwards;
+- with provider 1 killed (SIGKILL), libdirsvc lookups and auths
+  (dirsvc-client) and `users add` still work, through provider 2, within
+  [directory] timeout;
+- provider 1 restarted catches up (contextCSN equal) and takes the writes
+  again.
+Prints the replication delays it saw."""
+
+import os
+import re
+import signal
+import subprocess
+import time
+
+import mtharness
+
+SUFFIX = "dc=example,dc=test"
+PEOPLE = "ou=people," + SUFFIX
+ADMIN = "cn=admin," + SUFFIX
+WAIT_S = 10.0
+
+
+def ldap(cmd, uri, pw, *args, input=None):
+    argv = [cmd, "-x", "-H", uri, "-D", ADMIN, "-w", pw]
+    if cmd == "ldapsearch":
+        argv += ["-LLL", "-o", "ldif-wrap=no"]
+    return subprocess.run(argv + list(args), capture_output=True, text=True,
+                          input=input, timeout=30)
+
+
+def attr(uri, pw, dn, name):
+    """The values of name in the entry dn on uri ([] if it is absent or
+    the provider does not answer)."""
+    r = ldap("ldapsearch", uri, pw, "-b", dn, "-s", "base", name)
+    if r.returncode != 0:
+        return []
+    return sorted(re.findall(r"^%s: (.*)$" % name, r.stdout, re.M | re.I))
+
+
+def context_csn(uri, pw):
+    return attr(uri, pw, SUFFIX, "contextCSN")
+
+
+def wait_for(what, fn, timeout=WAIT_S):
+    """Poll fn every 50 ms until it is true; the seconds it took."""
+    start = time.monotonic()
+    while not fn():
+        if time.monotonic() - start > timeout:
+            raise AssertionError(f"not within {timeout} s: {what}")
+        time.sleep(0.05)
+    return time.monotonic() - start
+
+
+def user_dn(address):
+    return f"uid={address},{PEOPLE}"
+
+
+def csn_sid(uri, pw, address):
+    """The server id in the entryCSN of address's entry: which provider
+    made its last change."""
+    csn = attr(uri, pw, user_dn(address), "entryCSN")
+    assert len(csn) == 1, csn
+    return csn[0].split("#")[2]
+
+
+def set_mail_host(uri, pw, address, shard):
+    r = ldap("ldapmodify", uri, pw, input=f"dn: {user_dn(address)}\n"
+             f"changetype: modify\nreplace: mailHost\nmailHost: {shard}\n")
+    assert r.returncode == 0, r
+
+
+def client(h, conf, *lines):
+    """dirsvc-client on conf: one reply line per command."""
+    p = subprocess.run([mtharness.binary("tests/integration/dirsvc-client"), conf],
+                       input="".join(l + "\n" for l in lines),
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p
+    replies = p.stdout.splitlines()
+    h.note("dirsvc-client: " + " | ".join(replies))
+    return replies
+
+
+def ms(reply):
+    return float(re.search(r" ms=([0-9.]+)", reply).group(1))
+
+
+def test(h):
+    ds = h.directory_providers_up(2)
+    p1, p2 = ds["providers"]
+    conf = ds["conf"]
+    pw = open(os.path.join(p1["dir"], "admin.secret")).read()
+    delays = {}
+
+    # Provider 2 copied provider 1's base; no CSN with server id 000.
+    wait_for("provider 2 has the base entries",
+             lambda: context_csn(p2["uri"], pw) == context_csn(p1["uri"], pw))
+    for p in (p1, p2):
+        for csn in context_csn(p["uri"], pw):
+            assert csn.split("#")[2] != "000", (p["uri"], csn)
+        conf_text = open(os.path.join(p["dir"], "slapd.conf")).read()
+        assert os.stat(os.path.join(p["dir"], "slapd.conf")).st_mode & 0o077 == 0
+        assert "multiprovider on" in conf_text and "syncdata=accesslog" in conf_text
+
+    # users add through [directory] uris = p1 p2: written on provider 1.
+    h.ctl("users", "add", "bob@example.test", "--shard", "s1", config=conf,
+          input="bobpw\n")
+    assert csn_sid(p1["uri"], pw, "bob@example.test") == "001"
+    delays["users add p1->p2"] = wait_for(
+        "bob on provider 2",
+        lambda: attr(p2["uri"], pw, user_dn("bob@example.test"), "mailHost") == ["s1"])
+
+    # With provider 2 first in uris, the add is made on provider 2.
+    conf2 = os.path.join(h.tmpdir, "providers-2-first.conf")
+    with open(conf) as f:
+        text = f.read()
+    with open(conf2, "w") as f:
+        f.write(text.replace(f"uris = {p1['uri']} {p2['uri']}",
+                             f"uris = {p2['uri']} {p1['uri']}"))
+    h.ctl("users", "add", "cleo@example.test", "--shard", "s2", config=conf2,
+          input="cleopw\n")
+    assert csn_sid(p2["uri"], pw, "cleo@example.test") == "002"
+    delays["users add p2->p1"] = wait_for(
+        "cleo on provider 1",
+        lambda: attr(p1["uri"], pw, user_dn("cleo@example.test"), "mailHost") == ["s2"])
+
+    # A mailHost change on either provider reaches the other.
+    set_mail_host(p2["uri"], pw, "bob@example.test", "s2")
+    delays["mailHost p2->p1"] = wait_for(
+        "bob's mailHost s2 on provider 1",
+        lambda: attr(p1["uri"], pw, user_dn("bob@example.test"), "mailHost") == ["s2"])
+    set_mail_host(p1["uri"], pw, "cleo@example.test", "s1")
+    delays["mailHost p1->p2"] = wait_for(
+        "cleo's mailHost s1 on provider 2",
+        lambda: attr(p2["uri"], pw, user_dn("cleo@example.test"), "mailHost") == ["s1"])
+    wait_for("contextCSN equal",
+             lambda: context_csn(p1["uri"], pw) == context_csn(p2["uri"], pw))
+
+    # Reads through both URIs.
+    r = client(h, conf, "lookup bob@example.test", "auth cleo@example.test cleopw")
+    assert "status=found" in r[0] and "shard=s2" in r[0], r
+    assert "status=ok" in r[1], r
+
+    # Provider 1 killed: reads and writes go to provider 2.
+    pid1 = int(open(os.path.join(p1["dir"], "slapd.pid")).read())
+    os.kill(pid1, signal.SIGKILL)
+    wait_for("provider 1 gone", lambda: not os.path.exists(f"/proc/{pid1}"))
+    r = client(h, conf, "lookup cleo@example.test", "auth bob@example.test bobpw")
+    assert "status=found" in r[0] and "shard=s1" in r[0], r
+    assert "status=ok" in r[1], r
+    timeout_ms = 3000  # [directory] timeout's default (directory.conf sets none)
+    assert ms(r[0]) < timeout_ms and ms(r[1]) < timeout_ms, r
+    h.ctl("users", "add", "dora@example.test", "--shard", "s1", config=conf,
+          input="dorapw\n")
+    assert csn_sid(p2["uri"], pw, "dora@example.test") == "002"
+    h.ctl("users", "passwd", "bob@example.test", config=conf, input="bobpw2\n")
+    r = client(h, conf, "auth bob@example.test bobpw2", "auth dora@example.test dorapw")
+    assert all("status=ok" in x for x in r), r
+
+    # Provider 1 restarted catches up, and writes go to it again.
+    start = time.monotonic()
+    h.ctl("directory", "up", "--dir", p1["dir"], "--port", p1["port"],
+          "--server-id", 1, "--peer", p2["uri"])
+    delays["catch-up after restart"] = time.monotonic() - start + wait_for(
+        "provider 1 catches up",
+        lambda: attr(p1["uri"], pw, user_dn("dora@example.test"), "mailHost") == ["s1"]
+        and context_csn(p1["uri"], pw) == context_csn(p2["uri"], pw))
+    h.ctl("users", "add", "emil@example.test", "--shard", "s2", config=conf,
+          input="emilpw\n")
+    assert csn_sid(p1["uri"], pw, "emil@example.test") == "001"
+    delays["users add p1->p2 after restart"] = wait_for(
+        "emil on provider 2",
+        lambda: attr(p2["uri"], pw, user_dn("emil@example.test"), "mailHost") == ["s2"])
+    wait_for("contextCSN equal at the end",
+             lambda: context_csn(p1["uri"], pw) == context_csn(p2["uri"], pw))
+
+    for what, s in delays.items():
+        print(f"replication: {what}: {s:.2f} s")
+
+
+if __name__ == "__main__":
+    mtharness.main(test)
