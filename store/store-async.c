@@ -57,7 +57,8 @@ static void port_run(void *context)
 	for (struct mt_store_req *req = list, *next; req != NULL; req = next) {
 		next = req->next;
 		if (!req->cancelled && !port->closed && req->cb != NULL) {
-			store_ops_apply(req);
+			if (req->ops->apply != NULL)
+				req->ops->apply(req);
 			req->cb(req, req->context);
 		}
 		store_req_free(req);
@@ -77,7 +78,7 @@ struct mt_store_req *store_req_new(struct mt_store *store,
 				   struct mt_store_port *port, mt_store_cb_t *cb,
 				   void *context)
 {
-	struct mt_store_req *req = mt_xcalloc(1, sizeof(*req));
+	struct mt_store_req *req = mt_xcalloc(1, ops->size);
 	req->ops = ops;
 	req->store = store;
 	req->port = port;
@@ -150,25 +151,6 @@ enum mt_store_status mt_store_req_status(const struct mt_store_req *req,
 	return req->status;
 }
 
-const struct mt_store_rcpt *mt_store_req_rcpts(const struct mt_store_req *req,
-					       unsigned int *count_r)
-{
-	*count_r = req->rcpt_count;
-	return req->rcpts;
-}
-
-struct mt_store_mailbox *mt_store_req_mailbox(struct mt_store_req *req)
-{
-	struct mt_store_mailbox *mbox = req->result;
-	req->result = NULL;
-	return mbox;
-}
-
-const void *mt_store_req_data(const struct mt_store_req *req, size_t *size_r)
-{
-	*size_r = req->data_size;
-	return req->data != NULL ? req->data : "";
-}
 
 /* Ports */
 
@@ -249,9 +231,6 @@ static void req_refuse(struct mt_store_req *req, enum mt_store_status status,
 {
 	store_req_set_error(req, status, error);
 	req->refused = true;
-	for (unsigned int i = 0; i < req->rcpt_count; i++)
-		if (req->rcpts[i].status == MT_STORE_OK)
-			req->rcpts[i].status = status;
 }
 
 struct mt_store_req *store_req_submit(struct mt_store_req *req)
@@ -261,9 +240,11 @@ struct mt_store_req *store_req_submit(struct mt_store_req *req)
 		req_refuse(req, MT_STORE_INVALID, "store opened for administration only");
 	if (!req->refused && atomic_load(&store->failed))
 		req_refuse(req, MT_STORE_FATAL, "store failed: restart needed for recovery");
-	if (req->refused)
+	if (req->refused) {
+		if (req->ops->settle != NULL)
+			req->ops->settle(store, req, false);
 		store_req_complete(req);
-	else if (req->ops->path == STORE_PATH_COMMIT)
+	} else if (req->ops->path == STORE_PATH_COMMIT)
 		store_commit_submit(store, req);
 	else
 		mt_bdb_commit_submit(store->readers, NULL, MT_BDB_JOB_READ, reader_job,
@@ -302,23 +283,24 @@ static bool folder_ok(const char *folder)
 /* Deliver: the recipients' transactions (store-records.c); after the flush,
  * a failed flush's status for each stored copy, or the counters. */
 static void deliver_settle(struct mt_store *store, struct mt_store_req *req,
-			   int flush_ret)
+			   bool durable)
 {
-	if (flush_ret != 0) {
-		for (unsigned int i = 0; i < req->rcpt_count; i++)
-			if (req->rcpts[i].status == MT_STORE_OK)
-				req->rcpts[i].status = req->status;
+	struct store_body_req *d = (struct store_body_req *)req;
+	if (!durable) {
+		for (unsigned int i = 0; i < d->rcpt_count; i++)
+			if (d->rcpts[i].status == MT_STORE_OK)
+				d->rcpts[i].status = req->status;
 		return;
 	}
 	uint64_t delivered = 0, duplicates = 0;
-	for (unsigned int i = 0; i < req->rcpt_count; i++) {
-		if (req->rcpts[i].status != MT_STORE_OK)
+	for (unsigned int i = 0; i < d->rcpt_count; i++) {
+		if (d->rcpts[i].status != MT_STORE_OK)
 			continue;
 		delivered++;
-		duplicates += req->rcpts[i].duplicate;
+		duplicates += d->rcpts[i].duplicate;
 	}
-	uint64_t size = req->sbody != NULL ? mt_store_body_size(req->sbody) :
-		req->body_size;
+	uint64_t size = d->sbody != NULL ? mt_store_body_size(d->sbody) :
+		d->body_size;
 	store_counter_add(&store->n_delivery_requests, 1);
 	store_counter_add(&store->n_deliveries, delivered);
 	store_counter_add(&store->n_duplicates, duplicates);
@@ -327,8 +309,9 @@ static void deliver_settle(struct mt_store *store, struct mt_store_req *req,
 
 static void deliver_free(struct mt_store_req *req)
 {
-	for (unsigned int i = 0; i < req->rcpt_count; i++) {
-		struct mt_store_rcpt *r = &req->rcpts[i];
+	struct store_body_req *d = (struct store_body_req *)req;
+	for (unsigned int i = 0; i < d->rcpt_count; i++) {
+		struct mt_store_rcpt *r = &d->rcpts[i];
 		free((char *)r->mailbox);
 		free((char *)r->prefix);
 		free((char *)r->delivery_id);
@@ -337,29 +320,32 @@ static void deliver_free(struct mt_store_req *req)
 			free((char *)r->keywords[k]);
 		free((void *)r->keywords);
 	}
-	free(req->rcpts);
-	free(req->body_owned);
-	if (req->sbody != NULL)
-		store_body_unref(req->sbody);
+	free(d->rcpts);
+	free(d->body_owned);
+	if (d->sbody != NULL)
+		store_body_unref(d->sbody);
 }
 
 static const struct store_req_ops deliver_ops = {
-	.name = "deliver", .path = STORE_PATH_COMMIT,
+	.name = "deliver", .size = sizeof(struct store_body_req),
+	.path = STORE_PATH_COMMIT,
 	.run = store_records_deliver, .settle = deliver_settle,
 	.free = deliver_free,
 };
 
-struct mt_store_req *store_deliver_new(struct mt_store *store,
-				       struct mt_store_port *port,
-				       const struct mt_store_rcpt *rcpts,
-				       unsigned int count, mt_store_cb_t *cb,
-				       void *context)
+struct store_body_req *store_deliver_new(struct mt_store *store,
+					 struct mt_store_port *port,
+					 const struct mt_store_rcpt *rcpts,
+					 unsigned int count, mt_store_cb_t *cb,
+					 void *context)
 {
-	struct mt_store_req *req = store_req_new(store, &deliver_ops, port, cb, context);
-	req->rcpts = mt_xcalloc(count == 0 ? 1 : count, sizeof(*req->rcpts));
-	req->rcpt_count = count;
+	struct store_body_req *d = (struct store_body_req *)
+		store_req_new(store, &deliver_ops, port, cb, context);
+	struct mt_store_req *req = &d->req;
+	d->rcpts = mt_xcalloc(count == 0 ? 1 : count, sizeof(*d->rcpts));
+	d->rcpt_count = count;
 	for (unsigned int i = 0; i < count; i++) {
-		struct mt_store_rcpt *r = &req->rcpts[i];
+		struct mt_store_rcpt *r = &d->rcpts[i];
 		*r = rcpts[i];
 		r->uid = 0;
 		r->uidvalidity = 0;
@@ -411,34 +397,52 @@ struct mt_store_req *store_deliver_new(struct mt_store *store,
 	}
 	unsigned int valid = 0;
 	for (unsigned int i = 0; i < count; i++)
-		valid += req->rcpts[i].status == MT_STORE_OK;
+		valid += d->rcpts[i].status == MT_STORE_OK;
 	if (valid == 0)
 		req_refuse(req, MT_STORE_INVALID, count == 0 ? "no recipients" :
 			   "bad mailbox name");
-	return req;
+	return d;
+}
+
+const struct mt_store_rcpt *mt_store_req_rcpts(const struct mt_store_req *req,
+					       unsigned int *count_r)
+{
+	const struct store_body_req *d = req->ops == &deliver_ops ?
+		(const struct store_body_req *)req : NULL;
+	*count_r = d != NULL ? d->rcpt_count : 0;
+	return d != NULL ? d->rcpts : NULL;
 }
 
 /* Open: the in-use lock and the snapshot, on a reader. */
+struct open_req {
+	struct mt_store_req req;
+	char *name;
+	char *folder;			/* an IMAP folder's name, or NULL */
+	struct mt_store_mailbox *result;	/* until taken */
+};
+
 static void open_run(struct mt_store *store, struct mt_store_req *req)
 {
+	struct open_req *o = (struct open_req *)req;
 	const char *error;
 	enum mt_store_status status =
-		store_folder_open(store, req->name, req->folder,
-				  req->folder == NULL, &req->result, &error);
+		store_folder_open(store, o->name, o->folder,
+				  o->folder == NULL, &o->result, &error);
 	if (status != MT_STORE_OK)
 		store_req_set_error(req, status, error);
 }
 
 static void open_free(struct mt_store_req *req)
 {
-	free(req->name);
-	free(req->folder);
-	if (req->result != NULL)
-		mt_store_mailbox_close(&req->result);	/* not taken */
+	struct open_req *o = (struct open_req *)req;
+	free(o->name);
+	free(o->folder);
+	if (o->result != NULL)
+		mt_store_mailbox_close(&o->result);	/* not taken */
 }
 
 static const struct store_req_ops open_ops = {
-	.name = "open", .path = STORE_PATH_READ,
+	.name = "open", .size = sizeof(struct open_req), .path = STORE_PATH_READ,
 	.run = open_run, .free = open_free,
 };
 
@@ -447,15 +451,27 @@ static struct mt_store_req *open_new(struct mt_store_port *port,
 				     mt_store_cb_t *cb, void *context)
 {
 	struct mt_store *store = port->store;
-	struct mt_store_req *req = store_req_new(store, &open_ops, port, cb, context);
-	req->name = mt_xstrdup(name != NULL ? name : "");
-	req->folder = folder != NULL ? mt_xstrdup(folder) : NULL;
+	struct open_req *o = (struct open_req *)
+		store_req_new(store, &open_ops, port, cb, context);
+	struct mt_store_req *req = &o->req;
+	o->name = mt_xstrdup(name != NULL ? name : "");
+	o->folder = folder != NULL ? mt_xstrdup(folder) : NULL;
 	if (!name_ok(name))
 		req_refuse(req, MT_STORE_INVALID, "bad mailbox name");
 	else if (folder != NULL &&
 		 (folder[0] == '\0' || strlen(folder) > MT_STORE_FOLDER_MAX))
 		req_refuse(req, MT_STORE_INVALID, "bad folder name");
 	return store_req_submit(req);
+}
+
+struct mt_store_mailbox *mt_store_req_mailbox(struct mt_store_req *req)
+{
+	if (req->ops != &open_ops)
+		return NULL;
+	struct open_req *o = (struct open_req *)req;
+	struct mt_store_mailbox *mbox = o->result;
+	o->result = NULL;
+	return mbox;
 }
 
 struct mt_store_req *mt_store_mailbox_open(struct mt_store_port *port,
@@ -489,28 +505,48 @@ enum mt_store_status mt_store_folder_open_sync(struct mt_store *store,
 }
 
 /* Read: a message's bytes, on a reader. */
+struct read_req {
+	struct mt_store_req req;
+	struct mt_store_mailbox *mbox;	/* a reference */
+	unsigned int index;
+	uint64_t offset;
+	size_t max;
+	char *data;
+	size_t data_size;
+};
+
 static void read_run(struct mt_store *store, struct mt_store_req *req)
 {
+	struct read_req *r = (struct read_req *)req;
 	(void)store;
 	const char *error;
-	req->data = mt_xmalloc(req->max + 1);
+	r->data = mt_xmalloc(r->max + 1);
 	enum mt_store_status status =
-		mt_store_read_sync(req->mbox, req->index, req->offset, req->data,
-				   req->max, &req->data_size, &error);
+		mt_store_read_sync(r->mbox, r->index, r->offset, r->data,
+				   r->max, &r->data_size, &error);
 	if (status != MT_STORE_OK)
 		store_req_set_error(req, status, error);
 }
 
 static void read_free(struct mt_store_req *req)
 {
-	free(req->data);
-	store_mailbox_unref(&req->mbox);
+	struct read_req *r = (struct read_req *)req;
+	free(r->data);
+	store_mailbox_unref(&r->mbox);
 }
 
 static const struct store_req_ops read_ops = {
-	.name = "read", .path = STORE_PATH_READ,
+	.name = "read", .size = sizeof(struct read_req), .path = STORE_PATH_READ,
 	.run = read_run, .free = read_free,
 };
+
+const void *mt_store_req_data(const struct mt_store_req *req, size_t *size_r)
+{
+	const struct read_req *r = req->ops == &read_ops ?
+		(const struct read_req *)req : NULL;
+	*size_r = r != NULL ? r->data_size : 0;
+	return r != NULL && r->data != NULL ? r->data : "";
+}
 
 struct mt_store_req *mt_store_read(struct mt_store_port *port,
 				   struct mt_store_mailbox *mbox,
@@ -518,11 +554,13 @@ struct mt_store_req *mt_store_read(struct mt_store_port *port,
 				   size_t max, mt_store_cb_t *cb, void *context)
 {
 	struct mt_store *store = port->store;
-	struct mt_store_req *req = store_req_new(store, &read_ops, port, cb, context);
-	req->mbox = store_mailbox_ref(mbox);
-	req->index = index;
-	req->offset = offset;
-	req->max = max > MT_STORE_READ_MAX ? MT_STORE_READ_MAX : max;
+	struct read_req *r = (struct read_req *)
+		store_req_new(store, &read_ops, port, cb, context);
+	struct mt_store_req *req = &r->req;
+	r->mbox = store_mailbox_ref(mbox);
+	r->index = index;
+	r->offset = offset;
+	r->max = max > MT_STORE_READ_MAX ? MT_STORE_READ_MAX : max;
 	if (index >= mbox->count)
 		req_refuse(req, MT_STORE_NOT_FOUND, "no such message");
 	return store_req_submit(req);
@@ -531,9 +569,9 @@ struct mt_store_req *mt_store_read(struct mt_store_port *port,
 /* Expunge: one transaction (store-records.c); after the flush, the
  * counters. */
 static void expunge_settle(struct mt_store *store, struct mt_store_req *req,
-			   int flush_ret)
+			   bool durable)
 {
-	if (flush_ret != 0 || req->status != MT_STORE_OK)
+	if (!durable || req->status != MT_STORE_OK)
 		return;
 	store_counter_add(&store->n_expunges, 1);
 	store_counter_add(&store->n_expunged, req->removed);
@@ -541,13 +579,15 @@ static void expunge_settle(struct mt_store *store, struct mt_store_req *req,
 
 static void expunge_free(struct mt_store_req *req)
 {
-	free(req->uids);
-	store_mailbox_writer(req->mbox, false);
-	store_mailbox_unref(&req->mbox);
+	struct store_expunge_req *e = (struct store_expunge_req *)req;
+	free(e->uids);
+	store_mailbox_writer(e->mbox, false);
+	store_mailbox_unref(&e->mbox);
 }
 
 static const struct store_req_ops expunge_ops = {
-	.name = "expunge", .path = STORE_PATH_COMMIT,
+	.name = "expunge", .size = sizeof(struct store_expunge_req),
+	.path = STORE_PATH_COMMIT,
 	.run = store_records_expunge, .settle = expunge_settle,
 	.free = expunge_free,
 };
@@ -557,15 +597,15 @@ static struct mt_store_req *expunge_new(struct mt_store_port *port,
 					const uint32_t *uids, unsigned int count,
 					mt_store_cb_t *cb, void *context)
 {
-	struct mt_store_req *req = store_req_new(mbox->store, &expunge_ops, port,
-						 cb, context);
-	req->mbox = store_mailbox_ref(mbox);
+	struct store_expunge_req *e = (struct store_expunge_req *)
+		store_req_new(mbox->store, &expunge_ops, port, cb, context);
+	e->mbox = store_mailbox_ref(mbox);
 	store_mailbox_writer(mbox, true);
-	req->uids = mt_xmalloc((count == 0 ? 1 : count) * sizeof(*uids));
+	e->uids = mt_xmalloc((count == 0 ? 1 : count) * sizeof(*uids));
 	if (count > 0)
-		memcpy(req->uids, uids, count * sizeof(*uids));
-	req->uid_count = count;
-	return req;
+		memcpy(e->uids, uids, count * sizeof(*uids));
+	e->uid_count = count;
+	return &e->req;
 }
 
 struct mt_store_req *mt_store_expunge(struct mt_store_port *port,

@@ -104,7 +104,8 @@ static bool body_failed(struct mt_store_body *body)
  * delivery or abort parked for it. */
 static void chunk_run(struct mt_store *store, struct mt_store_req *req)
 {
-	struct mt_store_body *body = req->sbody;
+	struct store_body_req *c = (struct store_body_req *)req;
+	struct mt_store_body *body = c->sbody;
 	int ret;
 	if (atomic_load(&store->failed))
 		ret = DB_RUNRECOVERY;
@@ -114,15 +115,15 @@ static void chunk_run(struct mt_store *store, struct mt_store_req *req)
 		ret = ENOSPC;
 	else {
 		pthread_rwlock_rdlock(&store->io_lock);
-		(void)store_space_ensure(store, req->body_size);
+		(void)store_space_ensure(store, c->body_size);
 		ret = store_space_full(store) ? ENOSPC :
-			store_chunks_write(store, body->id, req->chunk, req->body,
-					   req->body_size);
+			store_chunks_write(store, body->id, c->chunk, c->body,
+					   c->body_size);
 		pthread_rwlock_unlock(&store->io_lock);
 		(void)store_space_failed(store, ret, "chunk write");
 		store_counter_add(&store->n_chunk_writes, ret == 0);
 	}
-	MT_FREE(&req->body_owned);
+	MT_FREE(&c->body_owned);
 	pthread_mutex_lock(&body->lock);
 	if (ret != 0 && body->status == MT_STORE_OK) {
 		body->status = store_status_from_db(store, ret);
@@ -144,25 +145,28 @@ static void chunk_run(struct mt_store *store, struct mt_store_req *req)
 /* On an executor: no message will hold the body. */
 static void abort_run(struct mt_store *store, struct mt_store_req *req)
 {
-	store_body_drop(store, req->sbody);
+	store_body_drop(store, ((struct store_body_req *)req)->sbody);
 }
 
 /* A chunk write's or an abort's: its chunk (if not written yet) and its
  * reference to the body. */
 static void body_req_free(struct mt_store_req *req)
 {
-	free(req->body_owned);
-	store_body_unref(req->sbody);
+	struct store_body_req *b = (struct store_body_req *)req;
+	free(b->body_owned);
+	store_body_unref(b->sbody);
 }
 
 /* Neither is flushed: see the header. */
 static const struct store_req_ops chunk_ops = {
-	.name = "chunk", .path = STORE_PATH_COMMIT, .unflushed = true,
+	.name = "chunk", .size = sizeof(struct store_body_req),
+	.path = STORE_PATH_COMMIT, .unflushed = true,
 	.run = chunk_run, .free = body_req_free,
 };
 
 static const struct store_req_ops abort_ops = {
-	.name = "abort", .path = STORE_PATH_COMMIT, .unflushed = true,
+	.name = "abort", .size = sizeof(struct store_body_req),
+	.path = STORE_PATH_COMMIT, .unflushed = true,
 	.run = abort_run, .free = body_req_free,
 };
 
@@ -170,13 +174,14 @@ static const struct store_req_ops abort_ops = {
 static void chunk_submit(struct mt_store_body *body)
 {
 	struct mt_store *store = body->store;
-	struct mt_store_req *req = store_req_new(store, &chunk_ops, body->port,
-						 chunk_written, body);
-	req->sbody = body_ref(body);
-	req->chunk = body->chunks++;
-	req->body_owned = body->buf;
-	req->body = body->buf;
-	req->body_size = body->len;
+	struct store_body_req *c = (struct store_body_req *)
+		store_req_new(store, &chunk_ops, body->port, chunk_written, body);
+	struct mt_store_req *req = &c->req;
+	c->sbody = body_ref(body);
+	c->chunk = body->chunks++;
+	c->body_owned = body->buf;
+	c->body = body->buf;
+	c->body_size = body->len;
 	body->buf = NULL;
 	body->len = 0;
 	pthread_mutex_lock(&body->lock);
@@ -274,34 +279,34 @@ void mt_store_body_abort(struct mt_store_body **body_p)
 		store_body_unref(body);	/* nothing was written */
 		return;
 	}
-	struct mt_store_req *req = store_req_new(body->store, &abort_ops,
-						 NULL, NULL, NULL);
-	req->sbody = body;	/* the owner's reference */
-	final_submit(body, req);
+	struct store_body_req *a = (struct store_body_req *)
+		store_req_new(body->store, &abort_ops, NULL, NULL, NULL);
+	a->sbody = body;	/* the owner's reference */
+	final_submit(body, &a->req);
 }
 
 /* The delivery of body: its last partial chunk moves into the request. A
  * request refused at once (no valid recipient) aborts the body. */
-static struct mt_store_req *deliver_new(struct mt_store_body *body,
+static struct store_body_req *deliver_new(struct mt_store_body *body,
 					const struct mt_store_rcpt *rcpts,
 					unsigned int count, mt_store_cb_t *cb,
 					void *context)
 {
 	body_structure(body);
-	struct mt_store_req *req = store_deliver_new(body->store, body->port,
+	struct store_body_req *d = store_deliver_new(body->store, body->port,
 						     rcpts, count, cb, context);
-	req->body_size = body->len;
-	req->body_owned = body->buf;
-	req->body = body->buf != NULL ? body->buf : "";
+	d->body_size = body->len;
+	d->body_owned = body->buf;
+	d->body = body->buf != NULL ? body->buf : "";
 	body->buf = NULL;
 	body->len = 0;
-	if (req->refused)
+	if (d->req.refused)
 		mt_store_body_abort(&body);
 	else {
 		body_finish(body);
-		req->sbody = body;	/* the owner's reference */
+		d->sbody = body;	/* the owner's reference */
 	}
-	return req;
+	return d;
 }
 
 struct mt_store_req *mt_store_body_deliver(struct mt_store_body **body_p,
@@ -311,12 +316,12 @@ struct mt_store_req *mt_store_body_deliver(struct mt_store_body **body_p,
 {
 	struct mt_store_body *body = *body_p;
 	*body_p = NULL;
-	struct mt_store_req *req = deliver_new(body, rcpts, count, cb, context);
-	if (req->sbody != NULL)
-		final_submit(body, req);
+	struct store_body_req *d = deliver_new(body, rcpts, count, cb, context);
+	if (d->sbody != NULL)
+		final_submit(body, &d->req);
 	else
-		store_req_submit(req);	/* refused */
-	return req;
+		store_req_submit(&d->req);	/* refused */
+	return &d->req;
 }
 
 void store_body_drop(struct mt_store *store, struct mt_store_body *body)
@@ -360,16 +365,16 @@ enum mt_store_status mt_store_deliver_wait(struct mt_store *store,
 	 * so the delivery never needs parking. */
 	struct mt_store_body *body = body_new(store, NULL, NULL, NULL);
 	mt_store_body_append(body, data, size);
-	struct mt_store_req *req = deliver_new(body, rcpts, count, NULL, NULL);
-	store_req_wait(req);
+	struct store_body_req *d = deliver_new(body, rcpts, count, NULL, NULL);
+	store_req_wait(&d->req);
 	for (unsigned int i = 0; i < count; i++) {
-		rcpts[i].status = req->rcpts[i].status;
-		rcpts[i].uid = req->rcpts[i].uid;
-		rcpts[i].uidvalidity = req->rcpts[i].uidvalidity;
-		rcpts[i].duplicate = req->rcpts[i].duplicate;
+		rcpts[i].status = d->rcpts[i].status;
+		rcpts[i].uid = d->rcpts[i].uid;
+		rcpts[i].uidvalidity = d->rcpts[i].uidvalidity;
+		rcpts[i].duplicate = d->rcpts[i].duplicate;
 	}
-	enum mt_store_status status = req->status;
-	*error_r = store_error("%s", req->error);
-	store_req_free(req);
+	enum mt_store_status status = d->req.status;
+	*error_r = store_error("%s", d->req.error);
+	store_req_free(&d->req);
 	return status;
 }

@@ -78,7 +78,7 @@ static void request_done(int status, void *context)
 			store_error("making the transaction durable failed: %s",
 				    db_strerror(flush_ret)));
 	if (req->ops->settle != NULL)
-		req->ops->settle(store, req, flush_ret);
+		req->ops->settle(store, req, flush_ret == 0);
 	bool expunged = req->removed > 0 && status == 0;
 	store_req_complete(req);
 	if (expunged)

@@ -328,8 +328,7 @@ const uint32_t *mt_store_req_copy_uids(const struct mt_store_req *req,
 				       unsigned int *count_r,
 				       uint32_t *uidvalidity_r)
 {
-	const struct copy_op *c = req->op != NULL && req->op->run == copy_run ?
-		(const struct copy_op *)req->op : NULL;
+	const struct copy_op *c = (const struct copy_op *)store_req_op(req, copy_run);
 	*count_r = c != NULL ? c->uid_count : 0;
 	*uidvalidity_r = c != NULL ? c->uidvalidity : 0;
 	return c != NULL ? c->new_uids : NULL;

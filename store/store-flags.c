@@ -425,8 +425,7 @@ struct mt_store_req *mt_store_flags_store(struct mt_store_port *port,
 const enum mt_store_flag_result *mt_store_req_flag_results(
 	const struct mt_store_req *req, unsigned int *count_r)
 {
-	const struct flags_op *f = req->op != NULL && req->op->run == flags_run ?
-		(const struct flags_op *)req->op : NULL;
+	const struct flags_op *f = (const struct flags_op *)store_req_op(req, flags_run);
 	*count_r = f != NULL ? f->args.uid_count : 0;
 	return f != NULL ? f->results : NULL;
 }
@@ -548,8 +547,8 @@ struct mt_store_req *mt_store_vanished(struct mt_store_port *port,
 const uint32_t *mt_store_req_vanished(const struct mt_store_req *req,
 				      unsigned int *count_r)
 {
-	const struct vanished_op *v = req->op != NULL && req->op->run == vanished_run ?
-		(const struct vanished_op *)req->op : NULL;
+	const struct vanished_op *v =
+		(const struct vanished_op *)store_req_op(req, vanished_run);
 	*count_r = v != NULL && req->status == MT_STORE_OK ? v->count : 0;
 	return v != NULL ? v->uids : NULL;
 }

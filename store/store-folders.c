@@ -229,8 +229,7 @@ struct mt_store_req *mt_store_folders_list(struct mt_store_port *port,
 const struct mt_store_folder *mt_store_req_folders(const struct mt_store_req *req,
 						   unsigned int *count_r)
 {
-	const struct list_op *l = req->op != NULL && req->op->run == list_run ?
-		(const struct list_op *)req->op : NULL;
+	const struct list_op *l = (const struct list_op *)store_req_op(req, list_run);
 	*count_r = l != NULL && req->status == MT_STORE_OK ? l->count : 0;
 	return l != NULL ? l->folders : NULL;
 }
@@ -249,18 +248,21 @@ enum mt_store_status mt_store_folders_list_sync(struct mt_store *store,
 	}
 	struct list_op *l = list_new(user);
 	struct store_op *op = &l->op;
-	struct mt_store_req req = { .ops = &store_req_query, .store = store, .op = op };
+	struct store_op_req q = {
+		.req = { .ops = &store_req_query, .store = store }, .op = op,
+	};
+	struct mt_store_req *req = &q.req;
 	store_counter_add(&store->n_reads, 1);
-	req.ops->run(store, &req);
-	if (req.status == MT_STORE_OK) {
+	req->ops->run(store, req);
+	if (req->status == MT_STORE_OK) {
 		*folders_r = l->folders;
 		*count_r = l->count;
 		l->folders = NULL;
 		l->count = 0;
 	}
-	*error_r = store_error("%s", req.error);
+	*error_r = store_error("%s", req->error);
 	list_free(op);
-	return req.status;
+	return req->status;
 }
 
 void mt_store_folders_free(struct mt_store_folder **folders_p,

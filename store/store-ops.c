@@ -37,13 +37,27 @@ static bool op_error_logged(int ret)
 		ret != STORE_ERR_INVALID;
 }
 
+static struct store_op *op_of(const struct mt_store_req *req)
+{
+	return ((const struct store_op_req *)req)->op;
+}
+
+struct store_op *store_req_op(const struct mt_store_req *req,
+			      int (*run)(struct mt_store *, DB_TXN *,
+					 struct store_op *))
+{
+	bool is_op = req->ops == &store_req_change || req->ops == &store_req_query;
+	struct store_op *op = is_op ? op_of(req) : NULL;
+	return op != NULL && op->run == run ? op : NULL;
+}
+
 /* A failed op's status and error (logged unless it is the client's). */
 static void op_failed(struct mt_store *store, struct mt_store_req *req, int ret)
 {
 	enum mt_store_status status = store_status_from_db(store, ret);
 	if (status == MT_STORE_TEMPFAIL && store_space_full(store))
 		status = MT_STORE_NO_SPACE;
-	const char *error = store_error("%s failed: %s", req->op->what,
+	const char *error = store_error("%s failed: %s", op_of(req)->what,
 					store_strerror(ret));
 	if (op_error_logged(ret))
 		mt_error("store: %s", error);
@@ -62,7 +76,7 @@ static bool op_runnable(struct mt_store *store, struct mt_store_req *req)
 /* On an executor: the op's transaction. */
 static void change_run(struct mt_store *store, struct mt_store_req *req)
 {
-	struct store_op *op = req->op;
+	struct store_op *op = op_of(req);
 	if (!op_runnable(store, req))
 		return;
 	if (!store_space_writable(store)) {
@@ -84,7 +98,7 @@ static void change_run(struct mt_store *store, struct mt_store_req *req)
 /* On a reader: the op's reads, retried on deadlock. */
 static void query_run(struct mt_store *store, struct mt_store_req *req)
 {
-	struct store_op *op = req->op;
+	struct store_op *op = op_of(req);
 	if (!op_runnable(store, req))
 		return;
 	int ret;
@@ -102,23 +116,36 @@ static void query_run(struct mt_store *store, struct mt_store_req *req)
 /* The op (NULL if refused) and its mailbox reference. */
 static void op_req_free(struct mt_store_req *req)
 {
-	if (req->op == NULL)
+	struct store_op *op = op_of(req);
+	if (op == NULL)
 		return;
-	if (req->op->mbox != NULL) {
-		store_mailbox_writer(req->op->mbox, false);
-		store_mailbox_unref(&req->op->mbox);
+	if (op->mbox != NULL) {
+		store_mailbox_writer(op->mbox, false);
+		store_mailbox_unref(&op->mbox);
 	}
-	req->op->free(req->op);
+	op->free(op);
+}
+
+/* On the caller's thread: the op's apply, once, after an OK. */
+static void op_apply(struct mt_store_req *req)
+{
+	struct store_op *op = op_of(req);
+	if (op != NULL && req->status == MT_STORE_OK && op->apply != NULL) {
+		op->apply(op);
+		op->apply = NULL;	/* once */
+	}
 }
 
 const struct store_req_ops store_req_change = {
-	.name = "change", .path = STORE_PATH_COMMIT,
-	.run = change_run, .free = op_req_free,
+	.name = "change", .size = sizeof(struct store_op_req),
+	.path = STORE_PATH_COMMIT,
+	.run = change_run, .apply = op_apply, .free = op_req_free,
 };
 
 const struct store_req_ops store_req_query = {
-	.name = "query", .path = STORE_PATH_READ,
-	.run = query_run, .free = op_req_free,
+	.name = "query", .size = sizeof(struct store_op_req),
+	.path = STORE_PATH_READ,
+	.run = query_run, .apply = op_apply, .free = op_req_free,
 };
 
 static struct mt_store_req *op_req(struct mt_store *store,
@@ -127,9 +154,10 @@ static struct mt_store_req *op_req(struct mt_store *store,
 				   struct store_op *op, mt_store_cb_t *cb,
 				   void *context)
 {
-	struct mt_store_req *req = store_req_new(store, ops, port, cb, context);
-	req->op = op;
-	return req;
+	struct store_op_req *q = (struct store_op_req *)
+		store_req_new(store, ops, port, cb, context);
+	q->op = op;
+	return &q->req;
 }
 
 struct mt_store_req *store_ops_submit(struct mt_store *store,
@@ -158,14 +186,6 @@ struct mt_store_req *store_ops_wait(struct mt_store *store,
 {
 	struct mt_store_req *req = op_req(store, NULL, ops, op, NULL, NULL);
 	store_req_wait(req);
-	store_ops_apply(req);
+	op_apply(req);
 	return req;
-}
-
-void store_ops_apply(struct mt_store_req *req)
-{
-	if (req->op != NULL && req->status == MT_STORE_OK && req->op->apply != NULL) {
-		req->op->apply(req->op);
-		req->op->apply = NULL;	/* once */
-	}
 }

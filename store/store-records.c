@@ -510,11 +510,12 @@ int store_records_user_bytes(struct mt_store *store, DB_TXN *txn,
 static void deliver_settle_body(struct mt_store *store, struct mt_store_req *req,
 				const struct deliver_ctx *ctx)
 {
-	struct mt_store_body *body = req->sbody;
+	struct store_body_req *d = (struct store_body_req *)req;
+	struct mt_store_body *body = d->sbody;
 	if (body->status != MT_STORE_OK) {
-		for (unsigned int i = 0; i < req->rcpt_count; i++)
-			if (req->rcpts[i].status == MT_STORE_OK)
-				req->rcpts[i].status = body->status;
+		for (unsigned int i = 0; i < d->rcpt_count; i++)
+			if (d->rcpts[i].status == MT_STORE_OK)
+				d->rcpts[i].status = body->status;
 		if (req->status == MT_STORE_OK)
 			store_req_set_error(req, body->status, body->error);
 	}
@@ -524,22 +525,23 @@ static void deliver_settle_body(struct mt_store *store, struct mt_store_req *req
 
 void store_records_deliver(struct mt_store *store, struct mt_store_req *req)
 {
-	const struct mt_store_body *body = req->sbody;
+	struct store_body_req *d = (struct store_body_req *)req;
+	const struct mt_store_body *body = d->sbody;
 	struct deliver_ctx ctx = {
-		.body = body, .tail = req->body, .tail_size = req->body_size,
-		.body_size = (uint64_t)body->chunks * store->chunk_size + req->body_size,
+		.body = body, .tail = d->body, .tail_size = d->body_size,
+		.body_size = (uint64_t)body->chunks * store->chunk_size + d->body_size,
 		.now = (uint64_t)time(NULL),
 	};
 	const bool body_ok = body->status == MT_STORE_OK;
 	/* Room in body.db's allocated blocks first (store-space.c); without
 	 * it the store is in no-space mode and nothing below commits. */
-	uint64_t bytes = req->body_size;
-	for (unsigned int i = 0; i < req->rcpt_count; i++)
-		bytes += req->rcpts[i].prefix_len;
+	uint64_t bytes = d->body_size;
+	for (unsigned int i = 0; i < d->rcpt_count; i++)
+		bytes += d->rcpts[i].prefix_len;
 	if (body_ok && store_space_writable(store) && !atomic_load(&store->failed))
 		(void)store_space_ensure(store, bytes);
-	for (unsigned int i = 0; body_ok && i < req->rcpt_count; i++) {
-		struct mt_store_rcpt *rcpt = &req->rcpts[i];
+	for (unsigned int i = 0; body_ok && i < d->rcpt_count; i++) {
+		struct mt_store_rcpt *rcpt = &d->rcpts[i];
 		if (rcpt->status != MT_STORE_OK)
 			continue;	/* refused at submission */
 		int ret;
@@ -694,8 +696,9 @@ static int expunge_txn(struct mt_store *store, DB_TXN *txn, void *context)
 
 void store_records_expunge(struct mt_store *store, struct mt_store_req *req)
 {
+	struct store_expunge_req *e = (struct store_expunge_req *)req;
 	struct expunge_ctx ctx = {
-		.mbox = req->mbox, .uids = req->uids, .count = req->uid_count,
+		.mbox = e->mbox, .uids = e->uids, .count = e->uid_count,
 	};
 	if (!store_space_writable(store) && !atomic_load(&store->failed)) {
 		store_req_set_error(req, MT_STORE_NO_SPACE,
@@ -712,7 +715,7 @@ void store_records_expunge(struct mt_store *store, struct mt_store_req *req)
 		return;
 	}
 	const char *error = store_error("expunge in mailbox %s failed: %s",
-					req->mbox->name, store_strerror(ret));
+					e->mbox->name, store_strerror(ret));
 	mt_error("store: %s", error);
 	enum mt_store_status status = store_status_from_db(store, ret);
 	if (status == MT_STORE_TEMPFAIL && store_space_full(store))

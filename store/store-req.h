@@ -1,8 +1,9 @@
-/* store-req.h — the request layer: one shape for every request (struct
- * store_req_ops: run, settle, free) over the executors that know no kinds
- * (store-commit.c's group commit, store-async.c's reader pool), completion
- * ports, IMAP's operations (store_op, store-ops.c) and streamed bodies
- * (store-body.c). Built on store-mailbox.h; the top of the store.
+/* store-req.h — the request layer: one shape for every request (its ops,
+ * struct store_req_ops: run, settle, apply, free; its own state in the
+ * kind's struct around struct mt_store_req) over the executors that know
+ * no kinds (store-commit.c's group commit, store-async.c's reader pool),
+ * completion ports, IMAP's operations (store_op, store-ops.c) and streamed
+ * bodies (store-body.c). Built on store-mailbox.h; the top of the store.
  * Trust boundary: as store.h; arguments are checked when a request is
  * made, before it is queued. */
 #ifndef MT_STORE_REQ_H
@@ -23,12 +24,14 @@ enum store_path { STORE_PATH_COMMIT, STORE_PATH_READ };
 
 /* What a request does. Every request is one of these over the executors
  * (store-commit.c's group commit, store-async.c's reader pool), which know
- * no kinds: they call run, then (commit path) settle after the flush, and
+ * no kinds: they call run, then (commit path) settle after the flush; the
+ * port (store-async.c) calls apply before the callback, and
  * store_req_free() calls free. The ops of each kind live beside the code
  * that makes its requests: store-async.c (deliver, expunge, open, read),
  * store-body.c (a chunk, an abort), store-ops.c (IMAP's change, query). */
 struct store_req_ops {
 	const char *name;
+	size_t size;			/* of the kind's request struct */
 	enum store_path path;
 	/* Commit path: completed as soon as run returns, without a log flush
 	 * (a streamed body's chunk writes and aborts: store-body.c says why). */
@@ -36,12 +39,17 @@ struct store_req_ops {
 	/* On an executor or a reader thread: the work, its outcome in req
 	 * (status, needs_flush, removed). */
 	void (*run)(struct mt_store *store, struct mt_store_req *req);
-	/* Commit path, on the flusher after the flush, before the completion:
-	 * flush_ret is the flush's failure if req needed the flush (the
-	 * request's error already says so), else 0. Counters, per-recipient
-	 * results. May be NULL. */
+	/* At the request's end, before its completion: on the flusher after
+	 * the flush (commit path), or at submission if it was refused.
+	 * durable false: what it did is not durable (the flush it needed
+	 * failed) or it did not run (refused); its error says why. Counters,
+	 * per-recipient results. May be NULL. */
 	void (*settle)(struct mt_store *store, struct mt_store_req *req,
-		       int flush_ret);
+		       bool durable);
+	/* On the caller's thread (the port's loop, or a blocking caller),
+	 * before the callback: an OK result applied to the caller's objects
+	 * (a snapshot). May be NULL. */
+	void (*apply)(struct mt_store_req *req);
 	/* What the request holds of its kind (not the request). May be NULL. */
 	void (*free)(struct mt_store_req *req);
 };
@@ -106,33 +114,39 @@ struct mt_store_req {
 	char error[STORE_ERROR_MAX];
 	bool needs_flush;		/* committed something not yet durable */
 
-	/* Deliver, chunk, abort: the body, and for a delivery its last partial
-	 * chunk in body/body_size (for a chunk write the chunk). */
+	unsigned int removed;		/* messages it expunged: purge */
+};
+
+/* A request of a kind is its own struct with struct mt_store_req first
+ * (ops->size long, allocated by store_req_new()); its ops reach it with a
+ * cast. Those that two files share: */
+
+/* A delivery, a chunk write or an abort (store-body.c, store-records.c):
+ * the body, and for a delivery its last partial chunk in body/body_size
+ * (for a chunk write the chunk). */
+struct store_body_req {
+	struct mt_store_req req;
 	struct mt_store_body *sbody;
-	uint32_t chunk;			/* chunk: its index */
-	/* Deliver */
-	struct mt_store_rcpt *rcpts;
+	uint32_t chunk;			/* chunk write: its index */
+	struct mt_store_rcpt *rcpts;	/* delivery */
 	unsigned int rcpt_count;
 	char *body_owned;
 	const char *body;
 	size_t body_size;
+};
 
-	/* Open, read, expunge */
-	char *name;
-	char *folder;			/* open: an IMAP folder's name, or NULL */
-	struct mt_store_mailbox *mbox;		/* a reference (read, expunge) */
-	struct mt_store_mailbox *result;	/* open, until taken */
+/* An expunge (store-async.c, store-records.c). */
+struct store_expunge_req {
+	struct mt_store_req req;
+	struct mt_store_mailbox *mbox;	/* a reference, counted as a writer */
 	uint32_t *uids;
 	unsigned int uid_count;
-	unsigned int removed;		/* messages it expunged: purge */
-	unsigned int index;
-	uint64_t offset;
-	size_t max;
-	char *data;
-	size_t data_size;
+};
 
-	/* IMAP's change, query */
-	struct store_op *op;
+/* IMAP's change or query (store-ops.c): its op. */
+struct store_op_req {
+	struct mt_store_req req;
+	struct store_op *op;		/* NULL: refused before one was made */
 };
 
 struct mt_store_port {
@@ -162,6 +176,11 @@ unsigned int store_commit_executing(struct mt_store *store);
 void store_commit_counters(struct mt_store *store, struct mt_store_counters *c);
 
 /* store-ops.c */
+/* req's op if req is a change or a query whose op runs run, else NULL
+ * (the result accessors of each kind of op). */
+struct store_op *store_req_op(const struct mt_store_req *req,
+			      int (*run)(struct mt_store *, DB_TXN *,
+					 struct store_op *));
 /* The requests that carry a store_op: a change (one transaction, commit
  * path) and a query (reads, reader pool). */
 extern const struct store_req_ops store_req_change, store_req_query;
@@ -182,8 +201,6 @@ struct mt_store_req *store_ops_refuse(struct mt_store_port *port,
 struct mt_store_req *store_ops_wait(struct mt_store *store,
 				    const struct store_req_ops *ops,
 				    struct store_op *op);
-/* On the completing thread: the op's apply (port thread, or waiter). */
-void store_ops_apply(struct mt_store_req *req);
 
 /* store-async.c */
 struct mt_store_req *store_req_new(struct mt_store *store,
@@ -201,11 +218,11 @@ struct mt_store_req *store_req_submit(struct mt_store_req *req);
 void store_req_wait(struct mt_store_req *req);
 /* A DELIVER request for rcpts (copied and checked; refused if none is
  * valid), its body still to be set. */
-struct mt_store_req *store_deliver_new(struct mt_store *store,
-				       struct mt_store_port *port,
-				       const struct mt_store_rcpt *rcpts,
-				       unsigned int count, mt_store_cb_t *cb,
-				       void *context);
+struct store_body_req *store_deliver_new(struct mt_store *store,
+					 struct mt_store_port *port,
+					 const struct mt_store_rcpt *rcpts,
+					 unsigned int count, mt_store_cb_t *cb,
+					 void *context);
 void store_req_set_error(struct mt_store_req *req, enum mt_store_status status,
 			 const char *error);
 bool store_readers_start(struct mt_store *store, const char **error_r);

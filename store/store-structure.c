@@ -162,8 +162,8 @@ struct mt_store_req *mt_store_structure(struct mt_store_port *port,
 const void *mt_store_req_structure(const struct mt_store_req *req, size_t *len_r,
 				   uint64_t *shift_r)
 {
-	const struct structure_op *s = req->op != NULL && req->op->run == structure_run ?
-		(const struct structure_op *)req->op : NULL;
+	const struct structure_op *s =
+		(const struct structure_op *)store_req_op(req, structure_run);
 	*len_r = 0;
 	*shift_r = 0;
 	if (s == NULL || req->status != MT_STORE_OK)
