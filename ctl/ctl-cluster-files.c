@@ -24,6 +24,20 @@ char *cluster_path(const struct cluster *c, const char *name)
 	return mt_xasprintf("%s/%s", c->dir, name);
 }
 
+char *cluster_directory_path(const struct cluster *c, unsigned int k)
+{
+	if (k <= 1)
+		return cluster_path(c, "directory");
+	return mt_xasprintf("%s/directory%u", c->dir, k);
+}
+
+void cluster_append_ldap_uris(struct mt_buf *out, const struct cluster *c)
+{
+	for (unsigned int k = 1; k <= c->directory_providers || k == 1; k++)
+		mt_buf_appendf(out, "%sldap://127.0.0.1:%u/", k > 1 ? " " : "",
+			       cluster_ldap_port(c, k));
+}
+
 static bool make_dir(const struct cluster *c, const char *name, char **error_r)
 {
 	char *path = name[0] == '\0' ? mt_xstrdup(c->dir) : cluster_path(c, name);
@@ -76,6 +90,12 @@ bool cluster_prepare_dir(const struct cluster *c, char **error_r)
 		if (!make_dir(c, name, error_r))
 			return false;
 	}
+	for (unsigned int k = 2; k <= c->directory_providers; k++) {
+		char name[32];
+		snprintf(name, sizeof(name), "directory%u", k);
+		if (!make_dir(c, name, error_r))
+			return false;
+	}
 	if (!exists(c, "proxy.secret")) {
 		char *path = cluster_path(c, "proxy.secret");
 		char *secret = ctl_random_password();
@@ -94,15 +114,26 @@ bool cluster_prepare_dir(const struct cluster *c, char **error_r)
 static void append_directory(struct mt_buf *conf, const struct cluster *c,
 			     const char *suffix, const char *service_dn)
 {
+	struct mt_buf uris = MT_BUF_INIT;
+	cluster_append_ldap_uris(&uris, c);
+	mt_buf_appendf(conf, "[directory]\n");
+	if (c->directory_providers > 1)
+		mt_buf_appendf(conf,
+			"# %u slapd providers in multi-provider replication, in\n"
+			"# %s/directory, directory2...: reads fail over between them,\n"
+			"# changes go to the first that is up (dirsvc/README.md).\n",
+			c->directory_providers, c->dir);
+	else
+		mt_buf_appendf(conf,
+			"# The local slapd in %s/directory (mailtierctl directory up).\n",
+			c->dir);
 	mt_buf_appendf(conf,
-		"[directory]\n"
-		"# The local slapd in %s/directory (mailtierctl directory up).\n"
-		"uris = ldap://127.0.0.1:%u/\nbase_dn = ou=people,%s\nbind_dn = %s\n"
+		"uris = %s\nbase_dn = ou=people,%s\nbind_dn = %s\n"
 		"bind_password_file = %s/directory/service.secret\nauth_method = hash\n"
 		"admin_dn = cn=admin,%s\nadmin_password_file = %s/directory/admin.secret\n"
 		"local_slapd_dir = %s/directory\n\n",
-		c->dir, cluster_port(c, CLUSTER_PORT_LDAP), suffix, service_dn, c->dir,
-		suffix, c->dir, c->dir);
+		mt_buf_cstr(&uris), suffix, service_dn, c->dir, suffix, c->dir, c->dir);
+	mt_buf_free(&uris);
 }
 
 static void append_mta(struct mt_buf *conf, const struct cluster *c)
@@ -320,6 +351,12 @@ bool cluster_write_endpoints(const struct cluster *c, char **error_r)
 		c->shards, c->users, c->base_port,
 		cluster_metrics_port(c, CLUSTER_METRICS_MTA),
 		cluster_metrics_port(c, CLUSTER_METRICS_MMP));
+	if (c->directory_providers > 1) {
+		mt_buf_appendf(&env, "DIRECTORY_PROVIDERS=%u\n", c->directory_providers);
+		for (unsigned int k = 2; k <= c->directory_providers; k++)
+			mt_buf_appendf(&env, "LDAP%u_URI=ldap://127.0.0.1:%u/\n", k,
+				       cluster_ldap_port(c, k));
+	}
 	mt_buf_appendf(&env, "MILTER=%s\n", cluster_milter_names[c->milter]);
 	if (c->milter == CLUSTER_MILTER_RSPAMD)
 		mt_buf_appendf(&env, "MILTER_PORT=%u\nDNS=%s\n", cluster_port(c, CLUSTER_PORT_MILTER),
@@ -379,7 +416,7 @@ bool cluster_load_endpoints(struct cluster *c, char **error_r)
 		free(path);
 		return false;
 	}
-	unsigned long shards = 0, users = 0, base = 0;
+	unsigned long shards = 0, users = 0, base = 0, providers = 1;
 	bool ok = true;
 	unsigned int lineno = 0;
 	for (char *save = NULL, *line = strtok_r(text, "\n", &save); line != NULL && ok;
@@ -404,6 +441,9 @@ bool cluster_load_endpoints(struct cluster *c, char **error_r)
 			replace(&c->sink, value);
 		else if (strcmp(key, "MILTER") == 0)
 			ok = cluster_milter_parse(value, &c->milter);
+		else if (strcmp(key, "DIRECTORY_PROVIDERS") == 0)
+			ok = parse_uint(value, CLUSTER_MAX_PROVIDERS, &providers) &&
+				providers >= 1;
 		else if (strcmp(key, "DNS") == 0 && value[0] != '\0')
 			replace(&c->dns, value);
 		if (!ok)
@@ -418,6 +458,7 @@ bool cluster_load_endpoints(struct cluster *c, char **error_r)
 	c->shards = (unsigned int)shards;
 	c->users = users;
 	c->base_port = (unsigned int)base;
+	c->directory_providers = (unsigned int)providers;
 	free(text);
 	free(path);
 	return ok;

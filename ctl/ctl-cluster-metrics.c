@@ -140,8 +140,8 @@ void cluster_metrics_summary(struct mt_buf *out, const struct cluster_daemon *d,
 void cluster_metrics_scrape(const struct cluster_daemon *d, size_t n,
 			    struct ctl_metrics_target *targets)
 {
-	struct ctl_metrics_target *scraped[CLUSTER_MAX_SHARDS + 3];
-	struct ctl_metrics_target list[CLUSTER_MAX_SHARDS + 3];
+	struct ctl_metrics_target *scraped[CLUSTER_MAX_DAEMONS];
+	struct ctl_metrics_target list[CLUSTER_MAX_DAEMONS];
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
 		targets[i] = (struct ctl_metrics_target){ .host = "127.0.0.1",
@@ -241,7 +241,7 @@ static void top_row(struct mt_buf *out, const struct top_daemon *t, double dt)
 /* The daemons' metrics now; the previous scrape kept as before. */
 static void scrape_all(const struct cluster_daemon *d, struct top_daemon *t, size_t n)
 {
-	struct ctl_metrics_target targets[CLUSTER_MAX_SHARDS + 3];
+	struct ctl_metrics_target targets[CLUSTER_MAX_DAEMONS];
 	cluster_metrics_scrape(d, n, targets);
 	for (size_t i = 0; i < n; i++) {
 		ctl_metrics_target_clear(&t[i].before);
@@ -260,9 +260,9 @@ static void sleep_seconds(double s)
 
 int cluster_top(const struct cluster *c, double interval_s, unsigned long count)
 {
-	struct cluster_daemon d[CLUSTER_MAX_SHARDS + 3];
+	struct cluster_daemon d[CLUSTER_MAX_DAEMONS];
 	size_t n = cluster_daemons(c, d);
-	struct top_daemon t[CLUSTER_MAX_SHARDS + 3];
+	struct top_daemon t[CLUSTER_MAX_DAEMONS];
 	for (size_t i = 0; i < n; i++)
 		t[i] = (struct top_daemon){ .d = &d[i] };
 	bool tty = isatty(STDOUT_FILENO) == 1;

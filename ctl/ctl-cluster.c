@@ -6,7 +6,10 @@
  *   up      write the config once, start slapd, provision users once,
  *           start every daemon that is not running and wait until each
  *           is ready (sd_notify READY=1), write endpoints.env; with
- *           --milter rspamd, rspamd before the MTA (ctl-cluster-rspamd.c)
+ *           --milter rspamd, rspamd before the MTA (ctl-cluster-rspamd.c);
+ *           with --directory-providers 2 or 3, that many slapd providers
+ *           in multi-provider replication (the others after the users
+ *           are in the first, from its copy; dirsvc/README.md)
  *   status  each daemon: pid, state (stopped / running / ready: its
  *           listeners answer), listeners, and its counters read from
  *           its /metrics (ctl-cluster-metrics.c)
@@ -44,7 +47,14 @@ size_t cluster_daemons(const struct cluster *c, struct cluster_daemon *out)
 {
 	size_t n = 0;
 	out[n++] = (struct cluster_daemon){ .name = "slapd", .kind = DAEMON_SLAPD,
+		.shard = 1,
 		.ports = { { "ldap", cluster_port(c, CLUSTER_PORT_LDAP) } }, .n_ports = 1 };
+	for (unsigned int k = 2; k <= c->directory_providers; k++) {
+		struct cluster_daemon *d = &out[n++];
+		*d = (struct cluster_daemon){ .kind = DAEMON_SLAPD, .shard = k,
+			.ports = { { "ldap", cluster_ldap_port(c, k) } }, .n_ports = 1 };
+		snprintf(d->name, sizeof(d->name), "slapd%u", k);
+	}
 	for (unsigned int s = 1; s <= c->shards; s++) {
 		struct cluster_daemon *d = &out[n++];
 		*d = (struct cluster_daemon){ .kind = DAEMON_STORE, .shard = s,
@@ -70,8 +80,12 @@ size_t cluster_daemons(const struct cluster *c, struct cluster_daemon *out)
 
 static char *pid_path(const struct cluster *c, const struct cluster_daemon *d)
 {
-	if (d->kind == DAEMON_SLAPD)
-		return cluster_path(c, "directory/slapd.pid");
+	if (d->kind == DAEMON_SLAPD) {
+		char *dir = cluster_directory_path(c, d->shard);
+		char *path = mt_xasprintf("%s/slapd.pid", dir);
+		free(dir);
+		return path;
+	}
 	return mt_xasprintf("%s/run/%s.pid", c->dir, d->name);
 }
 
@@ -101,7 +115,7 @@ static int port_answers(unsigned int port)
 struct cluster_opts {
 	struct cluster c;
 	bool given_shards, given_users, given_base, given_domain, given_remote, given_sink;
-	bool given_milter, given_dns;
+	bool given_milter, given_dns, given_providers;
 	bool follow;
 	unsigned int lines;
 	const char *only;	/* logs NAME */
@@ -115,6 +129,7 @@ static int cluster_usage(const char *progname)
 		"usage: %s cluster up --dir DIR [--shards N] [--users U] [--base-port P]\n"
 		"                         [--domain D] [--remote-domain R] [--sink HOST:PORT]\n"
 		"                         [--milter none|rspamd] [--dns HOST:PORT]\n"
+		"                         [--directory-providers 1|2|3]\n"
 		"       %s cluster status --dir DIR\n"
 		"       %s cluster top --dir DIR [--interval SECONDS] [--count N]\n"
 		"       %s cluster down --dir DIR\n"
@@ -153,9 +168,11 @@ static bool parse_cluster_opts(int argc, char **argv, struct cluster_opts *o)
 		{ "lines", required_argument, NULL, 'l' },
 		{ "interval", required_argument, NULL, 'i' },
 		{ "count", required_argument, NULL, 'c' },
+		{ "directory-providers", required_argument, NULL, 'P' },
 		{ NULL, 0, NULL, 0 },
 	};
-	*o = (struct cluster_opts){ .c = { .shards = 2, .users = 1000, .base_port = 20000 },
+	*o = (struct cluster_opts){ .c = { .shards = 2, .users = 1000, .base_port = 20000,
+					   .directory_providers = 1 },
 				    .follow = true, .lines = 20, .interval_s = 2.0 };
 	const char *dir = NULL, *domain = "example.test", *remote = "remote.test", *sink = NULL;
 	unsigned long v;
@@ -201,6 +218,13 @@ static bool parse_cluster_opts(int argc, char **argv, struct cluster_opts *o)
 			o->c.dns = mt_xstrdup(optarg);
 			o->given_dns = true;
 			break;
+		case 'P':
+			if (!parse_number("directory-providers", optarg, 1,
+					  CLUSTER_MAX_PROVIDERS, &v))
+				return false;
+			o->c.directory_providers = (unsigned int)v;
+			o->given_providers = true;
+			break;
 		case 'F': o->follow = false; break;
 		case 'l':
 			if (!parse_number("lines", optarg, 1, 1000000, &v))
@@ -237,6 +261,11 @@ static bool parse_cluster_opts(int argc, char **argv, struct cluster_opts *o)
 	    strspn(remote, "abcdefghijklmnopqrstuvwxyz0123456789.-") != strlen(remote) ||
 	    domain[0] == '\0' || remote[0] == '\0') {
 		fprintf(stderr, "--domain/--remote-domain: lower-case letters, digits, '.' and '-'\n");
+		return false;
+	}
+	if (cluster_ldap_port(&o->c, o->c.directory_providers) > 65535) {
+		fprintf(stderr, "--directory-providers: provider %u's port would be above "
+			"65535; choose a lower --base-port\n", o->c.directory_providers);
 		return false;
 	}
 	char abs_dir[PATH_MAX];
@@ -277,6 +306,8 @@ static bool load_existing(struct cluster_opts *o, bool *found_r)
 	else if (o->given_milter && old.milter != o->c.milter) differs = "--milter";
 	else if (o->given_dns && (old.dns == NULL || strcmp(old.dns, o->c.dns) != 0))
 		differs = "--dns";
+	else if (o->given_providers && old.directory_providers != o->c.directory_providers)
+		differs = "--directory-providers";
 	if (differs != NULL) {
 		fprintf(stderr, "%s: the cluster in %s was made with another %s; "
 			"`cluster down` and remove the directory to change it\n",
@@ -295,9 +326,9 @@ static int run_self(const struct cluster *c, char *const args[])
 {
 	char *self = ctl_self_path();
 	char *conf = cluster_path(c, "mailtier.conf");
-	char *argv[16] = { self, "-c", conf };
+	char *argv[32] = { self, "-c", conf };
 	size_t n = 3;
-	for (size_t i = 0; args[i] != NULL && n < 15; i++)
+	for (size_t i = 0; args[i] != NULL && n < 31; i++)
 		argv[n++] = args[i];
 	argv[n] = NULL;
 	int status = ctl_run(argv);
@@ -306,15 +337,73 @@ static int run_self(const struct cluster *c, char *const args[])
 	return status;
 }
 
+/* Provider k (1-based) with `directory up`: alone when the cluster has
+ * one; else --server-id k and every other provider as a --peer, and the
+ * providers after the first start from a copy of the first one
+ * (--copy-from, with its secrets: directory_secrets_copy). */
+static bool directory_provider_up(const struct cluster *c, unsigned int k)
+{
+	char *dir = cluster_directory_path(c, k);
+	char port[16], sid[16];
+	snprintf(port, sizeof(port), "%u", cluster_ldap_port(c, k));
+	snprintf(sid, sizeof(sid), "%u", k);
+	char *peers[CLUSTER_MAX_PROVIDERS] = { NULL }, *first = NULL;
+	char *args[16 + 2 * CLUSTER_MAX_PROVIDERS] = { "directory", "up", "--dir", dir,
+		"--port", port, "--domain", c->domain };
+	size_t n = 8;
+	if (c->directory_providers > 1) {
+		args[n++] = "--server-id";
+		args[n++] = sid;
+		for (unsigned int p = 1; p <= c->directory_providers; p++) {
+			if (p == k)
+				continue;
+			peers[p - 1] = mt_xasprintf("ldap://127.0.0.1:%u/", cluster_ldap_port(c, p));
+			args[n++] = "--peer";
+			args[n++] = peers[p - 1];
+		}
+		if (k > 1) {
+			first = cluster_directory_path(c, 1);
+			args[n++] = "--copy-from";
+			args[n++] = first;
+		}
+	}
+	args[n] = NULL;
+	bool ok = run_self(c, args) == 0;
+	free(first);
+	for (unsigned int p = 0; p < CLUSTER_MAX_PROVIDERS; p++)
+		free(peers[p]);
+	free(dir);
+	return ok;
+}
+
 static bool directory_up(const struct cluster *c)
 {
-	char *dir = cluster_path(c, "directory");
-	char port[16];
-	snprintf(port, sizeof(port), "%u", cluster_port(c, CLUSTER_PORT_LDAP));
-	char *const up[] = { "directory", "up", "--dir", dir, "--port", port,
-			     "--domain", c->domain, NULL };
-	bool ok = run_self(c, up) == 0;
-	free(dir);
+	return directory_provider_up(c, 1);
+}
+
+/* Provider k gets provider 1's admin and service secrets (mode 0600), once:
+ * the data they replicate and the consumers' bind need the same ones. */
+static bool directory_secrets_copy(const struct cluster *c, unsigned int k)
+{
+	static const char *const names[] = { "admin.secret", "service.secret" };
+	char *from_dir = cluster_directory_path(c, 1), *to_dir = cluster_directory_path(c, k);
+	bool ok = true;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && ok; i++) {
+		char *from = mt_xasprintf("%s/%s", from_dir, names[i]);
+		char *to = mt_xasprintf("%s/%s", to_dir, names[i]);
+		const char *error;
+		if (access(to, F_OK) != 0) {
+			char *secret = ctl_read_file(from, &error);
+			ok = secret != NULL && ctl_write_private(to, secret, &error);
+			if (!ok)
+				fprintf(stderr, "%s: %s\n", secret == NULL ? from : to, error);
+			free(secret);
+		}
+		free(from);
+		free(to);
+	}
+	free(from_dir);
+	free(to_dir);
 	return ok;
 }
 
@@ -485,17 +574,20 @@ static pid_t start_daemon(const struct cluster *c, const struct cluster_daemon *
 
 static void print_endpoints(const struct cluster *c)
 {
+	struct mt_buf uris = MT_BUF_INIT;
+	cluster_append_ldap_uris(&uris, c);
 	printf("cluster %s is up: %u shards, %lu users @%s\n"
 	       "  SMTP        127.0.0.1:%u   submission 127.0.0.1:%u   submissions 127.0.0.1:%u\n"
 	       "  POP3 (MMP)  127.0.0.1:%u   POP3S 127.0.0.1:%u\n"
 	       "  IMAP (MMP)  127.0.0.1:%u   IMAPS 127.0.0.1:%u\n"
-	       "  LDAP        ldap://127.0.0.1:%u/\n"
+	       "  LDAP        %s\n"
 	       "  remote mail for @%s and every other domain goes to the sink at %s\n",
 	       c->dir, c->shards, c->users, c->domain, cluster_port(c, CLUSTER_PORT_SMTP),
 	       cluster_port(c, CLUSTER_PORT_SUBMISSION), cluster_port(c, CLUSTER_PORT_SUBMISSIONS),
 	       cluster_port(c, CLUSTER_PORT_POP3), cluster_port(c, CLUSTER_PORT_POP3S),
 	       cluster_port(c, CLUSTER_PORT_IMAP), cluster_port(c, CLUSTER_PORT_IMAPS),
-	       cluster_port(c, CLUSTER_PORT_LDAP), c->remote_domain, c->sink);
+	       mt_buf_cstr(&uris), c->remote_domain, c->sink);
+	mt_buf_free(&uris);
 	if (c->milter == CLUSTER_MILTER_RSPAMD)
 		printf("  milter      rspamd 127.0.0.1:%u on SMTP and submission (%s/rspamd/, DNS %s)\n",
 		       cluster_port(c, CLUSTER_PORT_MILTER), c->dir,
@@ -506,7 +598,7 @@ static void print_endpoints(const struct cluster *c)
 
 static int cluster_up(const struct cluster *c)
 {
-	struct cluster_daemon daemons[CLUSTER_MAX_SHARDS + 3];
+	struct cluster_daemon daemons[CLUSTER_MAX_DAEMONS];
 	size_t n = cluster_daemons(c, daemons);
 	char *error = NULL;
 	bool rspamd = c->milter == CLUSTER_MILTER_RSPAMD;
@@ -524,11 +616,21 @@ static int cluster_up(const struct cluster *c)
 		free(error);
 		return CTL_EXIT_FAIL;
 	}
-	if (daemon_pid(c, &daemons[0]) == 0 && !ports_free(&daemons[0]))
-		return CTL_EXIT_FAIL;
+	for (unsigned int k = 0; k < c->directory_providers; k++) {
+		if (daemon_pid(c, &daemons[k]) == 0 && !ports_free(&daemons[k]))
+			return CTL_EXIT_FAIL;
+	}
 	if (!directory_up(c) || !provision_users(c))
 		return CTL_EXIT_FAIL;
+	/* The other providers after the users are in provider 1: they start
+	 * from its copy (offline loads are not in its accesslog). */
+	for (unsigned int k = 2; k <= c->directory_providers; k++) {
+		if (!directory_secrets_copy(c, k) || !directory_provider_up(c, k))
+			return CTL_EXIT_FAIL;
+	}
 	for (size_t i = 1; i < n; i++) {
+		if (daemons[i].kind == DAEMON_SLAPD)
+			continue;
 		if (rspamd && daemons[i].kind == DAEMON_MTA && !rspamd_up(c))
 			return CTL_EXIT_FAIL;
 		pid_t pid = daemon_pid(c, &daemons[i]);
@@ -587,13 +689,13 @@ static bool status_row(const char *name, pid_t pid, const struct daemon_port *po
 
 static int cluster_status(const struct cluster *c)
 {
-	struct cluster_daemon daemons[CLUSTER_MAX_SHARDS + 3];
+	struct cluster_daemon daemons[CLUSTER_MAX_DAEMONS];
 	size_t n = cluster_daemons(c, daemons);
 	printf("cluster %s: %u shards, %lu users @%s, sink %s, milter %s\n", c->dir, c->shards,
 	       c->users, c->domain, c->sink, cluster_milter_names[c->milter]);
 	printf("counters: each daemon's /metrics (metrics_listen), read now\n");
 	/* Every daemon's metrics at once, before the table (and its probes). */
-	struct ctl_metrics_target targets[CLUSTER_MAX_SHARDS + 3];
+	struct ctl_metrics_target targets[CLUSTER_MAX_DAEMONS];
 	cluster_metrics_scrape(daemons, n, targets);
 	printf("%-8s %-8s %-8s %s\n", "NAME", "PID", "STATE", "LISTENERS");
 	bool all_ready = true;
@@ -653,7 +755,7 @@ static bool daemon_down(const struct cluster *c, const struct cluster_daemon *d)
 
 static int cluster_down(const struct cluster *c)
 {
-	struct cluster_daemon daemons[CLUSTER_MAX_SHARDS + 3];
+	struct cluster_daemon daemons[CLUSTER_MAX_DAEMONS];
 	size_t n = cluster_daemons(c, daemons);
 	bool ok = true;
 	for (size_t i = n; i-- > 0; ) {
@@ -669,7 +771,7 @@ static int cluster_down(const struct cluster *c)
 
 static int cluster_logs(const struct cluster *c, const struct cluster_opts *o)
 {
-	struct cluster_daemon daemons[CLUSTER_MAX_SHARDS + 3];
+	struct cluster_daemon daemons[CLUSTER_MAX_DAEMONS];
 	size_t n = cluster_daemons(c, daemons);
 	char lines[16];
 	snprintf(lines, sizeof(lines), "%u", o->lines);

@@ -5,7 +5,10 @@
  * DIR/mailtier.conf   the cluster's config (written once; edit and re-run up)
  * DIR/endpoints.env   shell assignments: ports, domains, the sink
  * DIR/prometheus.yml  a Prometheus config scraping every daemon
- * DIR/directory/      the local slapd (`mailtierctl directory up`)
+ * DIR/directory/      the local slapd (`mailtierctl directory up`); with
+ *                     --directory-providers N (2 or 3) provider 1 of a
+ *                     multi-provider group, DIR/directoryK/ provider K
+ *                     (dirsvc/README.md, "Two providers")
  * DIR/store-shardN/   each shard's Berkeley DB environment
  * DIR/queue/          the MTA's queue
  * DIR/tls/            a self-signed certificate for 127.0.0.1 / localhost
@@ -18,7 +21,8 @@
  * rspamd's milter (with --milter rspamd), P+9 the default sink, shard n
  * (1-based) LMTP P+10+2(n-1) and POP3 P+11+2(n-1), then the shards' IMAP
  * ports (cluster_shard_imap), then the metrics endpoints: the MTA's, the
- * MMP's, each shard's (cluster_metrics_port). */
+ * MMP's, each shard's (cluster_metrics_port), then directory providers
+ * 2 and 3 (cluster_ldap_port; provider 1 is P). */
 #ifndef MT_CTL_CLUSTER_H
 #define MT_CTL_CLUSTER_H
 
@@ -29,6 +33,10 @@
 struct mt_buf;
 
 #define CLUSTER_MAX_SHARDS 40
+/* slapd providers of the directory (multi-provider delta-syncrepl). */
+#define CLUSTER_MAX_PROVIDERS 3
+/* Every daemon: the providers, the shards, the MTA and the MMP. */
+#define CLUSTER_MAX_DAEMONS (CLUSTER_MAX_PROVIDERS + CLUSTER_MAX_SHARDS + 2)
 
 /* The mail filter in front of the MTA's SMTP and submission listeners. */
 enum cluster_milter { CLUSTER_MILTER_NONE = 0, CLUSTER_MILTER_RSPAMD };
@@ -43,6 +51,7 @@ struct cluster {
 	char *sink;		/* HOST:PORT the MTA relays remote mail to */
 	enum cluster_milter milter;
 	char *dns;		/* rspamd's nameserver HOST:PORT; NULL: resolv.conf */
+	unsigned int directory_providers;	/* 1 (one slapd) .. CLUSTER_MAX_PROVIDERS */
 };
 
 enum cluster_port {
@@ -85,6 +94,15 @@ static inline unsigned int cluster_metrics_port(const struct cluster *c, unsigne
 	return c->base_port + 10 + 3 * c->shards + which;
 }
 
+/* Provider k's (1-based) ldap:// port: P for the first, after the metrics
+ * ports for the others. */
+static inline unsigned int cluster_ldap_port(const struct cluster *c, unsigned int k)
+{
+	if (k <= 1)
+		return cluster_port(c, CLUSTER_PORT_LDAP);
+	return cluster_metrics_port(c, CLUSTER_METRICS_MMP + c->shards) + 1 + (k - 2);
+}
+
 enum daemon_kind { DAEMON_SLAPD, DAEMON_STORE, DAEMON_MTA, DAEMON_MMP };
 
 struct daemon_port {
@@ -95,14 +113,14 @@ struct daemon_port {
 struct cluster_daemon {
 	char name[24];
 	enum daemon_kind kind;
-	unsigned int shard;
+	unsigned int shard;	/* DAEMON_STORE: the shard; DAEMON_SLAPD: the provider */
 	struct daemon_port ports[4];
 	size_t n_ports;
 	unsigned int metrics_port;	/* 0: it has none (slapd) */
 };
 
 /* Every daemon of the cluster, in start order (at most
- * CLUSTER_MAX_SHARDS + 3); returns how many. ctl-cluster.c. */
+ * CLUSTER_MAX_DAEMONS); returns how many. ctl-cluster.c. */
 size_t cluster_daemons(const struct cluster *c, struct cluster_daemon *out);
 
 /* What the daemons' /metrics say (ctl-cluster-metrics.c): one line of
@@ -122,6 +140,12 @@ void cluster_metrics_scrape(const struct cluster_daemon *d, size_t n,
 
 /* DIR/NAME; caller frees. */
 char *cluster_path(const struct cluster *c, const char *name);
+/* Provider k's state directory: DIR/directory for 1, DIR/directoryK for
+ * the others; caller frees. */
+char *cluster_directory_path(const struct cluster *c, unsigned int k);
+/* "ldap://127.0.0.1:PORT/" of every provider, space-separated, in order
+ * (the [directory] uris: writes go to the first that is up). */
+void cluster_append_ldap_uris(struct mt_buf *out, const struct cluster *c);
 
 /* Create DIR and its subdirectories, the TLS certificate and the proxy
  * secret when missing. */

@@ -2,7 +2,7 @@
  * slapd for development, tests, the demo and small installs.
  *
  *   directory up --dir DIR --port PORT [--address ADDR] [--domain D]
- *                [--auth-method hash|bind] [--server-id N --peer URI... [--join]]
+ *                [--auth-method hash|bind] [--server-id N --peer URI... [--copy-from D]]
  *     first time: random admin and service passwords (DIR/admin.secret,
  *     DIR/service.secret), slapd.conf and base entries (dirsvc/slapd-config.c),
  *     the base loaded with slapadd; every time: start slapd bound to ADDR
@@ -12,9 +12,11 @@
  *     A slapd already running from DIR is left alone.
  *     With --server-id N --peer URI...: a provider of a multi-provider
  *     group (dirsvc/README.md "Two providers"): the base loaded with
- *     slapadd -S N -w; with --join no base at all, the peers' copy arrives
- *     by syncrepl (DIR/admin.secret and service.secret must then be the
- *     first provider's, copied in beforehand).
+ *     slapadd -S N -w; with --copy-from D, instead of the base, a copy of
+ *     the provider whose state directory is D (slapcat, same host): its
+ *     entries with their CSNs and entryUUIDs, so that this provider's
+ *     consumers start from that provider's contextCSN (DIR/admin.secret
+ *     and service.secret must then be D's, copied in beforehand).
  *   directory down --dir DIR     stop it by its pid (SIGTERM, then SIGKILL)
  *
  * Trust boundary: operator's command line. */
@@ -44,19 +46,19 @@ struct directory_opts {
 	bool hash_auth;
 	/* Multi-provider (dirsvc/README.md, "Two providers"): this
 	 * provider's id (0: a lone slapd), the other providers' URIs, and
-	 * whether an empty database waits for the peers' copy instead of
-	 * loading the base entries. */
+	 * the state directory of a provider whose copy an empty database
+	 * loads instead of the base entries. */
 	unsigned int server_id;
 	const char *peers[MT_SLAPD_PEERS_MAX];
 	size_t n_peers;
-	bool join;
+	const char *copy_from;
 };
 
 static int directory_usage(const char *progname)
 {
 	fprintf(stderr, "usage: %s directory up --dir DIR --port PORT [--address ADDR] "
 		"[--domain DOMAIN] [--auth-method hash|bind]\n"
-		"           [--server-id N --peer URI... [--join]]\n"
+		"           [--server-id N --peer URI... [--copy-from DIR]]\n"
 		"       %s directory down --dir DIR\n", progname, progname);
 	return CTL_EXIT_USAGE;
 }
@@ -71,7 +73,7 @@ static bool parse_directory_opts(int argc, char **argv, struct directory_opts *o
 		{ "auth-method", required_argument, NULL, 'a' },
 		{ "server-id", required_argument, NULL, 'S' },
 		{ "peer", required_argument, NULL, 'P' },
-		{ "join", no_argument, NULL, 'J' },
+		{ "copy-from", required_argument, NULL, 'J' },
 		{ NULL, 0, NULL, 0 },
 	};
 	*o = (struct directory_opts){ .domain = "example.test",
@@ -136,14 +138,15 @@ static bool parse_directory_opts(int argc, char **argv, struct directory_opts *o
 			o->peers[o->n_peers++] = optarg;
 			break;
 		case 'J':
-			o->join = true;
+			o->copy_from = optarg;
 			break;
 		default:
 			return false;
 		}
 	}
-	if ((o->server_id != 0) != (o->n_peers != 0) || (o->join && o->server_id == 0)) {
-		fprintf(stderr, "--server-id and --peer go together (--join needs them)\n");
+	if ((o->server_id != 0) != (o->n_peers != 0) ||
+	    (o->copy_from != NULL && o->server_id == 0)) {
+		fprintf(stderr, "--server-id and --peer go together (--copy-from needs them)\n");
 		return false;
 	}
 	return o->dir != NULL && optind == argc;
@@ -200,6 +203,37 @@ static bool write_directory_conf(const struct directory_opts *o,
 	return ok;
 }
 
+/* Load the empty database of o->dir with a copy of the provider in
+ * o->copy_from (slapcat, which may run beside its slapd: MDB readers do
+ * not block it). The entries keep their entryCSN and entryUUID; -w makes
+ * the contextCSN theirs, so this provider's consumers ask the peers only
+ * for what came after. (A consumer that starts empty takes a full
+ * refresh only while the peer's accesslog is empty; with changes logged
+ * it replays the log alone: seen with slapd 2.5.13.) */
+static bool copy_provider(const struct directory_opts *o, const char *suffix,
+			  const char *conffile)
+{
+	char *from_conf = mt_xasprintf("%s/slapd.conf", o->copy_from);
+	char *ldif = mt_xasprintf("%s/copy.ldif", o->dir);
+	char sid[16];
+	snprintf(sid, sizeof(sid), "%u", o->server_id);
+	char *const slapcat[] = { "slapcat", "-f", from_conf, "-b", (char *)suffix,
+				  "-l", ldif, NULL };
+	char *const slapadd[] = { "slapadd", "-q", "-S", sid, "-w", "-b", (char *)suffix,
+				  "-f", (char *)conffile, "-l", ldif, NULL };
+	(void)unlink(ldif);
+	bool ok = ctl_run(slapcat) == 0;
+	if (!ok)
+		fprintf(stderr, "slapcat of the provider in %s failed\n", o->copy_from);
+	ok = ok && ctl_run(slapadd) == 0;
+	if (!ok)
+		fprintf(stderr, "loading the copy of %s failed\n", o->copy_from);
+	(void)unlink(ldif);	/* it holds every password hash */
+	free(from_conf);
+	free(ldif);
+	return ok;
+}
+
 static int directory_up(struct ctl_context *ctx, const struct directory_opts *o)
 {
 	if (o->port == 0)
@@ -249,7 +283,10 @@ static int directory_up(struct ctl_context *ctx, const struct directory_opts *o)
 			fprintf(stderr, "%s: %s\n", conffile, error);
 			goto out;
 		}
-		if (db_is_empty(o->dir) && !o->join) {
+		if (db_is_empty(o->dir) && o->copy_from != NULL) {
+			if (!copy_provider(o, suffix, conffile))
+				goto out;
+		} else if (db_is_empty(o->dir)) {
 			if (!mt_slapd_write_base_ldif(&p, &error)) {
 				fprintf(stderr, "%s: %s\n", baseldif, error);
 				goto out;

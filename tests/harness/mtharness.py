@@ -612,8 +612,8 @@ class Harness:
         """Start n local slapds as one multi-provider group (server ids
         1..n, each a delta-syncrepl consumer of the others) with
         `mailtierctl directory up --server-id --peer`: provider 1 loads the
-        base entries, the others start empty (--join) with its secrets and
-        copy them. Writes a config whose [directory] uris list all of them,
+        base entries, the others start from its copy (--copy-from) with
+        its secrets. Writes a config whose [directory] uris list all of them,
         in order. Returns dict(providers=[dict(dir, port, uri)], conf)."""
         if shutil.which("slapd", path=os.environ.get("PATH", "") +
                         ":/usr/sbin:/sbin") is None:
@@ -639,7 +639,7 @@ class Harness:
                         with open(src, "rb") as f:
                             os.write(fd, f.read())
                         os.close(fd)
-                args.append("--join")
+                args += ["--copy-from", provs[0]["dir"]]
             self.ctl(*args)
             self.add_cleanup(lambda d=pv["dir"]: self.ctl(
                 "directory", "down", "--dir", d, check=False))

@@ -3,7 +3,7 @@
 delta-syncrepl (`mailtierctl directory up --server-id --peer [--join]`,
 dirsvc/README.md "Two providers"), with real slapd processes:
 
-- provider 2 starts empty and copies provider 1's base entries; both hold
+- provider 2 starts from provider 1's copy (--copy-from); both hold
   valid CSNs (server ids 001/002, never slapadd's 000);
 - `mailtierctl users add` goes to the first URI of [directory] uris only
   (the entry's CSN carries that provider's id) and reaches the other
@@ -101,7 +101,7 @@ def test(h):
     pw = open(os.path.join(p1["dir"], "admin.secret")).read()
     delays = {}
 
-    # Provider 2 copied provider 1's base; no CSN with server id 000.
+    # Provider 2 holds provider 1's copy; no CSN with server id 000.
     wait_for("provider 2 has the base entries",
              lambda: context_csn(p2["uri"], pw) == context_csn(p1["uri"], pw))
     for p in (p1, p2):
