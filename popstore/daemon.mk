@@ -23,6 +23,7 @@ popstore_daemon_sources = \
 	popstore/imap-fetch.c \
 	popstore/imap-idle.c \
 	popstore/imap-search.c \
+	popstore/imap-sort.c \
 	popstore/imap-quota.c \
 	popstore/watch.c popstore/watch.h \
 	popstore/pop3-fetch.c \
@@ -83,6 +84,7 @@ popstore_integration_tests = \
 	tests/integration/test-popstore-imap-audit.py \
 	tests/integration/test-popstore-imap-scenarios.py \
 	tests/integration/test-popstore-imap-view.py \
+	tests/integration/test-popstore-imap-sort.py \
 	tests/integration/test-popstore-admin.py \
 	tests/integration/test-popstore-crash.py \
 	tests/integration/test-popstore-diskfull.py \

@@ -23,7 +23,8 @@
 /* After login: what this store implements so far (grows with it). */
 #define CAPABILITIES_AUTH "IMAP4rev2 IMAP4rev1 SASL-IR LITERAL+ ID ENABLE " \
 	"NAMESPACE UNSELECT SPECIAL-USE LIST-EXTENDED LIST-STATUS UTF8=ACCEPT " \
-	"UIDPLUS MOVE IDLE ESEARCH CONDSTORE QRESYNC QUOTA QUOTA=RES-STORAGE"
+	"UIDPLUS MOVE IDLE ESEARCH CONDSTORE QRESYNC QUOTA QUOTA=RES-STORAGE " \
+	"SORT SORT=DISPLAY ESORT"
 
 const char *imap_capabilities_auth(const struct imap_session *s)
 {
@@ -49,7 +50,7 @@ struct imap_command {
 
 static imap_handler_t cmd_capability, cmd_noop, cmd_logout, cmd_id, cmd_starttls,
 	cmd_login, cmd_authenticate, cmd_enable, cmd_namespace, cmd_fetch, cmd_store,
-	cmd_copy, cmd_move, cmd_expunge, cmd_check, cmd_search;
+	cmd_copy, cmd_move, cmd_expunge, cmd_check, cmd_search, cmd_sort;
 
 static const struct imap_command commands[] = {
 	{ { "CAPABILITY", ANY }, cmd_capability },
@@ -83,6 +84,7 @@ static const struct imap_command commands[] = {
 	{ { "EXPUNGE", SELECTED }, cmd_expunge },
 	{ { "UID", SELECTED }, imap_cmd_uid },
 	{ { "SEARCH", SELECTED }, cmd_search },
+	{ { "SORT", SELECTED }, cmd_sort },
 	{ { "GETQUOTAROOT", AUTH | SELECTED }, imap_cmd_getquotaroot },
 	{ { "GETQUOTA", AUTH | SELECTED }, imap_cmd_getquota },
 	{ { "SETQUOTA", AUTH | SELECTED }, imap_cmd_setquota },
@@ -243,6 +245,11 @@ static void cmd_move(struct imap_session *s, const struct mt_imap_command *cmd)
 static void cmd_search(struct imap_session *s, const struct mt_imap_command *cmd)
 {
 	imap_cmd_search(s, cmd, false);
+}
+
+static void cmd_sort(struct imap_session *s, const struct mt_imap_command *cmd)
+{
+	imap_cmd_sort(s, cmd, false);
 }
 
 static void cmd_expunge(struct imap_session *s, const struct mt_imap_command *cmd)

@@ -9,6 +9,10 @@
  * lib-mail with the MODSEQ of the messages returned when a MODSEQ key was
  * searched (RFC 4731 3.2, RFC 7162 3.1.5).
  *
+ * SORT and THREAD (imap-sort.c) run the same matching through
+ * imap_search_filter: the matches' view positions are handed to their
+ * callback instead of answered.
+ *
  * Limits (the client's to push on): the criteria's nesting and set ranges
  * (imap-search's limits), the header read (1 MiB), the text searched of a
  * message (its first SEARCH_BODY_MAX octets), and the time one SEARCH may
@@ -51,6 +55,10 @@ struct imap_search_run {
 	uint64_t started_ms;
 	struct mt_store_req *req;
 	bool async;
+	/* imap_search_filter's: hits are positions, handed to done. */
+	imap_search_done_t *done;
+	void *done_context;
+	void (*done_free)(void *context);
 };
 
 static void run_free(struct imap_search_run *r)
@@ -59,6 +67,8 @@ static void run_free(struct imap_search_run *r)
 		mt_store_req_cancel(r->req);
 	mt_imap_search_free(&r->criteria);
 	mt_buf_free(&r->data);
+	if (r->done_context != NULL && r->done_free != NULL)
+		r->done_free(r->done_context);
 	free(r->hits);
 	free(r->hit_modseqs);
 	free(r);
@@ -81,6 +91,19 @@ static bool has_keyword(void *context, const char *name)
 static void search_finish(struct imap_search_run *r, const char *failure)
 {
 	struct imap_session *s = r->s;
+	if (r->done != NULL) {
+		imap_search_done_t *done = r->done;
+		void *context = r->done_context;
+		uint32_t *hits = r->hits;
+		const unsigned int count = r->hit_count;
+		const bool async = r->async;
+		r->hits = NULL;
+		r->done_context = NULL;
+		s->search = NULL;
+		run_free(r);
+		done(s, context, hits, count, failure, async);
+		return;
+	}
 	if (failure == NULL) {
 		struct mt_buf line = MT_BUF_INIT;
 		const uint64_t *modseqs = r->criteria.uses_modseq ? r->hit_modseqs : NULL;
@@ -105,6 +128,8 @@ static void search_finish(struct imap_search_run *r, const char *failure)
 }
 
 static void search_run(struct imap_search_run *r);
+static bool search_start(struct imap_search_run *r, const struct mt_imap_arg *args,
+			 size_t count);
 
 static void read_done(struct mt_store_req *req, void *context)
 {
@@ -214,7 +239,8 @@ static void search_run(struct imap_search_run *r)
 			r->hits = mt_xrealloc(r->hits, (r->hit_count + 1) * sizeof(*r->hits));
 			r->hit_modseqs = mt_xrealloc(r->hit_modseqs, (r->hit_count + 1) *
 						     sizeof(*r->hit_modseqs));
-			r->hits[r->hit_count] = r->uid ? m->uid : r->pos + 1;
+			r->hits[r->hit_count] = r->done != NULL ? r->pos :
+						r->uid ? m->uid : r->pos + 1;
 			r->hit_modseqs[r->hit_count++] = m->modseq;
 		}
 		r->pos++;
@@ -258,32 +284,59 @@ void imap_cmd_search(struct imap_session *s, const struct mt_imap_command *cmd, 
 		}
 		i = 2;
 	}
+	if (search_start(r, cmd->args + i, cmd->count - i))
+		search_run(r);
+}
+
+/* Read the criteria into r and make it the session's search; false (and
+ * r freed, the refusal sent) if they are not criteria. */
+static bool search_start(struct imap_search_run *r, const struct mt_imap_arg *args,
+			 size_t count)
+{
+	struct imap_session *s = r->s;
 	const struct mt_imap_search_limits limits = {
 		.depth_max = SEARCH_DEPTH_MAX, .ranges_max = SEARCH_RANGES_MAX,
 	};
 	bool badcharset;
 	const char *error;
-	if (!mt_imap_search_parse(&r->criteria, cmd->args + i, cmd->count - i, &limits,
-				  &badcharset, &error)) {
-		run_free(r);
+	if (!mt_imap_search_parse(&r->criteria, args, count, &limits, &badcharset, &error)) {
 		if (badcharset)
-			imap_error(s, cmd->tag, "NO [BADCHARSET (US-ASCII UTF-8)] "
+			imap_error(s, r->tag, "NO [BADCHARSET (US-ASCII UTF-8)] "
 				   "Unsupported charset.");
 		else
-			imap_error(s, cmd->tag, "BAD SEARCH: %s.", error);
-		return;
+			imap_error(s, r->tag, "BAD %s: %s.", r->done != NULL ? "Criteria" : "SEARCH",
+				   error);
+		run_free(r);
+		return false;
 	}
 	if (r->criteria.uses_saved) {
+		imap_error(s, r->tag, "BAD $ (SEARCHRES) is not supported.");
 		run_free(r);
-		imap_error(s, cmd->tag, "BAD SEARCH: $ (SEARCHRES) is not supported.");
-		return;
+		return false;
 	}
 	if (r->criteria.uses_modseq)
 		s->condstore = true;	/* RFC 7162 3.1 */
 	r->started_ms = mt_clock_ms();
 	s->search = r;
 	imap_wait(s);
+	return true;
+}
+
+bool imap_search_filter(struct imap_session *s, const char *tag,
+			const struct mt_imap_arg *args, size_t count,
+			imap_search_done_t *done, void *context,
+			void (*context_free)(void *context))
+{
+	struct imap_search_run *r = mt_xcalloc(1, sizeof(*r));
+	r->s = s;
+	snprintf(r->tag, sizeof(r->tag), "%s", tag);
+	r->done = done;
+	r->done_context = context;
+	r->done_free = context_free;
+	if (!search_start(r, args, count))
+		return false;
 	search_run(r);
+	return true;
 }
 
 void imap_search_free(struct imap_session *s)

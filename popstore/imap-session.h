@@ -248,6 +248,23 @@ bool imap_fetch_busy(const struct imap_session *s);
 void imap_cmd_search(struct imap_session *s, const struct mt_imap_command *cmd,
 		     bool uid);
 void imap_search_free(struct imap_session *s);
+/* SORT's and THREAD's criteria: matched as SEARCH matches them, the
+ * matches' view positions (ascending, taken by the callback) or a
+ * failure's tagged reply text handed to done; async tells whether the
+ * store was waited on. false, the refusal sent and context_free(context)
+ * called, if args are not criteria. */
+typedef void imap_search_done_t(struct imap_session *s, void *context, uint32_t *positions,
+				unsigned int count, const char *failure, bool async);
+bool imap_search_filter(struct imap_session *s, const char *tag,
+			const struct mt_imap_arg *args, size_t count,
+			imap_search_done_t *done, void *context,
+			void (*context_free)(void *context));
+
+/* imap-sort.c (SORT, THREAD) */
+void imap_cmd_sort(struct imap_session *s, const struct mt_imap_command *cmd, bool uid);
+/* SORT's and THREAD's charset argument: false and the refusal sent if it
+ * is not one this store reads (UTF-8, US-ASCII). */
+bool imap_sort_charset(struct imap_session *s, const char *tag, const struct mt_imap_arg *arg);
 
 /* imap-message.c (the selected state's other commands) */
 /* The view's positions (0-based) named by a sequence set (uid: a UID set)
