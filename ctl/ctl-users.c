@@ -527,6 +527,63 @@ int ctl_users_show(struct ctl_context *ctx, int argc, char **argv)
 	return with_user(ctx, argc, argv, "show", do_show, false);
 }
 
+/* users set-host ADDRESS SHARD [--wait SECONDS]: the mailHost switch of
+ * a move, written on one provider and counted once every provider that
+ * answers returns it (mt_dirsvc_admin_set_mail_host). */
+int ctl_users_set_host(struct ctl_context *ctx, int argc, char **argv)
+{
+	static const struct option options[] = {
+		{ "wait", required_argument, NULL, 'w' },
+		{ NULL, 0, NULL, 0 },
+	};
+	unsigned long wait_s = 5;
+	int opt;
+	optind = 0;	/* 0: GNU getopt re-initialises (permutation back on) */
+	while ((opt = getopt_long(argc, argv, "", options, NULL)) != -1) {
+		char *end;
+		if (opt != 'w')
+			return CTL_EXIT_USAGE;
+		wait_s = strtoul(optarg, &end, 10);
+		if (*end != '\0' || optarg[0] == '-' || wait_s > 600) {
+			fprintf(stderr, "--wait: '%s' is not 0..600 seconds\n", optarg);
+			return CTL_EXIT_USAGE;
+		}
+	}
+	if (optind != argc - 2) {
+		fprintf(stderr, "usage: %s [-c FILE] users set-host ADDRESS SHARD "
+			"[--wait SECONDS]\n", ctx->progname);
+		return CTL_EXIT_USAGE;
+	}
+	const char *shard = argv[optind + 1];
+	struct users_ctx u;
+	struct mt_address addr;
+	int status = CTL_EXIT_FAIL;
+	if (users_ctx_init(ctx, &u) && parse_address(argv[optind], &addr)) {
+		bool known = u.n_shards == 0;
+		for (size_t i = 0; i < u.n_shards && !known; i++)
+			known = strcasecmp(u.shards[i], shard) == 0;
+		struct mt_dirsvc_admin *admin = known ? admin_connect(&u) : NULL;
+		const char *error;
+		size_t unreachable;
+		if (!known)
+			fprintf(stderr, "users set-host: %s is not in [shards]\n", shard);
+		else if (admin != NULL &&
+			 !mt_dirsvc_admin_set_mail_host(admin, addr.addr, shard,
+							(unsigned int)wait_s * 1000,
+							&unreachable, &error))
+			fprintf(stderr, "users set-host %s: %s\n", addr.addr, error);
+		else if (admin != NULL) {
+			printf("mailHost of %s is %s on every provider that answers "
+			       "(%zu of %zu did not)\n", addr.addr, shard, unreachable,
+			       u.dir->uris.count);
+			status = CTL_EXIT_OK;
+		}
+		mt_dirsvc_admin_free(&admin);
+	}
+	users_ctx_free(&u);
+	return status;
+}
+
 int ctl_users_bulk(struct ctl_context *ctx, int argc, char **argv)
 {
 	return users_bulk(ctx, argc, argv);

@@ -30,6 +30,7 @@ int ctl_users_del(struct ctl_context *ctx, int argc, char **argv);
 int ctl_users_show(struct ctl_context *ctx, int argc, char **argv);
 int ctl_users_passwd(struct ctl_context *ctx, int argc, char **argv);
 int ctl_users_bulk(struct ctl_context *ctx, int argc, char **argv);
+int ctl_users_set_host(struct ctl_context *ctx, int argc, char **argv);
 int ctl_queue(struct ctl_context *ctx, int argc, char **argv);
 int ctl_store_stat(struct ctl_context *ctx, int argc, char **argv);
 int ctl_store_backup(struct ctl_context *ctx, int argc, char **argv);

@@ -11,6 +11,7 @@
 
 #include "alloc.h"
 #include "buf.h"
+#include "clock.h"
 #include "ldap-escape.h"
 #include "ldif.h"
 #include "secret.h"
@@ -340,6 +341,96 @@ bool mt_dirsvc_admin_set_password(struct mt_dirsvc_admin *a,
 		return false;
 	}
 	return true;
+}
+
+/* The mailHost of dn on ld into host (empty: none), or an LDAP code. */
+static int read_mail_host(LDAP *ld, const char *dn, char *host, size_t size)
+{
+	char *attrs[] = { "mailHost", NULL };
+	LDAPMessage *res = NULL;
+	int rc = ldap_search_ext_s(ld, dn, LDAP_SCOPE_BASE, "(objectClass=*)", attrs,
+				   0, NULL, NULL, NULL, 1, &res);
+	host[0] = '\0';
+	LDAPMessage *e = rc == LDAP_SUCCESS ? ldap_first_entry(ld, res) : NULL;
+	struct berval **vals = e != NULL ? ldap_get_values_len(ld, e, "mailHost") : NULL;
+	if (vals != NULL && vals[0] != NULL)
+		snprintf(host, size, "%.*s", (int)vals[0]->bv_len, vals[0]->bv_val);
+	ldap_value_free_len(vals);
+	ldap_msgfree(res);
+	return rc;
+}
+
+/* Poll uri (bound as the admin with cred) until dn's mailHost is shard
+ * or deadline_ms (mt_clock_ms) passes; *down_r when it does not answer. */
+static bool provider_returns(struct mt_dirsvc_admin *a, const char *uri,
+			     struct berval *cred, const char *dn, const char *shard,
+			     uint64_t deadline_ms, bool *down_r, const char **error_r)
+{
+	struct timespec tick = { 0, 50 * 1000 * 1000 };
+	LDAP *ld = NULL;
+	char host[256] = "";
+	int rc = simple_bind(uri, a->set->admin_dn, cred, a->set->timeout, &ld);
+	*down_r = rc != LDAP_SUCCESS && provider_down(rc);
+	if (*down_r)
+		return true;
+	for (;;) {
+		if (rc == LDAP_SUCCESS)
+			rc = read_mail_host(ld, dn, host, sizeof(host));
+		if (rc == LDAP_SUCCESS && strcasecmp(host, shard) == 0)
+			break;
+		if (mt_clock_ms() >= deadline_ms) {
+			*error_r = set_error(a, "provider %s still returns mailHost '%s'%s%s",
+					     uri, host, rc == LDAP_SUCCESS ? "" : ": ",
+					     rc == LDAP_SUCCESS ? "" : ldap_err2string(rc));
+			break;
+		}
+		nanosleep(&tick, NULL);
+	}
+	if (ld != NULL)
+		ldap_unbind_ext_s(ld, NULL, NULL);
+	return rc == LDAP_SUCCESS && strcasecmp(host, shard) == 0;
+}
+
+bool mt_dirsvc_admin_set_mail_host(struct mt_dirsvc_admin *a,
+				   const char *address, const char *shard,
+				   unsigned int wait_ms, size_t *unreachable_r,
+				   const char **error_r)
+{
+	const char *error;
+
+	found_free(a);
+	*unreachable_r = 0;
+	if (!connected(a, error_r))
+		return false;
+	uint64_t deadline = mt_clock_ms() + wait_ms;
+	char *values[] = { (char *)shard, NULL };
+	LDAPMod mod = { .mod_op = LDAP_MOD_REPLACE, .mod_type = "mailHost",
+			.mod_values = values };
+	LDAPMod *mods[] = { &mod, NULL };
+	char *dn = user_dn(a->set->base_dn, address);
+	int rc = ldap_modify_ext_s(a->ld, dn, mods, NULL, NULL);
+	if (rc != LDAP_SUCCESS) {
+		*error_r = ldap_error(a, rc);
+		free(dn);
+		return false;
+	}
+	char *password = mt_secret_read(a->set->admin_password_file, &error);
+	if (password == NULL) {
+		*error_r = set_error(a, "%s", error);
+		free(dn);
+		return false;
+	}
+	struct berval cred = { strlen(password), password };
+	bool ok = true;
+	for (size_t i = 0; i < a->set->uris.count && ok; i++) {
+		bool down;
+		ok = provider_returns(a, a->set->uris.items[i], &cred, dn, shard,
+				      deadline, &down, error_r);
+		*unreachable_r += down ? 1 : 0;
+	}
+	mt_secret_free(&password);
+	free(dn);
+	return ok;
 }
 
 /* "(|(uid=A)(mail=A)(mailLocalAddress=A))", A RFC 4515-escaped. */

@@ -92,6 +92,17 @@ bool mt_dirsvc_admin_delete_user(struct mt_dirsvc_admin *admin,
 bool mt_dirsvc_admin_set_password(struct mt_dirsvc_admin *admin,
 				  const char *address, const char *password,
 				  enum mt_pw_scheme scheme, const char **error_r);
+/* Switch the mailHost of uid=<address> to shard (a move's last step)
+ * on the connected provider, then read it back from every URI of
+ * [directory] uris (each bound as admin_dn afresh) until each provider
+ * that answers returns shard, or wait_ms has passed: the switch counts
+ * only then (dirsvc/README.md, "Two providers"). *unreachable_r: how many
+ * URIs did not answer (not waited for). False with slapd's reason for the
+ * change, or "provider URI still returns X" after wait_ms. */
+bool mt_dirsvc_admin_set_mail_host(struct mt_dirsvc_admin *admin,
+				   const char *address, const char *shard,
+				   unsigned int wait_ms, size_t *unreachable_r,
+				   const char **error_r);
 /* Find the accounts directly under base_dn whose uid, mail or
  * mailLocalAddress equals address (the directory's matching rules:
  * case-insensitive). Returns how many (0: none) with *entries_r valid until

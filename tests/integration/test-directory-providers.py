@@ -12,8 +12,10 @@ dirsvc/README.md "Two providers"), with real slapd processes:
 - provider 1 killed (SIGKILL) in the middle of uncached libdirsvc
   lookups and auths, 8 at a time (dirsvc-client bench): they run on
   through provider 2 (at most the 8 in flight may fail; none did here);
-  afterwards single lookups and auths, `users add` and `users passwd`
-  work through provider 2, within [directory] timeout;
+  afterwards single lookups and auths, `users add`, `users passwd` and
+  `users set-host` work through provider 2, within [directory] timeout;
+- `users set-host` writes mailHost on provider 1 and returns once both
+  providers return it (with provider 1 down: once provider 2 does);
 - provider 1 restarted catches up (contextCSN equal) and takes the writes
   again.
 Prints the replication delays it saw."""
@@ -148,6 +150,18 @@ def test(h):
     wait_for("contextCSN equal",
              lambda: context_csn(p1["uri"], pw) == context_csn(p2["uri"], pw))
 
+    # users set-host: written on provider 1, done once both return it.
+    start = time.monotonic()
+    r = h.ctl("users", "set-host", "bob@example.test", "s1", config=conf)
+    delays["users set-host, both providers return it"] = time.monotonic() - start
+    assert "(0 of 2 did not)" in r.stdout, r.stdout
+    assert csn_sid(p1["uri"], pw, "bob@example.test") == "001"
+    for p in (p1, p2):
+        assert attr(p["uri"], pw, user_dn("bob@example.test"), "mailHost") == ["s1"]
+    r = h.ctl("users", "set-host", "bob@example.test", "nosuch", config=conf, check=False)
+    assert r.returncode != 0 and "not in [shards]" in r.stderr, r
+    set_mail_host(p1["uri"], pw, "bob@example.test", "s2")
+
     # Reads through both URIs.
     r = client(h, conf, "lookup bob@example.test", "auth cleo@example.test cleopw")
     assert "status=found" in r[0] and "shard=s2" in r[0], r
@@ -195,6 +209,10 @@ def test(h):
           input="dorapw\n")
     assert csn_sid(p2["uri"], pw, "dora@example.test") == "002"
     h.ctl("users", "passwd", "bob@example.test", config=conf, input="bobpw2\n")
+    r = h.ctl("users", "set-host", "dora@example.test", "s2", config=conf)
+    assert "(1 of 2 did not)" in r.stdout, r.stdout
+    assert attr(p2["uri"], pw, user_dn("dora@example.test"), "mailHost") == ["s2"]
+    set_mail_host(p2["uri"], pw, "dora@example.test", "s1")
     r = client(h, conf, "auth bob@example.test bobpw2", "auth dora@example.test dorapw")
     assert all("status=ok" in x for x in r), r
 
