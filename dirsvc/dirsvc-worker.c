@@ -8,7 +8,11 @@
  * failed to connect or timed out in the last MT_DIRSVC_URI_RETRY_MSECS; the
  * time left is shared between the URIs still to try, so a dead first server
  * leaves time for the second. A kept connection that turns out dead (slapd
- * restarted) is re-made once at once without marking its URI. When every
+ * restarted) is re-made once at once without marking its URI. An
+ * operation on a kept connection gets the same share of the time left
+ * (op_slice) while other URIs are up; one that times out marks its URI
+ * and the request goes on to the next (a provider hung under load:
+ * HA.md 5.5, dirsvc/README.md "Two providers"). When every
  * URI is marked, requests fail at once (TEMPFAIL) instead of waiting.
  * Why threads rather than libldap's asynchronous calls on each caller's
  * loop: callers run several loops, password hashes ({CRYPT}, tens of ms)
@@ -179,6 +183,21 @@ static bool conn_open(struct dirsvc_worker *w, enum dirsvc_conn_kind kind,
 	return false;
 }
 
+/* The time an operation on a kept connection to URI cur may take: all of
+ * what is left when no other URI is up, else an equal share with each
+ * other URI not marked down, so that a provider that stopped answering
+ * (host gone without a FIN, slapd stopped) leaves the request time to
+ * be answered by the next one within [directory] timeout. */
+static uint64_t op_slice(struct mt_dirsvc *d, size_t cur, uint64_t left_ms)
+{
+	uint64_t now = mt_clock_ms();
+	uint64_t others = 0;
+
+	for (size_t i = 0; i < d->n_uris; i++)
+		others += i != cur && atomic_load(&d->uris[i].down_until) <= now;
+	return left_ms / (others + 1);
+}
+
 int mt_dirsvc_worker_run(struct dirsvc_worker *w, enum dirsvc_conn_kind kind,
 			 struct mt_dirsvc_request *req, dirsvc_ldap_op_t *op,
 			 void *context)
@@ -200,7 +219,7 @@ int mt_dirsvc_worker_run(struct dirsvc_worker *w, enum dirsvc_conn_kind kind,
 			rc = LDAP_TIMEOUT;
 			break;
 		}
-		struct timeval tv = ms_to_tv(req->deadline - now);
+		struct timeval tv = ms_to_tv(op_slice(d, c->uri, req->deadline - now));
 		struct mt_series *latency = atomic_load(&d->stats.latency[kind]);
 		uint64_t started = latency != NULL ? mt_clock_us() : 0;
 		rc = op(c->ld, &tv, context);
@@ -214,7 +233,14 @@ int mt_dirsvc_worker_run(struct dirsvc_worker *w, enum dirsvc_conn_kind kind,
 		if (rc == LDAP_TIMEOUT) {
 			mark_down(d, uri);
 			w->had_failure = true;
-			break;
+			if (mt_clock_ms() >= req->deadline)
+				break;
+			mt_slog(MT_LOG_WARNING, mt_dirsvc_req_log(req),
+				"dirsvc: uri=%s worker=%u conn=%s: no answer in its "
+				"share of the timeout; trying the next (skipped for "
+				"%u ms)", d->uris[uri].uri, w->index,
+				conn_kind_names[kind], MT_DIRSVC_URI_RETRY_MSECS);
+			continue;
 		}
 		if (fresh)
 			mark_down(d, uri);
