@@ -14,7 +14,8 @@ dirsvc/README.md "Two providers"), with real slapd processes:
   time (dirsvc-client bench): they run on through provider 2 (stopped:
   none fails, the ones in flight are answered by provider 2 within
   [directory] timeout; killed: at most the 8 in flight may fail, none
-  did here);
+  did here); a `users add` while it hangs is made on provider 2 after
+  its bind's timeout;
   afterwards single lookups and auths, `users add`, `users passwd` and
   `users set-host` work through provider 2, within [directory] timeout;
 - `users set-host` writes mailHost on provider 1 and returns once both
@@ -209,8 +210,19 @@ def test(h):
     # answered by provider 2; none fails.
     try:
         under_load("stopped", signal.SIGSTOP, 0)
+        # A write while it hangs: the bind times out ([directory] timeout),
+        # then provider 2 takes it.
+        start = time.monotonic()
+        h.ctl("users", "add", "fred@example.test", "--shard", "s1", config=conf,
+              input="fredpw\n")
+        took = time.monotonic() - start
+        print(f"users add with provider 1 stopped: {took:.2f} s")
+        assert took < 2 * timeout_ms / 1000, took
+        assert csn_sid(p2["uri"], pw, "fred@example.test") == "002"
     finally:
         os.kill(pid1, signal.SIGCONT)
+    wait_for("fred on provider 1 after SIGCONT",
+             lambda: attr(p1["uri"], pw, user_dn("fred@example.test"), "mailHost") == ["s1"])
     # Killed: requests in flight on its connections may fail (TEMPFAIL:
     # the MTA answers 4xx, the MMP -ERR [SYS/TEMP]), never more than the 8
     # in flight (none did in our runs); the rest go to provider 2.
