@@ -608,18 +608,20 @@ class Harness:
                 "conf": conf}
 
     def directory_providers_up(self, n=2, domain="example.test",
-                               shards=("s1", "s2"), auth_method="hash"):
+                               shards=("s1", "s2"), auth_method="hash",
+                               name="provider"):
         """Start n local slapds as one multi-provider group (server ids
         1..n, each a delta-syncrepl consumer of the others) with
         `mailtierctl directory up --server-id --peer`: provider 1 loads the
         base entries, the others start from its copy (--copy-from) with
         its secrets. Writes a config whose [directory] uris list all of them,
-        in order. Returns dict(providers=[dict(dir, port, uri)], conf)."""
+        in order (NAMEs.conf; their directories are NAME1..NAMEn).
+        Returns dict(providers=[dict(dir, port, uri)], conf)."""
         if shutil.which("slapd", path=os.environ.get("PATH", "") +
                         ":/usr/sbin:/sbin") is None:
             raise Skip("slapd is not installed (Debian package slapd)")
         ports = free_ports(n)
-        provs = [{"dir": os.path.join(self.tmpdir, f"provider{i + 1}"),
+        provs = [{"dir": os.path.join(self.tmpdir, f"{name}{i + 1}"),
                   "port": ports[i],
                   "uri": f"ldap://127.0.0.1:{ports[i]}/"} for i in range(n)]
         for i, pv in enumerate(provs):
@@ -643,7 +645,7 @@ class Harness:
             self.ctl(*args)
             self.add_cleanup(lambda d=pv["dir"]: self.ctl(
                 "directory", "down", "--dir", d, check=False))
-        conf = os.path.join(self.tmpdir, "providers.conf")
+        conf = os.path.join(self.tmpdir, f"{name}s.conf")
         with open(os.path.join(provs[0]["dir"], "directory.conf")) as f:
             text = f.read()
         text = text.replace(f"uris = {provs[0]['uri']}\n",

@@ -21,7 +21,8 @@ dirsvc/README.md "Two providers"), with real slapd processes:
 - `users set-host` writes mailHost on provider 1 and returns once both
   providers return it (with provider 1 down: once provider 2 does);
 - provider 1 restarted catches up (contextCSN equal) and takes the writes
-  again.
+  again;
+- three providers: a change on any one reaches the other two.
 Prints the replication delays it saw."""
 
 import os
@@ -262,6 +263,29 @@ def test(h):
 
     for what, s in delays.items():
         print(f"replication: {what}: {s:.2f} s")
+    three_providers(h)
+
+
+def three_providers(h):
+    """The optional third provider: a change made on any one reaches the
+    other two, contextCSN equal on all three, set-host sees all three."""
+    ds = h.directory_providers_up(3, name="trio")
+    ps = ds["providers"]
+    pw = open(os.path.join(ps[0]["dir"], "admin.secret")).read()
+    h.ctl("users", "add", "trio@example.test", "--shard", "s1", config=ds["conf"],
+          input="triopw\n")
+    for p in ps:
+        wait_for("trio on " + p["uri"], lambda: attr(
+            p["uri"], pw, user_dn("trio@example.test"), "mailHost") == ["s1"])
+    set_mail_host(ps[2]["uri"], pw, "trio@example.test", "s2")
+    for p in ps:
+        wait_for("trio's mailHost s2 on " + p["uri"], lambda: attr(
+            p["uri"], pw, user_dn("trio@example.test"), "mailHost") == ["s2"])
+    wait_for("contextCSN equal on three providers",
+             lambda: context_csn(ps[0]["uri"], pw) == context_csn(ps[1]["uri"], pw)
+             == context_csn(ps[2]["uri"], pw))
+    r = h.ctl("users", "set-host", "trio@example.test", "s1", config=ds["conf"])
+    assert "(0 of 3 did not)" in r.stdout, r.stdout
 
 
 if __name__ == "__main__":
