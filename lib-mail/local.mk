@@ -23,6 +23,7 @@ lib_mail_libmtmail_a_SOURCES = \
 	lib-mail/imap-login.c lib-mail/imap-login.h \
 	lib-mail/imap-search.c lib-mail/imap-search.h \
 	lib-mail/imap-sort.c lib-mail/imap-sort.h \
+	lib-mail/imap-thread.c lib-mail/imap-thread.h \
 	lib-mail/mime-address.c lib-mail/mime-address.h \
 	lib-mail/mime-scan.c lib-mail/mime-scan.h \
 	lib-mail/imap-bodystructure.c lib-mail/imap-bodystructure.h \
@@ -40,6 +41,7 @@ lib_mail_unit_tests = tests/unit/test-smtp-reply tests/unit/test-command-find \
 	tests/unit/test-imap-write tests/unit/test-imap-mailbox \
 	tests/unit/test-imap-date tests/unit/test-imap-login \
 	tests/unit/test-imap-search tests/unit/test-imap-sort \
+	tests/unit/test-imap-thread \
 	tests/unit/test-mime-address \
 	tests/unit/test-mime-scan tests/unit/test-mime-decode \
 	tests/unit/test-milter-proto tests/unit/test-milter-client
@@ -61,6 +63,7 @@ tests_unit_test_imap_date_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_imap_login_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_imap_search_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_imap_sort_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
+tests_unit_test_imap_thread_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_mime_address_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_mime_scan_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_mime_decode_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)

@@ -24,7 +24,7 @@
 #define CAPABILITIES_AUTH "IMAP4rev2 IMAP4rev1 SASL-IR LITERAL+ ID ENABLE " \
 	"NAMESPACE UNSELECT SPECIAL-USE LIST-EXTENDED LIST-STATUS UTF8=ACCEPT " \
 	"UIDPLUS MOVE IDLE ESEARCH CONDSTORE QRESYNC QUOTA QUOTA=RES-STORAGE " \
-	"SORT SORT=DISPLAY ESORT"
+	"SORT SORT=DISPLAY ESORT THREAD=ORDEREDSUBJECT THREAD=REFERENCES"
 
 const char *imap_capabilities_auth(const struct imap_session *s)
 {
@@ -50,7 +50,8 @@ struct imap_command {
 
 static imap_handler_t cmd_capability, cmd_noop, cmd_logout, cmd_id, cmd_starttls,
 	cmd_login, cmd_authenticate, cmd_enable, cmd_namespace, cmd_fetch, cmd_store,
-	cmd_copy, cmd_move, cmd_expunge, cmd_check, cmd_search, cmd_sort;
+	cmd_copy, cmd_move, cmd_expunge, cmd_check, cmd_search, cmd_sort,
+	cmd_thread;
 
 static const struct imap_command commands[] = {
 	{ { "CAPABILITY", ANY }, cmd_capability },
@@ -85,6 +86,7 @@ static const struct imap_command commands[] = {
 	{ { "UID", SELECTED }, imap_cmd_uid },
 	{ { "SEARCH", SELECTED }, cmd_search },
 	{ { "SORT", SELECTED }, cmd_sort },
+	{ { "THREAD", SELECTED }, cmd_thread },
 	{ { "GETQUOTAROOT", AUTH | SELECTED }, imap_cmd_getquotaroot },
 	{ { "GETQUOTA", AUTH | SELECTED }, imap_cmd_getquota },
 	{ { "SETQUOTA", AUTH | SELECTED }, imap_cmd_setquota },
@@ -250,6 +252,11 @@ static void cmd_search(struct imap_session *s, const struct mt_imap_command *cmd
 static void cmd_sort(struct imap_session *s, const struct mt_imap_command *cmd)
 {
 	imap_cmd_sort(s, cmd, false);
+}
+
+static void cmd_thread(struct imap_session *s, const struct mt_imap_command *cmd)
+{
+	imap_cmd_thread(s, cmd, false);
 }
 
 static void cmd_expunge(struct imap_session *s, const struct mt_imap_command *cmd)

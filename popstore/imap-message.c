@@ -758,6 +758,8 @@ void imap_cmd_uid(struct imap_session *s, const struct mt_imap_command *cmd)
 		imap_cmd_search(s, &sub, true);
 	else if (strcasecmp(n, "SORT") == 0)
 		imap_cmd_sort(s, &sub, true);
+	else if (strcasecmp(n, "THREAD") == 0)
+		imap_cmd_thread(s, &sub, true);
 	else
 		imap_error(s, cmd->tag, "BAD Unknown UID command.");
 }

@@ -262,6 +262,7 @@ bool imap_search_filter(struct imap_session *s, const char *tag,
 
 /* imap-sort.c (SORT, THREAD) */
 void imap_cmd_sort(struct imap_session *s, const struct mt_imap_command *cmd, bool uid);
+void imap_cmd_thread(struct imap_session *s, const struct mt_imap_command *cmd, bool uid);
 /* SORT's and THREAD's charset argument: false and the refusal sent if it
  * is not one this store reads (UTF-8, US-ASCII). */
 bool imap_sort_charset(struct imap_session *s, const char *tag, const struct mt_imap_arg *arg);

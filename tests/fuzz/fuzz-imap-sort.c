@@ -1,7 +1,8 @@
 /* fuzz-imap-sort.c — libFuzzer target for lib-mail/imap-sort.c: the base
  * subject (RFC 5256 2.1), the i;unicode-casemap form (RFC 5051), the
  * ENVELOPE reader and the RFC 5322 date reader, which all read any
- * sender's header values.
+ * sender's header values; and lib-mail/imap-thread.c, THREAD's
+ * REFERENCES and ORDEREDSUBJECT over records made from the input.
  *
  * Properties, beyond "no crash, no over-read, no UB":
  *  - a base subject has no tab, CR or LF, no leading or trailing space, no
@@ -10,14 +11,20 @@
  *    words, is its own base subject (the algorithm reached its fixpoint);
  *  - the casemap form is idempotent and ignores ASCII case;
  *  - an ENVELOPE read keeps every string inside the text it unescaped;
- *  - a date read is within the years 0..9999 give or take a day.
+ *  - a date read is within the years 0..9999 give or take a day;
+ *  - THREAD (both algorithms) over the input's lines as records
+ *    ("subject|message-id|references|in-reply-to|date" each) names every
+ *    message exactly once, in balanced parentheses with no empty list.
  *
- * Input: the text itself.
+ * Input: the text itself (and its lines as thread records).
  * Trust boundary: message header octets (any sender). */
 #include "fuzz.h"
 
 #include "buf.h"
 #include "imap-sort.h"
+#include "imap-thread.h"
+
+#include <stdlib.h>
 
 #include <ctype.h>
 #include <string.h>
@@ -93,12 +100,79 @@ static void check_envelope(const char *text, size_t size)
 	mt_imap_envelope_free(&e);
 }
 
+#define THREAD_MSGS_MAX 64
+
+/* Split s at c (in place): the pieces, at most max. */
+static size_t split(char *s, char c, char **pieces, size_t max)
+{
+	size_t n = 0;
+	while (n < max) {
+		pieces[n++] = s;
+		char *e = strchr(s, c);
+		if (e == NULL)
+			break;
+		*e = '\0';
+		s = e + 1;
+	}
+	return n;
+}
+
+static void check_thread(const char *text, size_t size)
+{
+	char *copy = malloc(size + 1);
+	memcpy(copy, text, size);
+	copy[size] = '\0';
+	char *lines[THREAD_MSGS_MAX];
+	size_t n = split(copy, '\n', lines, THREAD_MSGS_MAX);
+	struct mt_imap_thread_msg msgs[THREAD_MSGS_MAX];
+	for (size_t i = 0; i < n; i++) {
+		char *f[5] = { NULL, NULL, NULL, NULL, NULL };
+		split(lines[i], '|', f, 5);
+		msgs[i] = (struct mt_imap_thread_msg){
+			.id = (uint32_t)i + 1, .order = (uint32_t)i,
+			.date = f[4] != NULL ? strtol(f[4], NULL, 10) : 0,
+			.subject = f[0], .message_id = f[1], .references = f[2],
+			.in_reply_to = f[3],
+		};
+	}
+	for (int algorithm = 0; algorithm < 2; algorithm++) {
+		struct mt_buf out = MT_BUF_INIT;
+		mt_imap_thread(&out, (enum mt_imap_thread_algorithm)algorithm, msgs, n);
+		unsigned int seen[THREAD_MSGS_MAX + 1] = { 0 };
+		int depth = 0;
+		for (const char *p = mt_buf_cstr(&out); *p != '\0';) {
+			if (*p == '(') {
+				FUZZ_CHECK(p[1] != ')', "an empty thread list");
+				depth++;
+				p++;
+			} else if (*p == ')') {
+				FUZZ_CHECK(--depth >= 0, "unbalanced");
+				p++;
+			} else if (*p == ' ') {
+				p++;
+			} else {
+				char *end;
+				long v = strtol(p, &end, 10);
+				FUZZ_CHECK(end > p && v >= 1 && (size_t)v <= n, "a bad number");
+				seen[v]++;
+				p = end;
+			}
+		}
+		FUZZ_CHECK(depth == 0, "unbalanced at the end");
+		for (size_t i = 1; i <= n; i++)
+			FUZZ_CHECK(seen[i] == 1, "message %zu seen %u times", i, seen[i]);
+		mt_buf_free(&out);
+	}
+	free(copy);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const char *text = (const char *)data;
 	check_base(text, size);
 	check_casemap(text, size);
 	check_envelope(text, size);
+	check_thread(text, size);
 	int64_t t;
 	if (mt_imap_sort_date_parse(text, size, &t))
 		FUZZ_CHECK(t >= -62167305600 - 86400 && t <= 253402300800 + 86400,
