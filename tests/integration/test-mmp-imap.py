@@ -131,6 +131,14 @@ def test_own_shards(c):
     check("IDLE" in caps and "MOVE" in caps and "CONDSTORE" in caps,
           f"post-login capabilities are the store's: {caps}")
     check(subjects(m) == ["Subject: for alice on s1"], "alice's mail on s1")
+    # #42: SORT and THREAD pass through unchanged, advertised as the store does.
+    for cap in ("SORT", "SORT=DISPLAY", "ESORT", "THREAD=ORDEREDSUBJECT", "THREAD=REFERENCES"):
+        check(cap in caps.split(), f"{cap} relayed through the MMP: {caps}")
+    ok(m.select("INBOX"))
+    typ, data = m.sort("(REVERSE DATE)", "UTF-8", "ALL")
+    check(typ == "OK" and data == [b"1"], f"SORT through the MMP: {typ} {data}")
+    typ, data = m.thread("REFERENCES", "UTF-8", "ALL")
+    check(typ == "OK" and data == [b"(1)"], f"THREAD through the MMP: {typ} {data}")
     ok(m.create("Projects"), "CREATE")
     ok(m.select("INBOX"))
     ok(m.copy("1", "Projects"), "COPY")
