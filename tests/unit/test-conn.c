@@ -628,6 +628,7 @@ static void test_quickack(void **state)
 	mt_conn_close(&e->conn, MT_OUTCOME_QUIT, "done");
 	spin(f, 2);
 	assert_true(freed);
+	free(e);	/* echo_free leaves the struct to the test */
 	close(peer);
 	mt_buf_free(&got);
 }
