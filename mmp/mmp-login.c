@@ -106,6 +106,19 @@ static void auth_failed(struct mmp_session *sess, const char *reason)
 	mmp_session_login_timer_at(sess, sess->login_started_ms + delay);
 }
 
+/* sess->shard is the user's: log in there, unless it is marked down. */
+static void backend_start(struct mmp_session *sess)
+{
+	if (mmp_shard_is_down(sess->shard, sess->protocol)) {
+		tempfail(sess, "tempfail_shard", MMP_ANSWER_SHARD_DOWN,
+			 "shard marked down");
+		return;
+	}
+	mmp_enter_state(sess, MMP_STATE_BACKEND);
+	sess->backend = mmp_backend_login(sess, sess->shard, sess->user,
+					  backend_done);
+}
+
 /* The check counted for the address (mmp_clients_attempt_start) is over. */
 static void attempt_end(struct mmp_session *sess)
 {
@@ -163,14 +176,7 @@ static void auth_done(const struct mt_dirsvc_auth *r, void *context)
 			 "mailHost not in [shards]");
 		return;
 	}
-	if (mmp_shard_is_down(sess->shard, sess->protocol)) {
-		tempfail(sess, "tempfail_shard", MMP_ANSWER_SHARD_DOWN,
-			 "shard marked down");
-		return;
-	}
-	mmp_enter_state(sess, MMP_STATE_BACKEND);
-	sess->backend = mmp_backend_login(sess, sess->shard, sess->user,
-					  backend_done);
+	backend_start(sess);
 }
 
 /* A kept password (LOGIN_WAIT) is wiped and freed. */
@@ -331,14 +337,7 @@ static void reroute_done(const struct mt_dirsvc_recipient *r, void *context)
 			 "the directory still names the shard that refused it");
 		return;
 	}
-	if (mmp_shard_is_down(sess->shard, sess->protocol)) {
-		tempfail(sess, "tempfail_shard", MMP_ANSWER_SHARD_DOWN,
-			 "shard marked down");
-		return;
-	}
-	mmp_enter_state(sess, MMP_STATE_BACKEND);
-	sess->backend = mmp_backend_login(sess, sess->shard, sess->user,
-					  backend_done);
+	backend_start(sess);
 }
 
 /* The shard says the user is not its own: the lookup that sent the login

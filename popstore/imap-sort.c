@@ -88,6 +88,18 @@ static void sort_finish(struct imap_sort_run *r, const char *failure)
 
 static void sort_gather(struct imap_sort_run *r);
 
+/* The ENVELOPE of a structure-record answer into env (SORT's and
+ * THREAD's keys); false for a damaged record. */
+static bool structure_envelope(struct mt_store_req *req, struct mt_imap_envelope *env)
+{
+	size_t len = 0;
+	uint64_t shift;
+	const void *data = mt_store_req_structure(req, &len, &shift);
+	struct mt_mime_record record;
+	return mt_mime_record_read(&record, data, len) &&
+		mt_imap_envelope_read(env, record.envelope, record.envelope_len);
+}
+
 static void structure_done(struct mt_store_req *req, void *op)
 {
 	struct imap_sort_run *r = op;
@@ -98,12 +110,7 @@ static void structure_done(struct mt_store_req *req, void *op)
 	struct mt_imap_sort_msg *m = &r->msgs[r->next];
 	bool have_envelope = false;
 	if (status == MT_STORE_OK) {
-		size_t len = 0;
-		uint64_t shift;
-		const void *data = mt_store_req_structure(req, &len, &shift);
-		struct mt_mime_record record;
-		have_envelope = mt_mime_record_read(&record, data, len) &&
-				mt_imap_envelope_read(&r->env, record.envelope, record.envelope_len);
+		have_envelope = structure_envelope(req, &r->env);
 		if (!have_envelope)
 			mt_slog(MT_LOG_WARNING, &s->log, "imap sort: uid=%u: a damaged structure "
 				"record, sorted with empty keys", r->msgs[r->next].id);
@@ -401,13 +408,8 @@ static void thread_structure_done(struct mt_store_req *req, void *op)
 		thread_store_failed(r, status, error);
 		return;
 	}
-	size_t len = 0;
-	uint64_t shift;
-	const void *data = mt_store_req_structure(req, &len, &shift);
-	struct mt_mime_record record;
 	struct mt_imap_thread_msg *m = &r->msgs[r->next];
-	if (mt_mime_record_read(&record, data, len) &&
-	    mt_imap_envelope_read(&r->env, record.envelope, record.envelope_len)) {
+	if (structure_envelope(req, &r->env)) {
 		m->subject = env_dup(&r->env, &r->env.subject);
 		m->message_id = env_dup(&r->env, &r->env.message_id);
 		m->in_reply_to = env_dup(&r->env, &r->env.in_reply_to);
