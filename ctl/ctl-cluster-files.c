@@ -12,6 +12,7 @@
 #include "ctl-util.h"
 #include "slapd-config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,55 @@ void cluster_append_ldap_uris(struct mt_buf *out, const struct cluster *c)
 	for (unsigned int k = 1; k <= c->directory_providers || k == 1; k++)
 		mt_buf_appendf(out, "%sldap://127.0.0.1:%u/", k > 1 ? " " : "",
 			       cluster_ldap_port(c, k));
+}
+
+/* The first port after provider 3's (the extra sites' block). */
+static unsigned int sites_base(const struct cluster *c)
+{
+	return cluster_ldap_port(c, CLUSTER_MAX_PROVIDERS) + 1;
+}
+
+unsigned int cluster_site_port(const struct cluster *c, unsigned int n, unsigned int r,
+			       enum cluster_site_port which)
+{
+	unsigned int q = sites_base(c);
+	if (which == CLUSTER_SITE_REPLICATION)
+		return q + CLUSTER_MAX_SITES * (n - 1) + r;
+	if (r == 0) {
+		switch (which) {
+		case CLUSTER_SITE_LMTP: return cluster_shard_lmtp(c, n);
+		case CLUSTER_SITE_POP3: return cluster_shard_pop3(c, n);
+		case CLUSTER_SITE_IMAP: return cluster_shard_imap(c, n);
+		case CLUSTER_SITE_METRICS:
+			return cluster_metrics_port(c, CLUSTER_METRICS_MMP + n);
+		case CLUSTER_SITE_REPLICATION: break;
+		}
+	}
+	/* Four ports (LMTP, POP3, IMAP, metrics) for each site after the first. */
+	unsigned int extra = (CLUSTER_MAX_SITES - 1) * (n - 1) + (r - 1);
+	return q + CLUSTER_MAX_SITES * c->shards + 4 * extra + (unsigned int)which;
+}
+
+unsigned int cluster_last_port(const struct cluster *c)
+{
+	if (c->replicas <= 1)
+		return sites_base(c) - 1;
+	return cluster_site_port(c, c->shards, CLUSTER_MAX_SITES - 1, CLUSTER_SITE_METRICS);
+}
+
+void cluster_site_name(unsigned int n, unsigned int r, char *out, size_t size)
+{
+	if (r == 0)
+		snprintf(out, size, "shard%u", n);
+	else
+		snprintf(out, size, "shard%u-%c", n, 'a' + (int)r);
+}
+
+char *cluster_site_home(const struct cluster *c, unsigned int n, unsigned int r)
+{
+	char name[32];
+	cluster_site_name(n, r, name, sizeof(name));
+	return mt_xasprintf("%s/store-%s", c->dir, name);
 }
 
 static bool make_dir(const struct cluster *c, const char *name, char **error_r)
@@ -85,10 +135,13 @@ bool cluster_prepare_dir(const struct cluster *c, char **error_r)
 			return false;
 	}
 	for (unsigned int n = 1; n <= c->shards; n++) {
-		char name[32];
-		snprintf(name, sizeof(name), "store-shard%u", n);
-		if (!make_dir(c, name, error_r))
-			return false;
+		for (unsigned int r = 0; r < c->replicas; r++) {
+			char site[32], name[40];
+			cluster_site_name(n, r, site, sizeof(site));
+			snprintf(name, sizeof(name), "store-%s", site);
+			if (!make_dir(c, name, error_r))
+				return false;
+		}
 	}
 	for (unsigned int k = 2; k <= c->directory_providers; k++) {
 		char name[32];
@@ -187,6 +240,68 @@ static void append_mmp(struct mt_buf *conf, const struct cluster *c)
 		cluster_metrics_port(c, CLUSTER_METRICS_MMP));
 }
 
+/* "127.0.0.1:L, 127.0.0.1:P, 127.0.0.1:I" of site r of shard n: its
+ * [shards] entry. */
+static void append_site_route(struct mt_buf *out, const struct cluster *c, unsigned int n,
+			      unsigned int r)
+{
+	mt_buf_appendf(out, "127.0.0.1:%u, 127.0.0.1:%u, 127.0.0.1:%u",
+		       cluster_site_port(c, n, r, CLUSTER_SITE_LMTP),
+		       cluster_site_port(c, n, r, CLUSTER_SITE_POP3),
+		       cluster_site_port(c, n, r, CLUSTER_SITE_IMAP));
+}
+
+static void append_shards(struct mt_buf *conf, const struct cluster *c)
+{
+	mt_buf_appendf(conf, "[shards]\n");
+	if (c->replicas > 1)
+		mt_buf_appendf(conf,
+			"# Each shard is a replication group of %u store sites, separated\n"
+			"# by '|': the MTA and the MMP try them in turn and follow the master.\n",
+			c->replicas);
+	for (unsigned int n = 1; n <= c->shards; n++) {
+		mt_buf_appendf(conf, "shard%u = ", n);
+		for (unsigned int r = 0; r < c->replicas; r++) {
+			if (r > 0)
+				mt_buf_append_str(conf, " | ");
+			append_site_route(conf, c, n, r);
+		}
+		mt_buf_append_char(conf, '\n');
+	}
+	mt_buf_append_char(conf, '\n');
+}
+
+/* [popstore.NAME] of site r of shard n; with replicas, its replication
+ * keys (every site of the group in replication_sites, the same list on
+ * each). */
+static void append_site(struct mt_buf *conf, const struct cluster *c, unsigned int n,
+			unsigned int r)
+{
+	char name[32];
+	cluster_site_name(n, r, name, sizeof(name));
+	char *home = cluster_site_home(c, n, r);
+	mt_buf_appendf(conf, "[popstore.%s]\n", name);
+	if (c->replicas > 1)
+		mt_buf_appendf(conf, "shard = shard%u\n", n);
+	mt_buf_appendf(conf,
+		"db_home = %s\nlmtp_listen = 127.0.0.1:%u\npop3_listen = 127.0.0.1:%u\n"
+		"imap_listen = 127.0.0.1:%u\nmetrics_listen = 127.0.0.1:%u\n",
+		home, cluster_site_port(c, n, r, CLUSTER_SITE_LMTP),
+		cluster_site_port(c, n, r, CLUSTER_SITE_POP3),
+		cluster_site_port(c, n, r, CLUSTER_SITE_IMAP),
+		cluster_site_port(c, n, r, CLUSTER_SITE_METRICS));
+	if (c->replicas > 1) {
+		mt_buf_appendf(conf, "replication_listen = 127.0.0.1:%u\nreplication_sites =",
+			       cluster_site_port(c, n, r, CLUSTER_SITE_REPLICATION));
+		for (unsigned int k = 0; k < c->replicas; k++)
+			mt_buf_appendf(conf, " 127.0.0.1:%u",
+				       cluster_site_port(c, n, k, CLUSTER_SITE_REPLICATION));
+		mt_buf_append_char(conf, '\n');
+	}
+	mt_buf_append_char(conf, '\n');
+	free(home);
+}
+
 static void append_stores(struct mt_buf *conf, const struct cluster *c)
 {
 	mt_buf_appendf(conf,
@@ -197,13 +312,17 @@ static void append_stores(struct mt_buf *conf, const struct cluster *c)
 		"# Room for the IMAP workload's logged-in sessions (default 1000).\n"
 		"max_sessions = 10000\n"
 		"stats_interval = 10s\n\n", c->dir);
-	for (unsigned int n = 1; n <= c->shards; n++)
+	if (c->replicas > 1)
 		mt_buf_appendf(conf,
-			"[popstore.shard%u]\ndb_home = %s/store-shard%u\n"
-			"lmtp_listen = 127.0.0.1:%u\npop3_listen = 127.0.0.1:%u\n"
-			"imap_listen = 127.0.0.1:%u\nmetrics_listen = 127.0.0.1:%u\n\n",
-			n, c->dir, n, cluster_shard_lmtp(c, n), cluster_shard_pop3(c, n),
-			cluster_shard_imap(c, n), cluster_metrics_port(c, CLUSTER_METRICS_MMP + n));
+			"# shardN, shardN-b and shardN-c are the %u sites of shard N, each\n"
+			"# its own Berkeley DB environment, joined by Berkeley DB replication\n"
+			"# on their replication_listen ports (plaintext: loopback here, a\n"
+			"# private network between hosts). One is master, the others replicas.\n\n",
+			c->replicas);
+	for (unsigned int n = 1; n <= c->shards; n++) {
+		for (unsigned int r = 0; r < c->replicas; r++)
+			append_site(conf, c, n, r);
+	}
 }
 
 bool cluster_write_config(const struct cluster *c, char **error_r)
@@ -225,12 +344,8 @@ bool cluster_write_config(const struct cluster *c, char **error_r)
 		"log_level = info\ndrain_timeout = 10s\n\n",
 		c->dir, c->dir);
 	append_directory(&conf, c, suffix, service_dn);
-	mt_buf_appendf(&conf, "[shards]\n");
-	for (unsigned int n = 1; n <= c->shards; n++)
-		mt_buf_appendf(&conf, "shard%u = 127.0.0.1:%u, 127.0.0.1:%u, 127.0.0.1:%u\n",
-			       n, cluster_shard_lmtp(c, n), cluster_shard_pop3(c, n),
-			       cluster_shard_imap(c, n));
-	mt_buf_appendf(&conf, "\n[tls]\ncert_file = %s/tls/cert.pem\nkey_file = %s/tls/key.pem\n\n",
+	append_shards(&conf, c);
+	mt_buf_appendf(&conf, "[tls]\ncert_file = %s/tls/cert.pem\nkey_file = %s/tls/key.pem\n\n",
 		       c->dir, c->dir);
 	append_mta(&conf, c);
 	append_mmp(&conf, c);
@@ -318,7 +433,20 @@ static bool write_prometheus_config(const struct cluster *c, char **error_r)
 	for (unsigned int n = 1; n <= c->shards; n++) {
 		char job[32];
 		snprintf(job, sizeof(job), "shard%u", n);
-		append_scrape_job(&yml, job, cluster_metrics_port(c, CLUSTER_METRICS_MMP + n));
+		if (c->replicas <= 1) {
+			append_scrape_job(&yml, job, cluster_metrics_port(c, CLUSTER_METRICS_MMP + n));
+			continue;
+		}
+		/* One job a shard, one target a site, labelled with its name:
+		 * the replication alerts count a shard's masters by job. */
+		mt_buf_appendf(&yml, "  - job_name: %s\n    static_configs:\n", job);
+		for (unsigned int r = 0; r < c->replicas; r++) {
+			char site[32];
+			cluster_site_name(n, r, site, sizeof(site));
+			mt_buf_appendf(&yml, "      - targets: ['127.0.0.1:%u']\n"
+				       "        labels: {site: '%s'}\n",
+				       cluster_site_port(c, n, r, CLUSTER_SITE_METRICS), site);
+		}
 	}
 	char *path = cluster_path(c, "prometheus.yml");
 	const char *error;
@@ -329,6 +457,34 @@ static bool write_prometheus_config(const struct cluster *c, char **error_r)
 	free(rules);
 	mt_buf_free(&yml);
 	return ok;
+}
+
+/* SHARDn_SITES (the names) and, for each site, SITE_LMTP_PORT,
+ * SITE_POP3_PORT, SITE_IMAP_PORT, SITE_METRICS_PORT and
+ * SITE_REPLICATION_PORT with SITE its name in capitals, '-' as '_'
+ * (SHARD1_B_LMTP_PORT). */
+static void append_site_env(struct mt_buf *env, const struct cluster *c, unsigned int n)
+{
+	static const char *const keys[] = { "LMTP", "POP3", "IMAP", "METRICS", "REPLICATION" };
+	mt_buf_appendf(env, "SHARD%u_SITES=", n);
+	for (unsigned int r = 0; r < c->replicas; r++) {
+		char name[32];
+		cluster_site_name(n, r, name, sizeof(name));
+		mt_buf_appendf(env, "%s%s", r > 0 ? "," : "", name);
+	}
+	mt_buf_append_char(env, '\n');
+	for (unsigned int r = 0; r < c->replicas; r++) {
+		char name[32];
+		cluster_site_name(n, r, name, sizeof(name));
+		for (char *p = name; *p != '\0'; p++)
+			*p = *p == '-' ? '_' : (char)toupper((unsigned char)*p);
+		for (unsigned int k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+			if (r == 0 && k < CLUSTER_SITE_REPLICATION)
+				continue;	/* SHARDn_LMTP_PORT ... are there */
+			mt_buf_appendf(env, "%s_%s_PORT=%u\n", name, keys[k],
+				       cluster_site_port(c, n, r, (enum cluster_site_port)k));
+		}
+	}
 }
 
 bool cluster_write_endpoints(const struct cluster *c, char **error_r)
@@ -356,6 +512,12 @@ bool cluster_write_endpoints(const struct cluster *c, char **error_r)
 		for (unsigned int k = 2; k <= c->directory_providers; k++)
 			mt_buf_appendf(&env, "LDAP%u_URI=ldap://127.0.0.1:%u/\n", k,
 				       cluster_ldap_port(c, k));
+	}
+	if (c->replicas > 1) {
+		/* SHARDn_* above are the first site's; each site's own here. */
+		mt_buf_appendf(&env, "REPLICAS=%u\n", c->replicas);
+		for (unsigned int n = 1; n <= c->shards; n++)
+			append_site_env(&env, c, n);
 	}
 	mt_buf_appendf(&env, "MILTER=%s\n", cluster_milter_names[c->milter]);
 	if (c->milter == CLUSTER_MILTER_RSPAMD)
@@ -416,7 +578,7 @@ bool cluster_load_endpoints(struct cluster *c, char **error_r)
 		free(path);
 		return false;
 	}
-	unsigned long shards = 0, users = 0, base = 0, providers = 1;
+	unsigned long shards = 0, users = 0, base = 0, providers = 1, replicas = 1;
 	bool ok = true;
 	unsigned int lineno = 0;
 	for (char *save = NULL, *line = strtok_r(text, "\n", &save); line != NULL && ok;
@@ -444,6 +606,9 @@ bool cluster_load_endpoints(struct cluster *c, char **error_r)
 		else if (strcmp(key, "DIRECTORY_PROVIDERS") == 0)
 			ok = parse_uint(value, CLUSTER_MAX_PROVIDERS, &providers) &&
 				providers >= 1;
+		else if (strcmp(key, "REPLICAS") == 0)
+			ok = parse_uint(value, CLUSTER_MAX_SITES, &replicas) &&
+				(replicas == 1 || replicas == CLUSTER_MAX_SITES);
 		else if (strcmp(key, "DNS") == 0 && value[0] != '\0')
 			replace(&c->dns, value);
 		if (!ok)
@@ -459,6 +624,7 @@ bool cluster_load_endpoints(struct cluster *c, char **error_r)
 	c->users = users;
 	c->base_port = (unsigned int)base;
 	c->directory_providers = (unsigned int)providers;
+	c->replicas = (unsigned int)replicas;
 	free(text);
 	free(path);
 	return ok;

@@ -29,6 +29,11 @@ static double sum(const struct ctl_metrics *m, const char *name, const char *mat
 	return ctl_metrics_sum(m, name, match, NULL);
 }
 
+static void sum_found(const struct ctl_metrics *m, const char *name, bool *found_r)
+{
+	ctl_metrics_sum(m, name, NULL, found_r);
+}
+
 static void append_bytes(struct mt_buf *out, double bytes)
 {
 	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
@@ -137,6 +142,46 @@ void cluster_metrics_summary(struct mt_buf *out, const struct cluster_daemon *d,
 	append_process(out, m);
 }
 
+/* The value of label `label` of the first sample of name whose value is
+ * at least 1 (a gauge set to 1 among zeros); NULL if none. */
+static const char *label_of_set(const struct ctl_metrics *m, const char *name, const char *label)
+{
+	for (size_t i = 0; i < m->n_samples; i++) {
+		const struct ctl_metric_sample *s = &m->samples[i];
+		if (strcmp(s->name, name) != 0 || !(s->value >= 1))
+			continue;
+		for (size_t l = 0; l < s->n_labels; l++) {
+			if (strcmp(s->labels[l].name, label) == 0)
+				return s->labels[l].value;
+		}
+	}
+	return NULL;
+}
+
+void cluster_metrics_repl(const struct ctl_metrics *m, struct cluster_repl *out)
+{
+	*out = (struct cluster_repl){ .role = "none" };
+	sum_found(m, "mailtier_store_replication_role", &out->known);
+	if (!out->known)
+		return;
+	const char *role = label_of_set(m, "mailtier_store_replication_role", "role");
+	if (role != NULL && strcmp(role, "master") == 0)
+		out->role = "master";
+	else if (role != NULL && (strcmp(role, "replica") == 0 || strcmp(role, "client") == 0))
+		out->role = "replica";
+	const char *master = label_of_set(m, "mailtier_store_replication_master_info", "master");
+	if (master != NULL)
+		snprintf(out->master, sizeof(out->master), "%s", master);
+	out->sites = (unsigned int)sum(m, "mailtier_store_replication_sites", NULL);
+	out->connected = (unsigned int)sum(m, "mailtier_store_replication_connected_sites", NULL);
+	out->generation = sum(m, "mailtier_store_replication_generation", NULL);
+	out->startup_done = sum(m, "mailtier_store_replication_startup_done", NULL) >= 1;
+	out->elections = sum(m, "mailtier_store_replication_elections_total", NULL);
+	out->master_changes = sum(m, "mailtier_store_replication_master_changes_total", NULL);
+	out->perm_failed = sum(m, "mailtier_store_replication_perm_failed_total", NULL);
+	out->internal_inits = sum(m, "mailtier_store_replication_internal_inits_total", NULL);
+}
+
 void cluster_metrics_scrape(const struct cluster_daemon *d, size_t n,
 			    struct ctl_metrics_target *targets)
 {
@@ -231,6 +276,11 @@ static void top_row(struct mt_buf *out, const struct top_daemon *t, double dt)
 		append_rate(out, "logins/s", rate(t, "mailtier_popstore_logins_total", "result=ok", dt));
 		mt_buf_appendf(out, " mailboxes %.0f%s", sum(m, "mailtier_popstore_mailboxes_open", NULL),
 			       sum(m, "mailtier_popstore_disk_full", NULL) >= 1 ? " DISK FULL" : "");
+		struct cluster_repl repl;
+		cluster_metrics_repl(m, &repl);
+		if (repl.known)
+			mt_buf_appendf(out, " %s, %u/%u connected", repl.role, repl.connected,
+				       repl.sites > 0 ? repl.sites - 1 : 0);
 		break;
 	case DAEMON_SLAPD:
 		break;

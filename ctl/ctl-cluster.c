@@ -9,10 +9,17 @@
  *           --milter rspamd, rspamd before the MTA (ctl-cluster-rspamd.c);
  *           with --directory-providers 2 or 3, that many slapd providers
  *           in multi-provider replication (the others after the users
- *           are in the first, from its copy; dirsvc/README.md)
+ *           are in the first, from its copy; dirsvc/README.md); with
+ *           --replicas 3, each shard three store sites in a Berkeley DB
+ *           replication group (shard_sites_up: --create-group on the
+ *           group's very first start only; a lost site restarts and
+ *           rejoins, by a full copy when its data is gone)
  *   status  each daemon: pid, state (stopped / running / ready: its
  *           listeners answer), listeners, and its counters read from
- *           its /metrics (ctl-cluster-metrics.c)
+ *           its /metrics (ctl-cluster-metrics.c); a store site's
+ *           replication role, master and connected sites; --json: the
+ *           same as {"daemons": [{"name", "pid", "role", "shard",
+ *           "data_dir", ...}]} for scripts
  *   top     the daemons' metrics every few seconds, with rates
  *   down    SIGTERM each by its pid file (MMP, MTA, rspamd, shards,
  *           slapd) and wait
@@ -29,6 +36,7 @@
 #include "mailtier-settings.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -56,13 +64,20 @@ size_t cluster_daemons(const struct cluster *c, struct cluster_daemon *out)
 		snprintf(d->name, sizeof(d->name), "slapd%u", k);
 	}
 	for (unsigned int s = 1; s <= c->shards; s++) {
-		struct cluster_daemon *d = &out[n++];
-		*d = (struct cluster_daemon){ .kind = DAEMON_STORE, .shard = s,
-			.ports = { { "lmtp", cluster_shard_lmtp(c, s) },
-				   { "pop3", cluster_shard_pop3(c, s) },
-				   { "imap", cluster_shard_imap(c, s) } }, .n_ports = 3,
-			.metrics_port = cluster_metrics_port(c, CLUSTER_METRICS_MMP + s) };
-		snprintf(d->name, sizeof(d->name), "shard%u", s);
+		for (unsigned int r = 0; r < c->replicas || r == 0; r++) {
+			struct cluster_daemon *d = &out[n++];
+			*d = (struct cluster_daemon){ .kind = DAEMON_STORE, .shard = s, .site = r,
+				.ports = { { "lmtp", cluster_site_port(c, s, r, CLUSTER_SITE_LMTP) },
+					   { "pop3", cluster_site_port(c, s, r, CLUSTER_SITE_POP3) },
+					   { "imap", cluster_site_port(c, s, r, CLUSTER_SITE_IMAP) } },
+				.n_ports = 3,
+				.metrics_port = cluster_site_port(c, s, r, CLUSTER_SITE_METRICS) };
+			if (c->replicas > 1) {
+				d->repl_port = cluster_site_port(c, s, r, CLUSTER_SITE_REPLICATION);
+				d->ports[d->n_ports++] = (struct daemon_port){ "repl", d->repl_port };
+			}
+			cluster_site_name(s, r, d->name, sizeof(d->name));
+		}
 	}
 	out[n++] = (struct cluster_daemon){ .name = "mta", .kind = DAEMON_MTA,
 		.ports = { { "smtp", cluster_port(c, CLUSTER_PORT_SMTP) },
@@ -115,8 +130,9 @@ static int port_answers(unsigned int port)
 struct cluster_opts {
 	struct cluster c;
 	bool given_shards, given_users, given_base, given_domain, given_remote, given_sink;
-	bool given_milter, given_dns, given_providers;
+	bool given_milter, given_dns, given_providers, given_replicas;
 	bool follow;
+	bool json;	/* status --json */
 	unsigned int lines;
 	const char *only;	/* logs NAME */
 	double interval_s;	/* top */
@@ -129,8 +145,8 @@ static int cluster_usage(const char *progname)
 		"usage: %s cluster up --dir DIR [--shards N] [--users U] [--base-port P]\n"
 		"                         [--domain D] [--remote-domain R] [--sink HOST:PORT]\n"
 		"                         [--milter none|rspamd] [--dns HOST:PORT]\n"
-		"                         [--directory-providers 1|2|3]\n"
-		"       %s cluster status --dir DIR\n"
+		"                         [--directory-providers 1|2|3] [--replicas 1|3]\n"
+		"       %s cluster status --dir DIR [--json]\n"
 		"       %s cluster top --dir DIR [--interval SECONDS] [--count N]\n"
 		"       %s cluster down --dir DIR\n"
 		"       %s cluster logs --dir DIR [--no-follow] [--lines N] [NAME]\n",
@@ -169,10 +185,12 @@ static bool parse_cluster_opts(int argc, char **argv, struct cluster_opts *o)
 		{ "interval", required_argument, NULL, 'i' },
 		{ "count", required_argument, NULL, 'c' },
 		{ "directory-providers", required_argument, NULL, 'P' },
+		{ "replicas", required_argument, NULL, 'r' },
+		{ "json", no_argument, NULL, 'j' },
 		{ NULL, 0, NULL, 0 },
 	};
 	*o = (struct cluster_opts){ .c = { .shards = 2, .users = 1000, .base_port = 20000,
-					   .directory_providers = 1 },
+					   .directory_providers = 1, .replicas = 1 },
 				    .follow = true, .lines = 20, .interval_s = 2.0 };
 	const char *dir = NULL, *domain = "example.test", *remote = "remote.test", *sink = NULL;
 	unsigned long v;
@@ -225,6 +243,22 @@ static bool parse_cluster_opts(int argc, char **argv, struct cluster_opts *o)
 			o->c.directory_providers = (unsigned int)v;
 			o->given_providers = true;
 			break;
+		case 'r':
+			if (!parse_number("replicas", optarg, 1, CLUSTER_MAX_SITES, &v))
+				return false;
+			if (v == 2) {
+				/* HA.md §2.4, §5.1: with two electable sites, losing
+				 * one leaves no majority: Berkeley DB 5.3 either takes
+				 * no writes or lets both become master (rollback). */
+				fprintf(stderr, "--replicas 2: two sites cannot keep a quorum: with "
+					"one lost, the other can neither win an election nor get a "
+					"commit acknowledged (or both become master); use --replicas 3\n");
+				return false;
+			}
+			o->c.replicas = (unsigned int)v;
+			o->given_replicas = true;
+			break;
+		case 'j': o->json = true; break;
 		case 'F': o->follow = false; break;
 		case 'l':
 			if (!parse_number("lines", optarg, 1, 1000000, &v))
@@ -268,6 +302,11 @@ static bool parse_cluster_opts(int argc, char **argv, struct cluster_opts *o)
 			"65535; choose a lower --base-port\n", o->c.directory_providers);
 		return false;
 	}
+	if (cluster_last_port(&o->c) > 65535) {
+		fprintf(stderr, "--base-port: the cluster's ports would go past 65535 (up to "
+			"%u); choose a lower --base-port\n", cluster_last_port(&o->c));
+		return false;
+	}
 	char abs_dir[PATH_MAX];
 	if (dir[0] != '/' && getcwd(abs_dir, sizeof(abs_dir)) != NULL)
 		o->c.dir = mt_xasprintf("%s/%s", abs_dir, dir);
@@ -308,6 +347,8 @@ static bool load_existing(struct cluster_opts *o, bool *found_r)
 		differs = "--dns";
 	else if (o->given_providers && old.directory_providers != o->c.directory_providers)
 		differs = "--directory-providers";
+	else if (o->given_replicas && old.replicas != o->c.replicas)
+		differs = "--replicas";
 	if (differs != NULL) {
 		fprintf(stderr, "%s: the cluster in %s was made with another %s; "
 			"`cluster down` and remove the directory to change it\n",
@@ -533,49 +574,179 @@ static bool rspamd_up(const struct cluster *c)
 	return true;
 }
 
-static pid_t start_daemon(const struct cluster *c, const struct cluster_daemon *d)
+/* One daemon being started: its command line and files, and the spawn. */
+struct daemon_start {
+	const struct cluster_daemon *d;
+	char *program, *conf, *log, *pidfile;
+	char *argv[10];
+	struct ctl_spawn spawn;
+	struct ctl_spawned h;
+	bool started;
+};
+
+/* Fill st for d; create_group adds --create-group (a store site: the
+ * replication group's very first start, HA.md §5.3). */
+static void start_prepare(const struct cluster *c, const struct cluster_daemon *d,
+			  bool create_group, struct daemon_start *st)
 {
-	char *conf = cluster_path(c, "mailtier.conf");
-	char *log = mt_xasprintf("%s/log/%s.log", c->dir, d->name);
-	char *pidfile = pid_path(c, d);
-	char *program = NULL;
-	char *argv[8];
+	*st = (struct daemon_start){ .d = d, .conf = cluster_path(c, "mailtier.conf"),
+		.log = mt_xasprintf("%s/log/%s.log", c->dir, d->name),
+		.pidfile = pid_path(c, d) };
+	size_t n = 0;
 	switch (d->kind) {
 	case DAEMON_STORE:
-		program = ctl_program_path("popstore", "mailtier-popstore");
-		argv[0] = program; argv[1] = "-c"; argv[2] = conf;
-		argv[3] = "-s"; argv[4] = (char *)d->name; argv[5] = "-f"; argv[6] = NULL;
+		st->program = ctl_program_path("popstore", "mailtier-popstore");
+		st->argv[n++] = st->program;
+		st->argv[n++] = "-c"; st->argv[n++] = st->conf;
+		st->argv[n++] = "-s"; st->argv[n++] = (char *)d->name;
+		st->argv[n++] = "-f";
+		if (create_group)
+			st->argv[n++] = "--create-group";
 		break;
 	case DAEMON_MTA:
 	case DAEMON_MMP:
-		program = d->kind == DAEMON_MTA ? ctl_program_path("mta", "mailtier-mta") :
+		st->program = d->kind == DAEMON_MTA ? ctl_program_path("mta", "mailtier-mta") :
 			ctl_program_path("mmp", "mailtier-mmp");
-		argv[0] = program; argv[1] = "-c"; argv[2] = conf; argv[3] = "-f"; argv[4] = NULL;
+		st->argv[n++] = st->program;
+		st->argv[n++] = "-c"; st->argv[n++] = st->conf;
+		st->argv[n++] = "-f";
 		break;
 	case DAEMON_SLAPD:
 		abort();
 	}
-	struct ctl_spawn spawn = { .name = d->name, .argv = argv, .log_path = log,
-				   .pid_path = pidfile, .ready_timeout_ms = READY_TIMEOUT_MS };
+	st->argv[n] = NULL;
+	st->spawn = (struct ctl_spawn){ .name = d->name, .argv = st->argv, .log_path = st->log,
+					.pid_path = st->pidfile,
+					.ready_timeout_ms = READY_TIMEOUT_MS };
+}
+
+static void start_free(struct daemon_start *st)
+{
+	free(st->program);
+	free(st->conf);
+	free(st->log);
+	free(st->pidfile);
+}
+
+static void start_failed(const struct daemon_start *st, char *error)
+{
+	fprintf(stderr, "%s\n", error);
+	free(error);
+	char *const tail[] = { "tail", "-n", "5", st->log, NULL };
+	ctl_run(tail);
+}
+
+/* Start st's daemon without waiting; false after a message. */
+static bool start_begin(struct daemon_start *st)
+{
 	char *error = NULL;
-	pid_t pid = ctl_spawn_daemon(&spawn, &error);
-	if (pid == 0) {
-		fprintf(stderr, "%s\n", error);
-		free(error);
-		char *const tail[] = { "tail", "-n", "5", log, NULL };
-		ctl_run(tail);
-	}
-	free(program);
-	free(conf);
-	free(log);
-	free(pidfile);
+	st->started = ctl_spawn_start(&st->spawn, &st->h, &error);
+	if (!st->started)
+		start_failed(st, error);
+	return st->started;
+}
+
+/* Wait until st's daemon (started) is ready; its pid, or 0 after a message. */
+static pid_t start_end(struct daemon_start *st)
+{
+	char *error = NULL;
+	st->started = false;
+	pid_t pid = ctl_spawn_wait(&st->h, &error);
+	if (pid == 0)
+		start_failed(st, error);
 	return pid;
+}
+
+static pid_t start_daemon(const struct cluster *c, const struct cluster_daemon *d)
+{
+	struct daemon_start st;
+	start_prepare(c, d, false, &st);
+	pid_t pid = start_begin(&st) ? start_end(&st) : 0;
+	start_free(&st);
+	return pid;
+}
+
+/* No entry in dir (or no dir): a site that never ran or lost its data. */
+static bool dir_empty(const char *path)
+{
+	DIR *dir = opendir(path);
+	if (dir == NULL)
+		return errno == ENOENT;
+	bool empty = true;
+	const struct dirent *e;
+	while (empty && (e = readdir(dir)) != NULL)
+		empty = strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0;
+	closedir(dir);
+	return empty;
+}
+
+/* The sites of one shard's replication group, sites[0..c->replicas),
+ * started unless they run (HA.md §5.3). The group's very first start
+ * (none runs, every site's environment is empty) starts the first site
+ * with --create-group and waits until it is ready (master of a group of
+ * one), then the others, which join it. Any other start passes no
+ * --create-group — a site whose data was lost must join the existing
+ * group and get a full copy, never found a second one — and starts every
+ * missing site at once: after a whole-group stop, no site can win an
+ * election before a majority of them runs. */
+static bool shard_sites_up(const struct cluster *c, const struct cluster_daemon *sites)
+{
+	pid_t pids[CLUSTER_MAX_SITES];
+	bool fresh = true;
+	for (unsigned int r = 0; r < c->replicas; r++) {
+		pids[r] = daemon_pid(c, &sites[r]);
+		char *home = cluster_site_home(c, sites[r].shard, r);
+		fresh = fresh && pids[r] == 0 && dir_empty(home);
+		free(home);
+		if (pids[r] != 0)
+			printf("%-8s already running (pid %ld)\n", sites[r].name, (long)pids[r]);
+		else if (!ports_free(&sites[r]))
+			return false;
+	}
+	struct daemon_start st[CLUSTER_MAX_SITES];
+	unsigned int first = 0;
+	bool ok = true;
+	if (fresh) {
+		start_prepare(c, &sites[0], true, &st[0]);
+		pids[0] = start_begin(&st[0]) ? start_end(&st[0]) : 0;
+		start_free(&st[0]);
+		if (pids[0] == 0)
+			return false;
+		printf("%-8s ready (pid %ld): created %s's replication group\n", sites[0].name,
+		       (long)pids[0], sites[0].name);
+		fflush(stdout);
+		first = 1;
+	}
+	unsigned int n = 0;
+	for (unsigned int r = first; r < c->replicas && ok; r++) {
+		if (pids[r] != 0)
+			continue;
+		start_prepare(c, &sites[r], false, &st[n]);
+		ok = start_begin(&st[n]);
+		n++;
+	}
+	for (unsigned int k = 0; k < n; k++) {
+		if (st[k].started) {
+			pid_t pid = start_end(&st[k]);
+			ok = ok && pid != 0;
+			if (pid != 0) {
+				printf("%-8s ready (pid %ld)\n", st[k].d->name, (long)pid);
+				fflush(stdout);
+			}
+		}
+		start_free(&st[k]);
+	}
+	return ok;
 }
 
 static void print_endpoints(const struct cluster *c)
 {
 	struct mt_buf uris = MT_BUF_INIT;
 	cluster_append_ldap_uris(&uris, c);
+	if (c->replicas > 1)
+		printf("cluster %s: each shard is a replication group of %u store sites "
+		       "(shardN, shardN-b, shardN-c);\n  roles: mailtierctl cluster status "
+		       "--dir %s\n", c->dir, c->replicas, c->dir);
 	printf("cluster %s is up: %u shards, %lu users @%s\n"
 	       "  SMTP        127.0.0.1:%u   submission 127.0.0.1:%u   submissions 127.0.0.1:%u\n"
 	       "  POP3 (MMP)  127.0.0.1:%u   POP3S 127.0.0.1:%u\n"
@@ -633,6 +804,12 @@ static int cluster_up(const struct cluster *c)
 			continue;
 		if (rspamd && daemons[i].kind == DAEMON_MTA && !rspamd_up(c))
 			return CTL_EXIT_FAIL;
+		if (daemons[i].kind == DAEMON_STORE && c->replicas > 1) {
+			if (!shard_sites_up(c, &daemons[i]))
+				return CTL_EXIT_FAIL;
+			i += c->replicas - 1;
+			continue;
+		}
 		pid_t pid = daemon_pid(c, &daemons[i]);
 		if (pid != 0) {
 			printf("%-8s already running (pid %ld)\n", daemons[i].name, (long)pid);
@@ -652,6 +829,65 @@ static int cluster_up(const struct cluster *c)
 
 /* status */
 
+enum daemon_state { STATE_STOPPED, STATE_RUNNING, STATE_READY };
+static const char *const daemon_state_names[] = { "stopped", "running", "ready" };
+static const char *const daemon_kind_names[] = {
+	[DAEMON_SLAPD] = "slapd", [DAEMON_STORE] = "store", [DAEMON_MTA] = "mta",
+	[DAEMON_MMP] = "mmp",
+};
+
+/* A daemon as status sees it now. */
+struct daemon_view {
+	const struct cluster_daemon *d;
+	pid_t pid;
+	enum daemon_state state;
+	bool port_down[4];
+	const struct ctl_metrics_target *metrics;	/* its scrape */
+	struct cluster_repl repl;	/* a store site's replication (repl.known) */
+	const char *master_site;	/* the site whose replication port repl.master is */
+};
+
+static void view_daemon(const struct cluster *c, const struct cluster_daemon *d,
+			const struct ctl_metrics_target *t, struct daemon_view *v)
+{
+	*v = (struct daemon_view){ .d = d, .pid = daemon_pid(c, d), .metrics = t };
+	bool ready = v->pid != 0;
+	for (size_t p = 0; p < d->n_ports; p++) {
+		int answers = v->pid != 0 ? port_answers(d->ports[p].port) : 0;
+		ready = ready && answers == 1;
+		v->port_down[p] = v->pid != 0 && answers != 1;
+	}
+	v->state = v->pid == 0 ? STATE_STOPPED : ready ? STATE_READY : STATE_RUNNING;
+	if (d->kind == DAEMON_STORE && v->pid != 0 && t->ok)
+		cluster_metrics_repl(&t->metrics, &v->repl);
+}
+
+/* The site whose replication address is addr ("127.0.0.1:PORT"), or NULL. */
+static const char *site_by_address(const struct cluster_daemon *d, size_t n, const char *addr)
+{
+	const char *colon = strrchr(addr, ':');
+	if (colon == NULL)
+		return NULL;
+	unsigned long port = strtoul(colon + 1, NULL, 10);
+	for (size_t i = 0; i < n; i++) {
+		if (d[i].kind == DAEMON_STORE && d[i].repl_port != 0 && d[i].repl_port == port)
+			return d[i].name;
+	}
+	return NULL;
+}
+
+/* The role of a store site for status: its replication role, or for a
+ * shard of one site "master" while it runs; NULL when not known. Other
+ * daemons: their kind. */
+static const char *view_role(const struct cluster *c, const struct daemon_view *v)
+{
+	if (v->d->kind != DAEMON_STORE)
+		return v->d->kind == DAEMON_SLAPD ? "directory" : daemon_kind_names[v->d->kind];
+	if (c->replicas <= 1)
+		return v->state == STATE_READY ? "master" : NULL;
+	return v->repl.known ? v->repl.role : NULL;
+}
+
 static void print_metrics(const struct cluster_daemon *d, const struct ctl_metrics_target *t)
 {
 	if (!t->ok) {
@@ -664,54 +900,220 @@ static void print_metrics(const struct cluster_daemon *d, const struct ctl_metri
 	mt_buf_free(&line);
 }
 
-/* One row of the table: name, pid, state, listeners; true if it runs and
- * every listener answers. */
-static bool status_row(const char *name, pid_t pid, const struct daemon_port *ports,
-		       size_t n_ports)
+/* "replication: role ..., master ..., connected N of M sites, ..." */
+static void print_replication(const struct daemon_view *v)
 {
-	bool ready = pid != 0;
-	struct mt_buf listeners = MT_BUF_INIT;
-	for (size_t p = 0; p < n_ports; p++) {
-		int answers = pid != 0 ? port_answers(ports[p].port) : 0;
-		ready = ready && answers == 1;
-		mt_buf_appendf(&listeners, "%s%s=127.0.0.1:%u%s", p > 0 ? " " : "",
-			       ports[p].label, ports[p].port,
-			       pid != 0 && answers != 1 ? "(down)" : "");
+	const struct cluster_repl *r = &v->repl;
+	if (!r->known) {
+		printf("           replication: no role reported (replication_listen set?)\n");
+		return;
 	}
+	printf("           replication: role %s, master %s%s%s%s, connected %u of %u other "
+	       "sites%s, generation %.0f, elections %.0f, master changes %.0f, "
+	       "PERM_FAILED %.0f, full copies %.0f\n",
+	       r->role, v->master_site != NULL ? v->master_site : r->master[0] != '\0' ?
+	       r->master : "none", v->master_site != NULL ? " (" : "",
+	       v->master_site != NULL ? r->master : "", v->master_site != NULL ? ")" : "",
+	       r->connected, r->sites > 0 ? r->sites - 1 : 0,
+	       strcmp(r->role, "replica") == 0 && !r->startup_done ? ", still syncing" : "",
+	       r->generation, r->elections, r->master_changes, r->perm_failed,
+	       r->internal_inits);
+}
+
+/* One row of the table: name, pid, state, listeners. */
+static void status_row(const char *name, pid_t pid, enum daemon_state state,
+		       const struct daemon_port *ports, size_t n_ports, const bool *down)
+{
+	struct mt_buf listeners = MT_BUF_INIT;
+	for (size_t p = 0; p < n_ports; p++)
+		mt_buf_appendf(&listeners, "%s%s=127.0.0.1:%u%s", p > 0 ? " " : "",
+			       ports[p].label, ports[p].port, down[p] ? "(down)" : "");
 	char pidtext[16] = "-";
 	if (pid != 0)
 		snprintf(pidtext, sizeof(pidtext), "%ld", (long)pid);
-	printf("%-8s %-8s %-8s %s\n", name, pidtext,
-	       pid == 0 ? "stopped" : ready ? "ready" : "running", mt_buf_cstr(&listeners));
+	printf("%-8s %-8s %-8s %s\n", name, pidtext, daemon_state_names[state],
+	       mt_buf_cstr(&listeners));
 	mt_buf_free(&listeners);
-	return ready;
 }
 
-static int cluster_status(const struct cluster *c)
+/* rspamd's row; true if it is ready. */
+static bool rspamd_row(const struct cluster *c)
+{
+	struct daemon_port port;
+	rspamd_port(c, &port);
+	pid_t pid = cluster_rspamd_pid(c);
+	int answers = pid != 0 ? port_answers(port.port) : 0;
+	bool down = pid != 0 && answers != 1;
+	status_row("rspamd", pid, pid == 0 ? STATE_STOPPED : answers == 1 ? STATE_READY :
+		   STATE_RUNNING, &port, 1, &down);
+	return pid != 0 && answers == 1;
+}
+
+static void print_status_text(const struct cluster *c, const struct daemon_view *v, size_t n,
+			      bool *all_ready)
+{
+	printf("cluster %s: %u shards", c->dir, c->shards);
+	if (c->replicas > 1)
+		printf(" of %u sites each", c->replicas);
+	printf(", %lu users @%s, sink %s, milter %s\n", c->users, c->domain, c->sink,
+	       cluster_milter_names[c->milter]);
+	printf("counters: each daemon's /metrics (metrics_listen), read now\n");
+	printf("%-8s %-8s %-8s %s\n", "NAME", "PID", "STATE", "LISTENERS");
+	for (size_t i = 0; i < n; i++) {
+		const struct cluster_daemon *d = v[i].d;
+		status_row(d->name, v[i].pid, v[i].state, d->ports, d->n_ports, v[i].port_down);
+		if (v[i].pid != 0 && d->metrics_port != 0)
+			print_metrics(d, v[i].metrics);
+		if (d->kind == DAEMON_STORE && c->replicas > 1 && v[i].pid != 0 &&
+		    v[i].metrics->ok)
+			print_replication(&v[i]);
+		if (d->kind == DAEMON_MTA && c->milter == CLUSTER_MILTER_RSPAMD)
+			*all_ready = rspamd_row(c) && *all_ready;
+	}
+}
+
+/* text as a JSON string (RFC 8259 7: quote, backslash and controls escaped). */
+static void json_string(struct mt_buf *out, const char *text)
+{
+	if (text == NULL) {
+		mt_buf_append_str(out, "null");
+		return;
+	}
+	mt_buf_append_char(out, '"');
+	for (; *text != '\0'; text++) {
+		unsigned char ch = (unsigned char)*text;
+		if (ch == '"' || ch == '\\')
+			mt_buf_appendf(out, "\\%c", ch);
+		else if (ch < 0x20)
+			mt_buf_appendf(out, "\\u%04x", ch);
+		else
+			mt_buf_append_char(out, (char)ch);
+	}
+	mt_buf_append_char(out, '"');
+}
+
+/* The daemon's data directory: a store site's environment, the MTA's
+ * queue, a provider's slapd directory; NULL for the MMP. Caller frees. */
+static char *data_dir(const struct cluster *c, const struct cluster_daemon *d)
+{
+	switch (d->kind) {
+	case DAEMON_STORE: return cluster_site_home(c, d->shard, d->site);
+	case DAEMON_SLAPD: return cluster_directory_path(c, d->shard);
+	case DAEMON_MTA: return cluster_path(c, "queue");
+	case DAEMON_MMP: break;
+	}
+	return NULL;
+}
+
+static void json_daemon(struct mt_buf *out, const struct cluster *c, const struct daemon_view *v)
+{
+	const struct cluster_daemon *d = v->d;
+	mt_buf_append_str(out, "{\"name\": ");
+	json_string(out, d->name);
+	mt_buf_append_str(out, ", \"kind\": ");
+	json_string(out, daemon_kind_names[d->kind]);
+	if (v->pid != 0)
+		mt_buf_appendf(out, ", \"pid\": %ld", (long)v->pid);
+	else
+		mt_buf_append_str(out, ", \"pid\": null");
+	mt_buf_append_str(out, ", \"state\": ");
+	json_string(out, daemon_state_names[v->state]);
+	mt_buf_append_str(out, ", \"role\": ");
+	json_string(out, view_role(c, v));
+	char *dir = data_dir(c, d);
+	mt_buf_append_str(out, ", \"data_dir\": ");
+	json_string(out, dir);
+	free(dir);
+	mt_buf_append_str(out, ", \"ports\": {");
+	for (size_t p = 0; p < d->n_ports; p++) {
+		mt_buf_append_str(out, p > 0 ? ", " : "");
+		json_string(out, d->ports[p].label);
+		mt_buf_appendf(out, ": %u", d->ports[p].port);
+	}
+	if (d->metrics_port != 0)
+		mt_buf_appendf(out, "%s\"metrics\": %u", d->n_ports > 0 ? ", " : "",
+			       d->metrics_port);
+	mt_buf_append_char(out, '}');
+	if (d->kind == DAEMON_STORE) {
+		char shard[32];
+		snprintf(shard, sizeof(shard), "shard%u", d->shard);
+		mt_buf_append_str(out, ", \"shard\": ");
+		json_string(out, shard);
+	}
+	if (d->kind == DAEMON_STORE && c->replicas > 1 && v->repl.known) {
+		const struct cluster_repl *r = &v->repl;
+		mt_buf_append_str(out, ", \"master\": ");
+		json_string(out, v->master_site);
+		mt_buf_append_str(out, ", \"master_address\": ");
+		json_string(out, r->master[0] != '\0' ? r->master : NULL);
+		mt_buf_appendf(out, ", \"sites\": %u, \"connected_sites\": %u, "
+			       "\"startup_done\": %s, \"generation\": %.0f, \"elections\": %.0f, "
+			       "\"master_changes\": %.0f, \"perm_failed\": %.0f, "
+			       "\"internal_inits\": %.0f",
+			       r->sites, r->connected, r->startup_done ? "true" : "false",
+			       r->generation, r->elections, r->master_changes, r->perm_failed,
+			       r->internal_inits);
+	}
+	if (v->pid != 0 && d->metrics_port != 0 && !v->metrics->ok) {
+		mt_buf_append_str(out, ", \"metrics_error\": ");
+		json_string(out, v->metrics->error);
+	}
+	mt_buf_append_char(out, '}');
+}
+
+/* {"daemons": [...]}: one object per daemon (and rspamd's with --milter
+ * rspamd), for scripts and checks. */
+static void print_status_json(const struct cluster *c, const struct daemon_view *v, size_t n,
+			      bool *all_ready)
+{
+	struct mt_buf out = MT_BUF_INIT;
+	mt_buf_append_str(&out, "{\"cluster\": ");
+	json_string(&out, c->dir);
+	mt_buf_appendf(&out, ", \"shards\": %u, \"replicas\": %u, \"daemons\": [",
+		       c->shards, c->replicas);
+	for (size_t i = 0; i < n; i++) {
+		mt_buf_append_str(&out, i > 0 ? ",\n  " : "\n  ");
+		json_daemon(&out, c, &v[i]);
+	}
+	if (c->milter == CLUSTER_MILTER_RSPAMD) {
+		pid_t pid = cluster_rspamd_pid(c);
+		struct daemon_port port;
+		rspamd_port(c, &port);
+		bool ready = pid != 0 && port_answers(port.port) == 1;
+		*all_ready = *all_ready && ready;
+		mt_buf_append_str(&out, ",\n  {\"name\": \"rspamd\", \"kind\": \"milter\", ");
+		if (pid != 0)
+			mt_buf_appendf(&out, "\"pid\": %ld", (long)pid);
+		else
+			mt_buf_append_str(&out, "\"pid\": null");
+		mt_buf_appendf(&out, ", \"state\": \"%s\", \"role\": \"milter\", "
+			       "\"ports\": {\"milter\": %u}}",
+			       pid == 0 ? "stopped" : ready ? "ready" : "running", port.port);
+	}
+	mt_buf_append_str(&out, "\n]}\n");
+	fputs(mt_buf_cstr(&out), stdout);
+	mt_buf_free(&out);
+}
+
+static int cluster_status(const struct cluster *c, bool json)
 {
 	struct cluster_daemon daemons[CLUSTER_MAX_DAEMONS];
 	size_t n = cluster_daemons(c, daemons);
-	printf("cluster %s: %u shards, %lu users @%s, sink %s, milter %s\n", c->dir, c->shards,
-	       c->users, c->domain, c->sink, cluster_milter_names[c->milter]);
-	printf("counters: each daemon's /metrics (metrics_listen), read now\n");
-	/* Every daemon's metrics at once, before the table (and its probes). */
+	/* Every daemon's metrics at once, before the probes. */
 	struct ctl_metrics_target targets[CLUSTER_MAX_DAEMONS];
 	cluster_metrics_scrape(daemons, n, targets);
-	printf("%-8s %-8s %-8s %s\n", "NAME", "PID", "STATE", "LISTENERS");
+	struct daemon_view views[CLUSTER_MAX_DAEMONS];
 	bool all_ready = true;
 	for (size_t i = 0; i < n; i++) {
-		const struct cluster_daemon *d = &daemons[i];
-		pid_t pid = daemon_pid(c, d);
-		bool ready = status_row(d->name, pid, d->ports, d->n_ports);
-		if (pid != 0 && d->metrics_port != 0)
-			print_metrics(d, &targets[i]);
-		all_ready = all_ready && ready;
-		if (d->kind == DAEMON_MTA && c->milter == CLUSTER_MILTER_RSPAMD) {
-			struct daemon_port port;
-			ready = status_row("rspamd", cluster_rspamd_pid(c), rspamd_port(c, &port), 1);
-			all_ready = all_ready && ready;
-		}
+		view_daemon(c, &daemons[i], &targets[i], &views[i]);
+		if (views[i].repl.master[0] != '\0')
+			views[i].master_site = site_by_address(daemons, n, views[i].repl.master);
+		all_ready = all_ready && views[i].state == STATE_READY;
 	}
+	if (json)
+		print_status_json(c, views, n, &all_ready);
+	else
+		print_status_text(c, views, n, &all_ready);
 	for (size_t i = 0; i < n; i++)
 		ctl_metrics_target_clear(&targets[i]);
 	return all_ready ? CTL_EXIT_OK : CTL_EXIT_FAIL;
@@ -775,7 +1177,7 @@ static int cluster_logs(const struct cluster *c, const struct cluster_opts *o)
 	size_t n = cluster_daemons(c, daemons);
 	char lines[16];
 	snprintf(lines, sizeof(lines), "%u", o->lines);
-	char *argv[CLUSTER_MAX_SHARDS + 10];
+	char *argv[CLUSTER_MAX_DAEMONS + 10];
 	size_t argc = 0;
 	argv[argc++] = "tail";
 	argv[argc++] = "-n";
@@ -795,8 +1197,9 @@ static int cluster_logs(const struct cluster *c, const struct cluster_opts *o)
 	}
 	argv[argc] = NULL;
 	if (argc == first_log) {
-		fprintf(stderr, "%s: no such daemon in %s (shard1..shard%u, mta, %smmp)\n",
-			o->only, c->dir, c->shards, rspamd ? "rspamd, " : "");
+		fprintf(stderr, "%s: no such daemon in %s (shard1..shard%u%s, mta, %smmp)\n",
+			o->only, c->dir, c->shards, c->replicas > 1 ? " with -b and -c" : "",
+			rspamd ? "rspamd, " : "");
 		return CTL_EXIT_USAGE;
 	}
 	fflush(NULL);
@@ -828,7 +1231,7 @@ int ctl_cluster(struct ctl_context *ctx, int argc, char **argv)
 			"`%s cluster up --dir %s`\n", o.c.dir, ctx->progname, o.c.dir);
 		status = CTL_EXIT_FAIL;
 	} else if (strcmp(cmd, "status") == 0) {
-		status = cluster_status(&o.c);
+		status = cluster_status(&o.c, o.json);
 	} else if (strcmp(cmd, "top") == 0) {
 		status = cluster_top(&o.c, o.interval_s, o.count);
 	} else if (strcmp(cmd, "down") == 0) {

@@ -9,7 +9,9 @@
  *                     --directory-providers N (2 or 3) provider 1 of a
  *                     multi-provider group, DIR/directoryK/ provider K
  *                     (dirsvc/README.md, "Two providers")
- * DIR/store-shardN/   each shard's Berkeley DB environment
+ * DIR/store-shardN/   each shard's Berkeley DB environment; with --replicas 3
+ *                     that of the shard's first site (shardN), and
+ *                     DIR/store-shardN-b/, -c/ those of its other two sites
  * DIR/queue/          the MTA's queue
  * DIR/tls/            a self-signed certificate for 127.0.0.1 / localhost
  * DIR/log/NAME.log    each daemon's log; DIR/run/NAME.pid its pid
@@ -22,7 +24,16 @@
  * (1-based) LMTP P+10+2(n-1) and POP3 P+11+2(n-1), then the shards' IMAP
  * ports (cluster_shard_imap), then the metrics endpoints: the MTA's, the
  * MMP's, each shard's (cluster_metrics_port), then directory providers
- * 2 and 3 (cluster_ldap_port; provider 1 is P). */
+ * 2 and 3 (cluster_ldap_port; provider 1 is P).
+ *
+ * With --replicas 3 (each shard a Berkeley DB replication group of three
+ * store sites, ../shared/HA.md §5.1), the first site of shard n is named
+ * shardN and keeps the ports above; the other two, shardN-b and shardN-c,
+ * and every site's replication port come after provider 3's port
+ * (cluster_site_port): Q = P+10+4S+4 (S shards), the replication ports
+ * Q+3(n-1)+r for site r (0..2) of shard n, then from Q+3S four ports a
+ * site — LMTP, POP3, IMAP, metrics — for sites 1 and 2 of each shard.
+ * One replica uses P..P+10+4S+3; three, P..P+14+15S-1. */
 #ifndef MT_CTL_CLUSTER_H
 #define MT_CTL_CLUSTER_H
 
@@ -35,8 +46,10 @@ struct mt_buf;
 #define CLUSTER_MAX_SHARDS 40
 /* slapd providers of the directory (multi-provider delta-syncrepl). */
 #define CLUSTER_MAX_PROVIDERS 3
-/* Every daemon: the providers, the shards, the MTA and the MMP. */
-#define CLUSTER_MAX_DAEMONS (CLUSTER_MAX_PROVIDERS + CLUSTER_MAX_SHARDS + 2)
+/* Store sites of a shard (--replicas): 1, or 3 in a replication group. */
+#define CLUSTER_MAX_SITES 3
+/* Every daemon: the providers, the shards' sites, the MTA and the MMP. */
+#define CLUSTER_MAX_DAEMONS (CLUSTER_MAX_PROVIDERS + CLUSTER_MAX_SHARDS * CLUSTER_MAX_SITES + 2)
 
 /* The mail filter in front of the MTA's SMTP and submission listeners. */
 enum cluster_milter { CLUSTER_MILTER_NONE = 0, CLUSTER_MILTER_RSPAMD };
@@ -52,6 +65,7 @@ struct cluster {
 	enum cluster_milter milter;
 	char *dns;		/* rspamd's nameserver HOST:PORT; NULL: resolv.conf */
 	unsigned int directory_providers;	/* 1 (one slapd) .. CLUSTER_MAX_PROVIDERS */
+	unsigned int replicas;	/* store sites a shard: 1 or CLUSTER_MAX_SITES */
 };
 
 enum cluster_port {
@@ -103,6 +117,26 @@ static inline unsigned int cluster_ldap_port(const struct cluster *c, unsigned i
 	return cluster_metrics_port(c, CLUSTER_METRICS_MMP + c->shards) + 1 + (k - 2);
 }
 
+/* A store site's ports (cluster_site_port). */
+enum cluster_site_port {
+	CLUSTER_SITE_LMTP = 0,
+	CLUSTER_SITE_POP3 = 1,
+	CLUSTER_SITE_IMAP = 2,
+	CLUSTER_SITE_METRICS = 3,
+	CLUSTER_SITE_REPLICATION = 4,
+};
+/* Port `which` of site r (0-based: 0 is shardN, 1 shardN-b, 2 shardN-c)
+ * of shard n (1-based); see the top of this file. */
+unsigned int cluster_site_port(const struct cluster *c, unsigned int n, unsigned int r,
+			       enum cluster_site_port which);
+/* The highest port the cluster uses. */
+unsigned int cluster_last_port(const struct cluster *c);
+/* Site r of shard n's name: "shardN", "shardN-b", "shardN-c" (its
+ * [popstore.NAME] section, its log and pid file). */
+void cluster_site_name(unsigned int n, unsigned int r, char *out, size_t size);
+/* Site r of shard n's Berkeley DB environment: DIR/store-NAME; caller frees. */
+char *cluster_site_home(const struct cluster *c, unsigned int n, unsigned int r);
+
 enum daemon_kind { DAEMON_SLAPD, DAEMON_STORE, DAEMON_MTA, DAEMON_MMP };
 
 struct daemon_port {
@@ -114,6 +148,8 @@ struct cluster_daemon {
 	char name[24];
 	enum daemon_kind kind;
 	unsigned int shard;	/* DAEMON_STORE: the shard; DAEMON_SLAPD: the provider */
+	unsigned int site;	/* DAEMON_STORE: the site of the shard (0-based) */
+	unsigned int repl_port;	/* DAEMON_STORE with replicas: replication_listen */
 	struct daemon_port ports[4];
 	size_t n_ports;
 	unsigned int metrics_port;	/* 0: it has none (slapd) */
@@ -132,6 +168,17 @@ struct ctl_metrics_target;
 void cluster_metrics_summary(struct mt_buf *out, const struct cluster_daemon *d,
 			     const struct ctl_metrics *m);
 int cluster_top(const struct cluster *c, double interval_s, unsigned long count);
+/* A store site's replication as its metrics say (the
+ * mailtier_store_replication_* families). */
+struct cluster_repl {
+	bool known;		/* the role gauge is there: replication is on */
+	const char *role;	/* "master", "replica" or "none" */
+	char master[280];	/* the master's replication HOST:PORT; "" if none known */
+	unsigned int sites, connected;	/* in the group; remote sites connected */
+	double generation, elections, master_changes, perm_failed, internal_inits;
+	bool startup_done;
+};
+void cluster_metrics_repl(const struct ctl_metrics *m, struct cluster_repl *out);
 /* Scrape every one of d[0..n) that has a metrics port, at once, into
  * targets[i] (ctl_metrics_target_clear each after; one without a port is
  * left empty: neither ok nor an error). */

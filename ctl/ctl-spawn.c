@@ -115,9 +115,9 @@ static bool has_ready(const char *msg)
 
 /* Wait until pid is ready: READY=1 on fd, or s->probe (fd is -1 then);
  * "" on success, else why not. */
-static const char *wait_ready(const struct ctl_spawn *s, int fd, pid_t pid)
+static const char *wait_ready(const struct ctl_spawn *s, int fd, pid_t pid,
+			      long long deadline)
 {
-	long long deadline = ((long long)mt_clock_ms()) + s->ready_timeout_ms;
 	for (;;) {
 		int status;
 		if (waitpid(pid, &status, WNOHANG) == pid)
@@ -155,13 +155,14 @@ static bool write_pid(const char *path, pid_t pid)
 	return ctl_write_private(path, text, &error);
 }
 
-pid_t ctl_spawn_daemon(const struct ctl_spawn *s, char **error_r)
+bool ctl_spawn_start(const struct ctl_spawn *s, struct ctl_spawned *h, char **error_r)
 {
+	*h = (struct ctl_spawned){ .s = s, .notify_fd = -1 };
 	char *notify = NULL;
 	int fd = -1;
 	if (s->probe == NULL && (fd = notify_socket(s->name, &notify)) < 0) {
 		*error_r = mt_xasprintf("notify socket: %s", strerror(errno));
-		return 0;
+		return false;
 	}
 	int log_fd = open(s->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
 	if (log_fd < 0) {
@@ -169,7 +170,7 @@ pid_t ctl_spawn_daemon(const struct ctl_spawn *s, char **error_r)
 		if (fd >= 0)
 			close(fd);
 		free(notify);
-		return 0;
+		return false;
 	}
 	fflush(NULL);
 	pid_t pid = fork();
@@ -181,11 +182,23 @@ pid_t ctl_spawn_daemon(const struct ctl_spawn *s, char **error_r)
 		*error_r = mt_xasprintf("fork: %s", strerror(errno));
 		if (fd >= 0)
 			close(fd);
-		return 0;
+		return false;
 	}
-	const char *why = wait_ready(s, fd, pid);
-	if (fd >= 0)
-		close(fd);
+	h->pid = pid;
+	h->notify_fd = fd;
+	h->deadline_ms = ((long long)mt_clock_ms()) + s->ready_timeout_ms;
+	return true;
+}
+
+pid_t ctl_spawn_wait(struct ctl_spawned *h, char **error_r)
+{
+	const struct ctl_spawn *s = h->s;
+	pid_t pid = h->pid;
+	const char *why = wait_ready(s, h->notify_fd, pid, h->deadline_ms);
+	if (h->notify_fd >= 0)
+		close(h->notify_fd);
+	h->notify_fd = -1;
+	h->pid = 0;
 	if (why[0] != '\0') {
 		if (kill(pid, 0) == 0)
 			ctl_stop_pid(pid, 5000);
@@ -201,6 +214,14 @@ pid_t ctl_spawn_daemon(const struct ctl_spawn *s, char **error_r)
 		return 0;
 	}
 	return pid;
+}
+
+pid_t ctl_spawn_daemon(const struct ctl_spawn *s, char **error_r)
+{
+	struct ctl_spawned h;
+	if (!ctl_spawn_start(s, &h, error_r))
+		return 0;
+	return ctl_spawn_wait(&h, error_r);
 }
 
 char *ctl_self_path(void)

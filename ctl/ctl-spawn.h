@@ -33,6 +33,21 @@ struct ctl_spawn {
  * lines tell why. */
 pid_t ctl_spawn_daemon(const struct ctl_spawn *s, char **error_r);
 
+/* The same in two halves, for daemons that become ready only together
+ * (the sites of a replication group elect a master once a majority of
+ * them runs): start several, then wait for each. s must live until the
+ * wait. ctl_spawn_start: false with *error_r set if nothing was started
+ * (h is then empty); ctl_spawn_wait: as ctl_spawn_daemon, and h is done
+ * with either way. The timeout counts from the start. */
+struct ctl_spawned {
+	const struct ctl_spawn *s;
+	pid_t pid;
+	int notify_fd;	/* -1 with a probe */
+	long long deadline_ms;
+};
+bool ctl_spawn_start(const struct ctl_spawn *s, struct ctl_spawned *h, char **error_r);
+pid_t ctl_spawn_wait(struct ctl_spawned *h, char **error_r);
+
 /* The path of a program shipped with mailtier, e.g. ("mta",
  * "mailtier-mta"): $MAILTIER_SBINDIR/NAME, else DIR/NAME when this
  * mailtierctl runs from a build tree (its sibling directory DIR), else

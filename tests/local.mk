@@ -60,6 +60,7 @@ integration_tests = \
 	tests/integration/test-directory.py \
 	tests/integration/test-cluster.py \
 	tests/integration/test-cluster-providers.py \
+	tests/integration/test-cluster-replicas.py \
 	tests/integration/test-cluster-milter.py \
 	tests/integration/test-metrics.py \
 	tests/integration/test-monitoring-files.py \
