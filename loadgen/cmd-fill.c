@@ -12,7 +12,11 @@
 
 #include "alloc.h"
 
+#include <errno.h>
 #include <getopt.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,7 +114,47 @@ static struct lg_fill_target *parse_lmtp(struct fill_cli *c, size_t *n_r)
 	return targets;
 }
 
-/* --lmtp-shards: the config file's [shards]: NAME = LMTP, POP3. */
+/* A site's LMTP greeting is 220 (a replica says 421 and closes): one
+ * connect and one read, each within PROBE_MS. */
+#define PROBE_MS 2000
+static bool site_greets(const struct mt_hostport *hp)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV };
+	struct addrinfo *res = NULL;
+	char port[8], reply[4] = "";
+	snprintf(port, sizeof(port), "%u", hp->port);
+	if (getaddrinfo(hp->host, port, &hints, &res) != 0 || res == NULL)
+		return false;
+	int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	bool ok = false;
+	if (fd >= 0 && (connect(fd, res->ai_addr, res->ai_addrlen) == 0 ||
+			errno == EINPROGRESS)) {
+		struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+		if (poll(&pfd, 1, PROBE_MS) == 1 && (pfd.revents & POLLOUT) != 0) {
+			pfd.events = POLLIN;
+			ok = poll(&pfd, 1, PROBE_MS) == 1 &&
+				read(fd, reply, 3) == 3 && memcmp(reply, "220", 3) == 0;
+		}
+	}
+	if (fd >= 0)
+		close(fd);
+	freeaddrinfo(res);
+	return ok;
+}
+
+/* The site of a shard to fill: the only one, or (a replication group)
+ * the first that greets as master; the first if none does (the fill then
+ * reports its refusals). */
+static unsigned int fill_master_site(const struct mt_shard_addresses *shard)
+{
+	for (unsigned int i = 0; shard->n_sites > 1 && i < shard->n_sites; i++)
+		if (site_greets(&shard->sites[i].lmtp))
+			return i;
+	return 0;
+}
+
+/* --lmtp-shards: the config file's [shards]: NAME = LMTP, POP3
+ * (of each shard's master site). */
 static struct lg_fill_target *config_shards(struct fill_cli *c,
 					    const struct mt_config *config, size_t *n_r)
 {
@@ -125,7 +169,7 @@ static struct lg_fill_target *config_shards(struct fill_cli *c,
 	targets = mt_xcalloc(sec->n_entries, sizeof(*targets));
 	for (size_t i = 0; i < sec->n_entries; i++) {
 		const struct mt_shard_addresses *shard = sec->entries[i].value;
-		const struct mt_hostport *hp = &shard->lmtp;
+		const struct mt_hostport *hp = &shard->sites[fill_master_site(shard)].lmtp;
 		targets[i].name = sec->entries[i].key;
 		targets[i].hostport = lg_strings_keep(&c->strings,
 						      mt_hostport_string(hp));

@@ -73,7 +73,9 @@ bool mmp_backend_imap_line(struct mmp_backend *b, const char *line, size_t len)
 	if (b->step == STEP_CONNECT) {
 		if (after_word(line, len, "*") == NULL ||
 		    after_word(line + 2, len - 2, "OK") == NULL) {
-			mmp_backend_finish(b, MMP_BACKEND_FAILED, NULL, "no OK greeting");
+			/* e.g. a replica's "* BYE [UNAVAILABLE] replica of
+			 * shard S, master is ...": the line goes to the log. */
+			mmp_backend_finish(b, MMP_BACKEND_FAILED, line, "no OK greeting");
 			return false;
 		}
 		send_login(b);

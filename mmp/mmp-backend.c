@@ -1,8 +1,12 @@
 /* mmp-backend.c — logging in to a store shard on a user's behalf: connect
- * to the shard's address for the session's protocol, read the greeting,
- * log in with the user's canonical address as authorization identity and
- * the proxy's own credential (proxy_user, proxy_password_file), read the
- * answer. All of it within backend_connect_timeout. The connection, the
+ * to the address of one site of the shard for the session's protocol, read
+ * the greeting (a replica of a replication group refuses with "-ERR
+ * [SYS/TEMP] replica ..." / "* BYE [UNAVAILABLE] replica ...": a failure,
+ * and mmp-login.c tries the shard's next site), log in with the user's
+ * canonical address as authorization identity and the proxy's own
+ * credential (proxy_user, proxy_password_file), read the answer. All of it
+ * within the caller's bound (backend_connect_timeout, or less of it when
+ * backend_failover_wait is nearly over). The connection, the
  * deadline and the line reading are here with the POP3 dialogue (AUTH
  * PLAIN); the IMAP dialogue is mmp-backend-imap.c's.
  *
@@ -110,7 +114,9 @@ static bool pop3_line(struct mmp_backend *b, const char *line, size_t len)
 	switch (b->step) {
 	case STEP_CONNECT:
 		if (kind != MT_POP3_OK) {
-			mmp_backend_finish(b, MMP_BACKEND_FAILED, NULL, "no +OK greeting");
+			/* e.g. a replica's "-ERR [SYS/TEMP] replica of shard S,
+			 * master is ...": the line goes to the log. */
+			mmp_backend_finish(b, MMP_BACKEND_FAILED, line, "no +OK greeting");
 			return false;
 		}
 		on_greeting(b);
@@ -190,19 +196,22 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 struct mmp_backend *mmp_backend_login(struct mmp_session *sess,
-				      struct mmp_shard *shard,
+				      struct mmp_shard *shard, unsigned int site,
+				      uint64_t timeout_ms,
 				      const char *address, mmp_backend_cb_t *cb)
 {
 	struct mmp_worker *worker = sess->worker;
-	uint64_t ms = worker->server->set->backend_connect_timeout;
+	uint64_t ms = timeout_ms;
 	struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000 };
 	struct mmp_backend *b = mt_xcalloc(1, sizeof(*b));
 	socklen_t addrlen;
-	const struct sockaddr *addr = mmp_shard_sockaddr(shard, sess->protocol, &addrlen);
+	const struct sockaddr *addr = mmp_shard_sockaddr(shard, site, sess->protocol,
+							 &addrlen);
 
 	b->sess = sess;
 	b->protocol = sess->protocol;
 	b->shard = shard;
+	b->site = site;
 	b->cb = cb;
 	b->address = mt_xstrdup(address);
 	/* POP3's lines are at most 512 octets (RFC 2449 section 4); an IMAP
@@ -223,7 +232,7 @@ struct mmp_backend *mmp_backend_login(struct mmp_session *sess,
 		/* Report it from the loop, never inside the caller's call. */
 		b->fail_reason = "cannot connect";
 		mt_slog(MT_LOG_DEBUG, &sess->log, "connect to %s: %s",
-			mmp_shard_address(shard, b->protocol), strerror(errno));
+			mmp_shard_address(shard, site, b->protocol), strerror(errno));
 		event_active(b->timer, EV_TIMEOUT, 0);
 	}
 	return b;

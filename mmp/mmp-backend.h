@@ -21,6 +21,7 @@ enum backend_step {
 struct mmp_backend {
 	struct mmp_session *sess;
 	struct mmp_shard *shard;
+	unsigned int site;
 	enum mmp_protocol protocol;
 	struct bufferevent *bev;
 	struct event *timer;

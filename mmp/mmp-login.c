@@ -35,7 +35,13 @@
  *   account on hold          -ERR [SYS/TEMP] / NO [UNAVAILABLE]
  *   directory unavailable    the same, at once
  *   shard down or silent     the same, at once if marked down, else
- *                            within backend_connect_timeout
+ *                            within backend_connect_timeout; a shard of
+ *                            several sites (a replication group) is tried
+ *                            site by site, the last master first, the
+ *                            others next (a replica refuses at its
+ *                            greeting: the next site at once), then every
+ *                            250 ms, for up to backend_failover_wait
+ *                            before this answer
  *   shard says -ERR / NO     that line, unchanged (e.g. [IN-USE], [LIMIT]),
  *                            under the client's tag for IMAP
  *   shard says the mailbox   our lookup is stale (a mailbox move, a lagging
@@ -65,6 +71,10 @@
 
 /* LOGIN_WAIT: how often a login waiting for its turn looks again. */
 #define LOGIN_WAIT_MSECS 10
+/* A shard of several sites: how often a login that found none taking it
+ * tries them again, and the least time a try gets. */
+#define FAILOVER_POLL_MSECS 250
+#define FAILOVER_TRY_MIN_MSECS 250
 
 static void backend_done(struct mmp_session *sess,
 			 enum mmp_backend_status status, const char *line,
@@ -106,17 +116,76 @@ static void auth_failed(struct mmp_session *sess, const char *reason)
 	mmp_session_login_timer_at(sess, sess->login_started_ms + delay);
 }
 
-/* sess->shard is the user's: log in there, unless it is marked down. */
+/* Log in on site of the user's shard, within timeout_ms. */
+static void backend_try(struct mmp_session *sess, unsigned int site,
+			uint64_t timeout_ms)
+{
+	sess->site = site;
+	mmp_enter_state(sess, MMP_STATE_BACKEND);
+	sess->backend = mmp_backend_login(sess, sess->shard, site, timeout_ms,
+					  sess->user, backend_done);
+}
+
+/* A shard of several sites: the next site of this pass (from the last
+ * master round the list; the first pass skips sites marked down, later
+ * ones try every site, since a replica may have been elected since its
+ * mark), or, the pass over, the next pass POLL_MSECS later, or the
+ * temporary failure once backend_failover_wait is over. */
+static void site_next(struct mmp_session *sess)
+{
+	const struct mt_mmp_settings *set = sess->worker->server->set;
+	unsigned int n = mmp_shard_sites(sess->shard);
+	uint64_t now = mt_clock_coarse_ms();
+	while (sess->site_tried < n) {
+		unsigned int site = (sess->site_first + sess->site_tried++) % n;
+		if (sess->site_pass == 0 &&
+		    mmp_shard_site_is_down(sess->shard, site, sess->protocol))
+			continue;
+		uint64_t left = sess->failover_deadline > now ?
+			sess->failover_deadline - now : 0;
+		uint64_t timeout = set->backend_connect_timeout;
+		if (left < timeout)
+			timeout = left > FAILOVER_TRY_MIN_MSECS ? left :
+				FAILOVER_TRY_MIN_MSECS;
+		backend_try(sess, site, timeout);
+		return;
+	}
+	if (now >= sess->failover_deadline || sess->worker->draining) {
+		tempfail(sess, "tempfail_shard", MMP_ANSWER_SHARD_DOWN,
+			 "no site took the login within backend_failover_wait");
+		return;
+	}
+	sess->site_pass++;
+	sess->site_tried = 0;
+	sess->site_first = mmp_shard_master(sess->shard);
+	mmp_enter_state(sess, MMP_STATE_BACKEND);
+	/* The last pass at the deadline. */
+	uint64_t next = now + FAILOVER_POLL_MSECS;
+	mmp_session_login_timer_at(sess, next < sess->failover_deadline ?
+				   next : sess->failover_deadline);
+}
+
+/* sess->shard is the user's: log in there. One site: at once, unless it
+ * is marked down. Several (a replication group): the last master first,
+ * then the others, for up to backend_failover_wait. */
 static void backend_start(struct mmp_session *sess)
 {
+	const struct mt_mmp_settings *set = sess->worker->server->set;
+	if (mmp_shard_sites(sess->shard) > 1) {
+		sess->failover_deadline = mt_clock_coarse_ms() +
+			set->backend_failover_wait;
+		sess->site_pass = 0;
+		sess->site_tried = 0;
+		sess->site_first = mmp_shard_master(sess->shard);
+		site_next(sess);
+		return;
+	}
 	if (mmp_shard_is_down(sess->shard, sess->protocol)) {
 		tempfail(sess, "tempfail_shard", MMP_ANSWER_SHARD_DOWN,
 			 "shard marked down");
 		return;
 	}
-	mmp_enter_state(sess, MMP_STATE_BACKEND);
-	sess->backend = mmp_backend_login(sess, sess->shard, sess->user,
-					  backend_done);
+	backend_try(sess, 0, set->backend_connect_timeout);
 }
 
 /* The check counted for the address (mmp_clients_attempt_start) is over. */
@@ -297,6 +366,8 @@ void mmp_login_timer_fired(struct mmp_session *sess)
 		login_try(sess, sess->password);
 	else if (sess->state == MMP_STATE_AUTH_DELAY)
 		delay_done(sess);
+	else if (sess->state == MMP_STATE_BACKEND && sess->backend == NULL)
+		site_next(sess);	/* the next pass over the shard's sites */
 	/* else the session ended meanwhile (drain, login_timeout) */
 }
 
@@ -370,6 +441,7 @@ static void backend_done(struct mmp_session *sess,
 	switch (status) {
 	case MMP_BACKEND_OK: {
 		struct bufferevent *bev = mmp_backend_take(&sess->backend);
+		mmp_shard_site_ok(sess->shard, sess->site, sess->protocol);
 		atomic_fetch_add(&server->stats.logins, 1);
 		sess->result = "ok";
 		mt_slog(MT_LOG_DEBUG, &sess->log, "login user=%s shard=%s result=ok",
@@ -402,7 +474,19 @@ static void backend_done(struct mmp_session *sess,
 	case MMP_BACKEND_FAILED:
 	default:
 		mmp_backend_free(&sess->backend);
-		mmp_shard_failed(sess->shard, sess->protocol, reason);
+		mmp_shard_failed(sess->shard, sess->site, sess->protocol, reason);
+		if (mmp_shard_sites(sess->shard) > 1) {
+			/* Down, or a replica's refusal: the next site. */
+			/* The first pass at info; the polling after it would
+			 * repeat every 250 ms. */
+			mt_slog(sess->site_pass == 0 ? MT_LOG_INFO : MT_LOG_DEBUG,
+				&sess->log, "login user=%s shard=%s "
+				"site=%u result=site_failed reason=%s answer=%s",
+				mmp_log_name(sess->user), mmp_shard_name(sess->shard),
+				sess->site + 1, reason, line != NULL ? line : "-");
+			site_next(sess);
+			return;
+		}
 		tempfail(sess, "tempfail_shard", MMP_ANSWER_SHARD_DOWN, reason);
 		return;
 	}

@@ -64,8 +64,9 @@ static void collect_shards(void)
 static void init_shards(struct mmp_server *server, struct mt_metrics *m)
 {
 	struct mt_metric_family *up = mt_metrics_gauge(m, "mailtier_mmp_shard_up",
-		"1 while the MMP sends logins to the shard's listener for the protocol, 0 "
-		"while it is marked down (until its probe answers).", "shard,protocol");
+		"1 while the MMP sends logins to the shard's listener for the protocol (for a "
+		"shard of several sites: to one of its sites), 0 while it is (every site is) "
+		"marked down (until a probe answers).", "shard,protocol");
 	struct mt_metric_family *logins = mt_metrics_counter(m,
 		"mailtier_mmp_backend_logins_total",
 		"Backend logins on users' behalf, by shard, protocol and result (ok; "

@@ -50,6 +50,14 @@ static const struct mt_setting_def mmp_settings[] = {
 	{ .name = "backend_connect_timeout", .type = MT_SETTING_DURATION,
 	  .offset = P(backend_connect_timeout), .default_value = "5s", .min = 100,
 	  .doc = "Time allowed to connect and log in to a store shard." },
+	{ .name = "backend_failover_wait", .type = MT_SETTING_DURATION,
+	  .offset = P(backend_failover_wait), .default_value = "10s", .max = 60000,
+	  .doc = "A shard listed with several sites in [shards] (a replication group): how long "
+		 "a login tries its sites (the one that last took a login first, the others next — "
+		 "a replica refuses at once —, then all of them every 250 ms) before it is "
+		 "answered -ERR [SYS/TEMP] / NO [UNAVAILABLE]. Each try gets at most "
+		 "backend_connect_timeout. 0: one pass over the sites. One-site shards are not "
+		 "affected." },
 	{ .name = "shard_retry_interval", .type = MT_SETTING_DURATION,
 	  .offset = P(shard_retry_interval), .default_value = "30s", .min = 100,
 	  .doc = "A shard that failed is marked down (its logins fail at once) and probed after 1 s, then at doubling intervals up to this; up again when a probe answers." },

@@ -33,6 +33,8 @@ struct mt_mmp_settings {
 	uint64_t imap_idle_timeout;	/* ms */
 	/* Metrics: a relayed session this long without a byte is idle. */
 	uint64_t idle_session_threshold;	/* ms */
+	/* Replicated shards: how long a login looks for a master. */
+	uint64_t backend_failover_wait;		/* ms */
 };
 
 #endif

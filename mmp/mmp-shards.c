@@ -1,23 +1,27 @@
 /* mmp-shards.c — the store shards the MMP logs users in to: the [shards]
- * table resolved once at start-up (each shard's POP3 and, if given, IMAP
- * address), a "down" mark per shard and protocol, and the probe that
- * clears it.
+ * table resolved once at start-up (each site's POP3 and, if given, IMAP
+ * address; a shard has one site, or several: the sites of its replication
+ * group, of which only the master takes logins), the site that last took a
+ * login (tried first), a "down" mark per site and protocol, and the probe
+ * that clears it.
  *
- * A shard that does not answer (connect refused or timed out, no greeting,
- * dropped connection) is marked down by the worker that saw it; logins for
- * it then fail at once (-ERR [SYS/TEMP], NO [UNAVAILABLE]) instead of each
- * waiting for the connect timeout. The main loop probes a down shard
- * (connect, read the +OK or "* OK" greeting within backend_connect_timeout,
- * QUIT or LOGOUT) 1 s after it was
- * marked down, then at doubling intervals up to shard_retry_interval, and
- * marks it up when it answers: a shard restarted by its service manager
- * is back in a second or two, one that stays dead costs a probe per
- * interval.
+ * A site that does not answer (connect refused or timed out, no OK
+ * greeting — a replica's refusal included —, dropped connection) is
+ * marked down by the worker that saw it; for a one-site shard its logins
+ * then fail at once (-ERR [SYS/TEMP], NO [UNAVAILABLE]) instead of each
+ * waiting for the connect timeout, and a shard of several sites tries the
+ * others first (mmp-login.c). The main loop probes a down site (connect,
+ * read the +OK or "* OK" greeting within backend_connect_timeout, QUIT or
+ * LOGOUT) 1 s after it was marked down, then at doubling intervals up to
+ * shard_retry_interval, and marks it up when it answers (or when a login
+ * there succeeds): a store restarted by its service manager is back in a
+ * second or two, one that stays dead costs a probe per interval.
  *
  * Trust boundary: addresses come from the operator's config; a probe reads
  * one bounded line from the shard and only checks that it is +OK.
- * Threads: the table is read-only after start-up except the down mark
- * (atomic, any thread); probes run on the main loop only.
+ * Threads: the table is read-only after start-up except the down marks,
+ * the last master and the counters (atomic, any thread); probes run on the
+ * main loop only.
  * RFC 1939 section 4 (the greeting), section 6 (QUIT); RFC 9051 7.1.1
  * (the greeting's OK), 6.1.3 (LOGOUT). */
 #include "mmp.h"
@@ -38,16 +42,16 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
-/* One protocol's address of a shard. */
+/* One protocol's address of one site of a shard. */
 struct shard_endpoint {
 	struct mmp_shard *shard;
+	unsigned int site;
 	enum mmp_protocol protocol;
 	bool configured;
 	struct sockaddr_storage addr;
 	socklen_t addrlen;
 	char addr_str[MT_SOCKADDR_STRLEN];
 	atomic_bool down;
-	atomic_uint_fast64_t logins[MMP_BACKEND_STATUS_COUNT];
 	/* main loop only */
 	struct mt_timer *retry;
 	struct bufferevent *probe;
@@ -56,10 +60,19 @@ struct shard_endpoint {
 	unsigned int probes;	/* failed probes since marked down */
 };
 
+/* One site: a store process (of a replication group, or the only one). */
+struct shard_site {
+	struct shard_endpoint endpoints[MMP_PROTO_COUNT];
+};
+
 struct mmp_shard {
 	struct mmp_shards *shards;
 	char *name;
-	struct shard_endpoint endpoints[MMP_PROTO_COUNT];
+	unsigned int n_sites;
+	struct shard_site *sites;
+	/* The site that last took a login (its master, for a group). */
+	atomic_uint master;
+	atomic_uint_fast64_t logins[MMP_PROTO_COUNT][MMP_BACKEND_STATUS_COUNT];
 };
 
 struct mmp_shards {
@@ -126,18 +139,25 @@ struct mmp_shards *mmp_shards_new(const struct mt_config *config,
 		struct mmp_shard *shard = &shards->list[i];
 		shard->shards = shards;
 		shard->name = mt_xstrdup(entry->key);
+		shard->n_sites = addrs->n_sites;
+		shard->sites = mt_xcalloc(addrs->n_sites, sizeof(*shard->sites));
+		atomic_init(&shard->master, 0);
 		shards->count++;
-		const struct mt_hostport *hps[MMP_PROTO_COUNT] = {
-			[MMP_PROTO_POP3] = &addrs->pop3, [MMP_PROTO_IMAP] = &addrs->imap,
-		};
-		for (int p = 0; p < MMP_PROTO_COUNT; p++) {
-			struct shard_endpoint *ep = &shard->endpoints[p];
-			ep->shard = shard;
-			ep->protocol = (enum mmp_protocol)p;
-			atomic_init(&ep->down, false);
-			if (!resolve(hps[p], shard, ep, error_r)) {
-				mmp_shards_free(&shards);
-				return NULL;
+		for (unsigned int s = 0; s < addrs->n_sites; s++) {
+			const struct mt_hostport *hps[MMP_PROTO_COUNT] = {
+				[MMP_PROTO_POP3] = &addrs->sites[s].pop3,
+				[MMP_PROTO_IMAP] = &addrs->sites[s].imap,
+			};
+			for (int p = 0; p < MMP_PROTO_COUNT; p++) {
+				struct shard_endpoint *ep = &shard->sites[s].endpoints[p];
+				ep->shard = shard;
+				ep->site = s;
+				ep->protocol = (enum mmp_protocol)p;
+				atomic_init(&ep->down, false);
+				if (!resolve(hps[p], shard, ep, error_r)) {
+					mmp_shards_free(&shards);
+					return NULL;
+				}
 			}
 		}
 	}
@@ -171,8 +191,10 @@ void mmp_shards_free(struct mmp_shards **shards_p)
 	*shards_p = NULL;
 	for (size_t i = 0; i < shards->count; i++) {
 		struct mmp_shard *shard = &shards->list[i];
-		for (int p = 0; p < MMP_PROTO_COUNT; p++)
-			endpoint_stop(&shard->endpoints[p]);
+		for (unsigned int s = 0; s < shard->n_sites; s++)
+			for (int p = 0; p < MMP_PROTO_COUNT; p++)
+				endpoint_stop(&shard->sites[s].endpoints[p]);
+		free(shard->sites);
 		free(shard->name);
 	}
 	free(shards->list);
@@ -200,21 +222,22 @@ struct mmp_shard *mmp_shards_get(const struct mmp_shards *shards, size_t index)
 
 bool mmp_shard_has(const struct mmp_shard *shard, enum mmp_protocol protocol)
 {
-	return shard->endpoints[protocol].configured;
+	/* Every site has the protocol's address or none has ([shards]). */
+	return shard->sites[0].endpoints[protocol].configured;
 }
 
 void mmp_shard_count_login(struct mmp_shard *shard, enum mmp_protocol protocol,
 			   enum mmp_backend_status status)
 {
 	if (status < MMP_BACKEND_STATUS_COUNT)
-		atomic_fetch_add_explicit(&shard->endpoints[protocol].logins[status], 1,
+		atomic_fetch_add_explicit(&shard->logins[protocol][status], 1,
 					  memory_order_relaxed);
 }
 
 uint64_t mmp_shard_logins(const struct mmp_shard *shard, enum mmp_protocol protocol,
 			  enum mmp_backend_status status)
 {
-	return atomic_load_explicit(&shard->endpoints[protocol].logins[status],
+	return atomic_load_explicit(&shard->logins[protocol][status],
 				    memory_order_relaxed);
 }
 
@@ -222,7 +245,7 @@ bool mmp_shards_serve(const struct mmp_shards *shards, enum mmp_protocol protoco
 		      const char **name_r)
 {
 	for (size_t i = 0; i < shards->count; i++) {
-		if (!shards->list[i].endpoints[protocol].configured) {
+		if (!mmp_shard_has(&shards->list[i], protocol)) {
 			*name_r = shards->list[i].name;
 			return false;
 		}
@@ -232,25 +255,61 @@ bool mmp_shards_serve(const struct mmp_shards *shards, enum mmp_protocol protoco
 
 const char *mmp_shard_name(const struct mmp_shard *shard) { return shard->name; }
 
-const char *mmp_shard_address(const struct mmp_shard *shard,
+unsigned int mmp_shard_sites(const struct mmp_shard *shard) { return shard->n_sites; }
+
+unsigned int mmp_shard_master(const struct mmp_shard *shard)
+{
+	unsigned int site = atomic_load_explicit(&shard->master, memory_order_relaxed);
+	return site < shard->n_sites ? site : 0;
+}
+
+const char *mmp_shard_address(const struct mmp_shard *shard, unsigned int site,
 			      enum mmp_protocol protocol)
 {
-	return shard->endpoints[protocol].addr_str;
+	return shard->sites[site].endpoints[protocol].addr_str;
 }
 
 const struct sockaddr *mmp_shard_sockaddr(const struct mmp_shard *shard,
+					  unsigned int site,
 					  enum mmp_protocol protocol,
 					  socklen_t *len_r)
 {
-	*len_r = shard->endpoints[protocol].addrlen;
-	return (const struct sockaddr *)&shard->endpoints[protocol].addr;
+	const struct shard_endpoint *ep = &shard->sites[site].endpoints[protocol];
+	*len_r = ep->addrlen;
+	return (const struct sockaddr *)&ep->addr;
 }
 
-bool mmp_shard_is_down(struct mmp_shard *shard, enum mmp_protocol protocol)
+bool mmp_shard_site_is_down(const struct mmp_shard *shard, unsigned int site,
+			    enum mmp_protocol protocol)
 {
 	/* A shard without this protocol's address is never reachable. */
-	const struct shard_endpoint *ep = &shard->endpoints[protocol];
+	const struct shard_endpoint *ep = &shard->sites[site].endpoints[protocol];
 	return !ep->configured || atomic_load_explicit(&ep->down, memory_order_relaxed);
+}
+
+bool mmp_shard_is_down(const struct mmp_shard *shard, enum mmp_protocol protocol)
+{
+	for (unsigned int s = 0; s < shard->n_sites; s++)
+		if (!mmp_shard_site_is_down(shard, s, protocol))
+			return false;
+	return true;
+}
+
+void mmp_shard_site_ok(struct mmp_shard *shard, unsigned int site,
+		       enum mmp_protocol protocol)
+{
+	struct shard_endpoint *ep = &shard->sites[site].endpoints[protocol];
+	/* Read first: a login per shard must not write a shared line. */
+	unsigned int was = atomic_load_explicit(&shard->master, memory_order_relaxed);
+	if (was != site)
+		atomic_store(&shard->master, site);
+	if (atomic_load_explicit(&ep->down, memory_order_relaxed) &&
+	    atomic_exchange(&ep->down, false))
+		mt_info("shard=%s protocol=%s site=%u address=%s event=up reason=login",
+			shard->name, mmp_protocol_names[protocol], site + 1, ep->addr_str);
+	if (was != site && shard->n_sites > 1)
+		mt_info("shard=%s site=%u address=%s event=master: logins go there first",
+			shard->name, site + 1, ep->addr_str);
 }
 
 /* Probes (main loop) */
@@ -279,8 +338,9 @@ static void probe_failed(struct shard_endpoint *ep, const char *why)
 	ep->probes++;
 	/* Once per down period at info; the rest would repeat every interval. */
 	mt_log(ep->probes == 1 ? MT_LOG_INFO : MT_LOG_DEBUG,
-	       "shard=%s protocol=%s address=%s event=probe_failed reason=%s",
-	       ep->shard->name, mmp_protocol_names[ep->protocol], ep->addr_str, why);
+	       "shard=%s protocol=%s site=%u address=%s event=probe_failed reason=%s",
+	       ep->shard->name, mmp_protocol_names[ep->protocol], ep->site + 1,
+	       ep->addr_str, why);
 	probe_schedule(ep);
 }
 
@@ -323,8 +383,8 @@ static void probe_read_cb(struct bufferevent *bev, void *arg)
 	probe_end(ep);
 	ep->probes = 0;
 	atomic_store(&ep->down, false);
-	mt_info("shard=%s protocol=%s address=%s event=up", ep->shard->name,
-		mmp_protocol_names[ep->protocol], ep->addr_str);
+	mt_info("shard=%s protocol=%s site=%u address=%s event=up", ep->shard->name,
+		mmp_protocol_names[ep->protocol], ep->site + 1, ep->addr_str);
 }
 
 static void probe_event_cb(struct bufferevent *bev, short what, void *arg)
@@ -350,6 +410,11 @@ static void probe_start(void *context)
 	struct event_base *base = mt_loop_base(shards->main_loop);
 
 	mt_timer_free(&ep->retry);	/* allowed from its own callback */
+	if (!atomic_load(&ep->down)) {
+		/* A login found it up meanwhile (mmp_shard_site_ok). */
+		ep->probes = 0;
+		return;
+	}
 	ep->probe = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
 	if (ep->probe == NULL)
 		mt_panic("bufferevent_socket_new failed");
@@ -368,18 +433,18 @@ static void probe_start(void *context)
 		probe_failed(ep, strerror(errno));
 }
 
-void mmp_shard_failed(struct mmp_shard *shard, enum mmp_protocol protocol,
-		      const char *reason)
+void mmp_shard_failed(struct mmp_shard *shard, unsigned int site,
+		      enum mmp_protocol protocol, const char *reason)
 {
-	struct shard_endpoint *ep = &shard->endpoints[protocol];
+	struct shard_endpoint *ep = &shard->sites[site].endpoints[protocol];
 	bool was_down = atomic_exchange(&ep->down, true);
 	if (was_down)
 		return;
 	uint64_t first = shard->shards->retry_interval < FIRST_PROBE_MS ?
 		shard->shards->retry_interval : FIRST_PROBE_MS;
-	mt_warning("shard=%s protocol=%s address=%s event=down reason=%s probe_ms=%llu",
-		   shard->name, mmp_protocol_names[protocol], ep->addr_str, reason,
-		   (unsigned long long)first);
+	mt_warning("shard=%s protocol=%s site=%u address=%s event=down reason=%s "
+		   "probe_ms=%llu", shard->name, mmp_protocol_names[protocol], site + 1,
+		   ep->addr_str, reason, (unsigned long long)first);
 	mt_loop_post(shard->shards->main_loop, probe_schedule, ep);
 }
 
@@ -387,6 +452,7 @@ void mmp_shards_stop(struct mmp_shards *shards)
 {
 	shards->stopping = true;
 	for (size_t i = 0; i < shards->count; i++)
-		for (int p = 0; p < MMP_PROTO_COUNT; p++)
-			endpoint_stop(&shards->list[i].endpoints[p]);
+		for (unsigned int s = 0; s < shards->list[i].n_sites; s++)
+			for (int p = 0; p < MMP_PROTO_COUNT; p++)
+				endpoint_stop(&shards->list[i].sites[s].endpoints[p]);
 }

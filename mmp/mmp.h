@@ -239,6 +239,12 @@ struct mmp_session {
 	char *login_user;		/* the USER name, once user is canonical */
 	bool rerouted;			/* this login's shard was looked up again */
 	struct mmp_shard *shard;	/* after the directory answered */
+	/* The shard's site being tried (mmp-login.c): for a shard of several
+	 * sites, passes over them from the last master until one takes the
+	 * login or backend_failover_wait is over. */
+	unsigned int site;
+	unsigned int site_first, site_tried, site_pass;
+	uint64_t failover_deadline;	/* coarse monotonic ms */
 	const char *result;		/* login outcome, for the log line */
 	const char *end;		/* how the session ended */
 	uint64_t start_ms;
@@ -383,14 +389,16 @@ typedef void mmp_backend_cb_t(struct mmp_session *sess,
 			      enum mmp_backend_status status,
 			      const char *line, const char *reason);
 
-/* Connect to shard's address for the session's protocol and log in with
- * AUTH PLAIN / AUTHENTICATE PLAIN (authzid = address, authcid =
- * proxy_user; IMAP first tells the store the client's address with ID).
- * cb runs once, from the loop, with the store's answer line (for IMAP
- * without its tag); after an OK the connected bufferevent is taken with
- * mmp_backend_take(). */
+/* Connect to the address of shard's site for the session's protocol and
+ * log in with AUTH PLAIN / AUTHENTICATE PLAIN (authzid = address, authcid
+ * = proxy_user; IMAP first tells the store the client's address with ID),
+ * all within timeout_ms. cb runs once, from the loop, with the store's
+ * answer line (for IMAP without its tag; for a failure, the refusing
+ * greeting if there was one, else NULL); after an OK the connected
+ * bufferevent is taken with mmp_backend_take(). */
 struct mmp_backend *mmp_backend_login(struct mmp_session *sess,
-				      struct mmp_shard *shard,
+				      struct mmp_shard *shard, unsigned int site,
+				      uint64_t timeout_ms,
 				      const char *address, mmp_backend_cb_t *cb);
 /* The logged-in connection (the backend object is freed). */
 struct bufferevent *mmp_backend_take(struct mmp_backend **backend_p);
@@ -413,18 +421,29 @@ struct mmp_shard *mmp_shards_find(const struct mmp_shards *shards,
 bool mmp_shards_serve(const struct mmp_shards *shards, enum mmp_protocol protocol,
 		      const char **name_r);
 const char *mmp_shard_name(const struct mmp_shard *shard);
-/* Each protocol's address has its own down mark and probe (one store
+/* Its sites: 1, or the sites of its replication group ([shards] order). */
+unsigned int mmp_shard_sites(const struct mmp_shard *shard);
+/* The site that last took a login (the group's master, as last seen). */
+unsigned int mmp_shard_master(const struct mmp_shard *shard);
+/* Each site's protocol address has its own down mark and probe (one store
  * process serves both, but a listener of it can fail alone). */
-const char *mmp_shard_address(const struct mmp_shard *shard,
+const char *mmp_shard_address(const struct mmp_shard *shard, unsigned int site,
 			      enum mmp_protocol protocol);
 const struct sockaddr *mmp_shard_sockaddr(const struct mmp_shard *shard,
+					  unsigned int site,
 					  enum mmp_protocol protocol,
 					  socklen_t *len_r);
-bool mmp_shard_is_down(struct mmp_shard *shard, enum mmp_protocol protocol);
-/* Any thread: the shard did not answer; mark it down and probe it from
- * the main loop every shard_retry_interval until it answers. */
-void mmp_shard_failed(struct mmp_shard *shard, enum mmp_protocol protocol,
-		      const char *reason);
+bool mmp_shard_site_is_down(const struct mmp_shard *shard, unsigned int site,
+			    enum mmp_protocol protocol);
+/* Every site of the shard is marked down for protocol. */
+bool mmp_shard_is_down(const struct mmp_shard *shard, enum mmp_protocol protocol);
+/* Any thread: the site did not answer or refused the session (a replica);
+ * mark it down and probe it from the main loop until it answers. */
+void mmp_shard_failed(struct mmp_shard *shard, unsigned int site,
+		      enum mmp_protocol protocol, const char *reason);
+/* Any thread: a login succeeded on site: it is up, and tried first. */
+void mmp_shard_site_ok(struct mmp_shard *shard, unsigned int site,
+		       enum mmp_protocol protocol);
 /* Any thread: count one backend login's outcome (metrics). */
 void mmp_shard_count_login(struct mmp_shard *shard, enum mmp_protocol protocol,
 			   enum mmp_backend_status status);

@@ -8,7 +8,10 @@
  * A connection that fails before running any job (refused, timed out, bad
  * greeting) while no other connection to the destination is alive fails
  * every queued job with its error: they are deferred and retried by the
- * schedule, instead of each waiting for its own connect timeout.
+ * schedule, instead of each waiting for its own connect timeout (for a
+ * shard of several sites, they go to its next site first:
+ * delivery-failover.c). Idle connections to a site that has failed since
+ * are closed rather than given work.
  *
  * Trust boundary: none of its own (jobs and results are ours). */
 #include "delivery-private.h"
@@ -71,11 +74,17 @@ static unsigned int starting(const struct dest *dest)
 
 static void pump(struct dest *dest)
 {
-	/* Idle connections first: they are ready now. */
-	for (struct conn *c = dest->conns; c != NULL && dest->queued > 0;
-	     c = conn_next(c)) {
-		if (conn_is_idle(c))
+	/* Idle connections first: they are ready now (those to a site of
+	 * the shard that has failed since are closed instead). */
+	for (struct conn *c = dest->conns, *next; c != NULL && dest->queued > 0;
+	     c = next) {
+		next = conn_next(c);
+		if (!conn_is_idle(c))
+			continue;
+		if (dest_site_current(dest, conn_site(c)))
 			conn_run(c, dest_next_job(dest));
+		else
+			conn_quit(c);
 	}
 	/* Then as many new ones as there is work for, within the limit.
 	 * Each takes a job when it is ready (dest_conn_idle()). */
@@ -103,10 +112,13 @@ void dest_submit(struct dest *dest, struct job *job)
 	pump(dest);
 }
 
-static void fail_queued(struct dest *dest, int code, const char *error)
+/* Every queued job fails with error, as if tried on site. */
+static void fail_queued(struct dest *dest, unsigned int site, int code,
+			const char *error)
 {
 	struct job *job;
 	while ((job = dest_next_job(dest)) != NULL) {
+		job->site = site;
 		for (unsigned int i = 0; i < job->count; i++)
 			job_set_result(job, i, code, error);
 		delivery_job_done(job);
@@ -115,6 +127,11 @@ static void fail_queued(struct dest *dest, int code, const char *error)
 
 void dest_conn_idle(struct dest *dest, struct conn *conn)
 {
+	if (!dest_site_current(dest, conn_site(conn))) {
+		/* Its site failed meanwhile: the next job goes elsewhere. */
+		conn_quit(conn);
+		return;
+	}
 	struct job *job = dest_next_job(dest);
 	if (job != NULL) {
 		conn_run(conn, job);
@@ -140,8 +157,10 @@ void dest_conn_gone(struct dest *dest, struct conn *conn, bool failed,
 	dest->conns = kept;
 	dest->n_conns--;
 	dest->delivery->conns--;
+	if (failed)
+		dest_site_failed(dest, conn_site(conn), error);
 	if (failed && dest->n_conns == 0)
-		fail_queued(dest, code, error);
+		fail_queued(dest, conn_site(conn), code, error);
 	else
 		pump(dest);
 	if (dest->delivery->draining)
@@ -169,8 +188,10 @@ unsigned int dests_busy(const struct delivery *d)
 
 void dests_free(struct delivery *d)
 {
-	for (struct dest *dest = d->dests; dest != NULL; dest = dest->next)
-		fail_queued(dest, 451, "451 4.3.2 delivery stopped (shutdown)");
+	for (struct dest *dest = d->dests; dest != NULL; dest = dest->next) {
+		failover_flush(dest);
+		fail_queued(dest, dest->site, 451, "451 4.3.2 delivery stopped (shutdown)");
+	}
 	while (d->dests != NULL) {
 		struct dest *dest = d->dests;
 		while (dest->conns != NULL)

@@ -3,6 +3,8 @@
  *                    each one's fate in the queue, retries, expiry
  *   delivery-dest.c  destinations: per-next-hop job queues, concurrency
  *                    limits, the connection cache
+ *   delivery-failover.c  a shard's sites (a replication group): the one
+ *                    to connect to, a job's further tries while it fails over
  *   outbound.c       one LMTP/SMTP client connection running jobs
  *   bounce.c         DSNs (RFC 3464) for failed (and NOTIFY=SUCCESS) ones
  * Trust boundary: as delivery.h. */
@@ -23,6 +25,7 @@ struct mta;
 struct attempt;
 struct dest;
 struct conn;
+struct mt_timer;
 
 enum dest_proto { DEST_LMTP, DEST_SMTP };
 
@@ -43,6 +46,12 @@ struct job {
 	char **rcpt_address;		/* what to send in RCPT TO */
 	struct rcpt_result *results;
 	char *relay;			/* "host[addr]:port" that answered */
+	/* A shard of several sites (delivery-failover.c). */
+	unsigned int site;		/* the site it was last tried on */
+	uint64_t failover_start;	/* ms (monotonic) of its first failed
+					 * try; 0: none yet */
+	unsigned int failover_tries;
+	struct mt_timer *failover_timer;	/* its next try (in dest->waiting) */
 };
 
 struct delivery_stats {
@@ -98,7 +107,39 @@ struct dest {
 	struct conn *conns;		/* every connection of this dest */
 	unsigned int n_conns;
 	bool tls_failed;		/* skip STARTTLS (a handshake failed) */
+	/* LMTP to a shard of several sites (delivery-failover.c). */
+	unsigned int site;		/* where new connections go */
+	struct job *waiting;		/* jobs waiting for their next try */
 };
+
+/* delivery-failover.c */
+struct mt_shard_addresses;
+/* The [shards] entry of an LMTP dest (NULL: SMTP, or not listed). */
+const struct mt_shard_addresses *dest_shard(const struct dest *dest);
+/* How many sites the dest has (1 for SMTP). */
+unsigned int dest_sites(const struct dest *dest);
+/* The LMTP address a new connection goes to, its site index and its
+ * connect timeout; NULL if the shard is not in [shards]. */
+const struct mt_hostport *dest_site_lmtp(const struct dest *dest,
+					 unsigned int *site_r,
+					 uint64_t *connect_ms_r);
+/* Is site where new connections go (always, for one site)? */
+bool dest_site_current(const struct dest *dest, unsigned int site);
+/* site failed (why: for the log): new connections go to the next one,
+ * unless they have moved on already. */
+void dest_site_failed(struct dest *dest, unsigned int site, const char *why);
+/* site answered 2xx: new connections go there (the last known good). */
+void dest_site_good(struct dest *dest, unsigned int site);
+/* A result that sends the recipient to the shard's next site (421, 451:
+ * the caller has taken out "not on this shard"). */
+bool failover_retryable(const struct rcpt_result *r);
+/* May job try another site (several sites, budget left, not draining)? */
+bool failover_possible(const struct job *job);
+/* Try job (its results still the last try's) again, on the next site, at
+ * once or after its backoff: it waits in its dest's waiting list. */
+void failover_again(struct job *job);
+/* Draining: every waiting job is done now with its last results. */
+void failover_flush(struct dest *dest);
 
 /* outbound.c */
 struct conn *conn_new(struct dest *dest);
@@ -112,6 +153,8 @@ void conn_quit(struct conn *conn);
 bool conn_is_idle(const struct conn *conn);
 /* Resolving, connecting, greeting, EHLO, STARTTLS: not ready yet. */
 bool conn_is_starting(const struct conn *conn);
+/* The site (of a shard of several) the connection goes to. */
+unsigned int conn_site(const struct conn *conn);
 struct conn *conn_next(const struct conn *conn);
 void conn_set_next(struct conn *conn, struct conn *next);
 

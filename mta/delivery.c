@@ -13,6 +13,12 @@
  * than max_hops bounces at once with 5.4.6 (RFC 5321 6.3). Never a DSN to
  * the null sender (RFC 5321 6.1, RFC 3461 6.2).
  *
+ * Replicated shards: a shard of several sites in [shards] is a replication
+ * group; its temporary answers (a site down, a replica's 421, a broken
+ * connection, a 451) keep the recipients in this attempt and send them to
+ * the shard's next site for shard_failover_budget before the answer decides
+ * (delivery-failover.c).
+ *
  * Stale routes: a store that answers a RCPT with its "not on this shard"
  * (451 4.4.0, popstore/lmtp-commands.c) says our lookup is older than its
  * own: the mailbox moved, or our cache or directory replica lags. The
@@ -103,6 +109,7 @@ void job_free(struct job *job)
 	free(job->rcpt_address);
 	free(job->results);
 	free(job->relay);
+	mt_timer_free(&job->failover_timer);
 	free(job);
 }
 
@@ -407,15 +414,53 @@ static bool route_again(struct route *rt, const char *text)
 	return true;
 }
 
+/* Move job's recipient i to position k (k <= i), recipient k's place
+ * going to i. */
+static void job_swap(struct job *job, unsigned int i, unsigned int k)
+{
+	if (i == k)
+		return;
+#define SWAP(type, a) do { type t_ = job->a[i]; job->a[i] = job->a[k]; \
+		job->a[k] = t_; } while (0)
+	SWAP(unsigned int, rcpt_index);
+	SWAP(unsigned int, msg_index);
+	SWAP(char *, rcpt_address);
+	SWAP(struct rcpt_result, results);
+#undef SWAP
+}
+
+/* The first kept recipients stay in job; the rest are dropped. */
+static void job_truncate(struct job *job, unsigned int kept)
+{
+	for (unsigned int i = kept; i < job->count; i++) {
+		MT_FREE(&job->rcpt_address[i]);
+		MT_FREE(&job->results[i].text);
+		job->results[i].code = 0;
+	}
+	job->count = kept;
+}
+
 void delivery_job_done(struct job *job)
 {
 	struct attempt *att = job->attempt;
+	/* A shard of several sites: its temporary answers send the
+	 * recipients to the next site (delivery-failover.c). */
+	bool failover = failover_possible(job);
+	unsigned int kept = 0;
+	for (unsigned int i = 0; i < job->count; i++) {
+		if (job->results[i].code >= 200 && job->results[i].code < 300)
+			dest_site_good(job->dest, job->site);
+	}
 	for (unsigned int i = 0; i < job->count; i++) {
 		struct route *rt = &att->routes[job->rcpt_index[i]];
 		const struct rcpt_result *r = &job->results[i];
 		if (job->dest->proto == DEST_LMTP && reply_wrong_shard(r) &&
 		    route_again(rt, r->text))
 			continue;
+		if (failover && failover_retryable(r)) {
+			job_swap(job, i, kept++);
+			continue;
+		}
 		if (r->code == 0)
 			route_decide(rt, 451, "451 4.4.0 delivery attempt ended "
 				     "without a reply");
@@ -423,6 +468,11 @@ void delivery_job_done(struct job *job)
 			route_decide(rt, r->code, r->text);
 		if (job->relay != NULL && rt->relay == NULL)
 			rt->relay = mt_xstrdup(job->relay);
+	}
+	if (kept > 0) {
+		job_truncate(job, kept);
+		failover_again(job);
+		return;
 	}
 	job_free(job);
 	/* A recipient being looked up again is dispatched from lookup_done. */
@@ -642,6 +692,8 @@ void delivery_free(struct delivery **delivery_p)
 void delivery_drain(struct delivery *d)
 {
 	d->draining = true;
+	for (struct dest *dest = d->dests; dest != NULL; dest = dest->next)
+		failover_flush(dest);
 	dests_close_idle(d);
 	if (d->attempts_active == 0)
 		mta_drain_check(d->mta);

@@ -16,7 +16,7 @@ mta_libmta_a_SOURCES = \
 	mta/queue.c mta/queue.h mta/queue-records.c mta/queue-records.h \
 	mta/queue-store.c mta/queue-store.h mta/queue-private.h mta/queue-spool.c \
 	mta/delivery.c mta/delivery.h mta/delivery-private.h \
-	mta/delivery-dest.c mta/outbound.c mta/outbound.h mta/outbound-tx.c \
+	mta/delivery-dest.c mta/delivery-failover.c mta/outbound.c mta/outbound.h mta/outbound-tx.c \
 	mta/bounce.c mta/bounce-text.c mta/bounce-text.h \
 	mta/dns.c mta/dns.h \
 	mta/admin.c mta/admin.h \
@@ -55,6 +55,7 @@ mta_integration_tests = \
 	tests/integration/test-mta-crash.py \
 	tests/integration/test-mta-popstore.py \
 	tests/integration/test-route-stale.py \
+	tests/integration/test-shard-sites.py \
 	tests/integration/test-mta-smtputf8.py \
 	tests/integration/test-mta-bigmail.py \
 	tests/integration/test-mta-milter.py \

@@ -109,6 +109,14 @@ static const struct mt_setting_def mta_settings[] = {
 	{ .name = "client_timeout", .type = MT_SETTING_DURATION,
 	  .offset = M(client_timeout), .default_value = "5m", .min = 100,
 	  .doc = "Outgoing LMTP/SMTP: time to wait for each reply (RFC 5321 4.5.3.2; the end of DATA gets twice this)." },
+	{ .name = "shard_failover_budget", .type = MT_SETTING_DURATION,
+	  .offset = M(shard_failover_budget), .default_value = "30s", .max = 600000,
+	  .doc = "A shard listed with several sites in [shards] (a replication group): how long a "
+		 "delivery keeps trying its sites (the others at once, then every 250 ms to 2 s) after "
+		 "a site refused the connection, timed out, greeted 421 (a replica), broke the "
+		 "connection or answered 421/451, before the recipients are deferred by "
+		 "retry_schedule. Connecting to such a site takes at most 2 s of connect_timeout. "
+		 "0: no failover (the first failure defers). One-site shards are not affected." },
 	{ .name = "connection_cache_time", .type = MT_SETTING_DURATION,
 	  .offset = M(connection_cache_time), .default_value = "10s", .min = 0,
 	  .doc = "Outgoing LMTP/SMTP: how long an idle connection is kept for reuse." },

@@ -71,6 +71,8 @@ struct mt_mta_settings {
 	uint64_t milter_connect_timeout;	/* ms */
 	uint64_t milter_command_timeout;	/* ms */
 	uint64_t milter_content_timeout;	/* ms */
+	/* Replicated shards (delivery-failover.c). */
+	uint64_t shard_failover_budget;		/* ms; 0: no failover */
 };
 
 #endif

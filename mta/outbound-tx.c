@@ -66,6 +66,7 @@ void conn_run(struct conn *c, struct job *job)
 {
 	struct queue_msg *msg = job_msg(job);
 	c->job = job;
+	job->site = c->site;
 	conn_enter(c, CS_TRANSACTION);
 	snprintf(c->log.queue_id, sizeof(c->log.queue_id), "%s", msg->id);
 	evtimer_del(c->timer);

@@ -4,6 +4,9 @@
  * greeting, LHLO/EHLO (HELO if EHLO is refused), opportunistic STARTTLS for
  * SMTP (RFC 3207, RFC 7435), then hand the connection to its destination
  * for jobs (run by outbound-tx.c); idle ones are kept connection_cache_time.
+ * An LMTP connection goes to one site of its shard (delivery-failover.c
+ * picks it; a shard of several sites is a replication group whose replicas
+ * greet 421 and close: conn_fail, and the job goes to the next site).
  *
  * Trust boundary: everything the server sends. Replies go through
  * lib/lineio (bounded lines) and lib-mail/smtp-reply.c (bounded replies); only
@@ -44,6 +47,7 @@ struct conn *conn_next(const struct conn *c) { return c->next; }
 void conn_set_next(struct conn *c, struct conn *next) { c->next = next; }
 bool conn_is_idle(const struct conn *c) { return c->state == CS_IDLE; }
 bool conn_is_starting(const struct conn *c) { return c->state < CS_IDLE; }
+unsigned int conn_site(const struct conn *c) { return c->site; }
 
 const char *conn_proto(const struct conn *c)
 {
@@ -206,7 +210,9 @@ static void dns_done(const struct dns_result *result, void *context)
 	struct conn *c = context;
 	c->dns = NULL;
 	if (result->status != DNS_OK) {
-		bool perm = result->status == DNS_PERMFAIL;
+		/* A shard's address is the operator's: never a bounce. */
+		bool perm = result->status == DNS_PERMFAIL &&
+			c->dest->proto != DEST_LMTP;
 		snprintf(c->last_error, sizeof(c->last_error), "%s %s: %s",
 			 perm ? "550 5.1.2" : "451 4.4.3", c->dest->name, result->error);
 		mt_slog(MT_LOG_WARNING, &c->log, "resolving %s: %s", c->dest->name,
@@ -221,7 +227,6 @@ static void dns_done(const struct dns_result *result, void *context)
 
 static void connect_next(struct conn *c)
 {
-	const struct mt_mta_settings *set = c->d->mta->set;
 	struct event_base *base = mt_loop_base(c->d->mta->loop);
 	while (c->next_addr < c->addrs.count) {
 		const struct dns_addr *a = &c->addrs.addrs[c->next_addr++];
@@ -248,7 +253,7 @@ static void connect_next(struct conn *c)
 		conn_enter(c, CS_CONNECT);
 		if (bufferevent_socket_connect(c->bev, (struct sockaddr *)&a->ss,
 					       (int)a->len) == 0) {
-			conn_set_timer(c, set->connect_timeout);
+			conn_set_timer(c, c->connect_ms);
 			return;
 		}
 		snprintf(c->last_error, sizeof(c->last_error), "connect to %s: %s",
@@ -276,16 +281,17 @@ struct conn *conn_new(struct dest *dest)
 		mt_panic("evtimer_new failed");
 	conn_set_timer(c, d->mta->set->connect_timeout + 10000);
 
+	c->connect_ms = d->mta->set->connect_timeout;
 	const struct mt_hostport *hop = dest->fixed.host != NULL ? &dest->fixed : NULL;
 	if (dest->proto == DEST_LMTP) {
-		const struct mt_shard_addresses *shard =
-			mt_config_map_get(d->mta->config, "shards", dest->name);
-		if (shard == NULL || shard->lmtp.host == NULL) {
+		/* The shard's site new connections go to (a replication
+		 * group's last known master: delivery-failover.c). */
+		hop = dest_site_lmtp(dest, &c->site, &c->connect_ms);
+		if (hop == NULL) {
 			fail_soon(c, 451, "451 4.3.5 shard %s is not in [shards]",
 				  dest->name);
 			return c;
 		}
-		hop = &shard->lmtp;
 	}
 	if (hop != NULL)
 		c->dns = dns_resolve_host(d->dns, hop->host, hop->port, dns_done, c);

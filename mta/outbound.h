@@ -36,6 +36,8 @@ struct conn {
 	struct mt_logctx log;
 	enum conn_state state;
 	bool ready_once;		/* reached idle at least once */
+	unsigned int site;		/* LMTP: the shard's site (0: the first) */
+	uint64_t connect_ms;		/* connect timeout per address */
 	struct bufferevent *bev;
 	struct event *timer;
 	struct event *soon;		/* deferred work (never call back inside) */

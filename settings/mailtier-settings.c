@@ -78,9 +78,12 @@ const struct mt_section_def mt_tls_section = {
 static void free_shard(void *entry)
 {
 	struct mt_shard_addresses *shard = entry;
-	mt_hostport_clear(&shard->lmtp);
-	mt_hostport_clear(&shard->pop3);
-	mt_hostport_clear(&shard->imap);
+	for (unsigned int i = 0; i < shard->n_sites; i++) {
+		mt_hostport_clear(&shard->sites[i].lmtp);
+		mt_hostport_clear(&shard->sites[i].pop3);
+		mt_hostport_clear(&shard->sites[i].imap);
+	}
+	free(shard->sites);
 	free(shard);
 }
 
@@ -95,7 +98,7 @@ static bool valid_shard_name(const char *name)
 	return true;
 }
 
-/* One comma-separated address of a [shards] line into out: false (and
+/* One comma-separated address of a [shards] site into out: false (and
  * *error_r) if it is not host:port. */
 static bool shard_address(const char *start, const char *end,
 			  struct mt_hostport *out, const char **error_r)
@@ -110,27 +113,83 @@ static bool shard_address(const char *start, const char *end,
 	return ok;
 }
 
-/* NAME = LMTP_ADDRESS, POP3_ADDRESS[, IMAP_ADDRESS] */
+/* One SITE, [start, end): LMTP_ADDRESS, POP3_ADDRESS[, IMAP_ADDRESS]. */
+static bool shard_site(const char *start, const char *end,
+		       struct mt_shard_site *site, const char **error_r)
+{
+	const char *first = memchr(start, ',', (size_t)(end - start));
+	const char *second = first != NULL ?
+		memchr(first + 1, ',', (size_t)(end - first - 1)) : NULL;
+	if (first == NULL || (second != NULL &&
+			      memchr(second + 1, ',', (size_t)(end - second - 1)) != NULL)) {
+		*error_r = "expected 'LMTP_ADDRESS, POP3_ADDRESS[, IMAP_ADDRESS]' "
+			"(several sites: separated by '|')";
+		return false;
+	}
+	return shard_address(start, first, &site->lmtp, error_r) &&
+		shard_address(first + 1, second != NULL ? second : end,
+			      &site->pop3, error_r) &&
+		(second == NULL ||
+		 shard_address(second + 1, end, &site->imap, error_r));
+}
+
+/* Two sites of one shard with the same address for a protocol. */
+static bool same_address(const struct mt_hostport *a, const struct mt_hostport *b)
+{
+	return a->host != NULL && b->host != NULL && a->port == b->port &&
+		strcmp(a->host, b->host) == 0;
+}
+
+/* The sites as a whole: no address twice, IMAP on all or none. */
+static bool shard_sites_check(const struct mt_shard_addresses *shard,
+			      const char **error_r)
+{
+	for (unsigned int i = 0; i < shard->n_sites; i++) {
+		const struct mt_shard_site *a = &shard->sites[i];
+		if ((a->imap.host == NULL) != (shard->sites[0].imap.host == NULL)) {
+			*error_r = "either every site has an IMAP_ADDRESS or none has";
+			return false;
+		}
+		for (unsigned int k = 0; k < i; k++) {
+			const struct mt_shard_site *b = &shard->sites[k];
+			if (same_address(&a->lmtp, &b->lmtp) ||
+			    same_address(&a->pop3, &b->pop3) ||
+			    same_address(&a->imap, &b->imap)) {
+				*error_r = "two sites have the same address";
+				return false;
+			}
+		}
+	}
+	return true;
+}
+
+/* NAME = SITE | SITE | ..., each SITE LMTP_ADDRESS, POP3_ADDRESS[,
+ * IMAP_ADDRESS]; one site is the single-host syntax. */
 static void *parse_shard(const char *key, const char *value, const char **error_r)
 {
 	if (!valid_shard_name(key)) {
 		*error_r = "shard names are 1-64 letters, digits, '-' or '_'";
 		return NULL;
 	}
-	const char *first = strchr(value, ',');
-	const char *second = first != NULL ? strchr(first + 1, ',') : NULL;
-	if (first == NULL || (second != NULL && strchr(second + 1, ',') != NULL)) {
-		*error_r = "expected 'LMTP_ADDRESS, POP3_ADDRESS[, IMAP_ADDRESS]'";
+	unsigned int n = 1;
+	for (const char *p = value; *p != '\0'; p++)
+		if (*p == '|')
+			n++;
+	if (n > MT_SHARD_SITES_MAX) {
+		*error_r = "too many sites (at most 7, separated by '|')";
 		return NULL;
 	}
-	const char *end = value + strlen(value);
 	struct mt_shard_addresses *shard = mt_xcalloc(1, sizeof(*shard));
-	bool ok = shard_address(value, first, &shard->lmtp, error_r) &&
-		  shard_address(first + 1, second != NULL ? second : end,
-				&shard->pop3, error_r) &&
-		  (second == NULL ||
-		   shard_address(second + 1, end, &shard->imap, error_r));
-	if (!ok) {
+	shard->sites = mt_xcalloc(n, sizeof(*shard->sites));
+	const char *start = value;
+	bool ok = true;
+	while (ok && shard->n_sites < n) {
+		const char *bar = strchr(start, '|');
+		const char *end = bar != NULL ? bar : start + strlen(start);
+		ok = shard_site(start, end, &shard->sites[shard->n_sites++], error_r);
+		start = end + 1;
+	}
+	if (!ok || !shard_sites_check(shard, error_r)) {
 		free_shard(shard);
 		return NULL;
 	}
@@ -142,7 +201,12 @@ const struct mt_section_def mt_shards_section = {
 	.readers = "mailtier-mta, mailtier-mmp, mailtier-popstore, mailtierctl, mailtier-load",
 	.doc = "One line per store shard: NAME = LMTP_ADDRESS, POP3_ADDRESS[, "
 	       "IMAP_ADDRESS]. NAME is the value of the users' mailHost attribute; "
-	       "the MMP's IMAP listeners need every shard's IMAP address.",
+	       "the MMP's IMAP listeners need every shard's IMAP address. A shard "
+	       "that is a replication group lists each of its sites, separated by "
+	       "'|' (at most 7): NAME = SITE | SITE | SITE, each SITE "
+	       "LMTP_ADDRESS, POP3_ADDRESS[, IMAP_ADDRESS], in the order tried "
+	       "first; the MTA and the MMP follow whichever site is master "
+	       "([mta] shard_failover_budget, [mmp] backend_failover_wait).",
 	.parse_entry = parse_shard, .free_entry = free_shard,
 };
 

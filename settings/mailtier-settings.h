@@ -28,12 +28,26 @@ struct mt_tls_config {
 	unsigned int min_version;	/* enum mt_tls_min_version */
 };
 
-/* One [shards] entry: NAME = LMTP_ADDRESS, POP3_ADDRESS[, IMAP_ADDRESS]
- * (imap.host NULL when the shard has none). */
-struct mt_shard_addresses {
+/* One site of a shard: LMTP_ADDRESS, POP3_ADDRESS[, IMAP_ADDRESS]
+ * (imap.host NULL when the site has none). */
+struct mt_shard_site {
 	struct mt_hostport lmtp;
 	struct mt_hostport pop3;
 	struct mt_hostport imap;
+};
+
+/* The most sites a shard may list (a replication group is 1 or 3; a few
+ * more leave room for a site being added or replaced). */
+#define MT_SHARD_SITES_MAX 7
+
+/* One [shards] entry: NAME = SITE | SITE | ..., each SITE
+ * LMTP_ADDRESS, POP3_ADDRESS[, IMAP_ADDRESS]. One site is a shard on one
+ * host; several are the sites of its replication group, in the order
+ * tried first (the MTA and the MMP then follow whichever is master).
+ * Either every site has an IMAP address or none has. */
+struct mt_shard_addresses {
+	unsigned int n_sites;		/* 1..MT_SHARD_SITES_MAX */
+	struct mt_shard_site *sites;
 };
 
 extern const struct mt_section_def mt_global_section;

@@ -64,9 +64,10 @@ static void test_minimal_config_and_defaults(void **state)
 		fail_msg("%s", errors);
 	const struct mt_shard_addresses *s2 = mt_config_map_get(config, "shards", "s2");
 	assert_non_null(s2);
-	assert_string_equal(s2->lmtp.host, "127.0.0.1");
-	assert_int_equal(s2->lmtp.port, 2402);
-	assert_string_equal(s2->pop3.host, "::1");
+	assert_int_equal(s2->n_sites, 1);
+	assert_string_equal(s2->sites[0].lmtp.host, "127.0.0.1");
+	assert_int_equal(s2->sites[0].lmtp.port, 2402);
+	assert_string_equal(s2->sites[0].pop3.host, "::1");
 	const struct mt_popstore_settings *ps = mt_config_get(config, "popstore", "s1");
 	assert_non_null(ps);
 	assert_int_equal(ps->db_cache_size, 32u << 20);	/* inherited */
@@ -111,11 +112,12 @@ static void test_shard_imap_address(void **state)
 		fail_msg("%s", errors);
 	const struct mt_shard_addresses *a = mt_config_map_get(config, "shards", "a");
 	const struct mt_shard_addresses *b = mt_config_map_get(config, "shards", "b");
-	assert_int_equal(a->pop3.port, 1101);
-	assert_string_equal(a->imap.host, "127.0.0.1");
-	assert_int_equal(a->imap.port, 1431);
-	assert_int_equal(b->pop3.port, 1102);
-	assert_null(b->imap.host);
+	assert_int_equal(a->n_sites, 1);
+	assert_int_equal(a->sites[0].pop3.port, 1101);
+	assert_string_equal(a->sites[0].imap.host, "127.0.0.1");
+	assert_int_equal(a->sites[0].imap.port, 1431);
+	assert_int_equal(b->sites[0].pop3.port, 1102);
+	assert_null(b->sites[0].imap.host);
 	mt_config_free(&config);
 
 	assert_null(load_text("[directory]\nuris = ldap://127.0.0.1:1/\nbase_dn = dc=x\n[mta]\nlocal_domains = x\n"
@@ -127,6 +129,54 @@ static void test_shard_imap_address(void **state)
 	free(errors);
 }
 
+/* A shard that is a replication group: NAME = SITE | SITE | SITE. */
+static void test_shard_sites(void **state)
+{
+	(void)state;
+	static const char head[] =
+		"[directory]\nuris = ldap://127.0.0.1:1/\nbase_dn = dc=x\n[mta]\nlocal_domains = x\n"
+		"[shards]\n";
+	char *errors = NULL;
+	char text[2048];
+	snprintf(text, sizeof(text), "%s"
+		 "r = 127.0.0.1:2401, 127.0.0.1:1101, 127.0.0.1:1431 |"
+		 " 127.0.0.2:2401,127.0.0.2:1101,127.0.0.2:1431|[::1]:2401, [::1]:1101, [::1]:1431\n"
+		 "p = 10.0.0.1:24, 10.0.0.1:110 | 10.0.0.2:24, 10.0.0.2:110\n", head);
+	struct mt_config *config = load_text(text, &errors);
+	if (errors != NULL)
+		fail_msg("%s", errors);
+	const struct mt_shard_addresses *r = mt_config_map_get(config, "shards", "r");
+	const struct mt_shard_addresses *p = mt_config_map_get(config, "shards", "p");
+	assert_int_equal(r->n_sites, 3);
+	assert_string_equal(r->sites[0].lmtp.host, "127.0.0.1");
+	assert_string_equal(r->sites[1].pop3.host, "127.0.0.2");
+	assert_int_equal(r->sites[1].imap.port, 1431);
+	assert_string_equal(r->sites[2].lmtp.host, "::1");
+	assert_int_equal(r->sites[2].imap.port, 1431);
+	assert_int_equal(p->n_sites, 2);
+	assert_string_equal(p->sites[1].lmtp.host, "10.0.0.2");
+	assert_int_equal(p->sites[1].pop3.port, 110);
+	assert_null(p->sites[1].imap.host);
+	mt_config_free(&config);
+
+	/* Each bad line refused with its line and why. */
+	snprintf(text, sizeof(text), "%s"
+		 "e1 = 1.1.1.1:1, 1.1.1.1:2 |\n"
+		 "e2 = 1.1.1.1:1, 1.1.1.1:2 | 1.1.1.2:1\n"
+		 "e3 = 1.1.1.1:1, 1.1.1.1:2, 1.1.1.1:3 | 1.1.1.2:1, 1.1.1.2:2\n"
+		 "e4 = 1.1.1.1:1, 1.1.1.1:2 | 1.1.1.1:1, 1.1.1.2:2\n"
+		 "e5 = a:1,a:2|b:1,b:2|c:1,c:2|d:1,d:2|e:1,e:2|f:1,f:2|g:1,g:2|h:1,h:2\n"
+		 "e6 = 1.1.1.1:1, 1.1.1.1:2 | 1.1.1.2:1, nonsense\n", head);
+	assert_null(load_text(text, &errors));
+	assert_non_null(strstr(errors, ":7: [shards] e1: expected 'LMTP_ADDRESS, POP3_ADDRESS"));
+	assert_non_null(strstr(errors, ":8: [shards] e2: expected 'LMTP_ADDRESS, POP3_ADDRESS"));
+	assert_non_null(strstr(errors, ":9: [shards] e3: either every site has an IMAP_ADDRESS or none has"));
+	assert_non_null(strstr(errors, ":10: [shards] e4: two sites have the same address"));
+	assert_non_null(strstr(errors, ":11: [shards] e5: too many sites"));
+	assert_non_null(strstr(errors, ":12: [shards] e6: "));
+	free(errors);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -134,6 +184,7 @@ int main(void)
 		cmocka_unit_test(test_minimal_config_and_defaults),
 		cmocka_unit_test(test_cross_section_checks),
 		cmocka_unit_test(test_shard_imap_address),
+		cmocka_unit_test(test_shard_sites),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
