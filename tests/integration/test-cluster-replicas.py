@@ -257,8 +257,11 @@ def test(h):
                         [f"before {i}" for i in range(3)] + ["after failover", "while wiped"])
 
     h.ctl("cluster", "down", "--dir", d)
+    assert all(e["pid"] is None for e in status_json(h, d).values())
     for e in daemons.values():
-        assert e["pid"] is None or not os.path.exists(f"/proc/{e['pid']}"), e
+        if e["pid"] is not None:
+            wait_for(f"{e['name']} gone", lambda: not os.path.exists(f"/proc/{e['pid']}"),
+                     timeout=10)
 
 
 if __name__ == "__main__":
