@@ -10,10 +10,13 @@ void mt_daemon_args_usage(FILE *out, const char *name, bool takes_shard)
 {
 	fprintf(out, "usage: %s [-c FILE]%s [-f|-F]\n"
 		"  -c, --config FILE     config file (default %s)\n", name,
-		takes_shard ? " [-s SHARD]" : "", MT_DEFAULT_CONFIG_FILE);
+		takes_shard ? " [-s SHARD] [--create-group]" : "", MT_DEFAULT_CONFIG_FILE);
 	if (takes_shard)
 		fprintf(out, "  -s, --shard SHARD     the shard to serve: "
-			"[popstore.SHARD]\n");
+			"[popstore.SHARD]\n"
+			"  --create-group        found the shard's replication group: its very\n"
+			"                        first start, on one site only (never on a site\n"
+			"                        whose data was lost: it rejoins without)\n");
 	fprintf(out, "  -f, -F, --foreground  log to stderr (foreground runs, "
 		"tests)\n  -h, --help            this text\n");
 }
@@ -25,12 +28,14 @@ int mt_daemon_args_parse(int argc, char **argv, const char *name,
 		{ "config", required_argument, NULL, 'c' },
 		{ "shard", required_argument, NULL, 's' },
 		{ "foreground", no_argument, NULL, 'f' },
+		{ "create-group", no_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	args_r->config_path = MT_DEFAULT_CONFIG_FILE;
 	args_r->foreground = false;
 	args_r->shard = NULL;
+	args_r->create_group = false;
 	optind = 0;	/* glibc: start afresh (tests parse more than once) */
 	int opt;
 	while ((opt = getopt_long(argc, argv, takes_shard ? "c:s:fFh" : "c:fFh",
@@ -45,6 +50,13 @@ int mt_daemon_args_parse(int argc, char **argv, const char *name,
 				return 2;
 			}
 			args_r->shard = optarg;
+			break;
+		case 'G':
+			if (!takes_shard) {
+				mt_daemon_args_usage(stderr, name, takes_shard);
+				return 2;
+			}
+			args_r->create_group = true;
 			break;
 		case 'f':
 		case 'F':

@@ -16,6 +16,9 @@ struct mt_daemon_args {
 	const char *config_path;	/* MT_DEFAULT_CONFIG_FILE unless -c */
 	bool foreground;		/* -f or -F: log to stderr */
 	const char *shard;		/* -s, or NULL */
+	/* --create-group (shard daemons): found the replication group. Once,
+	 * on one site, never on a site whose data was lost. */
+	bool create_group;
 };
 
 /* Parse argv for the daemon `name` (takes_shard: it accepts -s). Returns

@@ -188,6 +188,7 @@ int mt_daemon_main(const struct mt_daemon_def *def, void *context,
 	struct mt_daemon d = {
 		.def = def, .context = context,
 		.config_path = args.config_path, .shard = args.shard,
+		.create_group = args.create_group,
 	};
 	const char *error = NULL;
 
@@ -228,7 +229,7 @@ int mt_daemon_main(const struct mt_daemon_def *def, void *context,
 		mt_timer_add(d.loop, d.stats_interval_msecs, true, stats_cb, &d);
 	mt_notify_ready();
 
-	status = mt_loop_run(d.loop) == 0 ? 0 : 1;
+	status = mt_loop_run(d.loop) == 0 ? d.exit_status : 1;
 	mt_info("stopping");
 	mt_timer_free(&stats);
 	mt_timer_free(&watchdog);

@@ -68,7 +68,7 @@ struct mt_daemon_def {
 	void (*drain)(struct mt_daemon *d);
 	/* Every d->stats_interval_msecs (0: never): the counters line. */
 	void (*stats)(struct mt_daemon *d);
-	/* The loop has returned (status 0 or 1): free the daemon's state.
+	/* The loop has returned (status 0, 1 or the daemon's exit_status): free the daemon's state.
 	 * The loop, config and TLS contexts are still there. */
 	void (*stop)(struct mt_daemon *d, int status);
 };
@@ -78,6 +78,10 @@ struct mt_daemon {
 	void *context;			/* the daemon's own state */
 	const char *config_path;
 	const char *shard;		/* -s, or NULL */
+	bool create_group;		/* --create-group */
+	/* The exit status when the loop ends normally (0; a daemon sets
+	 * another before mt_loop_exit(), e.g. 75 to be restarted). */
+	int exit_status;
 	struct mt_config *config;
 	const struct mt_global_settings *global;
 	struct mt_loop *loop;

@@ -243,7 +243,7 @@ static void peer_ip_literal(const struct sockaddr *peer, char *buf, size_t size)
 
 void lmtp_session_accept(struct popstore *ps, int fd, const struct sockaddr *peer)
 {
-	char addr[MT_SOCKADDR_STRLEN], line[256];
+	char addr[MT_SOCKADDR_STRLEN], line[512];
 	struct mt_logctx log = { .session_id = mt_session_id_new() };
 
 	mt_sockaddr_str(peer, addr, sizeof(addr));
@@ -254,6 +254,13 @@ void lmtp_session_accept(struct popstore *ps, int fd, const struct sockaddr *pee
 		popstore_metrics_session_end(ps, POPSTORE_LMTP, MT_OUTCOME_REFUSED, NULL);
 		snprintf(line, sizeof(line), "554 5.7.1 %s LMTP access denied\r\n",
 			 ps->hostname);
+		refuse_socket(fd, line);
+		return;
+	}
+	if (!popstore_store_serving(ps, POPSTORE_LMTP, line, sizeof(line))) {
+		mt_slog(MT_LOG_INFO, &log, "lmtp refused peer=%s reason=not-serving", addr);
+		ps->refused_connections++;
+		popstore_metrics_session_end(ps, POPSTORE_LMTP, MT_OUTCOME_REFUSED, NULL);
 		refuse_socket(fd, line);
 		return;
 	}

@@ -66,6 +66,15 @@ static void failed_check_cb(void *context)
 	struct popstore *ps = context;
 	if (mt_store_failed(ps->store))
 		popstore_store_fatal(ps, "Berkeley DB panic (DB_RUNRECOVERY)");
+	else if (mt_store_demoted(ps->store) && ps->daemon->exit_status == 0) {
+		/* HA.md 5.3: close and restart as a replica (systemd's
+		 * Restart=on-failure, or mailtierctl cluster up). */
+		mt_warning("shard %s: this site is no longer the master: exiting (75) to "
+			   "rejoin as a replica", ps->shard);
+		mt_notify_status("shard %s: demoted, restarting", ps->shard);
+		ps->daemon->exit_status = 75;
+		mt_loop_exit(ps->loop);
+	}
 }
 
 /* Signals */
@@ -178,6 +187,8 @@ static bool configure(struct mt_daemon *d, const char **error_r)
 	const char *error;
 	ps->config = d->config;
 	ps->global = d->global;
+	ps->daemon = d;
+	ps->create_group = d->create_group;
 	if (!select_shard(ps, d->config_path, d->shard, error_r))
 		return false;
 	ps->hostname = mt_daemon_hostname(ps->set->hostname);
@@ -227,10 +238,14 @@ static void start(struct mt_daemon *d)
 	mt_dirsvc_metrics(ps->dirsvc, d->metrics);
 	ps->failed_check = mt_timer_add(ps->loop, FAILED_CHECK_MSECS, true,
 					failed_check_cb, ps);
-	mt_info("ready shard=%s db_home=%s tls=%s proxy_logins=%s", ps->shard,
-		ps->set->db_home, ps->tls != NULL ? "yes" : "no",
-		ps->proxy_password != NULL ? "yes" : "no");
-	mt_notify_status("shard %s: serving", ps->shard);
+	char why[320] = "";
+	bool serving = mt_store_serving(ps->store, why, sizeof(why));
+	mt_info("ready shard=%s db_home=%s tls=%s proxy_logins=%s replication=%s%s%s",
+		ps->shard, ps->set->db_home, ps->tls != NULL ? "yes" : "no",
+		ps->proxy_password != NULL ? "yes" : "no",
+		ps->set->replication_listen[0] != '\0' ? ps->set->replication_listen : "off",
+		serving ? "" : " state=", serving ? "" : why);
+	mt_notify_status("shard %s: %s", ps->shard, serving ? "serving" : why);
 }
 
 static void stop(struct mt_daemon *d, int status)

@@ -11,8 +11,10 @@
  * scrape), whether the store is in no-space mode, and the LMTP, POP3 and
  * IMAP commands by verb and result (lib-mail/command-metrics, added when
  * a session ends); the per-address tables' counts (lib/authfail-metrics:
- * "client", the sessions per address; "auth", failed logins and blocks).
- * The directory's come from dirsvc.
+ * "client", the sessions per address; "auth", failed logins and blocks);
+ * for a replicated shard, the site's role, its master, connected sites,
+ * elections, PERM_FAILEDs and full copies (store-repl.c's status, read
+ * without a Berkeley DB call). The directory's come from dirsvc.
  *
  * Trust boundary: none (counts). No RFC. */
 #include "popstore.h"
@@ -28,8 +30,16 @@
 #include "pop3-parse.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 extern const struct mt_command_table imap_command_table;
+
+enum {
+	R_SITES, R_CONNECTED, R_GENERATION, R_STARTUP_DONE, R_ELECTIONS, R_MASTER_CHANGES,
+	R_PERM_FAILED, R_INTERNAL_INITS, R_LOG_REMOVED, R_UNREPLICATED, REPL_COUNT
+};
+
+static const char *const role_names[3] = { "master", "replica", "none" };
 
 struct popstore_metrics {
 	struct mt_metrics *registry;
@@ -39,6 +49,11 @@ struct popstore_metrics {
 	struct mt_series *mailboxes_open;
 	struct mt_authfail_metrics *address_sessions, *auth_failures;
 	bool env_error_logged;
+	/* Replication (a replicated store only): the role's three series,
+	 * one per configured site for the master, and the rest. */
+	struct mt_series *role[3];
+	struct mt_series **master;	/* per replication_sites entry */
+	struct mt_series *repl[REPL_COUNT];
 };
 
 enum {
@@ -49,6 +64,81 @@ enum {
 };
 
 static struct mt_series *series[P_COUNT];
+
+static void collect_replication(struct popstore *ps, struct popstore_metrics *pm)
+{
+	if (pm->master == NULL)
+		return;
+	struct mt_store_repl_info info;
+	mt_store_repl_info_get(ps->store, &info);
+	for (unsigned int i = 0; i < 3; i++)
+		mt_series_set(pm->role[i], strcmp(info.role, role_names[i]) == 0 ? 1 : 0);
+	const struct mt_strlist *sites = &ps->set->replication_sites;
+	for (size_t i = 0; i < sites->count; i++)
+		mt_series_set(pm->master[i], strcmp(info.master, sites->items[i]) == 0 ? 1 : 0);
+	mt_series_set(pm->repl[R_SITES], info.sites);
+	mt_series_set(pm->repl[R_CONNECTED], info.connected);
+	mt_series_set(pm->repl[R_GENERATION], info.generation);
+	mt_series_set(pm->repl[R_STARTUP_DONE], info.startup_done ? 1 : 0);
+	mt_series_store(pm->repl[R_ELECTIONS], info.elections);
+	mt_series_store(pm->repl[R_MASTER_CHANGES], info.master_changes);
+	mt_series_store(pm->repl[R_PERM_FAILED], info.perm_failed);
+	mt_series_store(pm->repl[R_INTERNAL_INITS], info.internal_inits);
+	mt_series_store(pm->repl[R_LOG_REMOVED], info.log_files_removed);
+	mt_series_store(pm->repl[R_UNREPLICATED], info.unreplicated_answers);
+}
+
+/* A replicated store's series (the names mailtierctl cluster status and
+ * the alert rules read). Site addresses as label values: the operator's
+ * configured list, so the cardinality stays bounded. */
+static void replication_init(struct popstore *ps, struct popstore_metrics *pm,
+			     struct mt_metrics *m)
+{
+	if (ps->set->replication_listen[0] == '\0')
+		return;
+	struct mt_metric_family *f = mt_metrics_gauge(m, "mailtier_store_replication_role",
+		"1 for this store site's replication role now (master: serves; replica: "
+		"refuses sessions, applies the master's log; none: no role yet).", "role");
+	for (unsigned int i = 0; i < 3; i++)
+		pm->role[i] = mt_metric_series1(f, role_names[i]);
+	f = mt_metrics_gauge(m, "mailtier_store_replication_master_info",
+		"1 for the site this one knows as its group's master, 0 for the others.",
+		"master");
+	const struct mt_strlist *sites = &ps->set->replication_sites;
+	pm->master = mt_xcalloc(sites->count, sizeof(*pm->master));
+	for (size_t i = 0; i < sites->count; i++)
+		pm->master[i] = mt_metric_series1(f, sites->items[i]);
+	pm->repl[R_SITES] = mt_metrics_gauge_series(m, "mailtier_store_replication_sites",
+		"Sites in this shard's replication group.");
+	pm->repl[R_CONNECTED] = mt_metrics_gauge_series(m,
+		"mailtier_store_replication_connected_sites",
+		"Other sites of the group connected to this one now.");
+	pm->repl[R_GENERATION] = mt_metrics_gauge_series(m,
+		"mailtier_store_replication_generation",
+		"The group's replication generation (one more at each new master).");
+	pm->repl[R_STARTUP_DONE] = mt_metrics_gauge_series(m,
+		"mailtier_store_replication_startup_done",
+		"1 once a replica has caught up with its master and applies live records.");
+	pm->repl[R_ELECTIONS] = mt_metrics_counter_series(m,
+		"mailtier_store_replication_elections_total", "Elections this site took part in.");
+	pm->repl[R_MASTER_CHANGES] = mt_metrics_counter_series(m,
+		"mailtier_store_replication_master_changes_total",
+		"Times another site became master.");
+	pm->repl[R_PERM_FAILED] = mt_metrics_counter_series(m,
+		"mailtier_store_replication_perm_failed_total",
+		"Commits whose replicas' acknowledgements did not come in time "
+		"(answered as temporary failures).");
+	pm->repl[R_INTERNAL_INITS] = mt_metrics_counter_series(m,
+		"mailtier_store_replication_internal_inits_total",
+		"Full copies of the store this site received (a new or wiped site).");
+	pm->repl[R_LOG_REMOVED] = mt_metrics_counter_series(m,
+		"mailtier_store_replication_log_files_removed_total",
+		"Log files removed once past replication_log_retention.");
+	pm->repl[R_UNREPLICATED] = mt_metrics_counter_series(m,
+		"mailtier_store_replication_unreplicated_answers_total",
+		"Store requests answered with a temporary failure because their commit (or "
+		"a barrier) was not acknowledged by a replica.");
+}
 
 static void collect(void *context)
 {
@@ -77,6 +167,7 @@ static void collect(void *context)
 	mt_series_store(series[P_BYTES], c.bytes_stored);
 
 	struct popstore_metrics *pm = ps->metrics;
+	collect_replication(ps, pm);
 	struct mt_store_env_counters env;
 	const char *error;
 	if (!mt_store_env_counters_get(ps->store, &env, &error)) {
@@ -165,6 +256,7 @@ void popstore_metrics_init(struct popstore *ps, struct mt_metrics *m)
 		"mailtier_popstore_commit_latency_seconds",
 		"Seconds from a store write's submission (a delivery, an expunge, flags) "
 		"until the log flush that made it durable."));
+	replication_init(ps, pm, m);
 	pm->address_sessions = mt_authfail_metrics_new(m, "client", &ps->address_sessions);
 	pm->auth_failures = mt_authfail_metrics_new(m, "auth", &ps->auth_failures);
 	ps->metrics = pm;
@@ -194,6 +286,7 @@ void popstore_metrics_free(struct popstore *ps)
 	for (unsigned int i = 0; i < POPSTORE_PROTOCOL_COUNT; i++)
 		mt_command_metrics_free(&pm->commands[i]);
 	mt_conn_metrics_free(&pm->closed);
+	free(pm->master);
 	free(pm);
 	ps->metrics = NULL;
 }

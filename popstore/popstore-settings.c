@@ -140,6 +140,31 @@ static const struct mt_setting_def popstore_settings[] = {
 		 "with XQUEUEID (the MTA's LHLO name and queue id): a second delivery with "
 		 "the same id to the same mailbox within it (an MTA killed or cut off "
 		 "after the store committed) stores no second copy." },
+	{ .name = "replication_listen", .type = MT_SETTING_STRING,
+	  .offset = S(replication_listen),
+	  .doc = "This store site's Berkeley DB replication address (host:port, exactly as "
+		 "in replication_sites); empty: no replication (a shard of one site). "
+		 "Replication traffic is plaintext and unauthenticated (Berkeley DB 5.3): "
+		 "a private network only." },
+	{ .name = "replication_sites", .type = MT_SETTING_LIST,
+	  .offset = S(replication_sites),
+	  .doc = "Every site of this shard's replication group, this one included, the same "
+		 "list on every site: one, or three or more (two cannot keep a quorum)." },
+	{ .name = "replication_priority", .type = MT_SETTING_UINT,
+	  .offset = S(replication_priority), .default_value = "100", .min = 1, .max = 1000000,
+	  .doc = "Election priority of this site (higher wins among equally current sites)." },
+	{ .name = "replication_ack_timeout", .type = MT_SETTING_DURATION,
+	  .offset = S(replication_ack_timeout), .default_value = "1s", .min = 10,
+	  .max = 60000,
+	  .doc = "How long a commit waits for a replica's acknowledgement; without it the "
+		 "answer is a temporary failure (LMTP 451, IMAP NO, POP3 -ERR)." },
+	{ .name = "replication_log_retention", .type = MT_SETTING_DURATION,
+	  .offset = S(replication_log_retention), .default_value = "6h", .min = 60000,
+	  .doc = "Log files are kept this long, so a site away for less catches up from "
+		 "the log instead of by a full copy." },
+	{ .name = "replication_log_retention_size", .type = MT_SETTING_SIZE,
+	  .offset = S(replication_log_retention_size), .default_value = "2G",
+	  .doc = "...and at least this much of the newest log is kept." },
 	MT_SETTINGS_END,
 };
 
@@ -154,6 +179,40 @@ static void check_cidr_list(struct mt_config_checker *checker,
 			mt_config_check_error(checker, section, key, "'%s': %s",
 					      list->items[i], error);
 	}
+}
+
+/* replication_listen is one of replication_sites, listed once; the group
+ * has one site or three or more (lib-bdb/bdb-repl.c checks the rest at
+ * start: the addresses' form). */
+static void check_replication(struct mt_config_checker *checker,
+			      const struct mt_section *section,
+			      const struct mt_popstore_settings *set)
+{
+	const struct mt_strlist *sites = &set->replication_sites;
+	if (set->replication_listen[0] == '\0') {
+		if (sites->count > 0)
+			mt_config_check_error(checker, section, "replication_sites",
+				"replication_sites needs replication_listen (this site)");
+		return;
+	}
+	bool listed = false;
+	for (size_t i = 0; i < sites->count; i++) {
+		listed = listed || strcmp(sites->items[i], set->replication_listen) == 0;
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(sites->items[i], sites->items[j]) == 0)
+				mt_config_check_error(checker, section, "replication_sites",
+					"'%s' is listed twice", sites->items[i]);
+	}
+	if (!listed)
+		mt_config_check_error(checker, section, "replication_listen",
+			"'%s' is not one of replication_sites", set->replication_listen);
+	if (sites->count == 2)
+		mt_config_check_error(checker, section, "replication_sites",
+			"a group of two sites cannot keep a quorum when one is lost: "
+			"use one site or three");
+	if (sites->count > 15)
+		mt_config_check_error(checker, section, "replication_sites",
+			"at most 15 sites");
 }
 
 /* Run for each [popstore.NAME] (the config loader skips the base). */
@@ -177,6 +236,7 @@ static void popstore_check(struct mt_config_checker *checker,
 	if (set->imaps_listen.host != NULL && no_cert)
 		mt_config_check_error(checker, section, "imaps_listen",
 			"imaps_listen needs a certificate: set [tls] cert_file and key_file");
+	check_replication(checker, section, set);
 }
 
 const struct mt_section_def mt_popstore_section = {

@@ -1,5 +1,6 @@
 /* popstore.c — what the daemon's parts share besides its main(): the
- * session count against max_sessions, the exit on a failed store, socket
+ * session count against max_sessions, a replica's refusal of new sessions
+ * (naming the master), the exit on a failed store, socket
  * options, the proxy address check, the CIDR lists and the store's open
  * from the settings. In a file of its own so that the session-level fuzz
  * target (tests/fuzz/fuzz-popstore-session.c) runs the daemon's very code.
@@ -120,7 +121,17 @@ struct bufferevent *popstore_accept(struct popstore *ps, int fd,
 {
 	const char *proto = popstore_protocol_names[protocol];
 	const char *error;
+	char refusal[512];
 	mt_sockaddr_str(peer, addr, MT_SOCKADDR_STRLEN);
+	if (!popstore_store_serving(ps, protocol, refusal, sizeof(refusal))) {
+		mt_slog(MT_LOG_INFO, log, "%s refused peer=%s reason=not-serving", proto, addr);
+		ps->refused_connections++;
+		popstore_metrics_session_end(ps, protocol, MT_OUTCOME_REFUSED, NULL);
+		if (!implicit_tls)
+			(void)send(fd, refusal, strlen(refusal), MSG_NOSIGNAL | MSG_DONTWAIT);
+		close(fd);
+		return NULL;
+	}
 	if (!popstore_session_add(ps, popstore_is_proxy(ps, peer))) {
 		mt_slog(MT_LOG_WARNING, log,
 			"%s refused peer=%s reason=max-sessions limit=%llu", proto, addr,
@@ -206,6 +217,21 @@ void popstore_store_fatal(struct popstore *ps, const char *error)
 	(void)mt_timer_add(ps->loop, FATAL_EXIT_MSECS, false, fatal_exit_cb, ps);
 }
 
+bool popstore_store_serving(struct popstore *ps, enum popstore_protocol protocol,
+			    char *line, size_t size)
+{
+	char why[320];
+	if (ps->store == NULL || mt_store_serving(ps->store, why, sizeof(why)))
+		return true;
+	static const char *const codes[POPSTORE_PROTOCOL_COUNT] = {
+		[POPSTORE_LMTP] = "421 4.3.2", [POPSTORE_POP3] = "-ERR [SYS/TEMP]",
+		[POPSTORE_IMAP] = "* BYE [UNAVAILABLE]",
+	};
+	snprintf(line, size, "%s %s %s (shard %s), try another site\r\n", codes[protocol],
+		 ps->hostname, why, ps->shard);
+	return false;
+}
+
 struct mt_cidr *popstore_parse_cidrs(const struct mt_strlist *list, size_t *count_r)
 {
 	struct mt_cidr *cidrs = mt_xcalloc(list->count + 1, sizeof(*cidrs));
@@ -219,7 +245,7 @@ struct mt_cidr *popstore_parse_cidrs(const struct mt_strlist *list, size_t *coun
 
 void popstore_open_store(struct popstore *ps)
 {
-	const struct mt_store_settings ss = {
+	struct mt_store_settings ss = {
 		.home = ps->set->db_home, .mode = MT_STORE_MODE_SERVE, .create = true,
 		.cache_size = ps->set->db_cache_size,
 		.commit_threads = (unsigned int)ps->set->commit_threads,
@@ -228,6 +254,22 @@ void popstore_open_store(struct popstore *ps)
 		.redelivery_window_secs = (unsigned int)(ps->set->redelivery_window / 1000),
 		.max_mailbox_messages = ps->set->max_mailbox_messages,
 	};
+	char name[128];
+	snprintf(name, sizeof(name), "store %s", ps->shard);
+	const struct mt_popstore_settings *set = ps->set;
+	const struct mt_store_replication repl = {
+		.listen = set->replication_listen,
+		.sites = (const char *const *)set->replication_sites.items,
+		.site_count = set->replication_sites.count,
+		.priority = (unsigned int)set->replication_priority,
+		.ack_timeout_ms = (unsigned int)set->replication_ack_timeout,
+		.create_group = ps->create_group,
+		.log_retention_secs = set->replication_log_retention / 1000,
+		.log_retention_bytes = set->replication_log_retention_size,
+		.name = name,
+	};
+	if (set->replication_listen[0] != '\0')
+		ss.replication = &repl;
 	const char *error;
 	enum mt_store_status status = mt_store_open(&ss, &ps->store, &error);
 	if (status != MT_STORE_OK)

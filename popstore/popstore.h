@@ -46,6 +46,8 @@ extern const char *const popstore_protocol_names[POPSTORE_PROTOCOL_COUNT];
 #define POPSTORE_OUTPUT_HIGH (128 * 1024)
 #define POPSTORE_INPUT_HIGH (64 * 1024)
 
+struct mt_daemon;
+
 struct popstore {
 	struct mt_config *config;
 	const struct mt_popstore_settings *set;
@@ -80,6 +82,10 @@ struct popstore {
 	 * sessions per user (keyed by a digest of the name): popstore.c. */
 	struct mt_authfail *address_sessions, *user_sessions;
 	bool fatal;			/* the store failed: exit non-zero */
+	/* Replication: --create-group; the daemon (its exit_status: 75 after
+	 * a demotion, to restart as a replica). */
+	bool create_group;
+	struct mt_daemon *daemon;
 	struct mt_timer *failed_check;	/* main.c: a panic seen off-session */
 
 	/* Daemon-wide counters for the stats line. */
@@ -112,6 +118,12 @@ void popstore_session_remove(struct popstore *ps);
  * systemd restarts the daemon into recovery. Nothing is acknowledged
  * after this. */
 void popstore_store_fatal(struct popstore *ps, const char *error);
+/* A replicated store that is not serving (a replica, no master yet, a
+ * master without a quorum, demoted): refuse a new session of protocol
+ * with its temporary refusal naming why and the master, fill line and
+ * return false. True: serve it. */
+bool popstore_store_serving(struct popstore *ps, enum popstore_protocol protocol,
+			    char *line, size_t size);
 /* Socket options for an accepted connection: TCP_NODELAY, because a reply
  * is often a status line and then data from the store a moment later, and
  * Nagle's algorithm would hold the second back for the client's delayed

@@ -10,6 +10,7 @@ store_libmtstore_a_SOURCES = \
 	store/store-req.h \
 	store/store-env.c \
 	store/store-lifecycle.c \
+	store/store-repl.c \
 	store/store-records.c \
 	store/store-commit.c \
 	store/store-purge.c \

@@ -240,6 +240,9 @@ struct mt_store_req *store_req_submit(struct mt_store_req *req)
 		req_refuse(req, MT_STORE_INVALID, "store opened for administration only");
 	if (!req->refused && atomic_load(&store->failed))
 		req_refuse(req, MT_STORE_FATAL, "store failed: restart needed for recovery");
+	if (!req->refused && store->repl != NULL &&
+	    atomic_load(&store->repl_state) != STORE_REPL_SERVING)
+		req_refuse(req, MT_STORE_TEMPFAIL, "not the master of the shard's group");
 	if (req->refused) {
 		if (req->ops->settle != NULL)
 			req->ops->settle(store, req, false);

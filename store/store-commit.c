@@ -56,6 +56,8 @@ static int request_run(DB_ENV *env, DB_TXN *txn, void *context)
 	(void)txn;
 	struct mt_store_req *req = context;
 	req->ops->run(req->store, req);
+	req->unreplicated = store_repl_unreplicated(req->store, req->needs_flush,
+						    req->ops->unflushed);
 	return 0;
 }
 
@@ -77,8 +79,15 @@ static void request_done(int status, void *context)
 		store_req_set_error(req, store_status_from_db(store, flush_ret),
 			store_error("making the transaction durable failed: %s",
 				    db_strerror(flush_ret)));
+	bool durable = flush_ret == 0;
+	if (durable && req->unreplicated) {
+		/* On this disk, not on a replica's: no positive answer. */
+		store_req_set_error(req, MT_STORE_TEMPFAIL,
+			"not replicated: the shard's replicas did not acknowledge it");
+		durable = false;
+	}
 	if (req->ops->settle != NULL)
-		req->ops->settle(store, req, flush_ret == 0);
+		req->ops->settle(store, req, durable);
 	bool expunged = req->removed > 0 && status == 0;
 	store_req_complete(req);
 	if (expunged)
@@ -113,11 +122,18 @@ bool store_commit_start(struct mt_store *store, const char **error_r)
 		.context = store,
 	};
 	const char *error;
-	store->commit = mt_bdb_commit_start(store->env, &set, &error);
-	if (store->commit == NULL) {
+	struct mt_bdb_commit *commit = mt_bdb_commit_start(store->env, &set, &error);
+	if (commit == NULL) {
 		*error_r = store_error("store %s: %s", store->home, error);
 		return false;
 	}
+	/* A replicated site starts it when elected, on the notifier thread,
+	 * while the daemon's loop may already read it (metrics). */
+	pthread_mutex_lock(&store->repl_lock);
+	store->commit = commit;
+	if (store->commit_latency != NULL)
+		mt_bdb_commit_observe_latency(commit, store->commit_latency);
+	pthread_mutex_unlock(&store->repl_lock);
 	return true;
 }
 
@@ -147,15 +163,20 @@ unsigned int store_commit_executing(struct mt_store *store)
 
 void mt_store_observe_commit_latency(struct mt_store *store, struct mt_series *histogram)
 {
+	pthread_mutex_lock(&store->repl_lock);
+	store->commit_latency = histogram;
 	if (store->commit != NULL)
 		mt_bdb_commit_observe_latency(store->commit, histogram);
+	pthread_mutex_unlock(&store->repl_lock);
 }
 
 void store_commit_counters(struct mt_store *store, struct mt_store_counters *c)
 {
+	pthread_mutex_lock(&store->repl_lock);
 	struct mt_bdb_commit_stats st = store->commit_final;
 	if (store->commit != NULL)
 		mt_bdb_commit_get_stats(store->commit, &st);
+	pthread_mutex_unlock(&store->repl_lock);
 	c->flushes = st.flushes;
 	c->flushed_requests = st.jobs;
 	c->max_batch = st.max_batch;

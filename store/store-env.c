@@ -13,7 +13,9 @@
  * included) or left it panicked, and mailtierctl can join it while the
  * daemon runs without disturbing it. One serving process per store (a
  * flock()ed lock file). Log files are removed once no checkpoint needs them
- * (DB_LOG_AUTO_REMOVE); the checkpointer (store-lifecycle.c) checkpoints
+ * (DB_LOG_AUTO_REMOVE; a replicated store keeps them for a retention
+ * instead, store-repl.c, which also configures repmgr before the open and
+ * gets the replication events); the checkpointer (store-lifecycle.c) checkpoints
  * every checkpoint_secs, and sooner once 256 MB of log has been written,
  * bounding log space and recovery time. Deadlocks are broken by the default
  * detector at each blocked lock request (set_lk_detect). A Berkeley DB
@@ -172,6 +174,7 @@ static void store_event(DB_ENV *dbenv, u_int32_t event, void *info)
 				 store->home);
 		break;
 	default:
+		(void)store_repl_event(store, event, info);
 		break;
 	}
 }
@@ -292,15 +295,21 @@ enum mt_store_status store_env_open(struct mt_store *store, const char **error_r
 		lg_bsize = LOG_BUFFER_MAX;
 	/* The most a log flush writes is the log buffer. */
 	store->reserve_size = lg_bsize + RESERVE_SLACK;
-	const u_int32_t env_flags = DB_CREATE | DB_INIT_TXN | DB_INIT_LOG |
+	u_int32_t env_flags = DB_CREATE | DB_INIT_TXN | DB_INIT_LOG |
 		DB_INIT_LOCK | DB_INIT_MPOOL | DB_THREAD | DB_RECOVER | DB_REGISTER;
+	u_int32_t repl_flags = 0;
+	enum mt_store_status repl_status = store_repl_configure(store, &repl_flags, error_r);
+	if (repl_status != MT_STORE_OK)
+		return repl_status;
+	env_flags |= repl_flags;
 	if ((ret = env->set_cachesize(env, (u_int32_t)(set->cache_size >> 30),
 				      (u_int32_t)(set->cache_size & ((1u << 30) - 1)),
 				      1)) != 0 ||
 	    (ret = env->set_lk_detect(env, DB_LOCK_DEFAULT)) != 0 ||
 	    (ret = env->set_lg_max(env, (u_int32_t)set->log_file_size)) != 0 ||
 	    (ret = env->set_lg_bsize(env, (u_int32_t)lg_bsize)) != 0 ||
-	    (ret = env->log_set_config(env, DB_LOG_AUTO_REMOVE, 1)) != 0 ||
+	    (store->repl == NULL &&
+	     (ret = env->log_set_config(env, DB_LOG_AUTO_REMOVE, 1)) != 0) ||
 	    (ret = env->set_lk_max_locks(env, LOCKS_MAX)) != 0 ||
 	    (ret = env->set_lk_max_objects(env, LOCKS_MAX)) != 0 ||
 	    (ret = env->set_lk_max_lockers(env, LOCKERS_MAX)) != 0 ||
@@ -574,6 +583,7 @@ void store_env_close(struct mt_store *store)
 		store->imap = NULL;
 	}
 	dbs_close_all(store);
+	store_repl_stop(store);
 	if (store->env != NULL) {
 		int ret = store->env->close(store->env, 0);
 		if (ret != 0 && !atomic_load(&store->failed))
@@ -583,6 +593,7 @@ void store_env_close(struct mt_store *store)
 			env_remove_regions(store->home);
 		store->env = NULL;
 	}
+	store_repl_free(store);
 	if (store->lock_fd >= 0)
 		close(store->lock_fd);	/* releases the flock */
 	store->lock_fd = -1;

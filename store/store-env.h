@@ -10,6 +10,7 @@
 #include "store.h"
 #include "bdb-checkpoint.h"
 #include "bdb-commit.h"
+#include "bdb-repl.h"
 
 #include <db.h>
 #include <pthread.h>
@@ -92,8 +93,9 @@ struct mt_store {
 	int lock_fd;			/* STORE_LOCK_FILE, SERVE mode */
 
 	/* Group commit (store-commit.c on lib-bdb/bdb-commit.h). */
-	struct mt_bdb_commit *commit;
+	struct mt_bdb_commit *commit;	/* set under repl_lock */
 	struct mt_bdb_commit_stats commit_final;	/* after the close */
+	struct mt_series *commit_latency;	/* under repl_lock */
 
 	/* The reader pool: lib-bdb's pipeline with read jobs only. */
 	struct mt_bdb_commit *readers;
@@ -139,6 +141,24 @@ struct mt_store {
 	 * environment is left for the next open's recovery, not closed. */
 	bool unwritten;
 
+	/* Replication (store-repl.c); repl NULL: a store of one site. */
+	struct mt_bdb_repl *repl;
+	atomic_int repl_state;		/* enum store_repl_state */
+	/* A commit's acknowledgements did not come: until one does, every
+	 * positive outcome first needs an acknowledged commit (HA.md 5.2). */
+	atomic_bool unreplicated;
+	/* Becoming master, on the replication notifier thread (the
+	 * lifecycle's phases after join). */
+	enum mt_store_status (*promote)(struct mt_store *store, const char **error_r);
+	pthread_mutex_t repl_lock;
+	struct mt_store_repl_info repl_info;	/* under repl_lock */
+	bool repl_started, repl_promote_pending;	/* under repl_lock */
+	/* The settings' replication, the store's own copy. */
+	struct mt_store_replication repl_set;
+	char **repl_sites;
+	time_t repl_archived;		/* the checkpointer's last log removal */
+	atomic_uint_fast64_t n_log_removed, n_unreplicated;
+
 	atomic_uint_fast64_t n_deliveries, n_delivery_requests, n_expunges,
 		n_expunged, n_retries, n_reads, n_checkpoints, n_purged, n_purge_txns,
 		n_chunk_writes, n_aborted, n_swept, n_duplicates, n_bytes_stored;
@@ -171,12 +191,54 @@ enum mt_store_status store_env_dbs_make(struct mt_store *store,
  * a failed last checkpoint: see store-env.c) and release the lock. */
 void store_env_close(struct mt_store *store);
 
+/* store-repl.c: one site of a replication group (see store.h). */
+enum store_repl_state {
+	STORE_REPL_JOINING,		/* no role yet */
+	STORE_REPL_REPLICA,
+	STORE_REPL_PROMOTING,		/* elected: opening, becoming master */
+	STORE_REPL_SERVING,		/* master, serving */
+	STORE_REPL_DEMOTED,		/* was master: must close */
+	STORE_REPL_FAILED,		/* becoming master failed: must close */
+};
+/* Before the environment's open: the group from the settings, repmgr's
+ * configuration; *flags_r the open flags replication adds. */
+enum mt_store_status store_repl_configure(struct mt_store *store, u_int32_t *flags_r,
+					  const char **error_r);
+/* From the environment's event callback; false: not replication's. */
+bool store_repl_event(struct mt_store *store, u_int32_t event, void *info);
+/* Join the group (the lifecycle's join phase): repmgr started; returns
+ * once this site is master or a replica (or join_ms passed). When the
+ * site becomes master, now or later, store->promote runs on the
+ * notifier thread. */
+enum mt_store_status store_repl_join(struct mt_store *store, const char **error_r);
+/* The checkpointer's second: the status for mt_store_repl_info_get, and
+ * now and then the removal of log files past their retention. */
+void store_repl_tick(struct mt_store *store);
+/* Stop the notifier (no more promotions), before the threads stop. */
+void store_repl_stop(struct mt_store *store);
+/* After the environment's close. */
+void store_repl_free(struct mt_store *store);
+/* Commit path, after a request ran (its commits done): whether what it
+ * answers is not replicated — a commit of its without acknowledgements,
+ * or (while an earlier one lacks them) a barrier commit without them
+ * (HA.md 5.2). unflushed: a streamed body's chunk write, covered by its
+ * delivery's commit. */
+bool store_repl_unreplicated(struct mt_store *store, bool committed, bool unflushed);
+static inline bool store_repl_demoted(struct mt_store *store)
+{
+	int state = atomic_load(&store->repl_state);
+	return store->repl != NULL && (state == STORE_REPL_DEMOTED || state == STORE_REPL_FAILED);
+}
+
 /* meta.db's format records (store-records.c), which the environment's
  * open, creation and upgrade read and write. New store: write them. */
 int store_records_format_init(struct mt_store *store, DB_TXN *txn);
 /* Rewrite the format-version record (the upgrades). */
 int store_records_format_set(struct mt_store *store, DB_TXN *txn,
 			     uint32_t version);
+/* The replication barrier (store-repl.c): a small write whose commit's
+ * acknowledgements vouch for every earlier commit. */
+int store_records_barrier(struct mt_store *store, DB_TXN *txn);
 /* Existing store: check them (format version, chunk size). */
 enum mt_store_status store_records_format_check(struct mt_store *store,
 						const char **error_r);

@@ -5,9 +5,13 @@
  *   open     the settings' defaults; the environment with recovery, and the
  *            databases of an existing store with their format checked
  *            (store-env.c). No writes. ADMIN mode (mailtierctl) stops here.
- *   join     joining the shard's replication group: nothing yet (one site
- *            is its own group, master at once). Replication starts here
- *            and waits to be elected (HA.md 5.3).
+ *   join     joining the shard's replication group (store-repl.c): one
+ *            site is its own group, master at once; a replicated site
+ *            starts repmgr and the checkpointer (log retention, status)
+ *            here, and goes on only once elected — at once, or later on
+ *            the replication notifier thread (promote), while the caller
+ *            already has the store and refuses sessions
+ *            (mt_store_serving). A replica opens no database.
  *   master   what may only be done as master, since a client's writes are
  *            rolled back (HA.md 5.3): a new store's databases or an older
  *            format's upgrade (store-env.c), the sweep of half-written
@@ -20,8 +24,10 @@
  *            full disk (store-space.c).
  *   close    the threads stopped once what is queued is done and flushed,
  *            a last checkpoint, the environment closed (store-env.c).
- * Demotion (a master that becomes a client) is not a phase yet: with
- * replication it closes the sessions and exits (HA.md 5.3), from here.
+ * Demotion (a master that becomes a client): mt_store_demoted() says so
+ * and the daemon closes the store and exits, to rejoin as a replica
+ * (HA.md 5.3); close stops the notifier first, so no promotion runs
+ * during it.
  *
  * Trust boundary: the settings come from the administrator's config (the
  * daemon's, or mailtierctl's command line).
@@ -75,7 +81,21 @@ static struct mt_store *store_new(const struct mt_store_settings *set,
 		free(store);
 		return NULL;
 	}
+	if (set->replication != NULL && set->mode == MT_STORE_MODE_SERVE) {
+		const struct mt_store_replication *r = set->replication;
+		store->repl_set = *r;
+		store->repl_set.listen = mt_xstrdup(r->listen != NULL ? r->listen : "");
+		store->repl_set.name = mt_xstrdup(r->name != NULL ? r->name : "store");
+		store->repl_sites = mt_xcalloc(r->site_count + 1, sizeof(char *));
+		for (size_t i = 0; i < r->site_count; i++)
+			store->repl_sites[i] = mt_xstrdup(r->sites[i]);
+		store->repl_set.sites = (const char *const *)store->repl_sites;
+		store->set.replication = &store->repl_set;
+	} else
+		store->set.replication = NULL;	/* a reader needs none (HA.md 2.5) */
 	store_purge_init(store);
+	pthread_mutex_init(&store->repl_lock, NULL);
+	atomic_init(&store->repl_state, STORE_REPL_JOINING);
 	pthread_mutex_init(&store->space_lock, NULL);
 	pthread_rwlock_init(&store->io_lock, NULL);
 	store_mailbox_table_init(store);
@@ -86,6 +106,14 @@ static void store_free(struct mt_store *store)
 {
 	store_env_close(store);
 	store_purge_deinit(store);
+	pthread_mutex_destroy(&store->repl_lock);
+	if (store->repl_sites != NULL) {
+		for (size_t i = 0; i < store->repl_set.site_count; i++)
+			free(store->repl_sites[i]);
+		free(store->repl_sites);
+		free((char *)store->repl_set.listen);
+		free((char *)store->repl_set.name);
+	}
 	pthread_mutex_destroy(&store->space_lock);
 	pthread_rwlock_destroy(&store->io_lock);
 	store_mailbox_table_deinit(store);
@@ -95,23 +123,30 @@ static void store_free(struct mt_store *store)
 	free(store);
 }
 
-/* Open: the environment (recovery) and what databases exist; no writes. */
+/* Open: the environment (recovery) and what databases exist; no writes.
+ * A replicated site opens its databases only once it is master. */
 static enum mt_store_status phase_open(struct mt_store *store,
 				       const char **error_r)
 {
 	enum mt_store_status status = store_env_open(store, error_r);
-	if (status == MT_STORE_OK)
+	if (status == MT_STORE_OK && store->repl == NULL)
 		status = store_env_dbs_open(store, error_r);
 	return status;
 }
+
+static enum mt_store_status checkpointer_start(struct mt_store *store,
+					       const char **error_r);
 
 /* Join the shard's group: one site is its own group, master at once. */
 static enum mt_store_status phase_join(struct mt_store *store,
 				       const char **error_r)
 {
-	(void)store;
-	(void)error_r;
-	return MT_STORE_OK;
+	if (store->repl == NULL)
+		return MT_STORE_OK;
+	enum mt_store_status status = checkpointer_start(store, error_r);
+	if (status == MT_STORE_OK)
+		status = store_repl_join(store, error_r);
+	return status;
 }
 
 /* Become master: the open-time writes and the state computed from the
@@ -119,7 +154,11 @@ static enum mt_store_status phase_join(struct mt_store *store,
 static enum mt_store_status phase_master(struct mt_store *store,
 					 const char **error_r)
 {
-	enum mt_store_status status = store_env_dbs_make(store, error_r);
+	enum mt_store_status status = MT_STORE_OK;
+	if (store->repl != NULL)
+		status = store_env_dbs_open(store, error_r);
+	if (status == MT_STORE_OK)
+		status = store_env_dbs_make(store, error_r);
 	/* Before any delivery can begin: what a crash left half-written. */
 	if (status == MT_STORE_OK)
 		status = store_chunks_open(store, error_r);
@@ -138,6 +177,11 @@ static bool checkpoint_tick(void *context)
 	struct mt_store *store = context;
 	if (atomic_load(&store->failed))
 		return false;
+	if (store->repl != NULL) {
+		store_repl_tick(store);
+		if (atomic_load(&store->repl_state) != STORE_REPL_SERVING)
+			return false;	/* a replica checkpoints with its master */
+	}
 	if (!store_space_full(store))
 		(void)store_space_headroom(store, false);
 	if (store_space_full(store)) {
@@ -160,13 +204,13 @@ static bool checkpointed(void *context, int ret, bool written)
 	return true;
 }
 
-/* Serve: the threads that run requests and keep the store. */
-static enum mt_store_status phase_serve(struct mt_store *store,
-					const char **error_r)
+/* The checkpointer (in join for a replicated site, which needs its
+ * second on every role; else in serve). */
+static enum mt_store_status checkpointer_start(struct mt_store *store,
+					       const char **error_r)
 {
-	if (!store_commit_start(store, error_r) || !store_readers_start(store, error_r) ||
-	    !store_purge_start(store, error_r))
-		return MT_STORE_TEMPFAIL;
+	if (store->checkpointer != NULL)
+		return MT_STORE_OK;
 	const struct mt_bdb_checkpoint_settings ckp = {
 		.name = "store", .interval_secs = store->set.checkpoint_secs,
 		.log_kbytes = CHECKPOINT_LOG_KBYTES,
@@ -179,6 +223,25 @@ static enum mt_store_status phase_serve(struct mt_store *store,
 		return MT_STORE_TEMPFAIL;
 	}
 	return MT_STORE_OK;
+}
+
+/* Serve: the threads that run requests and keep the store. */
+static enum mt_store_status phase_serve(struct mt_store *store,
+					const char **error_r)
+{
+	if (!store_commit_start(store, error_r) || !store_readers_start(store, error_r) ||
+	    !store_purge_start(store, error_r))
+		return MT_STORE_TEMPFAIL;
+	return checkpointer_start(store, error_r);
+}
+
+/* A replicated site elected master (on the notifier thread). */
+static enum mt_store_status promote(struct mt_store *store, const char **error_r)
+{
+	enum mt_store_status status = phase_master(store, error_r);
+	if (status == MT_STORE_OK)
+		status = phase_serve(store, error_r);
+	return status;
 }
 
 /* The end of serving (any of its threads started, or none). */
@@ -201,16 +264,16 @@ enum mt_store_status mt_store_open(const struct mt_store_settings *set,
 	struct mt_store *store = store_new(set, error_r);
 	if (store == NULL)
 		return MT_STORE_INVALID;
+	store->promote = promote;
 	enum mt_store_status status = phase_open(store, error_r);
 	if (set->mode == MT_STORE_MODE_SERVE) {
 		if (status == MT_STORE_OK)
 			status = phase_join(store, error_r);
-		if (status == MT_STORE_OK)
-			status = phase_master(store, error_r);
-		if (status == MT_STORE_OK)
-			status = phase_serve(store, error_r);
+		if (status == MT_STORE_OK && store->repl == NULL)
+			status = promote(store, error_r);
 	}
 	if (status != MT_STORE_OK) {
+		store_repl_stop(store);
 		serve_stop(store);
 		store_free(store);
 		return status;
@@ -225,11 +288,20 @@ void mt_store_close(struct mt_store **store_p)
 	if (store == NULL)
 		return;
 	*store_p = NULL;
+	store_repl_stop(store);
 	serve_stop(store);
 	if (store->open_count > 0)
 		mt_warning("store: home=%s closed with %u mailboxes open",
 			   store->home, store->open_count);
-	if (store->set.mode == MT_STORE_MODE_SERVE && !atomic_load(&store->failed))
-		store->unwritten = store_checkpoint(store, 0) != 0;
+	if (store->set.mode == MT_STORE_MODE_SERVE && !atomic_load(&store->failed)) {
+		if (store->repl == NULL ||
+		    atomic_load(&store->repl_state) == STORE_REPL_SERVING)
+			store->unwritten = store_checkpoint(store, 0) != 0;
+		else if (store->env != NULL)
+			/* A replica's checkpoint is its master's (a call of
+			 * its own returns at once): its pages written, so the
+			 * files are current for a reader (mailtierctl). */
+			(void)store->env->memp_sync(store->env, NULL);
+	}
 	store_free(store);
 }

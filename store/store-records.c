@@ -8,7 +8,9 @@
  * numeric order and one mailbox's records sit together):
  *   meta.db     "format-version" → u32 5; "chunk-size" → u32;
  *               "next-mailbox-id" → u64; "created" → u64 Unix time;
- *               "last-uidvalidity" → u32 (version 5, store_uidvalidity_next)
+ *               "last-uidvalidity" → u32 (version 5, store_uidvalidity_next);
+ *               "replication-barrier" → u64 ns (a replicated store's
+ *               barrier commits, store-repl.c; older code ignores it)
  *   mailbox.db  mailbox key → id u64, next_uid u32, count u32, bytes u64,
  *               uidl_validity u32, attrs u32, created u64 (40 bytes, all a
  *               version 4 record has), highest_modseq u64, seen u32,
@@ -95,6 +97,7 @@ static const char META_CHUNK[] = "chunk-size";
 static const char META_NEXT_ID[] = "next-mailbox-id";
 static const char META_CREATED[] = "created";
 static const char META_UIDVALIDITY[] = "last-uidvalidity";
+static const char META_BARRIER[] = "replication-barrier";
 
 static void mailbox_rec_encode(const struct store_mailbox_rec *rec,
 			       unsigned char *p)
@@ -241,7 +244,10 @@ int store_txn_run(struct mt_store *store,
 		if (ret == 0)
 			return txn->commit(txn, commit_flags);
 		(void)txn->abort(txn);
-		if (!store_retryable(ret) || attempt >= STORE_TXN_ATTEMPTS)
+		/* A demoted master's deadlocks are replication's way of
+		 * aborting what runs (HA.md 2.5): no retry. */
+		if (!store_retryable(ret) || attempt >= STORE_TXN_ATTEMPTS ||
+		    store_repl_demoted(store))
 			return ret;
 		store_counter_add(&store->n_retries, 1);
 		sched_yield();
@@ -1051,6 +1057,17 @@ static int meta_put(struct mt_store *store, DB_TXN *txn, const char *name,
 	store_dbt_in(&key, name, strlen(name));
 	store_dbt_in(&data, value, size);
 	return store->meta->put(store->meta, txn, &key, &data, 0);
+}
+
+int store_records_barrier(struct mt_store *store, DB_TXN *txn)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	unsigned char value[8];
+	uint64_t ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+	for (int i = 0; i < 8; i++)
+		value[i] = (unsigned char)(ns >> (56 - 8 * i));
+	return meta_put(store, txn, META_BARRIER, value, sizeof(value));
 }
 
 int store_records_format_init(struct mt_store *store, DB_TXN *txn)

@@ -119,6 +119,36 @@ struct mt_store_settings {
 	/* Most messages in one mailbox (INBOX or a folder): a delivery,
 	 * APPEND, COPY or MOVE beyond it is refused MT_STORE_LIMIT. 0: none. */
 	uint64_t max_mailbox_messages;
+	/* SERVE mode: this store is one site of a replication group
+	 * (store-repl.c); NULL: a store of one site, as before. */
+	const struct mt_store_replication *replication;
+};
+
+/* A replicated shard (../shared/HA.md; store-repl.c): every site a full
+ * copy, one master. mt_store_open() then returns once the site has joined
+ * its group, perhaps as a replica: the store serves (the databases open,
+ * the threads run) only from the moment it is master, and a master that
+ * loses that role is "demoted" and must be closed (the daemon exits 75 and
+ * restarts as a replica). A positive outcome then means the change is on
+ * the master's disk and on a replica's: a commit the replicas did not
+ * acknowledge completes MT_STORE_TEMPFAIL ("not replicated"), and until
+ * one is acknowledged again every positive outcome waits for a commit that
+ * is (HA.md 5.2, the trap of an answer resting on unreplicated work). */
+struct mt_store_replication {
+	const char *listen;		/* this site, "host:port" (one of sites) */
+	const char *const *sites;	/* every site of the group, this one too */
+	size_t site_count;		/* 1, or at least 3 */
+	unsigned int priority;		/* election priority; 0: 100 */
+	unsigned int ack_timeout_ms;	/* 0: 1000 */
+	/* The group's very first start, on one site only (never on a site
+	 * whose data was lost: it would found a second group). */
+	bool create_group;
+	/* Log files are removed only once older than this and beyond this
+	 * much newer log, so a site away for less catches up from the log.
+	 * 0: 6 h and 2 GiB. */
+	uint64_t log_retention_secs;
+	uint64_t log_retention_bytes;
+	const char *name;		/* log prefix ("store store1"); "store" */
 };
 
 /* Open (and, in SERVE mode, recover) the store. A store whose format version
@@ -559,6 +589,35 @@ enum mt_store_status mt_store_copy_wait(struct mt_store_mailbox *mbox,
 					uint32_t *new_uids_r,
 					uint32_t *uidvalidity_r,
 					const char **error_r);
+
+/* Replication (a store opened with .replication; the others always
+ * serve and are never demoted). */
+
+/* Whether the store takes new sessions now: as master with a quorum of
+ * its group connected (a master without one stops taking sessions: what
+ * it would commit could not be acknowledged). false and why (for the
+ * refusal: "replica of ..., master is HOST:PORT", "no master yet",
+ * "master without a quorum") in why. Any thread; no Berkeley DB call. */
+bool mt_store_serving(struct mt_store *store, char *why, size_t size);
+/* The master lost its role: close the store and exit (75), to restart as a
+ * replica (HA.md 5.3: open handles are dead after a rollback). Any thread. */
+bool mt_store_demoted(struct mt_store *store);
+
+/* What metrics and status commands show (refreshed each second and at
+ * each role change; no Berkeley DB call). */
+struct mt_store_repl_info {
+	bool replicated;		/* false: the rest is zero */
+	const char *role;		/* "master", "replica", "none" */
+	char master[288];		/* "host:port"; "" when none known */
+	char local[288];		/* this site */
+	unsigned int sites, connected;	/* connected: the other sites */
+	uint32_t generation;
+	bool startup_done;		/* a replica applies live records */
+	uint64_t elections, master_changes, perm_failed, internal_inits;
+	uint64_t log_files_removed;
+	uint64_t unreplicated_answers;	/* outcomes made TEMPFAIL for it */
+};
+void mt_store_repl_info_get(struct mt_store *store, struct mt_store_repl_info *info_r);
 
 /* Counters and administration */
 

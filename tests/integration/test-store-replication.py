@@ -1,0 +1,334 @@
+#!/usr/bin/env python3
+"""test-store-replication.py -- one shard as three real mailtier-popstore
+sites in one Berkeley DB replication group (issue #38, ../shared/HA.md),
+on loopback, with a real slapd; the test's LMTP client plays the MTA (it
+retries a 4xx or a broken session on the shard's next site with the same
+XQUEUEID, as HA.md 5.4 asks of the MTA):
+
+  (a) the first site founds the group (--create-group) and serves; the
+      other two join and refuse LMTP, POP3 and IMAP at once, naming the
+      master ("421 4.3.2 ... replica, master is HOST:PORT");
+  (b) kill -9 of the master under LMTP load: another site is elected and
+      serves; every message that got a 250 is in the mailbox exactly once
+      (POP3 on the new master), none got a 5xx; the failover time (kill
+      -> first 250 from the new master) is printed;
+  (c) the killed site's data directory wiped (its host and disk lost): it
+      restarts without --create-group, gets a full copy and is a replica;
+  (d) the master alone (both replicas stopped): a delivery gets a 4xx,
+      never a 250 (no quorum, no acknowledgement), and the site stops
+      taking new sessions ("master without a quorum");
+  (e) after a clean stop of all three, `mailtierctl store stat` on each
+      site's data directory shows the same mailboxes, messages and bytes.
+
+Skipped when mailtier-popstore is not built."""
+
+import os
+import poplib
+import re
+import shutil
+import signal
+import smtplib
+import socket
+import threading
+import time
+
+import mtharness
+
+D = "example.test"
+USER = f"alice@{D}"
+PW = "pw-repl"
+SITES = ("a", "b", "c")
+
+
+def greeting(port, timeout=3.0):
+    """The first line a service port sends, or None if it does not answer."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+            s.settimeout(timeout)
+            data = b""
+            while b"\r\n" not in data:
+                chunk = s.recv(512)
+                if not chunk:
+                    break
+                data += chunk
+            return data.decode("utf-8", "replace").split("\r\n")[0]
+    except OSError:
+        return None
+
+
+class Shard:
+    def __init__(self, h, popstore):
+        self.h = h
+        self.popstore = popstore
+        ds = h.directory_up(shards=("s1",))
+        self.dir = ds["dir"]
+        ports = h.free_ports(12)
+        self.lmtp = dict(zip(SITES, ports[0:3]))
+        self.pop3 = dict(zip(SITES, ports[3:6]))
+        self.imap = dict(zip(SITES, ports[6:9]))
+        self.repl = dict(zip(SITES, ports[9:12]))
+        self.daemons = {}
+        self.conf = self.write_conf()
+        h.ctl("users", "add", USER, "--shard", "s1", config=self.conf,
+              input=PW + "\n")
+
+    def section(self, site):
+        return "s1" if site == "a" else f"s1-{site}"
+
+    def home(self, site):
+        return os.path.join(self.dir, f"store-{site}")
+
+    def write_conf(self):
+        with open(os.path.join(self.dir, "directory.conf")) as f:
+            text = f.read()
+        text += ("\n[global]\nuser =\ngroup =\nlog_level = info\ndrain_timeout = 5s\n"
+                 "\n[shards]\n"
+                 f"s1 = 127.0.0.1:{self.lmtp['a']}, 127.0.0.1:{self.pop3['a']}, "
+                 f"127.0.0.1:{self.imap['a']}\n"
+                 "\n[popstore]\ndb_cache_size = 8M\nallow_plaintext_auth = yes\n"
+                 "replication_ack_timeout = 1s\n")
+        sites = " ".join(f"127.0.0.1:{self.repl[s]}" for s in SITES)
+        for s in SITES:
+            text += (f"\n[popstore.{self.section(s)}]\nshard = s1\n"
+                     f"db_home = {self.home(s)}\n"
+                     f"lmtp_listen = 127.0.0.1:{self.lmtp[s]}\n"
+                     f"pop3_listen = 127.0.0.1:{self.pop3[s]}\n"
+                     f"imap_listen = 127.0.0.1:{self.imap[s]}\n"
+                     f"replication_listen = 127.0.0.1:{self.repl[s]}\n"
+                     f"replication_sites = {sites}\n")
+        path = os.path.join(self.dir, "repl.conf")
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def start(self, site, create=False, run=0):
+        argv = [self.popstore, "-c", self.conf, "-s", self.section(site), "-f"]
+        if create:
+            argv.append("--create-group")
+        d = self.h.start(f"popstore-{site}-{run}", argv)
+        self.daemons[site] = d
+        return d
+
+    def serving(self, site):
+        g = greeting(self.lmtp[site])
+        return g is not None and g.startswith("220")
+
+    def master(self, timeout=30.0, exclude=()):
+        """The site whose LMTP greets 220."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for s in SITES:
+                if s not in exclude and self.serving(s):
+                    return s
+            time.sleep(0.1)
+        raise AssertionError(f"no master within {timeout:.0f} s: " + ", ".join(
+            f"{s}: {greeting(self.lmtp[s])!r}" for s in SITES))
+
+
+class Deliverer:
+    """LMTP deliveries of numbered messages, each retried on the shard's
+    sites (4xx, 421 greeting, broken session) with the same XQUEUEID
+    until a 250 or the budget; a ledger of the 250s."""
+
+    def __init__(self, shard, budget=60.0):
+        self.shard = shard
+        self.budget = budget
+        self.acked = {}         # n -> (site, monotonic time)
+        self.fivexx = []
+        self.site = "a"
+
+    def deliver_one(self, n):
+        deadline = time.monotonic() + self.budget
+        order = list(SITES)
+        i = order.index(self.site)
+        while time.monotonic() < deadline:
+            site = order[i % 3]
+            try:
+                lm = smtplib.LMTP("127.0.0.1", self.shard.lmtp[site], timeout=5)
+                try:
+                    lm.ehlo("mta.test")
+                    code, msg = lm.mail(f"sender@{D}", [f"XQUEUEID=Q{n:06d}"])
+                    if code != 250:
+                        raise smtplib.SMTPResponseException(code, msg)
+                    code, msg = lm.rcpt(USER)
+                    if code >= 500:
+                        self.fivexx.append((n, code, msg))
+                        return False
+                    if code != 250:
+                        raise smtplib.SMTPResponseException(code, msg)
+                    body = (f"From: sender@{D}\r\nTo: {USER}\r\nSubject: repl-{n:06d}\r\n"
+                            f"Message-ID: <repl-{n}@test>\r\n\r\nmessage {n}\r\n")
+                    code, msg = lm.data(body.encode())
+                    if code == 250:
+                        self.acked[n] = (site, time.monotonic())
+                        self.site = site
+                        lm.quit()
+                        return True
+                    if code >= 500:
+                        self.fivexx.append((n, code, msg))
+                        return False
+                finally:
+                    lm.close()
+            except (OSError, smtplib.SMTPException):
+                pass
+            i += 1
+            time.sleep(0.05)
+        return False
+
+
+def pop_subjects(shard, site):
+    p = poplib.POP3("127.0.0.1", shard.pop3[site], timeout=15)
+    p.user(USER)
+    p.pass_(PW)
+    n = p.stat()[0]
+    subjects = []
+    for i in range(n):
+        for line in p.top(i + 1, 0)[1]:
+            m = re.match(rb"Subject: repl-(\d+)", line)
+            if m:
+                subjects.append(int(m.group(1)))
+    p.quit()
+    return subjects
+
+
+def check_exactly_once(shard, d, site, allowed=()):
+    subjects = pop_subjects(shard, site)
+    counts = {}
+    for s in subjects:
+        counts[s] = counts.get(s, 0) + 1
+    missing = [n for n in d.acked if counts.get(n, 0) == 0]
+    twice = [n for n, c in counts.items() if c > 1]
+    assert not missing, f"acknowledged but missing on {site}: {missing}"
+    assert not twice, f"stored twice on {site}: {twice}"
+    extra = [n for n in counts if n not in d.acked and n not in allowed]
+    assert not extra, f"never attempted yet stored: {extra}"
+    return len(subjects)
+
+
+def store_stat(h, shard, site):
+    out = h.ctl("store", "stat", shard.section(site), config=shard.conf).stdout
+    vals = dict(line.split(": ", 1) for line in out.splitlines() if ": " in line)
+    return {k: vals[k] for k in ("mailboxes", "messages", "bytes")}
+
+
+def test(h):
+    try:
+        popstore = mtharness.binary("popstore/mailtier-popstore")
+    except mtharness.HarnessError:
+        raise mtharness.Skip("mailtier-popstore is not built")
+    shard = Shard(h, popstore)
+
+    # (a) found, join, refuse.
+    shard.start("a", create=True)
+    shard.start("b")
+    shard.start("c")
+    assert shard.master() == "a"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        g = {s: greeting(shard.lmtp[s]) for s in ("b", "c")}
+        if all(x and "master is 127.0.0.1:%d" % shard.repl["a"] in x for x in g.values()):
+            break
+        time.sleep(0.2)
+    for s in ("b", "c"):
+        lmtp, pop3, imap = (greeting(shard.lmtp[s]), greeting(shard.pop3[s]),
+                            greeting(shard.imap[s]))
+        want = f"replica, master is 127.0.0.1:{shard.repl['a']}"
+        assert lmtp.startswith("421 4.3.2 ") and want in lmtp, lmtp
+        assert pop3.startswith("-ERR [SYS/TEMP] ") and want in pop3, pop3
+        assert imap.startswith("* BYE [UNAVAILABLE] ") and want in imap, imap
+    h.note("replicas refuse with the master's address: " + lmtp)
+
+    d = Deliverer(shard)
+    for n in range(20):
+        assert d.deliver_one(n), f"message {n} not delivered"
+    assert {site for site, _ in d.acked.values()} == {"a"}
+
+    # (b) kill -9 of the master under load.
+    stop = threading.Event()
+    state = {"next": 20}
+
+    def load():
+        while not stop.is_set() and state["next"] < 400:
+            d.deliver_one(state["next"])
+            state["next"] += 1
+
+    t = threading.Thread(target=load)
+    t.start()
+    while len(d.acked) < 60 and t.is_alive():
+        time.sleep(0.05)
+    killed_at = time.monotonic()
+    shard.daemons["a"].kill()
+    h.note(f"killed the master (site a) after {len(d.acked)} acknowledged")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not any(
+            site != "a" and at > killed_at for site, at in d.acked.values()):
+        time.sleep(0.05)
+    after = [at for site, at in d.acked.values() if site != "a" and at > killed_at]
+    assert after, "no delivery on another site within 60 s of the master's loss"
+    failover = min(after) - killed_at
+    while len([1 for site, _ in d.acked.values() if site != "a"]) < 40 and t.is_alive():
+        time.sleep(0.05)
+    stop.set()
+    t.join(120)
+    assert not t.is_alive()
+    assert not d.fivexx, f"5xx answers: {d.fivexx[:5]}"
+    new_master = shard.master(exclude=("a",))
+    attempted = set(range(state["next"]))
+    n = check_exactly_once(shard, d, new_master, allowed=attempted)
+    print(f"failover: kill -9 of the master -> first LMTP 250 on site {new_master} "
+          f"in {failover:.2f} s; {len(d.acked)} acknowledged, {n} stored, none twice, "
+          f"none lost")
+
+    # (c) the lost host's disk: wiped, rejoins by a full copy.
+    shutil.rmtree(shard.home("a"))
+    shard.start("a", run=1)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        g = greeting(shard.lmtp["a"])
+        if g and "replica, master is" in g:
+            break
+        time.sleep(0.2)
+    assert g and f"master is 127.0.0.1:{shard.repl[new_master]}" in g, g
+    shard.daemons["a"].wait_log(r"full copy|internal init", timeout=30)
+    for k in range(400, 410):
+        assert d.deliver_one(k), f"message {k} not delivered after the rejoin"
+
+    # (d) the master alone: no acknowledgement, no 250.
+    others = [s for s in SITES if s != new_master]
+    for s in others:
+        shard.daemons[s].stop()
+    alone = Deliverer(shard, budget=3.0)
+    alone.site = new_master
+    t0 = time.monotonic()
+    ok = alone.deliver_one(500)
+    assert not ok and not alone.acked, "a 250 from a master without its replicas"
+    assert not alone.fivexx, alone.fivexx
+    h.note(f"master alone: no 250 within {time.monotonic() - t0:.1f} s")
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        g = greeting(shard.lmtp[new_master])
+        if g and "without a quorum" in g:
+            break
+        time.sleep(0.2)
+    assert g and g.startswith("421 4.3.2") and "master without a quorum" in g, g
+
+    # (e) the same data on every site.
+    for s in others:
+        shard.start(s, run=2)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not shard.serving(new_master):
+        time.sleep(0.2)
+    assert shard.serving(new_master)
+    # Message 500 may have committed on the master alone (its PERM_FAILED
+    # answer was a 4xx): it is kept or rolled back, never acknowledged.
+    check_exactly_once(shard, d, new_master, allowed=attempted | {500})
+    time.sleep(2)       # the replicas apply the last commits
+    for s in SITES:
+        shard.daemons[s].stop()
+    stats = {s: store_stat(h, shard, s) for s in SITES}
+    h.note(f"store stat per site: {stats}")
+    assert stats["a"] == stats["b"] == stats["c"], stats
+
+
+if __name__ == "__main__":
+    mtharness.main(test)
