@@ -46,6 +46,10 @@
 /* A site of a group gets at most this long to accept a connection: a host
  * that is gone must not cost connect_timeout of the budget. */
 #define FAILOVER_CONNECT_MAX 2000u
+/* ... and this to greet: a store greets at accept; one that does not (a
+ * stopped process, a host cut off without a FIN) must not hold the job
+ * for client_timeout. */
+#define FAILOVER_GREETING_MAX 5000u
 
 const struct mt_shard_addresses *dest_shard(const struct dest *dest)
 {
@@ -62,18 +66,23 @@ unsigned int dest_sites(const struct dest *dest)
 
 const struct mt_hostport *dest_site_lmtp(const struct dest *dest,
 					 unsigned int *site_r,
-					 uint64_t *connect_ms_r)
+					 uint64_t *connect_ms_r,
+					 uint64_t *greeting_ms_r)
 {
 	const struct mt_shard_addresses *shard = dest_shard(dest);
-	uint64_t connect_ms = dest->delivery->mta->set->connect_timeout;
+	const struct mt_mta_settings *set = dest->delivery->mta->set;
 	if (shard == NULL || shard->sites[0].lmtp.host == NULL)
 		return NULL;
-	unsigned int site = dest->site % shard->n_sites;
-	if (shard->n_sites > 1 && connect_ms > FAILOVER_CONNECT_MAX)
-		connect_ms = FAILOVER_CONNECT_MAX;
-	*site_r = site;
-	*connect_ms_r = connect_ms;
-	return &shard->sites[site].lmtp;
+	*site_r = dest->site % shard->n_sites;
+	*connect_ms_r = set->connect_timeout;
+	*greeting_ms_r = set->client_timeout;
+	if (shard->n_sites > 1) {
+		if (*connect_ms_r > FAILOVER_CONNECT_MAX)
+			*connect_ms_r = FAILOVER_CONNECT_MAX;
+		if (*greeting_ms_r > FAILOVER_GREETING_MAX)
+			*greeting_ms_r = FAILOVER_GREETING_MAX;
+	}
+	return &shard->sites[*site_r].lmtp;
 }
 
 bool dest_site_current(const struct dest *dest, unsigned int site)

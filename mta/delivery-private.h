@@ -118,11 +118,13 @@ struct mt_shard_addresses;
 const struct mt_shard_addresses *dest_shard(const struct dest *dest);
 /* How many sites the dest has (1 for SMTP). */
 unsigned int dest_sites(const struct dest *dest);
-/* The LMTP address a new connection goes to, its site index and its
- * connect timeout; NULL if the shard is not in [shards]. */
+/* The LMTP address a new connection goes to, its site index, its connect
+ * timeout and how long its greeting may take (a site of a group gets at
+ * most 2 s and 5 s); NULL if the shard is not in [shards]. */
 const struct mt_hostport *dest_site_lmtp(const struct dest *dest,
 					 unsigned int *site_r,
-					 uint64_t *connect_ms_r);
+					 uint64_t *connect_ms_r,
+					 uint64_t *greeting_ms_r);
 /* Is site where new connections go (always, for one site)? */
 bool dest_site_current(const struct dest *dest, unsigned int site);
 /* site failed (why: for the log): new connections go to the next one,

@@ -115,8 +115,8 @@ static const struct mt_setting_def mta_settings[] = {
 		 "delivery keeps trying its sites (the others at once, then every 250 ms to 2 s) after "
 		 "a site refused the connection, timed out, greeted 421 (a replica), broke the "
 		 "connection or answered 421/451, before the recipients are deferred by "
-		 "retry_schedule. Connecting to such a site takes at most 2 s of connect_timeout. "
-		 "0: no failover (the first failure defers). One-site shards are not affected." },
+		 "retry_schedule. Such a site gets at most 2 s of connect_timeout to accept a "
+		 "connection and 5 s of client_timeout to greet. 0: no failover (the first failure defers). One-site shards are not affected." },
 	{ .name = "connection_cache_time", .type = MT_SETTING_DURATION,
 	  .offset = M(connection_cache_time), .default_value = "10s", .min = 0,
 	  .doc = "Outgoing LMTP/SMTP: how long an idle connection is kept for reuse." },

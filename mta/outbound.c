@@ -282,11 +282,13 @@ struct conn *conn_new(struct dest *dest)
 	conn_set_timer(c, d->mta->set->connect_timeout + 10000);
 
 	c->connect_ms = d->mta->set->connect_timeout;
+	c->greeting_ms = d->mta->set->client_timeout;
 	const struct mt_hostport *hop = dest->fixed.host != NULL ? &dest->fixed : NULL;
 	if (dest->proto == DEST_LMTP) {
 		/* The shard's site new connections go to (a replication
 		 * group's last known master: delivery-failover.c). */
-		hop = dest_site_lmtp(dest, &c->site, &c->connect_ms);
+		hop = dest_site_lmtp(dest, &c->site, &c->connect_ms,
+				     &c->greeting_ms);
 		if (hop == NULL) {
 			fail_soon(c, 451, "451 4.3.5 shard %s is not in [shards]",
 				  dest->name);
@@ -336,10 +338,11 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 			mt_slog(MT_LOG_INFO, &c->log, "TLS with %s: %s", c->peer, desc);
 			conn_enter(c, CS_HELLO);
 			conn_send(c, "EHLO %s", c->d->mta->hostname);
+			conn_set_timer(c, c->d->mta->set->client_timeout);
 		} else {
 			conn_enter(c, CS_GREETING);
+			conn_set_timer(c, c->greeting_ms);
 		}
-		conn_set_timer(c, c->d->mta->set->client_timeout);
 		return;
 	}
 	if (c->state == CS_CONNECT) {

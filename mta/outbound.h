@@ -38,6 +38,7 @@ struct conn {
 	bool ready_once;		/* reached idle at least once */
 	unsigned int site;		/* LMTP: the shard's site (0: the first) */
 	uint64_t connect_ms;		/* connect timeout per address */
+	uint64_t greeting_ms;		/* and for its greeting */
 	struct bufferevent *bev;
 	struct event *timer;
 	struct event *soon;		/* deferred work (never call back inside) */

@@ -28,6 +28,8 @@ real mailtier-mta and mailtier-mmp, real sockets. The shard's sites, in
   (e) A site that answers 451 4.3.0 ("not replicated") after DATA: the
       message goes to the shard's next site with the same queue id
       (XQUEUEID) in the same attempt, delivered once.
+  (f) A site that accepts the connection but never greets: the next site
+      after 5 s (not after client_timeout).
 
 Skipped when mailtier-popstore is not built."""
 
@@ -277,6 +279,28 @@ def test(h):
     h.note(f"(e) 451 after DATA on site 1: delivered on site 2 in the same "
            f"attempt with the same XQUEUEID ({qid})")
     mta2.stop()
+
+    # (f) A site that accepts connections but never greets (a stopped
+    # store, a host cut off): the next site after 5 s, not client_timeout.
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(64)
+    h.add_cleanup(silent.close)
+    mute = (silent.getsockname()[1], dead[1], dead[2])
+    conf3, smtp3 = write_conf(c, "silent.conf", [site(*mute), site(*live)],
+                              "client_timeout = 5m\n")
+    mta3 = h.start("mta-silent", [mtharness.binary("mta/mailtier-mta"), "-f", "-c", conf3])
+    t0 = time.monotonic()
+    send(smtp3, "after a silent site")
+    mta3.wait_log(rf"to=<alice@example\.test> relay={live_relay} .*status=sent",
+                  timeout=15)
+    took = time.monotonic() - t0
+    assert 4.5 <= took <= 9, took
+    assert "status=deferred" not in mta3.log()
+    assert re.search(r"site=1 event=site_failed reason=.*timeout in state greeting",
+                     mta3.log()), mta3.log()
+    h.note(f"(f) a site that never greets: delivered on the next in {took:.2f} s")
+    mta3.stop()
 
 
 def mtharness_wait(cond, what, timeout=15.0):
