@@ -13,7 +13,8 @@
  *           --replicas 3, each shard three store sites in a Berkeley DB
  *           replication group (shard_sites_up: --create-group on the
  *           group's very first start only; a lost site restarts and
- *           rejoins, by a full copy when its data is gone)
+ *           rejoins, by a full copy when its data is gone), and the
+ *           MTA and the MMP only once every shard has a master
  *   status  each daemon: pid, state (stopped / running / ready: its
  *           listeners answer), listeners, and its counters read from
  *           its /metrics (ctl-cluster-metrics.c); a store site's
@@ -46,6 +47,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define READY_TIMEOUT_MS 120000u
@@ -767,6 +769,57 @@ static void print_endpoints(const struct cluster *c)
 	       "  stop with:  mailtierctl cluster down --dir %s\n", c->dir, c->dir);
 }
 
+/* The site of shard n that says it is master (scraped now); NULL if none. */
+static const char *shard_master(const struct cluster_daemon *sites, unsigned int count)
+{
+	struct ctl_metrics_target targets[CLUSTER_MAX_SITES];
+	cluster_metrics_scrape(sites, count, targets);
+	const char *master = NULL;
+	for (unsigned int r = 0; r < count; r++) {
+		struct cluster_repl repl = { .known = false };
+		if (targets[r].ok)
+			cluster_metrics_repl(&targets[r].metrics, &repl);
+		if (repl.known && strcmp(repl.role, "master") == 0)
+			master = sites[r].name;
+		ctl_metrics_target_clear(&targets[r]);
+	}
+	return master;
+}
+
+/* Every replicated shard has a master before the MTA and the MMP start:
+ * a site is ready once it has joined, and after a whole-group stop the
+ * election can wait for all sites (up to a minute, HA.md §5.3). */
+static bool wait_masters(const struct cluster *c, const struct cluster_daemon *daemons, size_t n)
+{
+	struct timespec start, now;
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (size_t i = 0; i < n; i++) {
+		if (daemons[i].kind != DAEMON_STORE || daemons[i].site != 0)
+			continue;
+		const char *master;
+		double waited;
+		for (;;) {
+			master = shard_master(&daemons[i], c->replicas);
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			waited = (double)(now.tv_sec - start.tv_sec) +
+				 (double)(now.tv_nsec - start.tv_nsec) / 1e9;
+			if (master != NULL || waited * 1000 > READY_TIMEOUT_MS)
+				break;
+			struct timespec pause = { .tv_nsec = 200 * 1000000L };
+			nanosleep(&pause, NULL);
+		}
+		if (master == NULL) {
+			fprintf(stderr, "shard%u: no site became master within %u s (see "
+				"`cluster status` and the sites' logs)\n", daemons[i].shard,
+				READY_TIMEOUT_MS / 1000);
+			return false;
+		}
+		printf("shard%-3u master is %s (%.1f s)\n", daemons[i].shard, master, waited);
+		fflush(stdout);
+	}
+	return true;
+}
+
 static int cluster_up(const struct cluster *c)
 {
 	struct cluster_daemon daemons[CLUSTER_MAX_DAEMONS];
@@ -802,6 +855,9 @@ static int cluster_up(const struct cluster *c)
 	for (size_t i = 1; i < n; i++) {
 		if (daemons[i].kind == DAEMON_SLAPD)
 			continue;
+		if (daemons[i].kind == DAEMON_MTA && c->replicas > 1 &&
+		    !wait_masters(c, daemons, n))
+			return CTL_EXIT_FAIL;
 		if (rspamd && daemons[i].kind == DAEMON_MTA && !rspamd_up(c))
 			return CTL_EXIT_FAIL;
 		if (daemons[i].kind == DAEMON_STORE && c->replicas > 1) {

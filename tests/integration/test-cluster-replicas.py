@@ -176,6 +176,7 @@ def test(h):
     assert re.search(r"^shard1 = [^|\n]+ \| [^|\n]+ \| [^|\n]+$", text, re.M), text
     for n in (1, 2):
         assert f"created shard{n}'s replication group" in up.stdout, up.stdout
+        assert re.search(rf"^shard{n} +master is shard{n}(-[bc])? \(", up.stdout, re.M), up.stdout
 
     # Only the first site of each shard founded its group.
     daemons = status_json(h, d)
