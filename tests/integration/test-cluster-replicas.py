@@ -15,6 +15,8 @@ first site of each shard starts with --create-group; `cluster status
 --json` shows one master and two replicas per shard; mail goes in over
 SMTP and out through the MMP; kill -9 of shard1's master: another site is
 master within 15 s and the mail is still there, and new mail arrives;
+`mailtierctl store stat` reads the running new master and refuses the
+killed site (it would recover a replicated environment without its daemon);
 `cluster up` again restarts the killed site as a replica; killed again
 and its data directory wiped, `cluster up` brings it back (no
 --create-group) as a replica by a full copy; `cluster down` stops all."""
@@ -220,6 +222,12 @@ def test(h):
                          if r == "master" and k != old), None))(status_json(h, d)),
         timeout=15.0)
     print(f"{old} (pid {old_pid}) killed: {new} master after {took:.1f} s")
+    # mailtierctl reads a running site, never recovers a stopped one.
+    p = h.ctl("store", "stat", new, config=conf)
+    assert f"shard: {new}\n" in p.stdout, p.stdout
+    wait_for(f"{old} gone", lambda: not os.path.exists(f"/proc/{old_pid}"))
+    p = h.ctl("store", "stat", old, config=conf, check=False)
+    assert p.returncode != 0 and "is not running" in p.stderr, (p.stdout, p.stderr)
     wait_for("the mail on the new master", lambda: has_subjects(
         pop3, user, password, [f"before {i}" for i in range(3)]))
     send(smtp, user, "after failover")
