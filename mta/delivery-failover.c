@@ -33,6 +33,7 @@
 #include "clock.h"
 #include "loop.h"
 #include "mailtier-settings.h"
+#include "mta-metrics.h"
 #include "mta.h"
 
 #include <stdio.h>
@@ -126,6 +127,7 @@ bool failover_possible(const struct job *job)
 	uint64_t spent = mt_clock_ms() - job->failover_start;
 	if (spent < budget)
 		return true;
+	mta_metrics_failover(d->mta, true);
 	mt_log(MT_LOG_INFO, "shard=%s event=failover_budget_spent tries=%u "
 	       "budget_ms=%llu: deferring", job->dest->name, job->failover_tries,
 	       (unsigned long long)budget);
@@ -166,6 +168,7 @@ void failover_again(struct job *job)
 		job->failover_start = now;
 	dest_site_failed(dest, job->site, job->results[0].text);
 	job->failover_tries++;
+	mta_metrics_failover(dest->delivery->mta, false);
 	/* Each other site once at once; then poll with backoff. */
 	uint64_t delay = 0;
 	if (job->failover_tries >= n) {

@@ -57,6 +57,7 @@ struct mta_metrics {
 	struct mt_series *latency[2];
 	struct mt_series *deferrals[N_SUBJECTS];
 	struct mt_series *dsns[2];	/* [to_postmaster] */
+	struct mt_series *failovers[2];	/* [budget_spent] */
 	struct mt_metric_family *milter_results;
 	struct mt_command_metrics *commands;
 	struct mt_conn_metrics *closed;
@@ -143,6 +144,13 @@ void mta_metrics_init(struct mta *mta, struct mt_metrics *m)
 		"postmaster: for a message without a sender).", "kind");
 	mm->dsns[0] = mt_metric_series1(f, "failure");
 	mm->dsns[1] = mt_metric_series1(f, "postmaster");
+	f = mt_metrics_counter(m, "mailtier_mta_shard_failovers_total",
+		"LMTP jobs to a shard of several sites (a replication group) sent "
+		"to its next site after a temporary failure (retry), and jobs "
+		"whose shard_failover_budget ran out (budget_spent: deferred).",
+		"result");
+	mm->failovers[0] = mt_metric_series1(f, "retry");
+	mm->failovers[1] = mt_metric_series1(f, "budget_spent");
 	mm->milter_results = mt_metrics_counter(m, "mailtier_mta_milter_results_total",
 		"Mail filters' words on messages, by filter ([milter.NAME]) and result: "
 		"accept (passed it), reject, tempfail, discard, quarantine, failed "
@@ -189,6 +197,12 @@ void mta_metrics_free(struct mta *mta)
 	mt_conn_metrics_free(&mm->closed);
 	free(mm);
 	mta->metrics = NULL;
+}
+
+void mta_metrics_failover(struct mta *mta, bool budget_spent)
+{
+	if (mta->metrics != NULL)
+		mt_series_add(mta->metrics->failovers[budget_spent ? 1 : 0], 1);
 }
 
 void mta_metrics_accepted(struct mta *mta)

@@ -77,6 +77,9 @@ void mta_metrics_deferral(struct mta *mta, const char *reply);
 /* A delivery status notification (RFC 3464) queued, by kind (failure:
  * to the sender; postmaster: the copy of one that could not be sent). */
 void mta_metrics_dsn(struct mta *mta, bool to_postmaster);
+/* A job to a replicated shard sent to its next site, or (budget_spent)
+ * given up on after shard_failover_budget (delivery-failover.c). */
+void mta_metrics_failover(struct mta *mta, bool budget_spent);
 /* A mail filter's word on a message (the [milter.NAME] name: the
  * operator's, a bounded set): "accept" (it passed the filter), "reject",
  * "tempfail", "discard", "quarantine", or "failed" (unreachable, timed

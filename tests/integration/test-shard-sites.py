@@ -101,7 +101,7 @@ def site(lmtp, pop3, imap):
 
 def write_conf(c, name, sites, mta_extra=""):
     """The cluster's config with s1 = the given sites and an [mta]."""
-    smtp, submission = mtharness.free_ports(2)
+    smtp, submission, metrics = mtharness.free_ports(3)
     path = c.write_conf(name, {"backend_failover_wait": "2s",
                                "backend_connect_timeout": "1s",
                                "shard_retry_interval": "30s"})
@@ -115,12 +115,22 @@ def write_conf(c, name, sites, mta_extra=""):
              "submissions_listen =\n"
              f"queue_dir = {os.path.join(c.dir, 'queue-' + name)}\n"
              "hostname = mx.example.test\n"
+             f"metrics_listen = 127.0.0.1:{metrics}\n"
              "shard_failover_budget = 3s\n"
              "retry_schedule = 4s\n"
              "max_queue_lifetime = 10m\n" + mta_extra)
     with open(path, "w") as f:
         f.write(text)
-    return path, smtp
+    return path, smtp, metrics
+
+
+def metric(port, name):
+    """A counter's value from the MTA's /metrics."""
+    import urllib.request
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    m = re.search(r"(?m)^" + re.escape(name) + r" (\S+)$", text)
+    return float(m.group(1)) if m else None
 
 
 def send(smtp_port, subject, to=ALICE):
@@ -157,7 +167,7 @@ def test(h):
     dead = mtharness.free_ports(3)
     live = (c.lmtp_port["s1"], c.pop3_port["s1"], c.imap_port["s1"])
     rep = (replica.ports["lmtp"], replica.ports["pop3"], replica.ports["imap"])
-    conf, smtp_port = write_conf(c, "sites.conf",
+    conf, smtp_port, metrics_port = write_conf(c, "sites.conf",
                                  [site(*dead), site(*rep), site(*live)])
     mta = h.start("mta", [mtharness.binary("mta/mailtier-mta"), "-f", "-c", conf])
     c.mmp = h.start("mmp", [mtharness.binary("mmp/mailtier-mmp"), "-c", conf, "-f"],
@@ -223,6 +233,9 @@ def test(h):
     assert 2.5 <= deferred_after <= 8, deferred_after
     assert line.group(1).startswith("451 "), line.group(0)
     assert "failover_budget_spent" in mta.log()
+    spent = metric(metrics_port, 'mailtier_mta_shard_failovers_total{result="budget_spent"}')
+    retries = metric(metrics_port, 'mailtier_mta_shard_failovers_total{result="retry"}')
+    assert spent == 1 and retries >= 4, (spent, retries)
     assert replica.connections["lmtp"] > lmtp_tries + 1, "no polling of the sites"
 
     # (d) The MMP answers a temporary failure after backend_failover_wait.
@@ -262,7 +275,7 @@ def test(h):
     h.add_cleanup(sink.stop)
     sink.data_reply = lambda rcpt: (451, "4.3.0 not replicated, try again")
     rep451 = (sink.port, dead[1], dead[2])
-    conf2, smtp2 = write_conf(c, "sites451.conf", [site(*rep451), site(*live)])
+    conf2, smtp2, _ = write_conf(c, "sites451.conf", [site(*rep451), site(*live)])
     mta2 = h.start("mta-451", [mtharness.binary("mta/mailtier-mta"), "-f", "-c", conf2])
     send(smtp2, "not replicated first")
     line = mta2.wait_log(rf"queue=(\S+) .*to=<alice@example\.test> relay={live_relay} "
@@ -287,7 +300,7 @@ def test(h):
     silent.listen(64)
     h.add_cleanup(silent.close)
     mute = (silent.getsockname()[1], dead[1], dead[2])
-    conf3, smtp3 = write_conf(c, "silent.conf", [site(*mute), site(*live)],
+    conf3, smtp3, _ = write_conf(c, "silent.conf", [site(*mute), site(*live)],
                               "client_timeout = 5m\n")
     mta3 = h.start("mta-silent", [mtharness.binary("mta/mailtier-mta"), "-f", "-c", conf3])
     t0 = time.monotonic()
