@@ -1,14 +1,80 @@
 /* ctl-config.c — `mailtierctl config check` (load the file through the same
- * tables the daemons use, print each problem as FILE:LINE: message) and
- * `mailtierctl config doc` (mailtier.conf(5) generated from those tables, so
- * no key can be undocumented). */
+ * tables the daemons use, print each problem as FILE:LINE: message, and
+ * warnings that do not stop a daemon: a store site's replication_listen on
+ * a public address) and `mailtierctl config doc` (mailtier.conf(5)
+ * generated from those tables, so no key can be undocumented). */
 #include "ctl.h"
 #include "alloc.h"
 #include "mailtier-settings.h"
+#include "popstore/popstore-settings.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* An address only a private network reaches: loopback, RFC 1918, link
+ * local, CGNAT shared space (RFC 6598); IPv6 loopback, ULA (RFC 4193),
+ * link local. false for any other address, a wildcard or a host name. */
+static bool address_private(const char *host)
+{
+	struct in_addr a4;
+	struct in6_addr a6;
+	if (inet_pton(AF_INET, host, &a4) == 1) {
+		uint32_t a = ntohl(a4.s_addr);
+		return (a >> 24) == 127 || (a >> 24) == 10 || (a >> 20) == 0xac1 ||
+		       (a >> 16) == 0xc0a8 || (a >> 16) == 0xa9fe || (a >> 22) == 0x191;
+	}
+	if (inet_pton(AF_INET6, host, &a6) == 1) {
+		const uint8_t *b = a6.s6_addr;
+		return IN6_IS_ADDR_LOOPBACK(&a6) || (b[0] & 0xfe) == 0xfc ||
+		       IN6_IS_ADDR_LINKLOCAL(&a6);
+	}
+	return strcmp(host, "localhost") == 0;
+}
+
+/* The line that set key in section (0 if it was not set there). */
+static unsigned int key_line(const struct mt_section *sec, const char *key)
+{
+	for (size_t i = 0; sec->def->settings[i].name != NULL; i++) {
+		if (strcmp(sec->def->settings[i].name, key) == 0)
+			return sec->key_lines != NULL ? sec->key_lines[i] : 0;
+	}
+	return 0;
+}
+
+/* Warn, as FILE:LINE: warning: ..., for every store site whose
+ * replication_listen is not on a private address: Berkeley DB 5.3's
+ * replication has no transport security (README "Running a shard on
+ * three hosts"); how many. */
+static unsigned int warn_replication_public(const struct mt_config *config)
+{
+	unsigned int warnings = 0;
+	for (size_t i = 0; i < config->n_sections; i++) {
+		const struct mt_section *sec = &config->sections[i];
+		if (strcmp(sec->def->name, "popstore") != 0 || sec->instance == NULL)
+			continue;
+		const struct mt_popstore_settings *set = sec->settings;
+		if (set->replication_listen == NULL || set->replication_listen[0] == '\0')
+			continue;
+		struct mt_hostport hp = { 0 };
+		const char *error;
+		if (!mt_parse_hostport(set->replication_listen, &hp, &error))
+			continue;	/* the daemon refuses it; not ours to judge */
+		if (hp.host != NULL && !address_private(hp.host)) {
+			printf("%s:%u: warning: [popstore.%s] replication_listen %s is not a "
+			       "private address: Berkeley DB replication is neither encrypted "
+			       "nor authenticated, anyone who reaches it can read and change "
+			       "the shard; bind it to a private network and firewall it\n",
+			       config->path, key_line(sec, "replication_listen"), sec->instance,
+			       set->replication_listen);
+			warnings++;
+		}
+		mt_hostport_clear(&hp);
+	}
+	return warnings;
+}
 
 int ctl_config_check(struct ctl_context *ctx, int argc, char **argv)
 {
@@ -23,8 +89,12 @@ int ctl_config_check(struct ctl_context *ctx, int argc, char **argv)
 		free(errors);
 		return CTL_EXIT_FAIL;
 	}
+	unsigned int warnings = warn_replication_public(config);
 	mt_config_free(&config);
-	printf("ok\n");
+	if (warnings > 0)
+		printf("ok, with %u warning%s\n", warnings, warnings > 1 ? "s" : "");
+	else
+		printf("ok\n");
 	return CTL_EXIT_OK;
 }
 

@@ -10,7 +10,8 @@ one count refuses another; `cluster status --json` names every site with
 its shard and data directory.
 
 With a store that replicates (mailtier-popstore --create-group; skipped
-before): the generated config passes `mailtierctl config check`; only the
+before): the generated config passes `mailtierctl config check` (which
+warns, still ok, for a replication_listen on a public address); only the
 first site of each shard starts with --create-group; `cluster status
 --json` shows one master and two replicas per shard; mail goes in over
 SMTP and out through the MMP; kill -9 of shard1's master: another site is
@@ -173,8 +174,23 @@ def test(h):
     env = mtharness.read_env(os.path.join(d, "endpoints.env"))
     conf = env["CONF"]
     assert env["REPLICAS"] == "3" and env["SHARD1_SITES"] == "shard1,shard1-b,shard1-c", env
-    h.ctl("config", "check", config=conf)
+    assert h.ctl("config", "check", config=conf).stdout == "ok\n"
     text = open(conf).read()
+    # The same sites with replication on a public address: a warning per
+    # site, still ok; on a private network none.
+    for addr, warned in (("198.51.100.7", 6), ("10.1.0.11", 0)):
+        other = os.path.join(h.tmpdir, f"repl-{addr}.conf")
+        with open(other, "w") as f:
+            f.write(re.sub(r"^(replication_(?:listen|sites) =.*)$",
+                           lambda m: m.group(1).replace("127.0.0.1:", addr + ":"),
+                           text, flags=re.M))
+        out = h.ctl("config", "check", config=other).stdout
+        assert out.count(": warning: [popstore.shard") == warned, out
+        assert out.endswith("ok\n" if warned == 0 else f"ok, with {warned} warnings\n"), out
+        if warned:
+            assert re.search(rf"^{re.escape(other)}:\d+: warning: \[popstore.shard1-b\] "
+                             rf"replication_listen {addr}:\d+ is not a private address",
+                             out, re.M), out
     assert re.search(r"^shard1 = [^|\n]+ \| [^|\n]+ \| [^|\n]+$", text, re.M), text
     for n in (1, 2):
         assert f"created shard{n}'s replication group" in up.stdout, up.stdout
