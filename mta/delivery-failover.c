@@ -97,13 +97,21 @@ void dest_site_failed(struct dest *dest, unsigned int site, const char *why)
 	if (n <= 1 || dest->site % n != site)
 		return;	/* one site, or moved on already */
 	dest->site = (site + 1) % n;
-	mt_log(MT_LOG_INFO, "shard=%s site=%u event=site_failed reason=%s: "
-	       "next site %u", dest->name, site + 1, why, dest->site + 1);
+	/* Each site's first failure since the last success at info; the
+	 * polling after it would repeat them many times a second. */
+	bool first = (dest->sites_failed & (1u << site)) == 0;
+	dest->sites_failed |= 1u << site;
+	mt_log(first ? MT_LOG_INFO : MT_LOG_DEBUG, "shard=%s site=%u "
+	       "event=site_failed reason=%s: next site %u", dest->name, site + 1,
+	       why, dest->site + 1);
 }
 
 void dest_site_good(struct dest *dest, unsigned int site)
 {
+	if (dest->sites_failed == 0 && dest->site == site)
+		return;		/* the usual case: nothing to change */
 	unsigned int n = dest_sites(dest);
+	dest->sites_failed = 0;
 	if (n <= 1 || dest->site % n == site)
 		return;
 	mt_log(MT_LOG_INFO, "shard=%s site=%u event=site_good: deliveries go "

@@ -109,6 +109,8 @@ struct dest {
 	bool tls_failed;		/* skip STARTTLS (a handshake failed) */
 	/* LMTP to a shard of several sites (delivery-failover.c). */
 	unsigned int site;		/* where new connections go */
+	unsigned int sites_failed;	/* bit per site logged as failed since
+					 * the last success */
 	struct job *waiting;		/* jobs waiting for their next try */
 };
 

@@ -56,6 +56,7 @@ mta_integration_tests = \
 	tests/integration/test-mta-popstore.py \
 	tests/integration/test-route-stale.py \
 	tests/integration/test-shard-sites.py \
+	tests/integration/test-shard-failover.py \
 	tests/integration/test-mta-smtputf8.py \
 	tests/integration/test-mta-bigmail.py \
 	tests/integration/test-mta-milter.py \

@@ -144,7 +144,10 @@ void conn_fail(struct conn *c, const char *fmt, ...)
 	va_end(ap);
 	snprintf(error, sizeof(error), "451 4.4.2 %s %s: %s", conn_proto(c),
 		 c->peer[0] != '\0' ? c->peer : c->dest->name, why);
-	mt_slog(MT_LOG_WARNING, &c->log, "%s to %s failed in state %s: %s",
+	/* A site of a replicated shard: its failure is the next site's
+	 * turn, logged once as event=site_failed (delivery-failover.c). */
+	mt_slog(dest_sites(c->dest) > 1 ? MT_LOG_DEBUG : MT_LOG_WARNING,
+		&c->log, "%s to %s failed in state %s: %s",
 		conn_proto(c), c->peer[0] != '\0' ? c->peer : c->dest->name,
 		conn_state_names[c->state], why);
 	close_now(c, !c->ready_once, 451, error);
