@@ -16,12 +16,16 @@ first site of each shard starts with --create-group; `cluster status
 --json` shows one master and two replicas per shard; mail goes in over
 SMTP and out through the MMP; kill -9 of shard1's master: another site is
 master within 15 s and the mail is still there, and new mail arrives;
+a real Prometheus scrapes every site with the prometheus.yml `up` wrote,
+reads every metric the shipped alert rules use, counts one master a shard
+and has no alert pending;
 `mailtierctl store stat` reads the running new master and refuses the
 killed site (it would recover a replicated environment without its daemon);
 `cluster up` again restarts the killed site as a replica; killed again
 and its data directory wiped, `cluster up` brings it back (no
 --create-group) as a replica by a full copy; `cluster down` stops all."""
 
+import importlib.util
 import json
 import os
 import poplib
@@ -32,6 +36,7 @@ import smtplib
 import subprocess
 import time
 
+import monitoring
 import mtharness
 
 SHARDS = 2
@@ -114,6 +119,51 @@ def subjects(port, user, password):
 def has_subjects(port, user, password, want):
     got = subjects(port, user, password)
     return got is not None and set(want) <= set(got)
+
+
+def prometheus_checks(h, d, daemons):
+    """A real Prometheus with DIR/prometheus.yml: one job a shard with a
+    target a site; every metric the shipped rules read is exported (the
+    replication ones too, which a shard of one site has not); each shard
+    counts one master as the alert rules count it; the rules are healthy
+    and none is pending on this healthy cluster. Skipped without
+    /usr/bin/prometheus."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                        "test-metrics-prometheus.py")
+    spec = importlib.util.spec_from_file_location("metrics_prometheus", path)
+    mp = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mp)
+    if not os.access(mp.PROMETHEUS, os.X_OK):
+        print(f"{mp.PROMETHEUS} is not installed: no Prometheus check")
+        return
+    port = mtharness.free_port()
+    prom = h.start("prometheus", [mp.PROMETHEUS,
+                                  "--config.file=" + os.path.join(d, "prometheus.yml"),
+                                  "--storage.tsdb.path=" + os.path.join(h.tmpdir, "tsdb"),
+                                  f"--web.listen-address=127.0.0.1:{port}",
+                                  "--log.level=warn"],
+                   notify=False, ready_port=port, ready_timeout=30)
+    try:
+        api = mp.Api(port)
+        mp.wait_for("Prometheus ready", api.ready, 30)
+        targets = mp.wait_for("every target up", lambda: mp.all_targets_up(api), 60)
+        sites = sorted((t["labels"]["job"], t["labels"].get("site"), t["labels"]["instance"])
+                       for t in targets if t["labels"]["job"].startswith("shard"))
+        assert sites == sorted((f"shard{n}", f"shard{n}{s}",
+                                f"127.0.0.1:{daemons[f'shard{n}{s}']['ports']['metrics']}")
+                               for n in (1, 2) for s in SITES), sites
+        exported = set(api.get("label/__name__/values"))
+        rules = open(monitoring.RULES).read()
+        for expr in re.findall(r"expr: (.+(?:\n {10}.+)*)", rules):
+            for name in monitoring.metric_names(expr):
+                if name.startswith("mailtier_store_"):
+                    assert name in exported, (expr, name)
+        masters = api.query('sum by (job) (mailtier_store_replication_role{role="master"})')
+        assert sorted((m["metric"]["job"], m["value"][1]) for m in masters) == \
+            [("shard1", "1"), ("shard2", "1")], masters
+        mp.check_rules(api)
+    finally:
+        prom.stop(expect=None)
 
 
 def offline_checks(h):
@@ -214,6 +264,7 @@ def test(h):
             e = daemons[f"shard{n}{s}"]
             assert e["master"] == master, e
             assert e["sites"] == 3 and e["connected_sites"] == 2, e
+    prometheus_checks(h, d, daemons)
     st = h.ctl("cluster", "status", "--dir", d)
     assert re.search(r"^ +replication: role master, master shard1", st.stdout, re.M) or \
         re.search(r"^ +replication: role master, master shard1-[bc]", st.stdout, re.M), st.stdout

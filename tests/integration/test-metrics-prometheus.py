@@ -129,6 +129,11 @@ def check_exprs(api):
     rules = open(monitoring.RULES).read()
     for expr in re.findall(r"expr: (.+(?:\n {10}.+)*)", rules):
         for name in monitoring.metric_names(expr):
+            # Shards of one site export no replication metrics: the rules
+            # that read them are checked on three sites a shard by
+            # test-cluster-replicas.py.
+            if name.startswith("mailtier_store_replication_"):
+                continue
             assert name in exported, (expr, name)
 
 
