@@ -445,12 +445,14 @@ void delivery_job_done(struct job *job)
 	struct attempt *att = job->attempt;
 	/* A shard of several sites: its temporary answers send the
 	 * recipients to the next site (delivery-failover.c). */
-	bool failover = failover_possible(job);
-	unsigned int kept = 0;
+	bool retryable = false;
 	for (unsigned int i = 0; i < job->count; i++) {
 		if (job->results[i].code >= 200 && job->results[i].code < 300)
 			dest_site_good(job->dest, job->site);
+		retryable = retryable || failover_retryable(&job->results[i]);
 	}
+	bool failover = retryable && failover_possible(job);
+	unsigned int kept = 0;
 	for (unsigned int i = 0; i < job->count; i++) {
 		struct route *rt = &att->routes[job->rcpt_index[i]];
 		const struct rcpt_result *r = &job->results[i];
