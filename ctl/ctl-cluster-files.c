@@ -68,8 +68,11 @@ unsigned int cluster_site_port(const struct cluster *c, unsigned int n, unsigned
 
 unsigned int cluster_last_port(const struct cluster *c)
 {
-	if (c->replicas <= 1)
-		return sites_base(c) - 1;
+	if (c->replicas <= 1) {
+		unsigned int metrics = cluster_metrics_port(c, CLUSTER_METRICS_MMP + c->shards);
+		unsigned int ldap = cluster_ldap_port(c, c->directory_providers);
+		return ldap > metrics ? ldap : metrics;
+	}
 	return cluster_site_port(c, c->shards, CLUSTER_MAX_SITES - 1, CLUSTER_SITE_METRICS);
 }
 
