@@ -30,6 +30,8 @@ real mailtier-mta and mailtier-mmp, real sockets. The shard's sites, in
       (XQUEUEID) in the same attempt, delivered once.
   (f) A site that accepts the connection but never greets: the next site
       after 5 s (not after client_timeout).
+  (g) mailtier-load fill --lmtp-shards fills such a shard on the site that
+      greets 220.
 
 Skipped when mailtier-popstore is not built."""
 
@@ -37,6 +39,7 @@ import os
 import re
 import smtplib
 import socket
+import subprocess
 import threading
 import time
 import imaplib
@@ -314,6 +317,25 @@ def test(h):
                      mta3.log()), mta3.log()
     h.note(f"(f) a site that never greets: delivered on the next in {took:.2f} s")
     mta3.stop()
+
+    # (g) mailtier-load fill --lmtp-shards fills a shard of several sites
+    # on the first that greets 220 (here the last: nothing, a replica, a sink).
+    fill_sink = lmtpd.MailSink(lmtp=True, name="fill-master").start()
+    h.add_cleanup(fill_sink.stop)
+    fconf = os.path.join(c.dir, "fill.conf")
+    with open(fconf, "w") as f:
+        f.write(f"[loadgen]\nusers = 5\ndomain = {D}\nconcurrency = 2\n[shards]\n"
+                f"s1 = 127.0.0.1:{dead[0]}, 127.0.0.1:{dead[1]} | "
+                f"127.0.0.1:{rep[0]}, 127.0.0.1:{rep[1]} | "
+                f"127.0.0.1:{fill_sink.port}, 127.0.0.1:1\n")
+    out = subprocess.run([mtharness.binary("loadgen/mailtier-load"), "fill", "--config",
+                          fconf, "--lmtp-shards", "--seed", "3", "--progress", "0"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    m = re.search(r"messages planned (\d+), accepted (\d+)", out.stdout)
+    assert m and int(m.group(1)) == int(m.group(2)) == len(fill_sink.messages) > 0, \
+        (out.stdout, len(fill_sink.messages))
+    h.note(f"(g) fill --lmtp-shards: {m.group(2)} messages on the site that greets 220")
 
 
 def mtharness_wait(cond, what, timeout=15.0):
