@@ -447,19 +447,21 @@ void delivery_job_done(struct job *job)
 	 * recipients to the next site (delivery-failover.c). */
 	bool retryable = false;
 	for (unsigned int i = 0; i < job->count; i++) {
-		if (job->results[i].code >= 200 && job->results[i].code < 300)
+		const struct rcpt_result *r = &job->results[i];
+		if (r->code >= 200 && r->code < 300)
 			dest_site_good(job->dest, job->site);
-		retryable = retryable || failover_retryable(&job->results[i]);
+		retryable = retryable || (failover_retryable(r) && !reply_wrong_shard(r));
 	}
 	bool failover = retryable && failover_possible(job);
 	unsigned int kept = 0;
 	for (unsigned int i = 0; i < job->count; i++) {
 		struct route *rt = &att->routes[job->rcpt_index[i]];
 		const struct rcpt_result *r = &job->results[i];
-		if (job->dest->proto == DEST_LMTP && reply_wrong_shard(r) &&
-		    route_again(rt, r->text))
+		/* "Not on this shard" is a stale route, not a failed site. */
+		bool wrong_shard = job->dest->proto == DEST_LMTP && reply_wrong_shard(r);
+		if (wrong_shard && route_again(rt, r->text))
 			continue;
-		if (failover && failover_retryable(r)) {
+		if (failover && !wrong_shard && failover_retryable(r)) {
 			job_swap(job, i, kept++);
 			continue;
 		}
