@@ -30,7 +30,10 @@ real mailtier-mta and mailtier-mmp, real sockets. The shard's sites, in
       (XQUEUEID) in the same attempt, delivered once.
   (f) A site that accepts the connection but never greets: the next site
       after 5 s (not after client_timeout).
-  (g) mailtier-load fill --lmtp-shards fills such a shard on the site that
+  (g) SIGTERM while a delivery waits for the shard's next site: the MTA
+      stops within the drain bound with the recipient deferred; restarted
+      with a live site, it delivers it once.
+  (h) mailtier-load fill --lmtp-shards fills such a shard on the site that
       greets 220.
 
 Skipped when mailtier-popstore is not built."""
@@ -102,7 +105,7 @@ def site(lmtp, pop3, imap):
     return f"127.0.0.1:{lmtp}, 127.0.0.1:{pop3}, 127.0.0.1:{imap}"
 
 
-def write_conf(c, name, sites, mta_extra=""):
+def write_conf(c, name, sites, mta_extra="", budget="3s", queue=None):
     """The cluster's config with s1 = the given sites and an [mta]."""
     smtp, submission, metrics = mtharness.free_ports(3)
     path = c.write_conf(name, {"backend_failover_wait": "2s",
@@ -116,10 +119,10 @@ def write_conf(c, name, sites, mta_extra=""):
              f"smtp_listen = 127.0.0.1:{smtp}\n"
              f"submission_listen = 127.0.0.1:{submission}\n"
              "submissions_listen =\n"
-             f"queue_dir = {os.path.join(c.dir, 'queue-' + name)}\n"
+             f"queue_dir = {os.path.join(c.dir, 'queue-' + (queue or name))}\n"
              "hostname = mx.example.test\n"
              f"metrics_listen = 127.0.0.1:{metrics}\n"
-             "shard_failover_budget = 3s\n"
+             f"shard_failover_budget = {budget}\n"
              "retry_schedule = 4s\n"
              "max_queue_lifetime = 10m\n" + mta_extra)
     with open(path, "w") as f:
@@ -318,7 +321,30 @@ def test(h):
     h.note(f"(f) a site that never greets: delivered on the next in {took:.2f} s")
     mta3.stop()
 
-    # (g) mailtier-load fill --lmtp-shards fills a shard of several sites
+    # (g) SIGTERM while a delivery waits for its shard's next site: the
+    # MTA stops within the drain bound, the recipient deferred (not lost,
+    # not bounced); restarted with a live site, it is delivered once.
+    conf4, smtp4, _ = write_conf(c, "drain.conf", [site(*dead), site(*rep)],
+                                 budget="60s", queue="drain")
+    mta4 = h.start("mta-drain", [mtharness.binary("mta/mailtier-mta"), "-f", "-c", conf4])
+    send(smtp4, "during a drain")
+    time.sleep(1.5)
+    assert "status=" not in mta4.log(), "the job left its failover early"
+    took = mta4.stop()
+    assert took < 4, took
+    assert re.search(r"to=<alice@example\.test> .*status=deferred", mta4.log()), mta4.log()
+    conf5, smtp5, _ = write_conf(c, "drain-live.conf", [site(*dead), site(*live)],
+                                 queue="drain")
+    mta5 = h.start("mta-drain-2", [mtharness.binary("mta/mailtier-mta"), "-f", "-c", conf5])
+    mtharness_wait(lambda: "during a drain" in " ".join(pop_subjects(c, ALICE)),
+                   "the drained message delivered after the restart", timeout=30)
+    assert pop_subjects(c, ALICE).count("during a drain") == 1
+    assert "status=bounced" not in mta5.log() + mta4.log()
+    h.note(f"(g) SIGTERM during a failover: stopped in {took:.2f} s, deferred, "
+           f"delivered once after the restart")
+    mta5.stop()
+
+    # (h) mailtier-load fill --lmtp-shards fills a shard of several sites
     # on the first that greets 220 (here the last: nothing, a replica, a sink).
     fill_sink = lmtpd.MailSink(lmtp=True, name="fill-master").start()
     h.add_cleanup(fill_sink.stop)
@@ -335,7 +361,7 @@ def test(h):
     m = re.search(r"messages planned (\d+), accepted (\d+)", out.stdout)
     assert m and int(m.group(1)) == int(m.group(2)) == len(fill_sink.messages) > 0, \
         (out.stdout, len(fill_sink.messages))
-    h.note(f"(g) fill --lmtp-shards: {m.group(2)} messages on the site that greets 220")
+    h.note(f"(h) fill --lmtp-shards: {m.group(2)} messages on the site that greets 220")
 
 
 def mtharness_wait(cond, what, timeout=15.0):
