@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+"""bench/replication.py -- a replicated shard against a single-site one
+(issue #38), in the same run on the same machine:
+
+  - LMTP deliveries/s of ~24 KB messages at --conc sessions (default 32),
+    p50 and p95, single-site and three-site alternately, medians of --runs;
+  - failover: kill -9 of the three-site shard's master, then the time to
+    the first LMTP 250 from the new master (a client that tries the
+    shard's sites in turn, as the MTA does), --failovers times; the killed
+    site restarts as a replica between rounds;
+  - rebuild: a replica's data directory wiped and the site restarted; the
+    time from its start to "received a full copy", and the store's bytes
+    over that time.
+
+    make -C build && make -C build bench/popstore-load && \\
+    MT_BUILDDIR=$PWD/build bench/replication.py [--runs 3] [--duration 10]
+
+All sites share this machine's cores and its one disk: the replicated
+figure pays three fsyncs per commit on one disk where a real deployment
+pays one per host. Loopback only."""
+
+import argparse
+import os
+import shutil
+import signal
+import smtplib
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.environ.get("MT_SRCDIR") or os.path.dirname(HERE)
+sys.path[:0] = [os.path.join(SRC, "tests", "harness")]
+import mtharness  # noqa: E402
+
+USERS = 1000
+D = "example.test"
+
+
+def load(binary, *args):
+    r = subprocess.run([binary] + [str(a) for a in args], capture_output=True,
+                       text=True, timeout=3600)
+    out = dict(kv.split("=", 1) for kv in r.stdout.split())
+    if r.returncode != 0 or not out:
+        raise RuntimeError(f"popstore-load {args}: {r.stdout}{r.stderr}")
+    return out
+
+
+def greets_220(port):
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=2) as s:
+            return s.recv(256).startswith(b"220")
+    except OSError:
+        return False
+
+
+class Setup:
+    """One config per layout, both serving shard s1 on their own ports."""
+
+    def __init__(self, h, ds_dir, name, sites):
+        self.h, self.name, self.sites = h, name, sites
+        ports = h.free_ports(3 * len(sites))
+        self.lmtp = dict(zip(sites, ports[0:len(sites)]))
+        self.pop3 = dict(zip(sites, ports[len(sites):2 * len(sites)]))
+        self.repl = dict(zip(sites, ports[2 * len(sites):]))
+        self.home = {s: os.path.join(ds_dir, f"{name}-{s}") for s in sites}
+        with open(os.path.join(ds_dir, "directory.conf")) as f:
+            text = f.read()
+        first = sites[0]
+        text += ("\n[global]\nuser =\ngroup =\nlog_level = info\n"
+                 f"\n[shards]\ns1 = 127.0.0.1:{self.lmtp[first]}, "
+                 f"127.0.0.1:{self.pop3[first]}\n"
+                 "\n[popstore]\ndb_cache_size = 64M\nmax_sessions = 4000\n"
+                 "stats_interval = 0\ncommit_threads = 8\n")
+        all_sites = " ".join(f"127.0.0.1:{self.repl[s]}" for s in sites)
+        for s in sites:
+            text += (f"\n[popstore.{name}-{s}]\nshard = s1\ndb_home = {self.home[s]}\n"
+                     f"lmtp_listen = 127.0.0.1:{self.lmtp[s]}\n"
+                     f"pop3_listen = 127.0.0.1:{self.pop3[s]}\n")
+            if len(sites) > 1:
+                text += (f"replication_listen = 127.0.0.1:{self.repl[s]}\n"
+                         f"replication_sites = {all_sites}\n")
+        self.conf = os.path.join(ds_dir, f"{name}.conf")
+        with open(self.conf, "w") as f:
+            f.write(text)
+        self.daemons = {}
+        self.runs = 0
+
+    def start(self, site, create=False):
+        self.runs += 1
+        argv = [mtharness.binary("popstore/mailtier-popstore"), "-c", self.conf,
+                "-s", f"{self.name}-{site}", "-f"]
+        if create:
+            argv.append("--create-group")
+        self.daemons[site] = self.h.start(f"{self.name}-{site}-{self.runs}", argv)
+
+    def master(self, timeout=60):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for s in self.sites:
+                if (s in self.daemons and self.daemons[s].running() and
+                        greets_220(self.lmtp[s])):
+                    return s
+            time.sleep(0.02)
+        raise RuntimeError(f"{self.name}: no master")
+
+
+def first_250(setup, n, exclude):
+    """Deliver one message, trying the sites in turn; the time of the 250."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        for s in setup.sites:
+            if s == exclude:
+                continue
+            try:
+                lm = smtplib.LMTP("127.0.0.1", setup.lmtp[s], timeout=3)
+                try:
+                    lm.ehlo("bench.test")
+                    lm.mail(f"bench@{D}", [f"XQUEUEID=F{n:06d}"])
+                    if lm.rcpt(f"user1@{D}")[0] != 250:
+                        continue
+                    if lm.data(b"Subject: failover\r\n\r\nx\r\n")[0] == 250:
+                        return time.monotonic(), s
+                finally:
+                    lm.close()
+            except (OSError, smtplib.SMTPException):
+                pass
+        time.sleep(0.01)
+    raise RuntimeError("no 250 within 60 s of the master's loss")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--duration", type=int, default=10)
+    ap.add_argument("--conc", type=int, default=32)
+    ap.add_argument("--failovers", type=int, default=10)
+    args = ap.parse_args()
+    subprocess.run(["make", "-s", "-C", mtharness.builddir(), "bench/popstore-load"],
+                   check=True)
+    client = mtharness.binary("bench/popstore-load")
+    with mtharness.Harness() as h:
+        ds = h.directory_up(shards=("s1",))
+        single = Setup(h, ds["dir"], "single", ("a",))
+        repl = Setup(h, ds["dir"], "repl", ("a", "b", "c"))
+        h.ctl("directory", "down", "--dir", ds["dir"])
+        h.ctl("users", "bulk", "--count", USERS, "--shards", "s1", config=single.conf)
+        h.ctl("directory", "up", "--dir", ds["dir"], "--port", ds["port"])
+        single.start("a")
+        repl.start("a", create=True)
+        repl.start("b")
+        repl.start("c")
+        repl.master()
+        time.sleep(2)
+        res = {"single": [], "repl": []}
+        for run in range(args.runs):
+            for name, setup in (("single", single), ("repl", repl)):
+                port = setup.lmtp[setup.master()]
+                out = load(client, "lmtp", "--port", port, "--conc", args.conc,
+                           "--duration", args.duration, "--size", 24576,
+                           "--first", 1, "--count", USERS)
+                res[name].append(out)
+                print(f"{name:6} lmtp conc={args.conc} run={run + 1}: {out['per_s']}/s "
+                      f"p50={out['p50_ms']} ms p95={out['p95_ms']} ms "
+                      f"errors={out['errors']}", flush=True)
+        med = {k: {f: statistics.median(float(o[f]) for o in v)
+                   for f in ("per_s", "p50_ms", "p95_ms")} for k, v in res.items()}
+        for k, m in med.items():
+            print(f"median {k:6}: {m['per_s']:.0f}/s p50 {m['p50_ms']:.2f} ms "
+                  f"p95 {m['p95_ms']:.2f} ms")
+        print(f"replicated / single-site deliveries/s: "
+              f"{med['repl']['per_s'] / med['single']['per_s']:.3f}; added p50 "
+              f"{med['repl']['p50_ms'] - med['single']['p50_ms']:.2f} ms "
+              f"(target >= 0.70 and <= 2 ms)")
+
+        times = []
+        for i in range(args.failovers):
+            m = repl.master()
+            killed = time.monotonic()
+            repl.daemons[m].kill()
+            at, new = first_250(repl, i, exclude=m)
+            times.append(at - killed)
+            print(f"failover {i + 1}: master {m} killed -> first 250 from {new} in "
+                  f"{times[-1]:.2f} s", flush=True)
+            repl.start(m)
+        print(f"failover: median {statistics.median(times):.2f} s, worst "
+              f"{max(times):.2f} s over {len(times)} (target <= 5 s median, <= 10 s worst)")
+
+        m = repl.master()
+        victim = next(s for s in repl.sites if s != m)
+        repl.daemons[victim].stop()
+        size = sum(os.path.getsize(os.path.join(repl.home[victim], f))
+                   for f in os.listdir(repl.home[victim]) if f.endswith(".db"))
+        shutil.rmtree(repl.home[victim])
+        t0 = time.monotonic()
+        repl.start(victim)
+        repl.daemons[victim].wait_log(r"received a full copy", timeout=600)
+        took = time.monotonic() - t0
+        print(f"rebuild: site {victim} wiped ({size / 1e6:.1f} MB of databases) back "
+              f"with a full copy in {took:.2f} s = {size / 1e6 / took:.1f} MB/s "
+              f"(target >= 50 MB/s)")
+        for d in list(repl.daemons.values()) + list(single.daemons.values()):
+            if d.running():
+                d.stop()
+
+
+if __name__ == "__main__":
+    main()
