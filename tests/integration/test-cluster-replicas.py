@@ -73,12 +73,15 @@ def shard_roles(daemons, n):
 
 def settled(daemons, n):
     """The shard's master site when it has exactly one master and two
-    replicas that are in sync, else None."""
+    replicas that are in sync, each site connected to the other two, else
+    None. (A site's connections show in its metrics a moment after its
+    role: repmgr makes one each way, retried every 2 s.)"""
     roles = shard_roles(daemons, n)
     masters = [k for k, r in roles.items() if r == "master"]
     replicas = [k for k, r in roles.items() if r == "replica"
                 and daemons[k].get("startup_done", True)]
-    if len(masters) == 1 and len(replicas) == 2:
+    connected = all(daemons[k].get("connected_sites") == 2 for k in roles)
+    if len(masters) == 1 and len(replicas) == 2 and connected:
         return masters[0]
     return None
 
