@@ -207,10 +207,21 @@ def offline_checks(h):
             assert e["data_dir"] == os.path.join(d, f"store-shard{n}{s}"), e
             assert e["pid"] is None and e["state"] == "stopped" and e["role"] is None, e
             assert set(e["ports"]) == {"lmtp", "pop3", "imap", "repl", "metrics"}, e
-    ports = [p for e in daemons.values() for p in e["ports"].values()]
-    assert len(ports) == len(set(ports)), "a port used twice"
-    assert max(ports) == 1100 + PORTS - 1, (max(ports), PORTS)
     assert daemons["mta"]["role"] == "mta" and "shard" not in daemons["mta"]
+    # Every port once, within P .. P+14+15S-1, for a few shard counts up
+    # to the most (40), with and without the extra directory providers.
+    for shards in (1, 2, 7, 40):
+        for providers in (1, 3):
+            with open(os.path.join(d, "endpoints.env"), "w") as f:
+                f.write(f"SHARDS={shards}\nUSERS=5\nBASE_PORT=1100\nDOMAIN=example.test\n"
+                        "REMOTE_DOMAIN=remote.test\nSINK=127.0.0.1:1109\nREPLICAS=3\n"
+                        f"DIRECTORY_PROVIDERS={providers}\n")
+            daemons = status_json(h, d)
+            assert len(daemons) == 2 + providers + 3 * shards, list(daemons)
+            ports = [p for e in daemons.values() for p in e["ports"].values()]
+            ports += [1108, 1109]       # rspamd's milter, the sink
+            assert len(ports) == len(set(ports)), (shards, providers, "a port used twice")
+            assert max(ports) == 1100 + 14 + 15 * shards - 1, (shards, max(ports))
 
 
 def replicates():
