@@ -279,7 +279,7 @@ static void top_row(struct mt_buf *out, const struct top_daemon *t, double dt)
 		struct cluster_repl repl;
 		cluster_metrics_repl(m, &repl);
 		if (repl.known)
-			mt_buf_appendf(out, " %s, %u/%u connected", repl.role, repl.connected,
+			mt_buf_appendf(out, " role %s, %u/%u connected", repl.role, repl.connected,
 				       repl.sites > 0 ? repl.sites - 1 : 0);
 		break;
 	case DAEMON_SLAPD:
