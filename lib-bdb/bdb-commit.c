@@ -275,8 +275,18 @@ static void flush_batch(struct mt_bdb_commit *c, struct bdb_job *list,
 	/* Flush even if every job failed: a job's answer may rest on
 	 * another's transaction that is not durable yet. */
 	uint64_t start = mt_clock_us();
+	DB_LSN end = { 0, 0 };
+	DB_LOG_STAT *ls = NULL;
+	if (c->set.replicate != NULL && c->env->log_stat(c->env, &ls, 0) == 0) {
+		end.file = ls->st_cur_file;
+		end.offset = ls->st_cur_offset;
+	}
+	free(ls);
 	int ret = flush_log(c);
 	atomic_fetch_add(&c->flush_usecs, mt_clock_us() - start);
+	int replicated = 0;
+	if (ret == 0 && c->set.replicate != NULL)
+		replicated = c->set.replicate(c->set.context, &end);
 	if (ret == 0) {
 		atomic_fetch_add(&c->flushes, 1);
 		if (lazy_only)
@@ -288,6 +298,8 @@ static void flush_batch(struct mt_bdb_commit *c, struct bdb_job *list,
 	for (struct bdb_job *job = list; job != NULL; job = job->next) {
 		if (ret != 0 && job->status == 0)
 			job->status = ret;
+		if (replicated != 0 && job->status == 0)
+			job->status = MT_BDB_NOT_REPLICATED;
 		if (job->status != 0) {
 			atomic_fetch_add(&c->failures, 1);
 		} else {

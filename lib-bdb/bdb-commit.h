@@ -104,8 +104,18 @@ struct mt_bdb_commit_settings {
 	 * EDQUOT are retried MT_BDB_FLUSH_RETRIES times, anything else is
 	 * final. Runs on the flusher thread. */
 	int (*flush_failed)(void *context, int ret, unsigned int attempt);
+	/* A replicated environment (bdb-repl-ack.h): after the batch's log
+	 * flush, wait until the replicas have the log through end (its end
+	 * before the flush); non-zero: the batch's jobs that succeeded
+	 * complete with MT_BDB_NOT_REPLICATED instead. On the flusher thread,
+	 * no lock held. NULL: none. */
+	int (*replicate)(void *context, const DB_LSN *end);
 	void *context;
 };
+/* A job's status when its batch was flushed here but not acknowledged by
+ * the replicas (replicate failed): committed locally, maybe rolled back
+ * by the next master — a temporary failure for whoever waits on it. */
+#define MT_BDB_NOT_REPLICATED DB_REP_UNAVAIL
 #define MT_BDB_FLUSH_RETRIES 10
 #define MT_BDB_FLUSH_RETRY_MSECS 200
 

@@ -3,18 +3,23 @@
  * turned into a status and a role callback on a thread of ours, the
  * per-thread PERM_FAILED flag, and log retention. */
 #include "bdb-repl.h"
+#include "bdb-repl-ack.h"
 #include "alloc.h"
 #include "clock.h"
 #include "config.h"
 #include "log.h"
 #include "thread.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -228,9 +233,17 @@ static int configure_env(DB_ENV *env, const struct mt_bdb_repl *r, const char **
 		*error_r = "configuring the replication sites failed";
 		return ret;
 	}
+	/* Batched acknowledgements (bdb-repl-ack.h): commits wait for none;
+	 * the group commit asks the replicas over a channel instead. */
+	int policy = r->set.batched_acks ? DB_REPMGR_ACKS_NONE : DB_REPMGR_ACKS_QUORUM;
 	if ((ret = env->rep_set_priority(env, r->set.priority)) != 0 ||
-	    (ret = env->repmgr_set_ack_policy(env, DB_REPMGR_ACKS_QUORUM)) != 0) {
+	    (ret = env->repmgr_set_ack_policy(env, policy)) != 0) {
 		*error_r = "setting the election priority or the ack policy failed";
+		return ret;
+	}
+	if (r->set.batched_acks &&
+	    (ret = env->repmgr_msg_dispatch(env, mt_bdb_repl_ack_dispatch, 0)) != 0) {
+		*error_r = "registering the acknowledgement channel failed";
 		return ret;
 	}
 	/* A master's log records go out in one message per commit (the bulk
@@ -473,8 +486,61 @@ void mt_bdb_repl_status(struct mt_bdb_repl *r, struct mt_bdb_repl_status *st)
 	st->connected = connected_sites(r->env);
 }
 
+static unsigned int sockaddr_port(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return ntohs(((const struct sockaddr_in *)ss)->sin_port);
+	if (ss->ss_family == AF_INET6)
+		return ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
+	return 0;
+}
+
+static bool site_port(const struct mt_bdb_repl *r, unsigned int port)
+{
+	for (size_t i = 0; i < r->group.count; i++)
+		if (r->group.sites[i].port == port)
+			return true;
+	return false;
+}
+
+void mt_bdb_repl_sockets_nodelay(struct mt_bdb_repl *r)
+{
+	DIR *dir = opendir("/proc/self/fd");
+	if (dir == NULL)
+		return;
+	unsigned int tuned = 0;
+	struct dirent *de;
+	while ((de = readdir(dir)) != NULL) {
+		char *end;
+		long fd = strtol(de->d_name, &end, 10);
+		if (*end != '\0' || fd < 0 || fd == dirfd(dir))
+			continue;
+		struct sockaddr_storage local, peer;
+		socklen_t llen = sizeof(local), plen = sizeof(peer);
+		int type = 0, one = 1, on = 0;
+		socklen_t tlen = sizeof(type), olen = sizeof(on);
+		if (getsockopt((int)fd, SOL_SOCKET, SO_TYPE, &type, &tlen) != 0 ||
+		    type != SOCK_STREAM ||
+		    getsockname((int)fd, (struct sockaddr *)&local, &llen) != 0 ||
+		    getpeername((int)fd, (struct sockaddr *)&peer, &plen) != 0 ||
+		    (local.ss_family != AF_INET && local.ss_family != AF_INET6))
+			continue;
+		/* Accepted from a site (our port) or made to one (its port). */
+		unsigned int lport = sockaddr_port(&local), pport = sockaddr_port(&peer);
+		if (lport != r->group.sites[r->group.local].port && !site_port(r, pport))
+			continue;
+		if (getsockopt((int)fd, IPPROTO_TCP, TCP_NODELAY, &on, &olen) == 0 && on)
+			continue;
+		if (setsockopt((int)fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) == 0)
+			tuned++;
+	}
+	closedir(dir);
+	if (tuned > 0)
+		mt_debug("%s: TCP_NODELAY on %u replication connections", r->set.name, tuned);
+}
+
 /* The notifier: role_changed() on a thread of ours, after each batch of
- * role events. */
+ * role events; new connections get TCP_NODELAY. */
 static void *notifier_main(void *arg)
 {
 	struct mt_bdb_repl *r = arg;
@@ -488,6 +554,7 @@ static void *notifier_main(void *arg)
 		}
 		seen = r->changes;
 		pthread_mutex_unlock(&r->lock);
+		mt_bdb_repl_sockets_nodelay(r);
 		mt_bdb_repl_status(r, &now);
 		bool changed = now.role != before.role || now.demotions != before.demotions ||
 			strcmp(now.master, before.master) != 0 ||

@@ -171,6 +171,11 @@ struct mt_bdb_repl_settings {
 	unsigned int full_election_timeout_ms;
 	unsigned int checkpoint_delay_ms;
 	unsigned int threads;	/* repmgr message threads */
+	/* Durability by batched acknowledgements over a repmgr channel
+	 * (bdb-repl-ack.h; the store's group commit) instead of repmgr's
+	 * per-commit QUORUM wait (mt_bdb_repl_commit, PERM_FAILED). The
+	 * same on every site of a group. */
+	bool batched_acks;
 	mt_bdb_repl_role_fn *role_changed;	/* may be NULL */
 	void *context;
 };
@@ -192,6 +197,14 @@ bool mt_bdb_repl_event(struct mt_bdb_repl *repl, u_int32_t event, void *info);
  * a quorum: repmgr refuses with DB_REP_UNAVAIL until then, and this retries
  * for up to join_ms. false and a static *error_r on failure. */
 bool mt_bdb_repl_start(struct mt_bdb_repl *repl, unsigned int join_ms, const char **error_r);
+/* Berkeley DB 5.3's repmgr never sets TCP_NODELAY on its connections: a
+ * commit record sent while another is unacknowledged waits for the peer's
+ * delayed ACK (Nagle, tens of ms per commit under concurrency). This
+ * finds this process's TCP connections to or from the group's sites (by
+ * port, in /proc/self/fd) and sets it. The notifier calls it after each
+ * connection event; call it now and then as well (a connection may come
+ * up between events). Any thread. */
+void mt_bdb_repl_sockets_nodelay(struct mt_bdb_repl *repl);
 /* The current status (calls Berkeley DB: not from the event callback). */
 void mt_bdb_repl_status(struct mt_bdb_repl *repl, struct mt_bdb_repl_status *status_r);
 /* Stop the notifier thread (before DB_ENV->close, which stops repmgr);

@@ -9,7 +9,8 @@ lib_bdb_libmtbdb_a_SOURCES = \
 	lib-bdb/bdb-checkpoint.c lib-bdb/bdb-checkpoint.h \
 	lib-bdb/bdb-regions.c lib-bdb/bdb-regions.h \
 	lib-bdb/bdb-lock.c lib-bdb/bdb-lock.h \
-	lib-bdb/bdb-repl.c lib-bdb/bdb-repl.h
+	lib-bdb/bdb-repl.c lib-bdb/bdb-repl.h \
+	lib-bdb/bdb-repl-ack.c lib-bdb/bdb-repl-ack.h
 
 # What a program linking lib-bdb needs (before MAILTIER_LIBS).
 MTBDB_LIBS = lib-bdb/libmtbdb.a $(BDB_LIBS)

@@ -56,8 +56,6 @@ static int request_run(DB_ENV *env, DB_TXN *txn, void *context)
 	(void)txn;
 	struct mt_store_req *req = context;
 	req->ops->run(req->store, req);
-	req->unreplicated = store_repl_unreplicated(req->store, req->needs_flush,
-						    req->ops->unflushed);
 	return 0;
 }
 
@@ -72,6 +70,17 @@ static void request_done(int status, void *context)
 		store_req_complete(req);
 		return;
 	}
+	if (status == MT_BDB_NOT_REPLICATED) {
+		/* On this disk, not on a replica's (store-repl.c): no positive
+		 * answer, whether the request wrote or not — a "nothing to do"
+		 * may rest on a commit the next master rolls back. */
+		store_req_set_error(req, MT_STORE_TEMPFAIL,
+			"not replicated: the shard's replicas did not acknowledge it");
+		if (req->ops->settle != NULL)
+			req->ops->settle(store, req, false);
+		store_req_complete(req);
+		return;
+	}
 	if (status != 0)
 		(void)store_status_from_db(store, status);
 	int flush_ret = req->needs_flush ? status : 0;
@@ -79,15 +88,8 @@ static void request_done(int status, void *context)
 		store_req_set_error(req, store_status_from_db(store, flush_ret),
 			store_error("making the transaction durable failed: %s",
 				    db_strerror(flush_ret)));
-	bool durable = flush_ret == 0;
-	if (durable && req->unreplicated) {
-		/* On this disk, not on a replica's: no positive answer. */
-		store_req_set_error(req, MT_STORE_TEMPFAIL,
-			"not replicated: the shard's replicas did not acknowledge it");
-		durable = false;
-	}
 	if (req->ops->settle != NULL)
-		req->ops->settle(store, req, durable);
+		req->ops->settle(store, req, flush_ret == 0);
 	bool expunged = req->removed > 0 && status == 0;
 	store_req_complete(req);
 	if (expunged)
@@ -119,6 +121,7 @@ bool store_commit_start(struct mt_store *store, const char **error_r)
 		.executors = store->set.commit_threads,
 		.gather_usecs = FLUSH_GATHER_USECS,
 		.flush_failed = flush_failed,
+		.replicate = store->ack != NULL ? store_repl_replicate : NULL,
 		.context = store,
 	};
 	const char *error;

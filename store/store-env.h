@@ -11,6 +11,7 @@
 #include "bdb-checkpoint.h"
 #include "bdb-commit.h"
 #include "bdb-repl.h"
+#include "bdb-repl-ack.h"
 
 #include <db.h>
 #include <pthread.h>
@@ -144,8 +145,10 @@ struct mt_store {
 	/* Replication (store-repl.c); repl NULL: a store of one site. */
 	struct mt_bdb_repl *repl;
 	atomic_int repl_state;		/* enum store_repl_state */
-	/* A commit's acknowledgements did not come: until one does, every
-	 * positive outcome first needs an acknowledged commit (HA.md 5.2). */
+	/* The group commit's acknowledgements (bdb-repl-ack.h), while
+	 * serving as master; a batch without them: unreplicated (logged once
+	 * until one has them again). */
+	struct mt_bdb_repl_ack *ack;
 	atomic_bool unreplicated;
 	/* Becoming master, on the replication notifier thread (the
 	 * lifecycle's phases after join). */
@@ -218,12 +221,14 @@ void store_repl_tick(struct mt_store *store);
 void store_repl_stop(struct mt_store *store);
 /* After the environment's close. */
 void store_repl_free(struct mt_store *store);
-/* Commit path, after a request ran (its commits done): whether what it
- * answers is not replicated — a commit of its without acknowledgements,
- * or (while an earlier one lacks them) a barrier commit without them
- * (HA.md 5.2). unflushed: a streamed body's chunk write, covered by its
- * delivery's commit. */
-bool store_repl_unreplicated(struct mt_store *store, bool committed, bool unflushed);
+/* The group commit's replicate hook (lib-bdb/bdb-commit.h): after a
+ * batch's flush, wait for a quorum of replicas to have flushed through
+ * end; non-zero: the batch completes MT_STORE_TEMPFAIL. */
+int store_repl_replicate(void *context, const DB_LSN *end);
+/* Serving as master: the acknowledgements' state (before the group
+ * commit starts), and its end (after the group commit stopped). */
+void store_repl_serve(struct mt_store *store);
+void store_repl_serve_stop(struct mt_store *store);
 static inline bool store_repl_demoted(struct mt_store *store)
 {
 	int state = atomic_load(&store->repl_state);
@@ -236,9 +241,6 @@ int store_records_format_init(struct mt_store *store, DB_TXN *txn);
 /* Rewrite the format-version record (the upgrades). */
 int store_records_format_set(struct mt_store *store, DB_TXN *txn,
 			     uint32_t version);
-/* The replication barrier (store-repl.c): a small write whose commit's
- * acknowledgements vouch for every earlier commit. */
-int store_records_barrier(struct mt_store *store, DB_TXN *txn);
 /* Existing store: check them (format version, chunk size). */
 enum mt_store_status store_records_format_check(struct mt_store *store,
 						const char **error_r);

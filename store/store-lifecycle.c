@@ -229,6 +229,7 @@ static enum mt_store_status checkpointer_start(struct mt_store *store,
 static enum mt_store_status phase_serve(struct mt_store *store,
 					const char **error_r)
 {
+	store_repl_serve(store);
 	if (!store_commit_start(store, error_r) || !store_readers_start(store, error_r) ||
 	    !store_purge_start(store, error_r))
 		return MT_STORE_TEMPFAIL;
@@ -252,6 +253,7 @@ static void serve_stop(struct mt_store *store)
 	 * flushed. */
 	store_purge_stop(store);
 	store_commit_stop(store);
+	store_repl_serve_stop(store);
 	store_readers_stop(store);
 	mt_bdb_checkpointer_stop(&store->checkpointer);
 }

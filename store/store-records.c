@@ -8,9 +8,7 @@
  * numeric order and one mailbox's records sit together):
  *   meta.db     "format-version" → u32 5; "chunk-size" → u32;
  *               "next-mailbox-id" → u64; "created" → u64 Unix time;
- *               "last-uidvalidity" → u32 (version 5, store_uidvalidity_next);
- *               "replication-barrier" → u64 ns (a replicated store's
- *               barrier commits, store-repl.c; older code ignores it)
+ *               "last-uidvalidity" → u32 (version 5, store_uidvalidity_next)
  *   mailbox.db  mailbox key → id u64, next_uid u32, count u32, bytes u64,
  *               uidl_validity u32, attrs u32, created u64 (40 bytes, all a
  *               version 4 record has), highest_modseq u64, seen u32,
@@ -97,7 +95,6 @@ static const char META_CHUNK[] = "chunk-size";
 static const char META_NEXT_ID[] = "next-mailbox-id";
 static const char META_CREATED[] = "created";
 static const char META_UIDVALIDITY[] = "last-uidvalidity";
-static const char META_BARRIER[] = "replication-barrier";
 
 static void mailbox_rec_encode(const struct store_mailbox_rec *rec,
 			       unsigned char *p)
@@ -1057,17 +1054,6 @@ static int meta_put(struct mt_store *store, DB_TXN *txn, const char *name,
 	store_dbt_in(&key, name, strlen(name));
 	store_dbt_in(&data, value, size);
 	return store->meta->put(store->meta, txn, &key, &data, 0);
-}
-
-int store_records_barrier(struct mt_store *store, DB_TXN *txn)
-{
-	struct timespec now;
-	clock_gettime(CLOCK_REALTIME, &now);
-	unsigned char value[8];
-	uint64_t ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
-	for (int i = 0; i < 8; i++)
-		value[i] = (unsigned char)(ns >> (56 - 8 * i));
-	return meta_put(store, txn, META_BARRIER, value, sizeof(value));
 }
 
 int store_records_format_init(struct mt_store *store, DB_TXN *txn)

@@ -113,9 +113,6 @@ struct mt_store_req {
 	enum mt_store_status status;
 	char error[STORE_ERROR_MAX];
 	bool needs_flush;		/* committed something not yet durable */
-	/* A replicated store: what it answers is not on a replica's disk
-	 * (store-repl.c); it completes MT_STORE_TEMPFAIL. */
-	bool unreplicated;
 
 	unsigned int removed;		/* messages it expunged: purge */
 };
