@@ -126,8 +126,9 @@ static void replication_init(struct popstore *ps, struct popstore_metrics *pm,
 		"Times another site became master.");
 	pm->repl[R_PERM_FAILED] = mt_metrics_counter_series(m,
 		"mailtier_store_replication_perm_failed_total",
-		"Commits whose replicas' acknowledgements did not come in time "
-		"(answered as temporary failures).");
+		"Commits (group-commit batches) whose replicas' acknowledgements did not "
+		"come within replication_ack_timeout: every request of them was answered "
+		"as a temporary failure.");
 	pm->repl[R_INTERNAL_INITS] = mt_metrics_counter_series(m,
 		"mailtier_store_replication_internal_inits_total",
 		"Full copies of the store this site received (a new or wiped site).");
