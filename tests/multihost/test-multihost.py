@@ -29,8 +29,6 @@ fail. MT_KEEP_TMP=1 keeps the logs, MT_VERBOSE=1 prints progress.
 
 Trust boundary: test code only."""
 
-import contextlib
-import ctypes
 import os
 import poplib
 import re
@@ -42,10 +40,10 @@ import subprocess
 import time
 
 import mtharness
+import netns
 
 DOMAIN = "example.test"
 SUBNET = "10.213.0.0/24"
-PREFIX = 24
 HOSTS = {               # namespace role -> its address on the bridge
     "ldap": "10.213.0.10",
     "store1": "10.213.0.11",
@@ -60,104 +58,6 @@ USERS = {"alice@example.test": ("alice-pw", "store1"),
          "bob@example.test": ("bob-pw", "store2")}
 PROXY_PASSWORD = "multihost-proxy-secret"
 NS_TAG = "mtmh"         # namespaces are mtmh<pid>-<role>
-
-CLONE_NEWNET = 0x40000000
-_libc = ctypes.CDLL(None, use_errno=True)
-
-
-def ip_tool():
-    return shutil.which("ip", path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin:/bin")
-
-
-class Network:
-    """The namespaces, the bridge and the veth pairs of one run."""
-
-    def __init__(self, h):
-        self.h = h
-        self.ip = ip_tool()
-        self.tag = f"{NS_TAG}{os.getpid()}"
-        self.bridge_ns = f"{self.tag}-br"
-        self.ns = {role: f"{self.tag}-{role}" for role in HOSTS}
-        self.created = []
-
-    def run(self, *args, check=True):
-        p = subprocess.run([self.ip] + [str(a) for a in args],
-                           capture_output=True, text=True, timeout=30)
-        self.h.note(f"ip {' '.join(str(a) for a in args)} -> {p.returncode}")
-        if check and p.returncode != 0:
-            raise mtharness.HarnessError(f"ip {' '.join(map(str, args))}: "
-                                         f"{p.stderr.strip()}")
-        return p
-
-    def add_ns(self, name):
-        p = self.run("netns", "add", name, check=False)
-        if p.returncode != 0:
-            if not self.created:    # the first one: no netns support here
-                raise mtharness.Skip(f"`ip netns add` failed: {p.stderr.strip()}")
-            raise mtharness.HarnessError(f"ip netns add {name}: {p.stderr.strip()}")
-        self.created.append(name)
-
-    def up(self):
-        """Create everything; self.teardown() undoes what was made."""
-        self.add_ns(self.bridge_ns)
-        br = self.bridge_ns
-        self.run("-n", br, "link", "set", "lo", "up")
-        self.run("-n", br, "link", "add", "br0", "type", "bridge")
-        self.run("-n", br, "link", "set", "br0", "up")
-        for role, addr in HOSTS.items():
-            ns = self.ns[role]
-            self.add_ns(ns)
-            # Both ends are made inside namespaces of ours: the bridge
-            # side in the bridge namespace, the host side moved at once.
-            self.run("-n", br, "link", "add", self.port(role), "type", "veth",
-                     "peer", "name", "eth0", "netns", ns)
-            self.run("-n", br, "link", "set", self.port(role), "master", "br0")
-            self.run("-n", br, "link", "set", self.port(role), "up")
-            self.run("-n", ns, "link", "set", "lo", "up")
-            self.run("-n", ns, "addr", "add", f"{addr}/{PREFIX}", "dev", "eth0")
-            self.run("-n", ns, "link", "set", "eth0", "up")
-
-    @staticmethod
-    def port(role):
-        return f"v-{role}"      # the bridge side of role's veth
-
-    def link(self, role, state):
-        """Pull (down) or plug back (up) role's cable at the bridge."""
-        self.run("-n", self.bridge_ns, "link", "set", self.port(role), state)
-
-    def exec_argv(self, role):
-        return [self.ip, "netns", "exec", self.ns[role]]
-
-    def teardown(self):
-        # Deleting a namespace removes its veth (and its peer) with it.
-        for name in reversed(self.created):
-            self.run("netns", "del", name, check=False)
-        self.created = []
-
-    @contextlib.contextmanager
-    def inside(self, role):
-        """Run the block with this thread in role's network namespace:
-        sockets made in it belong to that host."""
-        with open("/proc/thread-self/ns/net") as home, \
-                open(f"/run/netns/{self.ns[role]}") as there:
-            if _libc.setns(there.fileno(), CLONE_NEWNET) != 0:
-                raise OSError(ctypes.get_errno(), f"setns {self.ns[role]}")
-            try:
-                yield
-            finally:
-                if _libc.setns(home.fileno(), CLONE_NEWNET) != 0:
-                    raise OSError(ctypes.get_errno(), "setns back")
-
-
-def remove_stale_namespaces(net):
-    """Namespaces left by a run that was killed (its pid is gone)."""
-    p = net.run("netns", "list", check=False)
-    for line in p.stdout.splitlines():
-        name = line.split()[0] if line.split() else ""
-        m = re.fullmatch(NS_TAG + r"(\d+)-\w+", name)
-        if m and not os.path.exists(f"/proc/{m.group(1)}"):
-            net.run("netns", "del", name, check=False)
-
 
 class Cluster:
     def __init__(self, h, net):
@@ -361,13 +261,14 @@ def wait_delivery(mta, to, status, timeout, since=0):
 def test(h):
     if os.geteuid() != 0:
         raise mtharness.Skip("needs root (network namespaces)")
-    if ip_tool() is None:
+    if netns.ip_tool() is None:
         raise mtharness.Skip("no `ip` command (Debian package iproute2)")
     if shutil.which("slapd", path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin") is None:
         raise mtharness.Skip("slapd is not installed (Debian package slapd)")
     t0 = time.monotonic()
-    net = Network(h)
-    remove_stale_namespaces(net)
+    net = netns.Network(h, {role: {"lan": addr} for role, addr in HOSTS.items()},
+                        f"{NS_TAG}{os.getpid()}")
+    netns.remove_stale_namespaces(net, NS_TAG)
     # Registered first, so it runs last: after the daemons are killed and
     # slapd is stopped.
     h.add_cleanup(net.teardown)
