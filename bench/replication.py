@@ -27,7 +27,6 @@ import os
 import shutil
 import signal
 import smtplib
-import socket
 import statistics
 import subprocess
 import sys
@@ -35,8 +34,10 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.environ.get("MT_SRCDIR") or os.path.dirname(HERE)
-sys.path[:0] = [os.path.join(SRC, "tests", "harness")]
+sys.path[:0] = [os.path.join(SRC, "tests", "harness"),
+                os.path.join(SRC, "tests", "integration")]
 import mtharness  # noqa: E402
+import repl_shard  # noqa: E402
 
 USERS = 1000
 D = "example.test"
@@ -58,63 +59,16 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def greets_220(port):
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=2) as s:
-            return s.recv(256).startswith(b"220")
-    except OSError:
-        return False
-
-
-class Setup:
+class Setup(repl_shard.Shard):
     """One config per layout, both serving shard s1 on their own ports."""
 
     def __init__(self, h, ds_dir, name, sites):
-        self.h, self.name, self.sites = h, name, sites
-        ports = h.free_ports(3 * len(sites))
-        self.lmtp = dict(zip(sites, ports[0:len(sites)]))
-        self.pop3 = dict(zip(sites, ports[len(sites):2 * len(sites)]))
-        self.repl = dict(zip(sites, ports[2 * len(sites):]))
-        self.home = {s: os.path.join(ds_dir, f"{name}-{s}") for s in sites}
-        with open(os.path.join(ds_dir, "directory.conf")) as f:
-            text = f.read()
-        first = sites[0]
-        text += ("\n[global]\nuser =\ngroup =\nlog_level = info\n"
-                 f"\n[shards]\ns1 = 127.0.0.1:{self.lmtp[first]}, "
-                 f"127.0.0.1:{self.pop3[first]}\n"
-                 "\n[popstore]\ndb_cache_size = 64M\nmax_sessions = 4000\n"
-                 "stats_interval = 0\ncommit_threads = 8\n")
-        all_sites = " ".join(f"127.0.0.1:{self.repl[s]}" for s in sites)
-        for s in sites:
-            text += (f"\n[popstore.{name}-{s}]\nshard = s1\ndb_home = {self.home[s]}\n"
-                     f"lmtp_listen = 127.0.0.1:{self.lmtp[s]}\n"
-                     f"pop3_listen = 127.0.0.1:{self.pop3[s]}\n")
-            if len(sites) > 1:
-                text += (f"replication_listen = 127.0.0.1:{self.repl[s]}\n"
-                         f"replication_sites = {all_sites}\n")
-        self.conf = os.path.join(ds_dir, f"{name}.conf")
-        with open(self.conf, "w") as f:
-            f.write(text)
-        self.daemons = {}
-        self.runs = 0
-
-    def start(self, site, create=False):
-        self.runs += 1
-        argv = [mtharness.binary("popstore/mailtier-popstore"), "-c", self.conf,
-                "-s", f"{self.name}-{site}", "-f"]
-        if create:
-            argv.append("--create-group")
-        self.daemons[site] = self.h.start(f"{self.name}-{site}-{self.runs}", argv)
+        super().__init__(h, ds_dir, name="s1", sites=sites, prefix=name)
+        self.write_conf(popstore="max_sessions = 4000\nstats_interval = 0\n"
+                        "commit_threads = 8\n", file=f"{name}.conf", cache="64M")
 
     def master(self, timeout=60):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for s in self.sites:
-                if (s in self.daemons and self.daemons[s].running() and
-                        greets_220(self.lmtp[s])):
-                    return s
-            time.sleep(0.02)
-        raise RuntimeError(f"{self.name}: no master")
+        return super().master(timeout=timeout)
 
 
 def first_250(setup, n, exclude):
@@ -212,9 +166,9 @@ def main():
         m = repl.master()
         victim = next(s for s in repl.sites if s != m)
         repl.daemons[victim].stop()
-        size = sum(os.path.getsize(os.path.join(repl.home[victim], f))
-                   for f in os.listdir(repl.home[victim]) if f.endswith(".db"))
-        shutil.rmtree(repl.home[victim])
+        size = sum(os.path.getsize(os.path.join(repl.home(victim), f))
+                   for f in os.listdir(repl.home(victim)) if f.endswith(".db"))
+        shutil.rmtree(repl.home(victim))
         t0 = time.monotonic()
         repl.start(victim)
         repl.daemons[victim].wait_log(r"received a full copy", timeout=600)

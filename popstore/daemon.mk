@@ -92,6 +92,7 @@ popstore_integration_tests = \
 	tests/integration/test-store-replication.py
 TESTS += $(popstore_integration_tests)
 EXTRA_DIST += $(popstore_integration_tests) tests/integration/popstorelib.py \
+	tests/integration/repl_shard.py \
 	tests/integration/imap-scenarios.txt
 # test-popstore-diskfull.py mounts small file systems (root only, skipped
 # otherwise): a full disk is a handled condition (store/store-space.c).
@@ -102,4 +103,4 @@ EXTRA_DIST += $(popstore_integration_tests) tests/integration/popstorelib.py \
 EXTRA_PROGRAMS += bench/popstore-load
 bench_popstore_load_SOURCES = bench/popstore-load.c
 bench_popstore_load_LDADD = $(PTHREAD_LIBS)
-EXTRA_DIST += bench/popstore.py bench/popstore-imap.py bench/mime-parse.c
+EXTRA_DIST += bench/popstore.py bench/popstore-imap.py bench/mime-parse.c bench/replication.py

@@ -27,121 +27,56 @@ import os
 import poplib
 import re
 import smtplib
-import socket
 import threading
 import time
 
 import mtharness
+import repl_shard
+from repl_shard import greeting
 
 D = "example.test"
 USER = f"alice@{D}"
 PW = "pw-failover"
-SITES = ("a", "b", "c")
 SECRET = "proxy-secret-failover-test"
 
 
-def greeting(port, timeout=3.0):
-    """The first line a service port sends, or None if it does not answer."""
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
-            s.settimeout(timeout)
-            data = b""
-            while b"\r\n" not in data:
-                chunk = s.recv(512)
-                if not chunk:
-                    break
-                data += chunk
-            return data.decode("utf-8", "replace").split("\r\n")[0]
-    except OSError:
-        return None
-
-
-class Group:
+class Group(repl_shard.Shard):
     """Three store sites of s1, the MTA and the MMP, one config file."""
 
-    def __init__(self, h, popstore):
-        self.h = h
-        self.popstore = popstore
+    def __init__(self, h):
         ds = h.directory_up(shards=("s1",))
-        self.dir = ds["dir"]
-        ports = h.free_ports(16)
-        self.mmp_imap = ports[15]
-        self.lmtp = dict(zip(SITES, ports[0:3]))
-        self.pop3 = dict(zip(SITES, ports[3:6]))
-        self.imap = dict(zip(SITES, ports[6:9]))
-        self.repl = dict(zip(SITES, ports[9:12]))
-        self.smtp, self.submission, self.mmp_pop3 = ports[12:15]
-        self.daemons = {}
+        super().__init__(h, ds["dir"])
+        ports = h.free_ports(4)
+        self.smtp, self.submission, self.mmp_pop3, self.mmp_imap = ports
         self.secret = os.path.join(self.dir, "proxy.secret")
         with open(self.secret, "w") as f:
             f.write(SECRET + "\n")
-        self.conf = self.write_conf()
+        self.write_conf(
+            popstore="allow_plaintext_auth = yes\n"
+            f"proxy_password_file = {self.secret}\n"
+            "replication_ack_timeout = 1s\n",
+            extra="\n[mta]\n"
+            f"smtp_listen = 127.0.0.1:{self.smtp}\n"
+            f"submission_listen = 127.0.0.1:{self.submission}\n"
+            "submissions_listen =\n"
+            f"queue_dir = {os.path.join(self.dir, 'queue')}\n"
+            "hostname = mx.example.test\n"
+            "shard_failover_budget = 60s\n"
+            "retry_schedule = 30s\n"
+            "max_queue_lifetime = 10m\n"
+            "\n[mmp]\n"
+            f"pop3_listen = 127.0.0.1:{self.mmp_pop3}\n"
+            "pop3s_listen =\nthreads = 2\nallow_plaintext_auth = yes\n"
+            f"imap_listen = 127.0.0.1:{self.mmp_imap}\n"
+            f"proxy_password_file = {self.secret}\n"
+            "backend_connect_timeout = 2s\nbackend_failover_wait = 20s\n"
+            "stats_interval = 0\n",
+            file="failover.conf")
         h.ctl("users", "add", USER, "--shard", "s1", config=self.conf,
               input=PW + "\n")
 
-    def section(self, site):
-        return "s1" if site == "a" else f"s1-{site}"
-
-    def write_conf(self):
-        with open(os.path.join(self.dir, "directory.conf")) as f:
-            text = f.read()
-        shard_sites = " | ".join(
-            f"127.0.0.1:{self.lmtp[s]}, 127.0.0.1:{self.pop3[s]}, "
-            f"127.0.0.1:{self.imap[s]}" for s in SITES)
-        text += ("\n[global]\nuser =\ngroup =\nlog_level = info\ndrain_timeout = 5s\n"
-                 f"\n[shards]\ns1 = {shard_sites}\n"
-                 "\n[popstore]\ndb_cache_size = 8M\nallow_plaintext_auth = yes\n"
-                 f"proxy_password_file = {self.secret}\n"
-                 "replication_ack_timeout = 1s\n")
-        repl_sites = " ".join(f"127.0.0.1:{self.repl[s]}" for s in SITES)
-        for s in SITES:
-            text += (f"\n[popstore.{self.section(s)}]\nshard = s1\n"
-                     f"db_home = {os.path.join(self.dir, 'store-' + s)}\n"
-                     f"lmtp_listen = 127.0.0.1:{self.lmtp[s]}\n"
-                     f"pop3_listen = 127.0.0.1:{self.pop3[s]}\n"
-                     f"imap_listen = 127.0.0.1:{self.imap[s]}\n"
-                     f"replication_listen = 127.0.0.1:{self.repl[s]}\n"
-                     f"replication_sites = {repl_sites}\n")
-        text += ("\n[mta]\n"
-                 f"smtp_listen = 127.0.0.1:{self.smtp}\n"
-                 f"submission_listen = 127.0.0.1:{self.submission}\n"
-                 "submissions_listen =\n"
-                 f"queue_dir = {os.path.join(self.dir, 'queue')}\n"
-                 "hostname = mx.example.test\n"
-                 "shard_failover_budget = 60s\n"
-                 "retry_schedule = 30s\n"
-                 "max_queue_lifetime = 10m\n"
-                 "\n[mmp]\n"
-                 f"pop3_listen = 127.0.0.1:{self.mmp_pop3}\n"
-                 "pop3s_listen =\nthreads = 2\nallow_plaintext_auth = yes\n"
-                 f"imap_listen = 127.0.0.1:{self.mmp_imap}\n"
-                 f"proxy_password_file = {self.secret}\n"
-                 "backend_connect_timeout = 2s\nbackend_failover_wait = 20s\n"
-                 "stats_interval = 0\n")
-        path = os.path.join(self.dir, "failover.conf")
-        with open(path, "w") as f:
-            f.write(text)
-        return path
-
     def start_site(self, site, create=False):
-        argv = [self.popstore, "-c", self.conf, "-s", self.section(site), "-f"]
-        if create:
-            argv.append("--create-group")
-        self.daemons[site] = self.h.start(f"popstore-{site}", argv)
-
-    def master(self, timeout=60.0, exclude=()):
-        """The site whose LMTP greets 220."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for s in SITES:
-                if s in exclude:
-                    continue
-                g = greeting(self.lmtp[s])
-                if g is not None and g.startswith("220"):
-                    return s
-            time.sleep(0.1)
-        raise AssertionError(f"no master within {timeout:.0f} s: " + ", ".join(
-            f"{s}: {greeting(self.lmtp[s])!r}" for s in SITES))
+        return self.start(site, create=create)
 
 
 class Sender:
@@ -201,10 +136,10 @@ def pop_numbers(port, user=USER, password=PW):
 
 def test(h):
     try:
-        popstore = mtharness.binary("popstore/mailtier-popstore")
+        mtharness.binary("popstore/mailtier-popstore")
     except mtharness.HarnessError:
         raise mtharness.Skip("mailtier-popstore is not built")
-    g = Group(h, popstore)
+    g = Group(h)
     g.start_site("a", create=True)
     g.start_site("b")
     g.start_site("c")

@@ -22,17 +22,17 @@ XQUEUEID, as HA.md 5.4 asks of the MTA):
 
 Skipped when mailtier-popstore is not built."""
 
-import os
 import poplib
 import re
 import shutil
-import signal
 import smtplib
 import socket
 import threading
 import time
 
 import mtharness
+import repl_shard
+from repl_shard import greeting
 
 D = "example.test"
 USER = f"alice@{D}"
@@ -40,89 +40,14 @@ PW = "pw-repl"
 SITES = ("a", "b", "c")
 
 
-def greeting(port, timeout=3.0):
-    """The first line a service port sends, or None if it does not answer."""
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
-            s.settimeout(timeout)
-            data = b""
-            while b"\r\n" not in data:
-                chunk = s.recv(512)
-                if not chunk:
-                    break
-                data += chunk
-            return data.decode("utf-8", "replace").split("\r\n")[0]
-    except OSError:
-        return None
-
-
-class Shard:
-    def __init__(self, h, popstore):
-        self.h = h
-        self.popstore = popstore
+class Shard(repl_shard.Shard):
+    def __init__(self, h):
         ds = h.directory_up(shards=("s1",))
-        self.dir = ds["dir"]
-        ports = h.free_ports(12)
-        self.lmtp = dict(zip(SITES, ports[0:3]))
-        self.pop3 = dict(zip(SITES, ports[3:6]))
-        self.imap = dict(zip(SITES, ports[6:9]))
-        self.repl = dict(zip(SITES, ports[9:12]))
-        self.daemons = {}
-        self.conf = self.write_conf()
+        super().__init__(h, ds["dir"])
+        self.write_conf(popstore="allow_plaintext_auth = yes\n"
+                        "replication_ack_timeout = 1s\n")
         h.ctl("users", "add", USER, "--shard", "s1", config=self.conf,
               input=PW + "\n")
-
-    def section(self, site):
-        return "s1" if site == "a" else f"s1-{site}"
-
-    def home(self, site):
-        return os.path.join(self.dir, f"store-{site}")
-
-    def write_conf(self):
-        with open(os.path.join(self.dir, "directory.conf")) as f:
-            text = f.read()
-        text += ("\n[global]\nuser =\ngroup =\nlog_level = info\ndrain_timeout = 5s\n"
-                 "\n[shards]\n"
-                 f"s1 = 127.0.0.1:{self.lmtp['a']}, 127.0.0.1:{self.pop3['a']}, "
-                 f"127.0.0.1:{self.imap['a']}\n"
-                 "\n[popstore]\ndb_cache_size = 8M\nallow_plaintext_auth = yes\n"
-                 "replication_ack_timeout = 1s\n")
-        sites = " ".join(f"127.0.0.1:{self.repl[s]}" for s in SITES)
-        for s in SITES:
-            text += (f"\n[popstore.{self.section(s)}]\nshard = s1\n"
-                     f"db_home = {self.home(s)}\n"
-                     f"lmtp_listen = 127.0.0.1:{self.lmtp[s]}\n"
-                     f"pop3_listen = 127.0.0.1:{self.pop3[s]}\n"
-                     f"imap_listen = 127.0.0.1:{self.imap[s]}\n"
-                     f"replication_listen = 127.0.0.1:{self.repl[s]}\n"
-                     f"replication_sites = {sites}\n")
-        path = os.path.join(self.dir, "repl.conf")
-        with open(path, "w") as f:
-            f.write(text)
-        return path
-
-    def start(self, site, create=False, run=0):
-        argv = [self.popstore, "-c", self.conf, "-s", self.section(site), "-f"]
-        if create:
-            argv.append("--create-group")
-        d = self.h.start(f"popstore-{site}-{run}", argv)
-        self.daemons[site] = d
-        return d
-
-    def serving(self, site):
-        g = greeting(self.lmtp[site])
-        return g is not None and g.startswith("220")
-
-    def master(self, timeout=30.0, exclude=()):
-        """The site whose LMTP greets 220."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for s in SITES:
-                if s not in exclude and self.serving(s):
-                    return s
-            time.sleep(0.1)
-        raise AssertionError(f"no master within {timeout:.0f} s: " + ", ".join(
-            f"{s}: {greeting(self.lmtp[s])!r}" for s in SITES))
 
 
 class Deliverer:
@@ -298,10 +223,10 @@ def store_stat(h, shard, site):
 
 def test(h):
     try:
-        popstore = mtharness.binary("popstore/mailtier-popstore")
+        mtharness.binary("popstore/mailtier-popstore")
     except mtharness.HarnessError:
         raise mtharness.Skip("mailtier-popstore is not built")
-    shard = Shard(h, popstore)
+    shard = Shard(h)
 
     # (a) found, join, refuse.
     shard.start("a", create=True)
@@ -366,7 +291,7 @@ def test(h):
 
     # (c) the lost host's disk: wiped, rejoins by a full copy.
     shutil.rmtree(shard.home("a"))
-    shard.start("a", run=1)
+    shard.start("a")
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         g = greeting(shard.lmtp["a"])
@@ -399,7 +324,7 @@ def test(h):
     assert st["partial_bodies"] == "0", st
     h.note(f"45 MiB delivery: master {big_master} killed mid-stream, stored once on "
            f"{new_master}; partial bodies swept")
-    shard.start(big_master, run=3)
+    shard.start(big_master)
 
     # (d) the master alone: no acknowledgement, no 250.
     others = [s for s in SITES if s != new_master]
@@ -422,7 +347,7 @@ def test(h):
 
     # (e) the same data on every site.
     for s in others:
-        shard.start(s, run=2)
+        shard.start(s)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and not shard.serving(new_master):
         time.sleep(0.2)
