@@ -62,61 +62,31 @@ class Deliverer:
         self.fivexx = []
         self.site = "a"
 
-    def deliver_big(self, msg):
-        """The big message with XQUEUEID=QBIG1, tried on the sites in turn."""
+    def deliver(self, queue_id, body, key=None, timeout=5):
+        """One message (bytes) with XQUEUEID=queue_id, tried on the sites in
+        turn from the last good one; True at its 250 (recorded under key),
+        False at a 5xx (recorded) or when the budget is spent."""
         deadline = time.monotonic() + self.budget
         order = list(SITES)
         i = order.index(self.site)
         while time.monotonic() < deadline:
             site = order[i % 3]
             try:
-                lm = smtplib.LMTP("127.0.0.1", self.shard.lmtp[site], timeout=60)
+                lm = smtplib.LMTP("127.0.0.1", self.shard.lmtp[site], timeout=timeout)
                 try:
                     lm.ehlo("mta.test")
-                    code, _ = lm.mail(f"sender@{D}", ["XQUEUEID=QBIG1"])
-                    if code == 250 and lm.rcpt(USER)[0] == 250:
-                        code, _ = lm.data(msg)
-                        if code == 250:
-                            self.site = site
-                            return True
-                        assert code < 500, code
-                finally:
-                    lm.close()
-            except (OSError, smtplib.SMTPException):
-                pass
-            i += 1
-            time.sleep(0.1)
-        return False
-
-    def deliver_one(self, n):
-        deadline = time.monotonic() + self.budget
-        order = list(SITES)
-        i = order.index(self.site)
-        while time.monotonic() < deadline:
-            site = order[i % 3]
-            try:
-                lm = smtplib.LMTP("127.0.0.1", self.shard.lmtp[site], timeout=5)
-                try:
-                    lm.ehlo("mta.test")
-                    code, msg = lm.mail(f"sender@{D}", [f"XQUEUEID=Q{n:06d}"])
-                    if code != 250:
-                        raise smtplib.SMTPResponseException(code, msg)
-                    code, msg = lm.rcpt(USER)
-                    if code >= 500:
-                        self.fivexx.append((n, code, msg))
-                        return False
-                    if code != 250:
-                        raise smtplib.SMTPResponseException(code, msg)
-                    body = (f"From: sender@{D}\r\nTo: {USER}\r\nSubject: repl-{n:06d}\r\n"
-                            f"Message-ID: <repl-{n}@test>\r\n\r\nmessage {n}\r\n")
-                    code, msg = lm.data(body.encode())
+                    code, msg = lm.mail(f"sender@{D}", [f"XQUEUEID={queue_id}"])
                     if code == 250:
-                        self.acked[n] = (site, time.monotonic())
+                        code, msg = lm.rcpt(USER)
+                    if code == 250:
+                        code, msg = lm.data(body)
+                    if code == 250:
+                        if key is not None:
+                            self.acked[key] = (site, time.monotonic())
                         self.site = site
-                        lm.quit()
                         return True
                     if code >= 500:
-                        self.fivexx.append((n, code, msg))
+                        self.fivexx.append((queue_id, code, msg))
                         return False
                 finally:
                     lm.close()
@@ -125,6 +95,14 @@ class Deliverer:
             i += 1
             time.sleep(0.05)
         return False
+
+    def deliver_one(self, n):
+        body = (f"From: sender@{D}\r\nTo: {USER}\r\nSubject: repl-{n:06d}\r\n"
+                f"Message-ID: <repl-{n}@test>\r\n\r\nmessage {n}\r\n")
+        return self.deliver(f"Q{n:06d}", body.encode(), key=n)
+
+    def deliver_big(self, msg):
+        return self.deliver("QBIG1", msg, timeout=60)
 
 
 BIG_SIZE = 45 << 20
