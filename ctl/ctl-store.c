@@ -5,7 +5,8 @@
  * (store/store.h; it recovers the environment first if its owner died).
  *
  * A site of a replicated shard (replication_listen set) is opened only
- * while its mailtier-popstore runs: with the daemon gone, opening would run
+ * while its mailtier-popstore runs (the store's ADMIN open refuses it
+ * otherwise, told by .replication): with the daemon gone, opening would run
  * Berkeley DB recovery without replication, writing log records of this
  * site's own into a group whose log only the master writes (HA.md §5.3:
  * mailtierctl never recovers a replicated environment; the daemon does,
@@ -18,7 +19,6 @@
 #include "mailtier-settings.h"
 #include "popstore/popstore-settings.h"
 #include "store/store.h"
-#include "bdb-lock.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -46,42 +46,16 @@ shard_settings(struct ctl_context *ctx, const struct mt_config *config,
 	return set;
 }
 
-/* The serving daemon's lock file in db_home (store/store-env.h
- * STORE_LOCK_FILE, held with flock for as long as it runs). */
-#define CTL_STORE_LOCK_FILE "popstore.lock"
-
-/* For a replicated site: true if its daemon holds the store's lock (it
- * runs, so nothing here will recover the environment); else a message.
- * A site that never ran has no lock file: nothing to recover either. */
-static bool replicated_site_serving(struct ctl_context *ctx,
-				    const struct mt_popstore_settings *set)
-{
-	if (set->replication_listen == NULL || set->replication_listen[0] == '\0')
-		return true;
-	char path[4096];
-	snprintf(path, sizeof(path), "%s/%s", set->db_home, CTL_STORE_LOCK_FILE);
-	if (access(path, F_OK) != 0)
-		return true;
-	int fd;
-	int err = mt_bdb_lock_take(set->db_home, CTL_STORE_LOCK_FILE, &fd);
-	if (err != 0)
-		return true;	/* held: the daemon runs (or an error admin_open reports) */
-	close(fd);
-	fprintf(stderr, "%s: %s is a site of a replicated shard and its mailtier-popstore "
-		"is not running: opening it here would recover it without replication. "
-		"Start the site (it recovers and rejoins its group), then run this again.\n",
-		ctx->progname, set->db_home);
-	return false;
-}
-
 static struct mt_store *admin_open(struct ctl_context *ctx,
 				   const struct mt_popstore_settings *set)
 {
-	if (!replicated_site_serving(ctx, set))
-		return NULL;
+	/* A site of a replicated shard: the store refuses to open it unless
+	 * its daemon runs (it would recover it without replication). */
+	const struct mt_store_replication repl = { .listen = set->replication_listen };
 	const struct mt_store_settings ss = {
 		.home = set->db_home, .mode = MT_STORE_MODE_ADMIN,
 		.cache_size = set->db_cache_size,
+		.replication = set->replication_listen[0] != '\0' ? &repl : NULL,
 	};
 	struct mt_store *store = NULL;
 	const char *error;

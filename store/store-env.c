@@ -276,6 +276,16 @@ enum mt_store_status store_env_open(struct mt_store *store, const char **error_r
 		enum mt_store_status status = store_lock(store, error_r);
 		if (status != MT_STORE_OK)
 			return status;
+	} else if (store->admin_replicated && file_exists(store->home, STORE_LOCK_FILE)) {
+		int fd;
+		if (mt_bdb_lock_take(store->home, STORE_LOCK_FILE, &fd) == 0) {
+			close(fd);	/* not held: the site's daemon is not running */
+			*error_r = store_error("%s is a site of a replicated shard and its "
+				"mailtier-popstore is not running: opening it here would "
+				"recover it without replication. Start the site (it recovers "
+				"and rejoins its group), then run this again", store->home);
+			return MT_STORE_TEMPFAIL;
+		}
 	}
 
 	DB_ENV *env;

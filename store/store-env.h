@@ -156,6 +156,7 @@ struct mt_store {
 	pthread_mutex_t repl_lock;
 	struct mt_store_repl_info repl_info;	/* under repl_lock */
 	bool repl_started, repl_promote_pending;	/* under repl_lock */
+	bool admin_replicated;		/* ADMIN mode on a replicated site */
 	/* The settings' replication, the store's own copy. */
 	struct mt_store_replication repl_set;
 	char **repl_sites;

@@ -91,8 +91,12 @@ static struct mt_store *store_new(const struct mt_store_settings *set,
 			store->repl_sites[i] = mt_xstrdup(r->sites[i]);
 		store->repl_set.sites = (const char *const *)store->repl_sites;
 		store->set.replication = &store->repl_set;
-	} else
-		store->set.replication = NULL;	/* a reader needs none (HA.md 2.5) */
+	} else {
+		/* A reader needs no replication (HA.md 2.5): it only must not
+		 * recover a site whose daemon is gone (store_env_open). */
+		store->admin_replicated = set->replication != NULL;
+		store->set.replication = NULL;
+	}
 	store_purge_init(store);
 	pthread_mutex_init(&store->repl_lock, NULL);
 	atomic_init(&store->repl_state, STORE_REPL_JOINING);

@@ -120,7 +120,11 @@ struct mt_store_settings {
 	 * APPEND, COPY or MOVE beyond it is refused MT_STORE_LIMIT. 0: none. */
 	uint64_t max_mailbox_messages;
 	/* SERVE mode: this store is one site of a replication group
-	 * (store-repl.c); NULL: a store of one site, as before. */
+	 * (store-repl.c); NULL: a store of one site, as before. ADMIN mode:
+	 * non-NULL says the store is such a site, which is then opened only
+	 * while its daemon runs (a reader joins the environment; an open that
+	 * found it abandoned would run recovery without replication, HA.md
+	 * 5.3), else MT_STORE_TEMPFAIL with what to do. */
 	const struct mt_store_replication *replication;
 };
 
