@@ -36,7 +36,7 @@ extern const struct mt_command_table imap_command_table;
 
 enum {
 	R_SITES, R_CONNECTED, R_GENERATION, R_STARTUP_DONE, R_ELECTIONS, R_MASTER_CHANGES,
-	R_PERM_FAILED, R_INTERNAL_INITS, R_LOG_REMOVED, R_UNREPLICATED, REPL_COUNT
+	R_PERM_FAILED, R_INTERNAL_INITS, R_LOG_REMOVED, R_UNREPLICATED, R_LOG_AGE, REPL_COUNT
 };
 
 static const char *const role_names[3] = { "master", "replica", "none" };
@@ -86,6 +86,7 @@ static void collect_replication(struct popstore *ps, struct popstore_metrics *pm
 	mt_series_store(pm->repl[R_INTERNAL_INITS], info.internal_inits);
 	mt_series_store(pm->repl[R_LOG_REMOVED], info.log_files_removed);
 	mt_series_store(pm->repl[R_UNREPLICATED], info.unreplicated_answers);
+	mt_series_set(pm->repl[R_LOG_AGE], (double)info.log_oldest_age_secs);
 }
 
 /* A replicated store's series (the names mailtierctl cluster status and
@@ -137,8 +138,16 @@ static void replication_init(struct popstore *ps, struct popstore_metrics *pm,
 		"Log files removed once past replication_log_retention.");
 	pm->repl[R_UNREPLICATED] = mt_metrics_counter_series(m,
 		"mailtier_store_replication_unreplicated_answers_total",
-		"Store requests answered with a temporary failure because their commit (or "
-		"a barrier) was not acknowledged by a replica.");
+		"Store requests answered with a temporary failure because their "
+		"group-commit batch was not acknowledged by a replica.");
+	pm->repl[R_LOG_AGE] = mt_metrics_gauge_series(m,
+		"mailtier_store_replication_log_retention_seconds",
+		"Age of the oldest log file kept: a site away for less catches up from "
+		"the log, one away longer needs a full copy (checked every minute).");
+	mt_store_observe_ack_latency(ps->store, mt_bdb_commit_latency_histogram(m,
+		"mailtier_store_replication_ack_latency_seconds",
+		"Seconds each group-commit batch waited, after its own log flush, for a "
+		"replica to have flushed it too."));
 }
 
 static void collect(void *context)
@@ -282,6 +291,7 @@ void popstore_metrics_free(struct popstore *ps)
 		return;
 	mt_metrics_remove_collector(pm->registry, collect, ps);
 	mt_store_observe_commit_latency(ps->store, NULL);
+	mt_store_observe_ack_latency(ps->store, NULL);
 	mt_authfail_metrics_free(&pm->address_sessions);
 	mt_authfail_metrics_free(&pm->auth_failures);
 	for (unsigned int i = 0; i < POPSTORE_PROTOCOL_COUNT; i++)

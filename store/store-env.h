@@ -150,6 +150,8 @@ struct mt_store {
 	 * until one has them again). */
 	struct mt_bdb_repl_ack *ack;
 	atomic_bool unreplicated;
+	_Atomic(struct mt_series *) ack_latency;
+	atomic_uint_fast64_t log_oldest_mtime;	/* Unix time; 0: not known */
 	/* Becoming master, on the replication notifier thread (the
 	 * lifecycle's phases after join). */
 	enum mt_store_status (*promote)(struct mt_store *store, const char **error_r);

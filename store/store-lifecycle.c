@@ -299,6 +299,14 @@ void mt_store_close(struct mt_store **store_p)
 	if (store->open_count > 0)
 		mt_warning("store: home=%s closed with %u mailboxes open",
 			   store->home, store->open_count);
+	if (store->set.mode == MT_STORE_MODE_SERVE && !atomic_load(&store->failed) &&
+	    store->repl != NULL && store->env != NULL)
+		/* A master sends log records before it flushes them, and a
+		 * close writes no log buffer of a shared environment
+		 * (log.c __log_env_refresh): without this flush a site that
+		 * restarts (a demoted master) would come back with a shorter
+		 * log than the replicas that applied its last records. */
+		(void)store->env->log_flush(store->env, NULL);
 	if (store->set.mode == MT_STORE_MODE_SERVE && !atomic_load(&store->failed)) {
 		if (store->repl == NULL ||
 		    atomic_load(&store->repl_state) == STORE_REPL_SERVING)

@@ -36,11 +36,14 @@
  * (checked by mt_bdb_repl_group_parse); events from Berkeley DB. */
 #include "store-env.h"
 #include "alloc.h"
+#include "clock.h"
 #include "log.h"
+#include "metrics.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 /* A first join waits this long for a master and a quorum (repmgr refuses
@@ -235,6 +238,17 @@ void store_repl_tick(struct mt_store *store)
 		mt_info("%s: home=%s removed %u log files past their retention",
 			repl_name(store), store->home, removed);
 	}
+	char **logs = NULL;
+	struct stat oldest;
+	if (store->env->log_archive(store->env, &logs, DB_ARCH_ABS | DB_ARCH_LOG) == 0 &&
+	    logs != NULL && logs[0] != NULL && stat(logs[0], &oldest) == 0)
+		atomic_store(&store->log_oldest_mtime, (uint64_t)oldest.st_mtime);
+	free(logs);
+}
+
+void mt_store_observe_ack_latency(struct mt_store *store, struct mt_series *histogram)
+{
+	atomic_store(&store->ack_latency, histogram);
 }
 
 void store_repl_stop(struct mt_store *store)
@@ -267,7 +281,11 @@ int store_repl_replicate(void *context, const DB_LSN *end)
 	const struct mt_store_replication *r = store->set.replication;
 	unsigned int timeout = r->ack_timeout_ms != 0 ? r->ack_timeout_ms :
 		MT_BDB_REPL_ACK_TIMEOUT_MS;
+	uint64_t start = mt_clock_us();
 	int ret = mt_bdb_repl_ack_wait(store->ack, end, timeout);
+	struct mt_series *latency = atomic_load(&store->ack_latency);
+	if (latency != NULL)
+		mt_series_observe(latency, (double)(mt_clock_us() - start) / 1e6);
 	if (ret != 0) {
 		store_counter_add(&store->n_unreplicated, 1);
 		if (!atomic_exchange(&store->unreplicated, true))
@@ -326,6 +344,10 @@ void mt_store_repl_info_get(struct mt_store *store, struct mt_store_repl_info *i
 	if (!info_r->replicated)
 		info_r->role = "none";
 	info_r->log_files_removed = atomic_load(&store->n_log_removed);
+	uint64_t oldest = atomic_load(&store->log_oldest_mtime);
+	time_t now = time(NULL);
+	info_r->log_oldest_age_secs = oldest != 0 && (uint64_t)now > oldest ?
+		(uint64_t)now - oldest : 0;
 	info_r->unreplicated_answers = atomic_load(&store->n_unreplicated);
 	/* Commits without acknowledgements: repmgr's, and the group
 	 * commit's batches (the store's way). */

@@ -620,8 +620,15 @@ struct mt_store_repl_info {
 	uint64_t elections, master_changes, perm_failed, internal_inits;
 	uint64_t log_files_removed;
 	uint64_t unreplicated_answers;	/* outcomes made TEMPFAIL for it */
+	/* Seconds since the oldest log file kept was last written: how long
+	 * a site may be away and still catch up from the log (checked with
+	 * each log removal, every minute; 0 until then). */
+	uint64_t log_oldest_age_secs;
 };
 void mt_store_repl_info_get(struct mt_store *store, struct mt_store_repl_info *info_r);
+/* Observe how long each group-commit batch waited for the replicas'
+ * acknowledgements (seconds) into histogram; NULL stops. */
+void mt_store_observe_ack_latency(struct mt_store *store, struct mt_series *histogram);
 
 /* Counters and administration */
 
