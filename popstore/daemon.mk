@@ -89,7 +89,8 @@ popstore_integration_tests = \
 	tests/integration/test-popstore-crash.py \
 	tests/integration/test-popstore-diskfull.py \
 	tests/integration/test-popstore-large.py \
-	tests/integration/test-store-replication.py
+	tests/integration/test-store-replication.py \
+	tests/integration/test-store-replication-imap.py
 TESTS += $(popstore_integration_tests)
 EXTRA_DIST += $(popstore_integration_tests) tests/integration/popstorelib.py \
 	tests/integration/repl_shard.py \

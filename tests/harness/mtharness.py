@@ -84,12 +84,19 @@ def _below_ephemeral():
         return 32768
 
 
+# Ports this process has handed out: a later call never returns one again
+# (two calls of one test, each picking a port still free because no daemon
+# had bound the first call's yet, collided: "Address already in use").
+_handed_out = set()
+
+
 def free_ports(count, host="127.0.0.1"):
     """count distinct free ports (all held until all are chosen), picked at
     random below the kernel's ephemeral range: a port the kernel handed out
     by bind(0) could be taken as the local port of another test's outgoing
     connection in the moment between its release here and the daemon's
-    bind (seen as "Address already in use" in CI)."""
+    bind (seen as "Address already in use" in CI). None of them was
+    returned before by this process."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     low, high = 10000, _below_ephemeral()
     rng = random.Random()
@@ -107,8 +114,13 @@ def free_ports(count, host="127.0.0.1"):
             except OSError:
                 s.close()
                 continue
+            if s.getsockname()[1] in _handed_out:
+                s.close()
+                continue
             socks.append(s)
-        return [s.getsockname()[1] for s in socks]
+        ports = [s.getsockname()[1] for s in socks]
+        _handed_out.update(ports)
+        return ports
     finally:
         for s in socks:
             s.close()
@@ -135,12 +147,15 @@ def free_port_block(count, host="127.0.0.1"):
     rng = random.Random()
     for _ in range(200):
         base = rng.randrange(low, max(low + 1, low_eph - count))
+        if any(p in _handed_out for p in range(base, base + count)):
+            continue
         socks = []
         try:
             for p in range(base, base + count):
                 s = socket.socket()
                 s.bind((host, p))
                 socks.append(s)
+            _handed_out.update(range(base, base + count))
             return base
         except OSError:
             continue
