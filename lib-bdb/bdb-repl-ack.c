@@ -13,7 +13,6 @@
 #include "log.h"
 
 #include <arpa/inet.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -70,7 +69,6 @@ struct mt_bdb_repl_ack {
 	int eids[CHANNELS_MAX];
 	DB_CHANNEL *channels[CHANNELS_MAX];
 	size_t count;
-	atomic_uint_least64_t acked, failed;
 };
 
 struct mt_bdb_repl_ack *mt_bdb_repl_ack_new(DB_ENV *env, unsigned int sites,
@@ -84,18 +82,6 @@ struct mt_bdb_repl_ack *mt_bdb_repl_ack_new(DB_ENV *env, unsigned int sites,
 	unsigned int others = sites > 0 ? sites - 1 : 0;
 	ack->needed = others == 0 ? 0 : others > 1 ? others / 2 : 1;
 	return ack;
-}
-
-int mt_bdb_repl_ack_log_end(DB_ENV *env, DB_LSN *end_r)
-{
-	DB_LOG_STAT *ls = NULL;
-	int ret = env->log_stat(env, &ls, 0);
-	if (ret == 0) {
-		end_r->file = ls->st_cur_file;
-		end_r->offset = ls->st_cur_offset;
-	}
-	free(ls);
-	return ret;
 }
 
 static DB_CHANNEL *channel_for(struct mt_bdb_repl_ack *ack, int eid)
@@ -183,7 +169,6 @@ int mt_bdb_repl_ack_wait(struct mt_bdb_repl_ack *ack, const DB_LSN *end,
 	if (ack->env->rep_stat(ack->env, &rs, 0) != 0 || rs == NULL ||
 	    (rs->st_status & DB_REP_MASTER) == 0) {
 		free(rs);
-		atomic_fetch_add(&ack->failed, 1);
 		return DB_REP_UNAVAIL;
 	}
 	uint32_t gen = rs->st_gen;
@@ -203,25 +188,15 @@ int mt_bdb_repl_ack_wait(struct mt_bdb_repl_ack *ack, const DB_LSN *end,
 				continue;
 			if (ask(ack, eids[i], gen, end, deadline - now) && ndone < CHANNELS_MAX)
 				done[ndone++] = eids[i];
-			if (ndone >= ack->needed) {
-				atomic_fetch_add(&ack->acked, 1);
+			if (ndone >= ack->needed)
 				return 0;
-			}
 		}
 		if (mt_clock_us() >= deadline)
 			break;
 		struct timespec pause = { 0, RETRY_USECS * 1000L };
 		nanosleep(&pause, NULL);
 	}
-	atomic_fetch_add(&ack->failed, 1);
 	return DB_REP_UNAVAIL;
-}
-
-void mt_bdb_repl_ack_counts(struct mt_bdb_repl_ack *ack, uint64_t *acked_r,
-			    uint64_t *failed_r)
-{
-	*acked_r = ack != NULL ? atomic_load(&ack->acked) : 0;
-	*failed_r = ack != NULL ? atomic_load(&ack->failed) : 0;
 }
 
 void mt_bdb_repl_ack_free(struct mt_bdb_repl_ack **ack_p)

@@ -1,5 +1,5 @@
 /* bdb-repl-ack.h — batched durability acknowledgements over a repmgr
- * message channel (../shared/HA.md 5.2, "Phase 2"): the master's group
+ * message channel (HA.md 5.2, "Phase 2"): the master's group
  * commit, after its own log flush, asks the replicas to flush theirs up to
  * the end of the log it flushed, and counts it replicated once a quorum of
  * them answer, in the same replication generation, with a flushed end at
@@ -49,16 +49,11 @@ struct mt_bdb_repl_ack;
  * other sites, half of them rounded down, at least one). */
 struct mt_bdb_repl_ack *mt_bdb_repl_ack_new(DB_ENV *env, unsigned int sites,
 					    const char *name);
-/* The end of the log now (before a flush). 0 or a Berkeley DB error. */
-int mt_bdb_repl_ack_log_end(DB_ENV *env, DB_LSN *end_r);
 /* Block until a quorum of replicas has flushed through end (0), or
  * timeout_ms passed, or this site is not master (DB_REP_UNAVAIL). Flusher
  * thread only. */
 int mt_bdb_repl_ack_wait(struct mt_bdb_repl_ack *ack, const DB_LSN *end,
 			 unsigned int timeout_ms);
-/* Batches that got their acknowledgements, and those that did not. */
-void mt_bdb_repl_ack_counts(struct mt_bdb_repl_ack *ack, uint64_t *acked_r,
-			    uint64_t *failed_r);
 /* Close the channels (before the environment's close). */
 void mt_bdb_repl_ack_free(struct mt_bdb_repl_ack **ack_p);
 

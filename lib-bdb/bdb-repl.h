@@ -4,7 +4,7 @@
  * environment, every site a full replica; one master takes writes, the
  * clients apply its log and acknowledge.
  *
- * Use around the environment's open (../shared/HA.md §5.3):
+ * Use around the environment's open (HA.md §5.3):
  *
  *   mt_bdb_repl_group_parse(sites, n, local, &group, &error)   config → sites
  *   repl = mt_bdb_repl_configure(env, &set, &error)   before DB_ENV->open:

@@ -29,15 +29,69 @@
 #include "log.h"
 #include "pop3-parse.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 extern const struct mt_command_table imap_command_table;
 
-enum {
-	R_SITES, R_CONNECTED, R_GENERATION, R_STARTUP_DONE, R_ELECTIONS, R_MASTER_CHANGES,
-	R_PERM_FAILED, R_INTERNAL_INITS, R_LOG_REMOVED, R_UNREPLICATED, R_LOG_AGE, REPL_COUNT
+/* A replicated store's plain series: name, help, gauge or counter, and
+ * where its value is in struct mt_store_repl_info. */
+struct repl_series {
+	const char *name, *help;
+	bool gauge;
+	size_t offset;		/* of a uint64_t, unsigned int or bool */
+	size_t size;
 };
+#define RI(field) offsetof(struct mt_store_repl_info, field), \
+	sizeof(((struct mt_store_repl_info *)0)->field)
+static const struct repl_series repl_series[] = {
+	{ "mailtier_store_replication_sites", "Sites in this shard's replication group.",
+	  true, RI(sites) },
+	{ "mailtier_store_replication_connected_sites",
+	  "Other sites of the group connected to this one now.", true, RI(connected) },
+	{ "mailtier_store_replication_generation",
+	  "The group's replication generation (one more at each new master).", true,
+	  RI(generation) },
+	{ "mailtier_store_replication_startup_done",
+	  "1 once a replica has caught up with its master and applies live records.", true,
+	  RI(startup_done) },
+	{ "mailtier_store_replication_log_retention_seconds",
+	  "Age of the oldest log file kept: a site away for less catches up from the log, "
+	  "one away longer needs a full copy (checked every minute).", true,
+	  RI(log_oldest_age_secs) },
+	{ "mailtier_store_replication_elections_total", "Elections this site took part in.",
+	  false, RI(elections) },
+	{ "mailtier_store_replication_master_changes_total", "Times another site became master.",
+	  false, RI(master_changes) },
+	{ "mailtier_store_replication_perm_failed_total",
+	  "Commits (group-commit batches) whose replicas' acknowledgements did not come "
+	  "within replication_ack_timeout: every request of them was answered as a "
+	  "temporary failure.", false, RI(perm_failed) },
+	{ "mailtier_store_replication_internal_inits_total",
+	  "Full copies of the store this site received (a new or wiped site).", false,
+	  RI(internal_inits) },
+	{ "mailtier_store_replication_log_files_removed_total",
+	  "Log files removed once past replication_log_retention.", false,
+	  RI(log_files_removed) },
+};
+#define REPL_COUNT (sizeof(repl_series) / sizeof(repl_series[0]))
+
+static uint64_t repl_value(const struct mt_store_repl_info *info, const struct repl_series *r)
+{
+	const char *p = (const char *)info + r->offset;
+	if (r->size == sizeof(uint64_t)) {
+		uint64_t v;
+		memcpy(&v, p, sizeof(v));
+		return v;
+	}
+	if (r->size == sizeof(uint32_t)) {
+		uint32_t v;
+		memcpy(&v, p, sizeof(v));
+		return v;
+	}
+	return *(const bool *)p ? 1 : 0;
+}
 
 static const char *const role_names[3] = { "master", "replica", "none" };
 
@@ -76,17 +130,13 @@ static void collect_replication(struct popstore *ps, struct popstore_metrics *pm
 	const struct mt_strlist *sites = &ps->set->replication_sites;
 	for (size_t i = 0; i < sites->count; i++)
 		mt_series_set(pm->master[i], strcmp(info.master, sites->items[i]) == 0 ? 1 : 0);
-	mt_series_set(pm->repl[R_SITES], info.sites);
-	mt_series_set(pm->repl[R_CONNECTED], info.connected);
-	mt_series_set(pm->repl[R_GENERATION], info.generation);
-	mt_series_set(pm->repl[R_STARTUP_DONE], info.startup_done ? 1 : 0);
-	mt_series_store(pm->repl[R_ELECTIONS], info.elections);
-	mt_series_store(pm->repl[R_MASTER_CHANGES], info.master_changes);
-	mt_series_store(pm->repl[R_PERM_FAILED], info.perm_failed);
-	mt_series_store(pm->repl[R_INTERNAL_INITS], info.internal_inits);
-	mt_series_store(pm->repl[R_LOG_REMOVED], info.log_files_removed);
-	mt_series_store(pm->repl[R_UNREPLICATED], info.unreplicated_answers);
-	mt_series_set(pm->repl[R_LOG_AGE], (double)info.log_oldest_age_secs);
+	for (size_t i = 0; i < REPL_COUNT; i++) {
+		uint64_t v = repl_value(&info, &repl_series[i]);
+		if (repl_series[i].gauge)
+			mt_series_set(pm->repl[i], (double)v);
+		else
+			mt_series_store(pm->repl[i], v);
+	}
 }
 
 /* A replicated store's series (the names mailtierctl cluster status and
@@ -109,41 +159,10 @@ static void replication_init(struct popstore *ps, struct popstore_metrics *pm,
 	pm->master = mt_xcalloc(sites->count, sizeof(*pm->master));
 	for (size_t i = 0; i < sites->count; i++)
 		pm->master[i] = mt_metric_series1(f, sites->items[i]);
-	pm->repl[R_SITES] = mt_metrics_gauge_series(m, "mailtier_store_replication_sites",
-		"Sites in this shard's replication group.");
-	pm->repl[R_CONNECTED] = mt_metrics_gauge_series(m,
-		"mailtier_store_replication_connected_sites",
-		"Other sites of the group connected to this one now.");
-	pm->repl[R_GENERATION] = mt_metrics_gauge_series(m,
-		"mailtier_store_replication_generation",
-		"The group's replication generation (one more at each new master).");
-	pm->repl[R_STARTUP_DONE] = mt_metrics_gauge_series(m,
-		"mailtier_store_replication_startup_done",
-		"1 once a replica has caught up with its master and applies live records.");
-	pm->repl[R_ELECTIONS] = mt_metrics_counter_series(m,
-		"mailtier_store_replication_elections_total", "Elections this site took part in.");
-	pm->repl[R_MASTER_CHANGES] = mt_metrics_counter_series(m,
-		"mailtier_store_replication_master_changes_total",
-		"Times another site became master.");
-	pm->repl[R_PERM_FAILED] = mt_metrics_counter_series(m,
-		"mailtier_store_replication_perm_failed_total",
-		"Commits (group-commit batches) whose replicas' acknowledgements did not "
-		"come within replication_ack_timeout: every request of them was answered "
-		"as a temporary failure.");
-	pm->repl[R_INTERNAL_INITS] = mt_metrics_counter_series(m,
-		"mailtier_store_replication_internal_inits_total",
-		"Full copies of the store this site received (a new or wiped site).");
-	pm->repl[R_LOG_REMOVED] = mt_metrics_counter_series(m,
-		"mailtier_store_replication_log_files_removed_total",
-		"Log files removed once past replication_log_retention.");
-	pm->repl[R_UNREPLICATED] = mt_metrics_counter_series(m,
-		"mailtier_store_replication_unreplicated_answers_total",
-		"Store requests answered with a temporary failure because their "
-		"group-commit batch was not acknowledged by a replica.");
-	pm->repl[R_LOG_AGE] = mt_metrics_gauge_series(m,
-		"mailtier_store_replication_log_retention_seconds",
-		"Age of the oldest log file kept: a site away for less catches up from "
-		"the log, one away longer needs a full copy (checked every minute).");
+	for (size_t i = 0; i < REPL_COUNT; i++)
+		pm->repl[i] = repl_series[i].gauge ?
+			mt_metrics_gauge_series(m, repl_series[i].name, repl_series[i].help) :
+			mt_metrics_counter_series(m, repl_series[i].name, repl_series[i].help);
 	mt_store_observe_ack_latency(ps->store, mt_bdb_commit_latency_histogram(m,
 		"mailtier_store_replication_ack_latency_seconds",
 		"Seconds each group-commit batch waited, after its own log flush, for a "

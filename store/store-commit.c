@@ -70,26 +70,26 @@ static void request_done(int status, void *context)
 		store_req_complete(req);
 		return;
 	}
+	bool durable;
 	if (status == MT_BDB_NOT_REPLICATED) {
 		/* On this disk, not on a replica's (store-repl.c): no positive
 		 * answer, whether the request wrote or not — a "nothing to do"
 		 * may rest on a commit the next master rolls back. */
 		store_req_set_error(req, MT_STORE_TEMPFAIL,
 			"not replicated: the shard's replicas did not acknowledge it");
-		if (req->ops->settle != NULL)
-			req->ops->settle(store, req, false);
-		store_req_complete(req);
-		return;
+		durable = false;
+	} else {
+		if (status != 0)
+			(void)store_status_from_db(store, status);
+		int flush_ret = req->needs_flush ? status : 0;
+		if (flush_ret != 0)
+			store_req_set_error(req, store_status_from_db(store, flush_ret),
+				store_error("making the transaction durable failed: %s",
+					    db_strerror(flush_ret)));
+		durable = flush_ret == 0;
 	}
-	if (status != 0)
-		(void)store_status_from_db(store, status);
-	int flush_ret = req->needs_flush ? status : 0;
-	if (flush_ret != 0)
-		store_req_set_error(req, store_status_from_db(store, flush_ret),
-			store_error("making the transaction durable failed: %s",
-				    db_strerror(flush_ret)));
 	if (req->ops->settle != NULL)
-		req->ops->settle(store, req, flush_ret == 0);
+		req->ops->settle(store, req, durable);
 	bool expunged = req->removed > 0 && status == 0;
 	store_req_complete(req);
 	if (expunged)

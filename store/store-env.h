@@ -163,6 +163,7 @@ struct mt_store {
 	struct mt_store_replication repl_set;
 	char **repl_sites;
 	time_t repl_archived;		/* the checkpointer's last log removal */
+	unsigned int repl_connected_seen;	/* the checkpointer's last count */
 	atomic_uint_fast64_t n_log_removed, n_unreplicated;
 
 	atomic_uint_fast64_t n_deliveries, n_delivery_requests, n_expunges,

@@ -1,4 +1,4 @@
-/* store-repl.c — one site of a shard's replication group (../shared/HA.md
+/* store-repl.c — one site of a shard's replication group (HA.md
  * 5.2-5.3), on lib-bdb/bdb-repl.h: the group from the settings, repmgr's
  * configuration before the environment's open, the join, what a role
  * change does to the store, whether it takes sessions, the answers that
@@ -218,7 +218,13 @@ void store_repl_tick(struct mt_store *store)
 	struct mt_bdb_repl_status st;
 	mt_bdb_repl_status(store->repl, &st);
 	info_update(store, &st);
-	mt_bdb_repl_sockets_nodelay(store->repl);
+	/* A connection repmgr made or took since the last second (the
+	 * notifier tunes them at connection events too): a scan of this
+	 * process's descriptors only when the count changed. */
+	if (st.connected != store->repl_connected_seen) {
+		store->repl_connected_seen = st.connected;
+		mt_bdb_repl_sockets_nodelay(store->repl);
+	}
 	time_t now = time(NULL);
 	if (now - store->repl_archived < ARCHIVE_EVERY_SECS)
 		return;
@@ -348,8 +354,5 @@ void mt_store_repl_info_get(struct mt_store *store, struct mt_store_repl_info *i
 	time_t now = time(NULL);
 	info_r->log_oldest_age_secs = oldest != 0 && (uint64_t)now > oldest ?
 		(uint64_t)now - oldest : 0;
-	info_r->unreplicated_answers = atomic_load(&store->n_unreplicated);
-	/* Commits without acknowledgements: repmgr's, and the group
-	 * commit's batches (the store's way). */
-	info_r->perm_failed += info_r->unreplicated_answers;
+	info_r->perm_failed += atomic_load(&store->n_unreplicated);
 }

@@ -128,7 +128,7 @@ struct mt_store_settings {
 	const struct mt_store_replication *replication;
 };
 
-/* A replicated shard (../shared/HA.md; store-repl.c): every site a full
+/* A replicated shard (HA.md; store-repl.c): every site a full
  * copy, one master. mt_store_open() then returns once the site has joined
  * its group, perhaps as a replica: the store serves (the databases open,
  * the threads run) only from the moment it is master, and a master that
@@ -617,9 +617,11 @@ struct mt_store_repl_info {
 	unsigned int sites, connected;	/* connected: the other sites */
 	uint32_t generation;
 	bool startup_done;		/* a replica applies live records */
+	/* perm_failed: commits without acknowledgements — the group
+	 * commit's batches answered "not replicated" (repmgr's own
+	 * PERM_FAILED too, which its ACKS_NONE policy does not fire). */
 	uint64_t elections, master_changes, perm_failed, internal_inits;
 	uint64_t log_files_removed;
-	uint64_t unreplicated_answers;	/* outcomes made TEMPFAIL for it */
 	/* Seconds since the oldest log file kept was last written: how long
 	 * a site may be away and still catch up from the log (checked with
 	 * each log removal, every minute; 0 until then). */
