@@ -25,7 +25,6 @@ only."""
 import argparse
 import os
 import shutil
-import signal
 import smtplib
 import statistics
 import subprocess
@@ -38,18 +37,10 @@ sys.path[:0] = [os.path.join(SRC, "tests", "harness"),
                 os.path.join(SRC, "tests", "integration")]
 import mtharness  # noqa: E402
 import repl_shard  # noqa: E402
+from popstore import load  # noqa: E402  (bench/popstore.py: the load client's run)
 
 USERS = 1000
 D = "example.test"
-
-
-def load(binary, *args):
-    r = subprocess.run([binary] + [str(a) for a in args], capture_output=True,
-                       text=True, timeout=3600)
-    out = dict(kv.split("=", 1) for kv in r.stdout.split())
-    if r.returncode != 0 or not out:
-        raise RuntimeError(f"popstore-load {args}: {r.stdout}{r.stderr}")
-    return out
 
 
 def cpu_seconds(pid):

@@ -6,9 +6,10 @@ replication_listen, replication_sites), the [shards] line listing the
 sites (`NAME = SITE | SITE | SITE`), start/stop of a site (the first with
 --create-group), and which site serves (the one whose LMTP greets 220).
 
+    repl_shard.require_popstore()                   # else Skip
     shard = repl_shard.Shard(h, ds_dir)            # after h.directory_up()
     conf = shard.write_conf(extra="[mta]\\n...")   # the whole config file
-    shard.start("a", create=True); shard.start("b"); shard.start("c")
+    shard.start_group()     # "a" founds the group, "b" and "c" join it
     m = shard.master()                              # "a"
 
 Trust boundary: test code only."""
@@ -18,6 +19,14 @@ import socket
 import time
 
 import mtharness
+
+
+def require_popstore():
+    """Skip the test when this build has no mailtier-popstore."""
+    try:
+        mtharness.binary("popstore/mailtier-popstore")
+    except mtharness.HarnessError:
+        raise mtharness.Skip("mailtier-popstore is not built")
 
 
 def greeting(port, host="127.0.0.1", timeout=3.0):
@@ -107,6 +116,24 @@ class Shard:
         d = self.h.start(f"popstore-{self.section(site)}-{self.runs}", argv)
         self.daemons[site] = d
         return d
+
+    def start_group(self, timeout=30.0):
+        """The group's first start: the first site founds it, the others
+        join; returns once the first serves and the others refuse naming
+        it as master."""
+        first = self.sites[0]
+        self.start(first, create=True)
+        for s in self.sites[1:]:
+            self.start(s)
+        assert self.master() == first
+        hint = f"master is 127.0.0.1:{self.repl[first]}"
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if all(hint in (greeting(self.lmtp[s]) or "") for s in self.sites[1:]):
+                return
+            time.sleep(0.2)
+        raise AssertionError("the replicas do not name the master: " + ", ".join(
+            f"{s}: {greeting(self.lmtp[s])!r}" for s in self.sites[1:]))
 
     def serving(self, site):
         g = greeting(self.lmtp[site])

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """test-cluster-replicas.py -- `mailtierctl cluster up --replicas 3`: every
 shard a Berkeley DB replication group of three store sites on loopback
-(shardN, shardN-b, shardN-c; ../shared/HA.md §5.1, README "Running a shard
+(shardN, shardN-b, shardN-c; HA.md §5.1, README "Running a shard
 on three hosts"), and what an operator sees of it.
 
 Without daemons: `--replicas 2` is refused with its reason (two sites

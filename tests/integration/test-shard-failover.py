@@ -32,7 +32,6 @@ import time
 
 import mtharness
 import repl_shard
-from repl_shard import greeting
 
 D = "example.test"
 USER = f"alice@{D}"
@@ -74,9 +73,6 @@ class Group(repl_shard.Shard):
             file="failover.conf")
         h.ctl("users", "add", USER, "--shard", "s1", config=self.conf,
               input=PW + "\n")
-
-    def start_site(self, site, create=False):
-        return self.start(site, create=create)
 
 
 class Sender:
@@ -135,20 +131,9 @@ def pop_numbers(port, user=USER, password=PW):
 
 
 def test(h):
-    try:
-        mtharness.binary("popstore/mailtier-popstore")
-    except mtharness.HarnessError:
-        raise mtharness.Skip("mailtier-popstore is not built")
+    repl_shard.require_popstore()
     g = Group(h)
-    g.start_site("a", create=True)
-    g.start_site("b")
-    g.start_site("c")
-    assert g.master() == "a"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if all("replica" in (greeting(g.lmtp[s]) or "") for s in ("b", "c")):
-            break
-        time.sleep(0.2)
+    g.start_group()
     mta = h.start("mta", [mtharness.binary("mta/mailtier-mta"), "-f", "-c", g.conf])
     mmp = h.start("mmp", [mtharness.binary("mmp/mailtier-mmp"), "-c", g.conf, "-f"],
                   ready_timeout=60)

@@ -145,19 +145,12 @@ def inbox(imap):
 
 
 def test(h):
-    try:
-        mtharness.binary("popstore/mailtier-popstore")
-    except mtharness.HarnessError:
-        raise mtharness.Skip("mailtier-popstore is not built")
+    repl_shard.require_popstore()
     ds = h.directory_up(shards=("s1",))
     shard = repl_shard.Shard(h, ds["dir"])
     shard.write_conf(popstore="allow_plaintext_auth = yes\nreplication_ack_timeout = 1s\n")
     h.ctl("users", "add", USER, "--shard", "s1", config=shard.conf, input=PW + "\n")
-    shard.start("a", create=True)
-    shard.start("b")
-    shard.start("c")
-    assert shard.master() == "a"
-    time.sleep(1)
+    shard.start_group()
 
     # (a) APPEND, STORE, EXPUNGE with the master killed in the middle.
     c = Client(shard)

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """test-store-replication.py -- one shard as three real mailtier-popstore
-sites in one Berkeley DB replication group (issue #38, ../shared/HA.md),
+sites in one Berkeley DB replication group (issue #38, HA.md),
 on loopback, with a real slapd; the test's LMTP client plays the MTA (it
 retries a 4xx or a broken session on the shard's next site with the same
 XQUEUEID, as HA.md 5.4 asks of the MTA):
@@ -200,23 +200,11 @@ def store_stat(h, shard, site):
 
 
 def test(h):
-    try:
-        mtharness.binary("popstore/mailtier-popstore")
-    except mtharness.HarnessError:
-        raise mtharness.Skip("mailtier-popstore is not built")
+    repl_shard.require_popstore()
     shard = Shard(h)
 
     # (a) found, join, refuse.
-    shard.start("a", create=True)
-    shard.start("b")
-    shard.start("c")
-    assert shard.master() == "a"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        g = {s: greeting(shard.lmtp[s]) for s in ("b", "c")}
-        if all(x and "master is 127.0.0.1:%d" % shard.repl["a"] in x for x in g.values()):
-            break
-        time.sleep(0.2)
+    shard.start_group()
     for s in ("b", "c"):
         lmtp, pop3, imap = (greeting(shard.lmtp[s]), greeting(shard.pop3[s]),
                             greeting(shard.imap[s]))

@@ -6,10 +6,9 @@ nothing touches the machine's interfaces or routes, and parallel runs
 pulled at its bridge (`link(role, "down", network)`): its peers then see
 silence, no FIN or RST, as at a power cut or a broken switch port.
 
-    net = netns.Network(h, {"ldap": {"svc": "10.213.0.10"},
-                            "s1a": {"svc": "10.213.0.11", "repl": "10.214.0.11"}},
-                        tag="mtmh1234")
-    net.up(); h.add_cleanup(net.teardown)
+    net = netns.setup(h, {"ldap": {"svc": "10.213.0.10"},
+                          "s1a": {"svc": "10.213.0.11", "repl": "10.214.0.11"}},
+                      "mtmh")     # skips unless root; torn down at the end
     subprocess.run(net.exec_argv("s1a") + ["mailtier-popstore", ...])
     with net.inside("gen"): smtplib.SMTP(...)     # a socket of host gen
 
@@ -138,3 +137,21 @@ def remove_stale_namespaces(net, tag_prefix):
         m = re.fullmatch(tag_prefix + r"(\d+)-\w+", name)
         if m and not os.path.exists(f"/proc/{m.group(1)}"):
             net.run("netns", "del", name, check=False)
+
+
+def setup(h, hosts, tag_prefix):
+    """The usual start of a multi-host test: skipped (77) unless root with
+    ip(8) and slapd; namespaces left by killed runs removed; the network
+    of this run (tag_prefix and the pid) made, its teardown registered
+    first so that it runs last, after the daemons and slapd are stopped."""
+    if os.geteuid() != 0:
+        raise mtharness.Skip("needs root (network namespaces)")
+    if ip_tool() is None:
+        raise mtharness.Skip("no `ip` command (Debian package iproute2)")
+    if shutil.which("slapd", path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin") is None:
+        raise mtharness.Skip("slapd is not installed (Debian package slapd)")
+    net = Network(h, hosts, f"{tag_prefix}{os.getpid()}")
+    remove_stale_namespaces(net, tag_prefix)
+    h.add_cleanup(net.teardown)
+    net.up()
+    return net

@@ -32,7 +32,6 @@ Trust boundary: test code only."""
 import os
 import poplib
 import re
-import shutil
 import signal
 import smtplib
 import ssl
@@ -259,20 +258,8 @@ def wait_delivery(mta, to, status, timeout, since=0):
 
 
 def test(h):
-    if os.geteuid() != 0:
-        raise mtharness.Skip("needs root (network namespaces)")
-    if netns.ip_tool() is None:
-        raise mtharness.Skip("no `ip` command (Debian package iproute2)")
-    if shutil.which("slapd", path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin") is None:
-        raise mtharness.Skip("slapd is not installed (Debian package slapd)")
     t0 = time.monotonic()
-    net = netns.Network(h, {role: {"lan": addr} for role, addr in HOSTS.items()},
-                        f"{NS_TAG}{os.getpid()}")
-    netns.remove_stale_namespaces(net, NS_TAG)
-    # Registered first, so it runs last: after the daemons are killed and
-    # slapd is stopped.
-    h.add_cleanup(net.teardown)
-    net.up()
+    net = netns.setup(h, {role: {"lan": addr} for role, addr in HOSTS.items()}, NS_TAG)
     h.note(f"network up in {time.monotonic() - t0:.1f} s")
 
     c = Cluster(h, net)

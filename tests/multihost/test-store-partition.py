@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """test-store-partition.py -- a replicated shard split by a partition
-(issue #38, ../shared/HA.md 5.6 scenario d): three mailtier-popstore
+(issue #38, HA.md 5.6 scenario d): three mailtier-popstore
 sites s1a, s1b, s1c, each a host (network namespace) on two networks, the
 service network (LMTP and POP3 from the client host gen, LDAP) and the
 replication network; a real slapd on host ldap. Built on netns.py.
@@ -30,7 +30,6 @@ Trust boundary: test code only."""
 import os
 import poplib
 import re
-import shutil
 import smtplib
 import socket
 import subprocess
@@ -204,16 +203,7 @@ class Shard:
 
 
 def test(h):
-    if os.geteuid() != 0:
-        raise mtharness.Skip("needs root (network namespaces)")
-    if netns.ip_tool() is None:
-        raise mtharness.Skip("no ip(8)")
-    if shutil.which("slapd", path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin") is None:
-        raise mtharness.Skip("slapd is not installed")
-    net = netns.Network(h, HOSTS, f"{NS_TAG}{os.getpid()}")
-    netns.remove_stale_namespaces(net, NS_TAG)
-    h.add_cleanup(net.teardown)
-    net.up()
+    net = netns.setup(h, HOSTS, NS_TAG)
     shard = Shard(h, net)
     shard.setup()
 
