@@ -27,7 +27,7 @@
  * 2 and 3 (cluster_ldap_port; provider 1 is P).
  *
  * With --replicas 3 (each shard a Berkeley DB replication group of three
- * store sites, ../shared/HA.md §5.1), the first site of shard n is named
+ * store sites, HA.md §5.1), the first site of shard n is named
  * shardN and keeps the ports above; the other two, shardN-b and shardN-c,
  * and every site's replication port come after provider 3's port
  * (cluster_site_port): Q = P+10+4S+4 (S shards), the replication ports
