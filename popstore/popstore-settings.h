@@ -55,7 +55,7 @@ struct mt_popstore_settings {
 	uint64_t max_folders;
 	uint64_t max_folder_name;	/* octets */
 	uint64_t max_folder_depth;
-	/* Replication (../shared/HA.md; all optional: off when
+	/* Replication (HA.md; all optional: off when
 	 * replication_listen is empty). */
 	char *replication_listen;	/* this site, "host:port" */
 	struct mt_strlist replication_sites;	/* every site, this one too */
