@@ -273,9 +273,20 @@ def test(h):
     print(f"after the heal: master {master}; {len(acked)} acknowledged, "
           f"{len(subjects)} stored, none lost, none twice; sites that exited and "
           f"were restarted: {shard.exits or 'none besides the old master'}")
-    for d in shard.daemons.values():
-        if d.running():
-            d.stop()
+    # 6. The group whole again: every site answers (the master 220, the
+    # others as replicas naming it), a site that exited restarted as
+    # systemd would. (The old master's rollback of its unreplicated
+    # commits has been seen to panic Berkeley DB with ENOENT in its
+    # backward pass; the restart runs recovery and it rejoins.)
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        shard.restart_exited()
+        g = {s: shard.greeting(s) or "" for s in SITES}
+        if all(x.startswith("220") or "replica, master is" in x for x in g.values()):
+            break
+        time.sleep(0.5)
+    assert all(x.startswith("220") or "replica, master is" in x for x in g.values()), g
+    print(f"the group whole again: {g}; restarts: {shard.exits}")
 
 
 if __name__ == "__main__":
