@@ -427,6 +427,22 @@ int mt_bdb_repl_commit(DB_TXN *txn, u_int32_t flags, bool *replicated_r)
 	return ret;
 }
 
+bool mt_bdb_repl_is_master(struct mt_bdb_repl *r)
+{
+	pthread_mutex_lock(&r->lock);
+	bool master = r->role == MT_BDB_REPL_ROLE_MASTER;
+	pthread_mutex_unlock(&r->lock);
+	return master;
+}
+
+void mt_bdb_repl_unelectable(struct mt_bdb_repl *r)
+{
+	int ret = r->env->rep_set_priority(r->env, 0);
+	if (ret != 0)
+		mt_warning("%s: site=%s setting election priority 0 failed: %s", r->set.name,
+			   r->local, db_strerror(ret));
+}
+
 /* Status (a normal thread: may call Berkeley DB). */
 
 static void master_address(struct mt_bdb_repl *r, int eid, char *buf)

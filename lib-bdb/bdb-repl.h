@@ -207,6 +207,15 @@ bool mt_bdb_repl_start(struct mt_bdb_repl *repl, unsigned int join_ms, const cha
 void mt_bdb_repl_sockets_nodelay(struct mt_bdb_repl *repl);
 /* The current status (calls Berkeley DB: not from the event callback). */
 void mt_bdb_repl_status(struct mt_bdb_repl *repl, struct mt_bdb_repl_status *status_r);
+/* Whether this site is master, as the events last said. Calls nothing of
+ * Berkeley DB. */
+bool mt_bdb_repl_is_master(struct mt_bdb_repl *repl);
+/* A site that stopped being master and is about to close: election
+ * priority 0 from now on, so that repmgr does not elect it again in the
+ * time it has left (HA.md 5.3: a process whose handles were closed as a
+ * client must not log as master). Its restart takes the configured
+ * priority again. */
+void mt_bdb_repl_unelectable(struct mt_bdb_repl *repl);
 /* Stop the notifier thread (before DB_ENV->close, which stops repmgr);
  * idempotent. */
 void mt_bdb_repl_stop(struct mt_bdb_repl *repl);

@@ -572,15 +572,34 @@ static void env_remove_regions(const char *home)
  * dirty pages and unregister the process, and the next open would then
  * see a clean environment and skip the recovery that redoes those pages
  * from the log. Left open, it is recovered when this process is gone (or
- * joined, pages and all, by an open in this process). */
+ * joined, pages and all, by an open in this process). So are a replicated
+ * site's databases when it is not master (store_repl_keeps_handles): its
+ * daemon exits to rejoin as a replica. */
 static DB_ENV *abandoned_envs[8];
+
+/* The events of an environment left open: its replication threads run on
+ * until the process exits, and the store is gone. */
+static void abandoned_event(DB_ENV *dbenv, u_int32_t event, void *info)
+{
+	(void)dbenv;
+	(void)event;
+	(void)info;
+}
 
 void store_env_close(struct mt_store *store)
 {
 	if (store->env != NULL && store->unwritten && !atomic_load(&store->failed))
 		mt_warning("store: home=%s closed with pages not written (disk "
 			   "full?): the next start runs recovery", store->home);
-	if (store->env != NULL && (atomic_load(&store->failed) || store->unwritten)) {
+	bool keep = store->env != NULL && !atomic_load(&store->failed) &&
+		store_repl_keeps_handles(store);
+	if (keep)
+		mt_info("store: home=%s no longer master: the databases stay open "
+			"until the process exits, and the restart's recovery closes "
+			"them", store->home);
+	if (store->env != NULL && (atomic_load(&store->failed) || store->unwritten || keep)) {
+		(void)store->env->set_event_notify(store->env, abandoned_event);
+		store->env->app_private = NULL;
 		for (size_t i = 0; i < sizeof(abandoned_envs) / sizeof(abandoned_envs[0]); i++) {
 			if (abandoned_envs[i] == NULL) {
 				abandoned_envs[i] = store->env;

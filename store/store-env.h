@@ -225,6 +225,10 @@ void store_repl_tick(struct mt_store *store);
 void store_repl_stop(struct mt_store *store);
 /* After the environment's close. */
 void store_repl_free(struct mt_store *store);
+/* Whether the close must leave the databases open (store-env.c): a
+ * replicated site that is not master (demoted, or never promoted) with
+ * databases open. */
+bool store_repl_keeps_handles(struct mt_store *store);
 /* The group commit's replicate hook (lib-bdb/bdb-commit.h): after a
  * batch's flush, wait for a quorum of replicas to have flushed through
  * end; non-zero: the batch completes MT_STORE_TEMPFAIL. */

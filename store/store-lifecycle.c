@@ -27,7 +27,8 @@
  * Demotion (a master that becomes a client): mt_store_demoted() says so
  * and the daemon closes the store and exits, to rejoin as a replica
  * (HA.md 5.3); close stops the notifier first, so no promotion runs
- * during it.
+ * during it, and leaves the databases of a site that is no longer master
+ * open for the restart's recovery (store_repl_keeps_handles).
  *
  * Trust boundary: the settings come from the administrator's config (the
  * daemon's, or mailtierctl's command line).

@@ -130,6 +130,7 @@ static void role_changed(void *context, const struct mt_bdb_repl_status *before,
 	if ((state == STORE_REPL_SERVING || state == STORE_REPL_PROMOTING) &&
 	    (now->role != MT_BDB_REPL_ROLE_MASTER || now->demotions > before->demotions)) {
 		atomic_store(&store->repl_state, STORE_REPL_DEMOTED);
+		mt_bdb_repl_unelectable(store->repl);
 		mt_warning("%s: home=%s no longer master (role %s, master %s): closing, to "
 			   "restart as a replica", name, store->home,
 			   mt_bdb_repl_role_name(now->role),
@@ -261,6 +262,21 @@ void store_repl_stop(struct mt_store *store)
 {
 	if (store->repl != NULL)
 		mt_bdb_repl_stop(store->repl);
+}
+
+/* A site's databases are opened as master, which logs their file ids. A
+ * client's close logs nothing and frees those ids in the environment, so
+ * the next file this environment opens as master (repmgr's own system
+ * database when the site is elected again before it exits, seen after a
+ * partition healed) takes an id the log still gives to another file, and a
+ * later rollback or a replica's apply across that point fails: Berkeley DB
+ * panicked with ENOENT in its backward pass, or EINVAL on a replica,
+ * every restart after. Left open, the handles die with the process and the
+ * restart's recovery closes them in the log (RCLOSE), as after kill -9. */
+bool store_repl_keeps_handles(struct mt_store *store)
+{
+	return store->repl != NULL && store->meta != NULL &&
+		!mt_bdb_repl_is_master(store->repl);
 }
 
 void store_repl_free(struct mt_store *store)

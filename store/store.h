@@ -133,7 +133,8 @@ struct mt_store_settings {
  * its group, perhaps as a replica: the store serves (the databases open,
  * the threads run) only from the moment it is master, and a master that
  * loses that role is "demoted" and must be closed (the daemon exits 75 and
- * restarts as a replica). A positive outcome then means the change is on
+ * restarts as a replica; the close leaves its databases to that restart's
+ * recovery, HA.md 2.5). A positive outcome then means the change is on
  * the master's disk and on a replica's: a commit the replicas did not
  * acknowledge completes MT_STORE_TEMPFAIL ("not replicated"), and until
  * one is acknowledged again every positive outcome waits for a commit that
