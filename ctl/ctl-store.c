@@ -1,6 +1,7 @@
 /* ctl-store.c — `mailtierctl store stat SHARD`, `mailtierctl store
- * folders SHARD USER` (a user's IMAP folders and their counts) and
- * `mailtierctl store backup SHARD DIR`: a shard's store inspected and copied while its daemon
+ * folders SHARD USER` (a user's IMAP folders and their counts), `mailtierctl
+ * store messages SHARD USER [FOLDER]` (each message's uid, MODSEQ, UIDL,
+ * flags: what replicas compare) and `mailtierctl store backup SHARD DIR`: a shard's store inspected and copied while its daemon
  * serves, by joining the Berkeley DB environment in the store's ADMIN mode
  * (store/store.h; it recovers the environment first if its owner died).
  *
@@ -208,6 +209,77 @@ int ctl_store_folders(struct ctl_context *ctx, int argc, char **argv)
 		}
 		mt_store_folders_free(&folders, count);
 	}
+	mt_store_close(&store);
+	mt_config_free(&config);
+	return ret;
+}
+
+/* One folder's state and its messages, a line each (what a replica or a
+ * moved mailbox must hold the same). */
+static void messages_print(const char *folder, const struct mt_store_mailbox *mbox)
+{
+	printf("folder %s uidvalidity %u uidnext %u highestmodseq %" PRIu64 " messages %u\n",
+	       folder, mt_store_mailbox_uidvalidity(mbox), mt_store_mailbox_uidnext(mbox),
+	       mt_store_mailbox_highest_modseq(mbox), mt_store_mailbox_count(mbox));
+	for (unsigned int i = 0; i < mt_store_mailbox_count(mbox); i++) {
+		const struct mt_store_msg *m = mt_store_mailbox_msg(mbox, i);
+		printf("%u modseq %" PRIu64 " size %" PRIu64 " internaldate %" PRId64
+		       " uidl %s flags (", m->uid, m->modseq, m->size, m->arrival, m->uidl);
+		const char *sep = "";
+		for (size_t k = 0; k < MT_STORE_FLAG_COUNT; k++) {
+			if (m->flags & mt_store_flag_names[k].bit) {
+				printf("%s%s", sep, mt_store_flag_names[k].name);
+				sep = " ";
+			}
+		}
+		for (unsigned int k = 0; k < MT_STORE_KEYWORDS_MAX; k++) {
+			const char *kw;
+			if ((m->keywords & UINT64_C(1) << k) &&
+			    (kw = mt_store_mailbox_keyword(mbox, k)) != NULL) {
+				printf("%s%s", sep, kw);
+				sep = " ";
+			}
+		}
+		printf(")\n");
+	}
+}
+
+int ctl_store_messages(struct ctl_context *ctx, int argc, char **argv)
+{
+	if (argc != 3 && argc != 4) {
+		fprintf(stderr, "usage: %s [-c FILE] store messages SHARD USER [FOLDER]\n",
+			ctx->progname);
+		return CTL_EXIT_USAGE;
+	}
+	struct mt_config *config;
+	const struct mt_popstore_settings *set;
+	struct mt_store *store;
+	int ret = store_begin(ctx, argv[1], &config, &set, &store);
+	if (ret != CTL_EXIT_OK)
+		return ret;
+	struct mt_store_folder *folders = NULL;
+	unsigned int count = 0;
+	const char *error;
+	enum mt_store_status status = MT_STORE_OK;
+	if (argc == 3)
+		status = mt_store_folders_list_sync(store, argv[2], &folders, &count, &error);
+	for (unsigned int i = 0; status == MT_STORE_OK && i < (argc == 4 ? 1u : count); i++) {
+		const char *name = argc == 4 ? argv[3] : folders[i].name;
+		if (argc == 3 && !folders[i].exists)
+			continue;
+		struct mt_store_mailbox *mbox;
+		status = mt_store_folder_open_sync(store, argv[2], name, &mbox, &error);
+		if (status == MT_STORE_OK) {
+			messages_print(name, mbox);
+			mt_store_mailbox_close(&mbox);
+		}
+	}
+	if (status != MT_STORE_OK) {
+		fprintf(stderr, "%s: store messages: %s: %s\n", ctx->progname,
+			mt_store_status_name(status), error);
+		ret = CTL_EXIT_FAIL;
+	}
+	mt_store_folders_free(&folders, count);
 	mt_store_close(&store);
 	mt_config_free(&config);
 	return ret;

@@ -35,6 +35,7 @@ int ctl_queue(struct ctl_context *ctx, int argc, char **argv);
 int ctl_store_stat(struct ctl_context *ctx, int argc, char **argv);
 int ctl_store_backup(struct ctl_context *ctx, int argc, char **argv);
 int ctl_store_folders(struct ctl_context *ctx, int argc, char **argv);
+int ctl_store_messages(struct ctl_context *ctx, int argc, char **argv);
 int ctl_cluster(struct ctl_context *ctx, int argc, char **argv);
 
 /* Send one request line to the running mailtier-mta's admin socket in

@@ -53,6 +53,8 @@ static const struct ctl_command ctl_commands[] = {
 	  ctl_store_stat },
 	{ "store", "folders", "SHARD USER", "a user's mailboxes (INBOX and IMAP folders) with their counts, UIDVALIDITY, UIDNEXT, special use",
 	  ctl_store_folders },
+	{ "store", "messages", "SHARD USER [FOLDER]", "a user's folders (or one) with UIDVALIDITY, UIDNEXT, HIGHESTMODSEQ, and each message's uid, MODSEQ, size, INTERNALDATE, UIDL and flags",
+	  ctl_store_messages },
 	{ "store", "backup", "SHARD DIR", "hot backup of a store shard into DIR (which then opens as a store)",
 	  ctl_store_backup },
 };

@@ -105,16 +105,11 @@ bool imap_set_arg(struct imap_session *s, const char *tag,
 void imap_flags_write(struct mt_buf *out, const struct mt_store_mailbox *mbox,
 		      const struct mt_store_msg *msg)
 {
-	static const struct { uint32_t bit; const char *name; } system[] = {
-		{ MT_STORE_FLAG_SEEN, "\\Seen" }, { MT_STORE_FLAG_ANSWERED, "\\Answered" },
-		{ MT_STORE_FLAG_FLAGGED, "\\Flagged" }, { MT_STORE_FLAG_DELETED, "\\Deleted" },
-		{ MT_STORE_FLAG_DRAFT, "\\Draft" },
-	};
 	const char *sep = "";
 	mt_buf_append_str(out, "FLAGS (");
-	for (size_t i = 0; i < sizeof(system) / sizeof(system[0]); i++) {
-		if (msg->flags & system[i].bit) {
-			mt_buf_appendf(out, "%s%s", sep, system[i].name);
+	for (size_t i = 0; i < MT_STORE_FLAG_COUNT; i++) {
+		if (msg->flags & mt_store_flag_names[i].bit) {
+			mt_buf_appendf(out, "%s%s", sep, mt_store_flag_names[i].name);
 			sep = " ";
 		}
 	}
@@ -145,11 +140,6 @@ static bool keyword_ok(const struct mt_imap_arg *a)
 static bool flags_parse(const struct mt_imap_arg *args, size_t count,
 			uint32_t *flags_r, const char **keywords, unsigned int *nkw_r)
 {
-	static const struct { const char *name; uint32_t bit; } system[] = {
-		{ "\\Seen", MT_STORE_FLAG_SEEN }, { "\\Answered", MT_STORE_FLAG_ANSWERED },
-		{ "\\Flagged", MT_STORE_FLAG_FLAGGED }, { "\\Deleted", MT_STORE_FLAG_DELETED },
-		{ "\\Draft", MT_STORE_FLAG_DRAFT },
-	};
 	const struct mt_imap_arg *list = args;
 	if (count == 1 && args[0].type == MT_IMAP_ARG_LIST) {
 		list = args[0].list;
@@ -162,11 +152,11 @@ static bool flags_parse(const struct mt_imap_arg *args, size_t count,
 		size_t k = 0;
 		if (a->type != MT_IMAP_ARG_ATOM)
 			return false;
-		while (k < sizeof(system) / sizeof(system[0]) &&
-		       strcasecmp(a->str, system[k].name) != 0)
+		while (k < MT_STORE_FLAG_COUNT &&
+		       strcasecmp(a->str, mt_store_flag_names[k].name) != 0)
 			k++;
-		if (k < sizeof(system) / sizeof(system[0])) {
-			*flags_r |= system[k].bit;
+		if (k < MT_STORE_FLAG_COUNT) {
+			*flags_r |= mt_store_flag_names[k].bit;
 			continue;
 		}
 		if (!keyword_ok(a) || *nkw_r == MT_STORE_KEYWORDS_MAX)

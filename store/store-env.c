@@ -147,7 +147,13 @@ static void store_errcall(const DB_ENV *dbenv, const char *prefix,
 			  const char *msg)
 {
 	struct mt_store *store = dbenv->app_private;
-	if (store != NULL && store_space_full(store))
+	/* A replica's full copy (internal init) reads the head of every file
+	 * in the home directory, the store's lock and reserve files too, and
+	 * says so; they are not databases and are left alone. */
+	bool not_a_db = strstr(msg, "fop_read_meta") != NULL &&
+		(strstr(msg, "/" STORE_LOCK_FILE ":") != NULL ||
+		 strstr(msg, "/" STORE_RESERVE_FILE ":") != NULL);
+	if (not_a_db || (store != NULL && store_space_full(store)))
 		mt_debug("store: berkeley-db: %s", msg);
 	else
 		mt_error("store: berkeley-db: %s", msg);

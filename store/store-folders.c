@@ -37,6 +37,12 @@ static const struct {
 	{ "Archive", MT_STORE_USE_ARCHIVE },
 };
 
+const struct mt_store_flag_name mt_store_flag_names[MT_STORE_FLAG_COUNT] = {
+	{ MT_STORE_FLAG_SEEN, "\\Seen" }, { MT_STORE_FLAG_ANSWERED, "\\Answered" },
+	{ MT_STORE_FLAG_FLAGGED, "\\Flagged" }, { MT_STORE_FLAG_DELETED, "\\Deleted" },
+	{ MT_STORE_FLAG_DRAFT, "\\Draft" },
+};
+
 const char *mt_store_special_use_name(enum mt_store_special_use use)
 {
 	static const char *const names[] = {

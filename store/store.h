@@ -402,6 +402,13 @@ enum mt_store_status mt_store_expunge_wait(struct mt_store_mailbox *mbox,
 #define MT_STORE_FLAG_DELETED 0x08u
 #define MT_STORE_FLAG_DRAFT 0x10u
 #define MT_STORE_FLAGS_ALL 0x1fu
+/* Their IMAP names ("\\Seen", ...), in bit order. */
+struct mt_store_flag_name {
+	uint32_t bit;
+	const char *name;
+};
+#define MT_STORE_FLAG_COUNT 5
+extern const struct mt_store_flag_name mt_store_flag_names[MT_STORE_FLAG_COUNT];
 
 /* RFC 6154 special-use attributes, one per folder. */
 enum mt_store_special_use {
@@ -627,6 +634,12 @@ struct mt_store_repl_info {
 	 * a site may be away and still catch up from the log (checked with
 	 * each log removal, every minute; 0 until then). */
 	uint64_t log_oldest_age_secs;
+	/* The end of this site's log as a byte position, (file - 1) x
+	 * log_file_size + offset: log records sit at the same LSN on every
+	 * site of a group, so a replica's lag is its master's position less
+	 * its own (5.3 shows no client's position on the master). Read each
+	 * second. */
+	uint64_t log_position;
 };
 void mt_store_repl_info_get(struct mt_store *store, struct mt_store_repl_info *info_r);
 /* Observe how long each group-commit batch waited for the replicas'

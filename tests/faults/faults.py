@@ -121,6 +121,17 @@ DIR/cluster`), the ledgers and each fault's result.json.
 through test-faults-quick.py; about 80 s, in the ASan build too). The full
 set takes about 15 minutes.
 
+--replicas 3 (issue #38): each shard a replication group of three sites
+(`mailtierctl cluster up --replicas 3`: shardN, shardN-b, shardN-c). A
+shard's kill and stop faults then hit the site that is its master at that
+moment (the one whose LMTP greets 220): kill-shard1 is a failover under
+load, and shard-down a master cut off (SIGSTOP) while another is elected,
+which is demoted and exits when it comes back; `cluster up` restarts the
+site in both cases, and it rejoins as a replica. Only the kill and stop
+faults run replicated (the attacks and the disk-full fault aim at one
+site's ports); test-faults-replicated.py runs kill-shard1, kill-mta and
+kill-mmp this way in `make check`.
+
 Binaries come from $MT_BUILDDIR (default: build/ under the source tree).
 Trust boundary: test code; the daemons are not trusted to behave, so every
 wait has a bound.
@@ -155,6 +166,17 @@ import ledger_check  # noqa: E402
 import mtharness  # noqa: E402
 
 DAEMONS = ("slapd", "shard1", "shard2", "mta", "mmp")
+SITE_SUFFIXES = ("", "-b", "-c", "-d", "-e")
+
+
+def daemons_for(replicas):
+    """The cluster's daemons: with replicas, every site of each shard."""
+    if replicas <= 1:
+        return DAEMONS
+    sites = [f"shard{n}{SITE_SUFFIXES[r]}" for n in (1, 2) for r in range(replicas)]
+    return ("slapd", *sites, "mta", "mmp")
+
+
 KILL_FAULTS = ("kill-mta", "kill-shard1", "kill-shard2", "kill-mmp", "kill-slapd",
                "stop-slapd", "shard-down")
 ATTACK_FAULTS = ("slow-clients", "no-read", "flood", "long-line", "nul-8bit", "tls-stall")
@@ -419,8 +441,9 @@ class QueueFS:
 
 
 class Cluster:
-    def __init__(self, top, users, probe_users):
+    def __init__(self, top, users, probe_users, replicas=1):
         self.dir = os.path.join(top, "cluster")
+        self.replicas = replicas
         self.users = users
         self.base = mtharness.free_port_block(16)
         self.ctl_bin = binary("ctl/mailtierctl")
@@ -440,6 +463,8 @@ class Cluster:
         args = ["cluster", "up", "--dir", self.dir]
         if first:
             args += ["--base-port", self.base, "--users", self.users + self.probe_users]
+            if self.replicas > 1:
+                args += ["--replicas", self.replicas]
         p = self.ctl(*args, check=False)
         if p.returncode != 0:
             raise RuntimeError(f"cluster up failed:\n{p.stdout}{p.stderr}")
@@ -466,6 +491,28 @@ class Cluster:
             except (OSError, ValueError, IndexError):
                 out[name] = None
         return out
+
+    def site_lmtp_port(self, site):
+        key = site.upper().replace("-", "_") + "_LMTP_PORT"
+        return int(self.env[key])
+
+    def master_of(self, shard, bound=60.0):
+        """The site of a replicated shard whose LMTP greets 220 (its
+        master), waiting up to bound for one."""
+        sites = [f"{shard}{SITE_SUFFIXES[r]}" for r in range(self.replicas)]
+        deadline = time.monotonic() + bound
+        while time.monotonic() < deadline:
+            for site in sites:
+                try:
+                    with socket.create_connection(
+                            ("127.0.0.1", self.site_lmtp_port(site)), timeout=3) as s:
+                        s.settimeout(3)
+                        if s.recv(512).startswith(b"220"):
+                            return site
+                except OSError:
+                    pass
+            time.sleep(0.2)
+        raise RuntimeError(f"{shard}: no site greets 220 within {bound:.0f} s")
 
     def queue_messages(self):
         p = self.ctl("queue", "stats", conf=True, check=False, timeout=30)
@@ -764,6 +811,8 @@ class FaultRun:
                 self.problems.append(f"round {rnd}: {name} not running before the fault")
                 self.c.up()
                 before = self.c.pids()
+        if self.c.replicas > 1 and target in ("shard1", "shard2"):
+            target = self.c.master_of(target)
         pid = before[target]
         if kind == "kill":
             os.kill(pid, signal.SIGKILL)
@@ -777,6 +826,13 @@ class FaultRun:
             time.sleep(seconds)
             os.kill(pid, signal.SIGCONT)
             t0 = time.monotonic()
+            if target.startswith("shard") and self.c.replicas > 1:
+                # Another site was elected meanwhile: the old master is
+                # demoted when it sees it, exits 75, and is started again.
+                deadline = t0 + 20
+                while alive(pid) and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                self.c.up()
         rec = self.s.probe.wait(t0)
         if rec is None:
             self.problems.append(f"round {rnd}: no recovery within {RECOVERY_BOUND:.0f} s")
@@ -1412,7 +1468,7 @@ class Suite:
         # Spare users past the load's: the probes (one on each shard; they
         # empty their mailboxes, so never a load user's), the canaries and
         # the attackers' mailboxes.
-        self.cluster = Cluster(self.top, args.users, SPARE_USERS)
+        self.cluster = Cluster(self.top, args.users, SPARE_USERS, args.replicas)
         self.runs = []
         self.queue_fs = None
         self.queue_fs_why = None
@@ -1616,6 +1672,9 @@ def parse(argv):
     ap.add_argument("--queue-fs-mb", type=int, default=384,
                     help="its size in MB (384: room for two 64 MB Berkeley DB log files "
                          "and the databases)")
+    ap.add_argument("--replicas", type=int, default=1,
+                    help="sites in each shard's replication group (1; 3: see the top of "
+                         "this file); only the kill and stop faults then")
     ap.add_argument("--tmpdir", default=None, help="where the suite's directory goes")
     ap.add_argument("--keep", action="store_true", help="keep the directory even on success")
     ap.add_argument("--allow-redelivery", nargs="?", const="all", default="none",
@@ -1641,6 +1700,15 @@ def parse(argv):
             ap.error(f"unknown fault(s): {', '.join(bad)}")
     else:
         a.faults = list(QUICK_FAULTS if q else ALL_FAULTS)
+    if a.replicas not in (1, 3, 5):
+        ap.error("--replicas is 1, 3 or 5")
+    if a.replicas > 1:
+        if a.only:
+            bad = [f for f in a.faults if f not in KILL_FAULTS]
+            if bad:
+                ap.error(f"not with --replicas: {', '.join(bad)}")
+        else:
+            a.faults = [f for f in a.faults if f in KILL_FAULTS]
     if a.rounds < 1 or a.rate < 1 or a.users < 2 or a.gap < 1:
         ap.error("--rounds, --rate >= 1, --users >= 2, --gap >= 1")
     if a.hold < 1 or a.slow_count < 1 or a.tls_count < 1 or a.flood < 1 or \
@@ -1651,7 +1719,9 @@ def parse(argv):
 
 
 def main(argv=None):
+    global DAEMONS
     a = parse(argv)
+    DAEMONS = daemons_for(a.replicas)
     if shutil.which("slapd", path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin") is None:
         print("SKIP: slapd is not installed (Debian package slapd)", file=sys.stderr)
         return 77

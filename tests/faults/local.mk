@@ -3,10 +3,12 @@
 # test and the quick set (a cluster under load; kill -9 of the MTA, shard1
 # and the MMP with IMAP changes through the MMP meanwhile, slapd stopped,
 # 10 MB command lines and NUL/8-bit bytes in
-# commands; every acknowledged message checked, memory back to baseline).
+# commands; every acknowledged message checked, memory back to baseline)
+# and the kill faults again with every shard a replication group of three.
 fault_tests = \
 	tests/faults/test-ledger-check.py \
-	tests/faults/test-faults-quick.py
+	tests/faults/test-faults-quick.py \
+	tests/faults/test-faults-replicated.py
 
 TESTS += $(fault_tests)
 EXTRA_DIST += $(fault_tests) \

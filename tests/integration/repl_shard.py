@@ -135,6 +135,30 @@ class Shard:
         raise AssertionError("the replicas do not name the master: " + ", ".join(
             f"{s}: {greeting(self.lmtp[s])!r}" for s in self.sites[1:]))
 
+    def messages(self, site, user):
+        """`mailtierctl store messages` of user on site: every folder's
+        UIDVALIDITY, UIDNEXT, HIGHESTMODSEQ and each message's uid, MODSEQ,
+        size, INTERNALDATE, UIDL and flags (the site's daemon running:
+        mailtierctl joins its environment)."""
+        return self.h.ctl("store", "messages", self.section(site), user,
+                          config=self.conf).stdout
+
+    def same_on_every_site(self, user, timeout=30.0):
+        """Wait (the replicas apply the last commits) until every site
+        holds user's mailboxes the same, message by message; returns the
+        listing, or raises with the sites' differences."""
+        deadline = time.monotonic() + timeout
+        while True:
+            got = {s: self.messages(s, user) for s in self.sites}
+            if len(set(got.values())) == 1 or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        if len(set(got.values())) != 1:
+            first = got[self.sites[0]].splitlines()
+            diff = {s: sorted(set(v.splitlines()) ^ set(first))[:6] for s, v in got.items()}
+            raise AssertionError(f"the sites differ for {user}: {diff}")
+        return got[self.sites[0]]
+
     def serving(self, site):
         g = greeting(self.lmtp[site])
         return g is not None and g.startswith("220")

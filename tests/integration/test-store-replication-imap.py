@@ -11,11 +11,14 @@ refuses it, as a user's client behind the MMP would:
       +FLAGS \\Flagged) and expunges others (UID STORE \\Deleted + EXPUNGE),
       and the master is killed with -9 in the middle; the session goes on
       on the new master. Afterwards every APPEND answered OK is in INBOX
-      (the one in flight at the kill may be there once or twice: IMAP has
-      no idempotent APPEND), every message whose STORE was answered OK
+      (one in flight at the kill, or answered NO [UNAVAILABLE] and sent
+      again, may be there once or twice: IMAP has no idempotent APPEND), every message whose STORE was answered OK
       carries \\Flagged, and none whose EXPUNGE was answered OK is back;
   (b) a POP3 session deletes two messages and QUIT is answered +OK; the
-      master is killed at once; on the new master both are gone.
+      master is killed at once; on the new master both are gone;
+  (c) the killed site restarted: every site holds the mailbox the same
+      (`mailtierctl store messages`: UIDVALIDITY, UIDNEXT, HIGHESTMODSEQ;
+      each message's uid, MODSEQ, size, INTERNALDATE, UIDL and flags).
 
 Skipped when mailtier-popstore is not built."""
 
@@ -61,17 +64,17 @@ class Client:
     def run(self, fn):
         """fn(imap) until it completes; a broken session or a NO reconnects
         and repeats it. Returns (result, whether an earlier try may have
-        taken effect)."""
+        taken effect: a broken session, or a NO [UNAVAILABLE] "not
+        replicated", whose change the master committed without a replica's
+        acknowledgement and may keep)."""
         uncertain = False
         for _ in range(50):
             if self.imap is None:
                 self.connect()
             try:
                 return fn(self.imap), uncertain
-            except (OSError, imaplib.IMAP4.abort, EOFError):
+            except (OSError, imaplib.IMAP4.abort, EOFError, imaplib.IMAP4.error):
                 uncertain = True
-            except imaplib.IMAP4.error:
-                pass
             try:
                 self.imap.logout()
             except Exception:
@@ -212,6 +215,16 @@ def test(h):
     print(f"POP3: QUIT +OK deleting {gone} on {master}, master killed at once; "
           f"on {c.site} both are gone")
     c.imap.logout()
+
+    # (c) The killed site back: every site holds the mailbox the same,
+    # UIDVALIDITY, UIDNEXT, HIGHESTMODSEQ and each message's uid, MODSEQ,
+    # UIDL and flags.
+    shard.start(master)
+    listing = shard.same_on_every_site(USER, timeout=60)
+    lines = listing.splitlines()
+    assert lines[0].startswith("folder INBOX "), lines[0]
+    assert any("\\Flagged" in line for line in lines), "no flagged message listed"
+    print(f"every site the same: {lines[0]}")
 
 
 if __name__ == "__main__":

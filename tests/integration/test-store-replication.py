@@ -18,7 +18,9 @@ XQUEUEID, as HA.md 5.4 asks of the MTA):
       never a 250 (no quorum, no acknowledgement), and the site stops
       taking new sessions ("master without a quorum");
   (e) `mailtierctl store stat` on each running site shows the same
-      mailboxes, messages and bytes.
+      mailboxes, messages and bytes, and `mailtierctl store messages` the
+      same folders (UIDVALIDITY, UIDNEXT, HIGHESTMODSEQ) and messages
+      (uid, MODSEQ, size, INTERNALDATE, UIDL, flags).
 
 Skipped when mailtier-popstore is not built."""
 
@@ -332,6 +334,9 @@ def test(h):
         time.sleep(0.5)     # the replicas apply the last commits
     h.note(f"store stat per site: {stats}")
     assert stats["a"] == stats["b"] == stats["c"], stats
+    listing = shard.same_on_every_site(USER)
+    h.note(f"every site holds {USER}'s mailbox the same, message by message: "
+           + listing.splitlines()[0])
     for s in SITES:
         shard.daemons[s].stop()
 
