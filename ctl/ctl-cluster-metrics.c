@@ -180,6 +180,7 @@ void cluster_metrics_repl(const struct ctl_metrics *m, struct cluster_repl *out)
 	out->master_changes = sum(m, "mailtier_store_replication_master_changes_total", NULL);
 	out->perm_failed = sum(m, "mailtier_store_replication_perm_failed_total", NULL);
 	out->internal_inits = sum(m, "mailtier_store_replication_internal_inits_total", NULL);
+	out->log_position = sum(m, "mailtier_store_replication_log_position_bytes", NULL);
 }
 
 void cluster_metrics_scrape(const struct cluster_daemon *d, size_t n,

@@ -901,12 +901,15 @@ struct daemon_view {
 	const struct ctl_metrics_target *metrics;	/* its scrape */
 	struct cluster_repl repl;	/* a store site's replication (repl.known) */
 	const char *master_site;	/* the site whose replication port repl.master is */
+	/* A replica's lag: its master's log position less its own, in bytes
+	 * (-1: not known, as when the master does not answer). */
+	double lag;
 };
 
 static void view_daemon(const struct cluster *c, const struct cluster_daemon *d,
 			const struct ctl_metrics_target *t, struct daemon_view *v)
 {
-	*v = (struct daemon_view){ .d = d, .pid = daemon_pid(c, d), .metrics = t };
+	*v = (struct daemon_view){ .d = d, .pid = daemon_pid(c, d), .metrics = t, .lag = -1 };
 	bool ready = v->pid != 0;
 	for (size_t p = 0; p < d->n_ports; p++) {
 		int answers = v->pid != 0 ? port_answers(d->ports[p].port) : 0;
@@ -964,15 +967,18 @@ static void print_replication(const struct daemon_view *v)
 		printf("           replication: no role reported (replication_listen set?)\n");
 		return;
 	}
+	char lag[48] = "";
+	if (strcmp(r->role, "replica") == 0 && v->lag >= 0)
+		snprintf(lag, sizeof(lag), ", %.0f bytes of log behind", v->lag);
 	printf("           replication: role %s, master %s%s%s%s, connected %u of %u other "
-	       "sites%s, generation %.0f, elections %.0f, master changes %.0f, "
+	       "sites%s%s, generation %.0f, elections %.0f, master changes %.0f, "
 	       "PERM_FAILED %.0f, full copies %.0f\n",
 	       r->role, v->master_site != NULL ? v->master_site : r->master[0] != '\0' ?
 	       r->master : "none", v->master_site != NULL ? " (" : "",
 	       v->master_site != NULL ? r->master : "", v->master_site != NULL ? ")" : "",
 	       r->connected, r->sites > 0 ? r->sites - 1 : 0,
 	       strcmp(r->role, "replica") == 0 && !r->startup_done ? ", still syncing" : "",
-	       r->generation, r->elections, r->master_changes, r->perm_failed,
+	       lag, r->generation, r->elections, r->master_changes, r->perm_failed,
 	       r->internal_inits);
 }
 
@@ -1105,10 +1111,12 @@ static void json_daemon(struct mt_buf *out, const struct cluster *c, const struc
 		mt_buf_appendf(out, ", \"sites\": %u, \"connected_sites\": %u, "
 			       "\"startup_done\": %s, \"generation\": %.0f, \"elections\": %.0f, "
 			       "\"master_changes\": %.0f, \"perm_failed\": %.0f, "
-			       "\"internal_inits\": %.0f",
+			       "\"internal_inits\": %.0f, \"log_position\": %.0f",
 			       r->sites, r->connected, r->startup_done ? "true" : "false",
 			       r->generation, r->elections, r->master_changes, r->perm_failed,
-			       r->internal_inits);
+			       r->internal_inits, r->log_position);
+		if (strcmp(r->role, "replica") == 0 && v->lag >= 0)
+			mt_buf_appendf(out, ", \"lag_bytes\": %.0f", v->lag);
 	}
 	if (v->pid != 0 && d->metrics_port != 0 && !v->metrics->ok) {
 		mt_buf_append_str(out, ", \"metrics_error\": ");
@@ -1165,6 +1173,21 @@ static int cluster_status(const struct cluster *c, bool json)
 		if (views[i].repl.master[0] != '\0')
 			views[i].master_site = site_by_address(daemons, n, views[i].repl.master);
 		all_ready = all_ready && views[i].state == STATE_READY;
+	}
+	/* A replica's lag, from its master's log position (scraped at the
+	 * same moment). */
+	for (size_t i = 0; i < n; i++) {
+		struct daemon_view *v = &views[i];
+		if (!v->repl.known || strcmp(v->repl.role, "replica") != 0 || v->master_site == NULL)
+			continue;
+		for (size_t k = 0; k < n; k++) {
+			const struct daemon_view *m = &views[k];
+			if (k != i && m->repl.known && strcmp(m->d->name, v->master_site) == 0 &&
+			    strcmp(m->repl.role, "master") == 0) {
+				double lag = m->repl.log_position - v->repl.log_position;
+				v->lag = lag > 0 ? lag : 0;
+			}
+		}
 	}
 	if (json)
 		print_status_json(c, views, n, &all_ready);

@@ -176,6 +176,7 @@ struct cluster_repl {
 	char master[280];	/* the master's replication HOST:PORT; "" if none known */
 	unsigned int sites, connected;	/* in the group; remote sites connected */
 	double generation, elections, master_changes, perm_failed, internal_inits;
+	double log_position;	/* the end of its log, bytes (see popstore-metrics.c) */
 	bool startup_done;
 };
 void cluster_metrics_repl(const struct ctl_metrics *m, struct cluster_repl *out);

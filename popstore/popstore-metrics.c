@@ -60,6 +60,10 @@ static const struct repl_series repl_series[] = {
 	  "Age of the oldest log file kept: a site away for less catches up from the log, "
 	  "one away longer needs a full copy (checked every minute).", true,
 	  RI(log_oldest_age_secs) },
+	{ "mailtier_store_replication_log_position_bytes",
+	  "The end of this site's log as a byte position ((file - 1) x log_file_size + "
+	  "offset; the same numbering on every site): a replica's lag is its master's "
+	  "position less its own.", true, RI(log_position) },
 	{ "mailtier_store_replication_elections_total", "Elections this site took part in.",
 	  false, RI(elections) },
 	{ "mailtier_store_replication_master_changes_total", "Times another site became master.",

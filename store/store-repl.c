@@ -222,6 +222,15 @@ void store_repl_tick(struct mt_store *store)
 	/* A connection repmgr made or took since the last second (the
 	 * notifier tunes them at connection events too): a scan of this
 	 * process's descriptors only when the count changed. */
+	DB_LOG_STAT *ls = NULL;
+	if (store->env->log_stat(store->env, &ls, 0) == 0) {
+		uint64_t position = (uint64_t)(ls->st_cur_file > 0 ? ls->st_cur_file - 1 : 0) *
+			store->set.log_file_size + ls->st_cur_offset;
+		pthread_mutex_lock(&store->repl_lock);
+		store->repl_info.log_position = position;
+		pthread_mutex_unlock(&store->repl_lock);
+	}
+	free(ls);
 	if (st.connected != store->repl_connected_seen) {
 		store->repl_connected_seen = st.connected;
 		mt_bdb_repl_sockets_nodelay(store->repl);

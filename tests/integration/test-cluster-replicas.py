@@ -14,7 +14,8 @@ before): the generated config passes `mailtierctl config check` (which
 warns, still ok, for a replication_listen on a public address); only the
 first site of each shard starts with --create-group; `cluster status
 --json` shows one master and two replicas per shard; mail goes in over
-SMTP and out through the MMP; kill -9 of shard1's master: another site is
+SMTP and out through the MMP, after which every replica shows 0 bytes of
+log behind its master (lag_bytes, and the text status); kill -9 of shard1's master: another site is
 master within 15 s and the mail is still there, and new mail arrives;
 a real Prometheus scrapes every site with the prometheus.yml `up` wrote,
 reads every metric the shipped alert rules use, counts one master a shard
@@ -301,6 +302,18 @@ def test(h):
         send(smtp, user, f"before {i}")
     wait_for(f"{user}'s mail", lambda: has_subjects(pop3, user, password,
                                                      [f"before {i}" for i in range(3)]))
+    # Each replica's lag: its master's log position less its own, 0 once
+    # it has applied the mail (positions are read every second).
+    took, daemons = wait_for("every replica 0 bytes of log behind", lambda: (
+        lambda ds: ds if all(ds[f"shard{n}{s}"].get("lag_bytes") == 0
+                             for n in (1, 2) for s in SITES
+                             if ds[f"shard{n}{s}"]["role"] == "replica") else None)(
+                                 status_json(h, d)))
+    for n in (1, 2):
+        m = settled(daemons, n)
+        assert daemons[m]["log_position"] > 0 and "lag_bytes" not in daemons[m], daemons[m]
+    st = h.ctl("cluster", "status", "--dir", d)
+    assert st.stdout.count(", 0 bytes of log behind") == 4, st.stdout
 
     # kill -9 of shard1's master: another site takes over.
     old = settled(daemons, 1)
