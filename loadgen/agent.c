@@ -294,10 +294,10 @@ static bool handshake(struct agent *a)
 	a->set.sink_listen = NULL;
 	if (!lg_run_settings_check(&a->set, &error))
 		return refuse(a, error);
-	struct sockaddr_storage ss;
-	socklen_t len;
-	if (!lg_resolve(a->set.smtp, &ss, &len, &error) ||
-	    !lg_resolve(a->set.pop, &ss, &len, &error))
+	struct lg_addrs addrs;
+	if (!lg_resolve_list(a->set.smtp, &addrs, &error) ||
+	    (a->set.pop != NULL && !lg_resolve_list(a->set.pop, &addrs, &error)) ||
+	    (a->set.imap != NULL && !lg_resolve_list(a->set.imap, &addrs, &error)))
 		return refuse(a, error);
 	if (!say(a, "ready\n", lg_now_us() + SETTINGS_US) ||
 	    !read_line(a, lg_now_us() + GO_US, "go"))

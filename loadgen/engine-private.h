@@ -28,8 +28,7 @@ struct lg_engine {
 	struct lg_run_result *result;
 	struct mt_loop *loop;
 	struct event_base *base;
-	struct sockaddr_storage smtp_addr, pop_addr, imap_addr, submit_addr;
-	socklen_t smtp_len, pop_len, imap_len, submit_len;
+	struct lg_addrs smtp_addrs, pop_addrs, imap_addrs, submit_addrs;
 	struct lg_session_env env;
 	char helo[300];
 	struct lg_tracker *tracker;

@@ -111,8 +111,7 @@ static void start_arrival(struct lg_engine *e, struct lg_arrival *a, bool overlo
 			.track_remote = e->sink != NULL || e->set->remote_sink,
 		};
 		s = lg_smtp_session_start(&e->env, a->kind, stats,
-					  (struct sockaddr *)&e->smtp_addr,
-					  e->smtp_len, &params, session_done, e);
+					  &e->smtp_addrs, &params, session_done, e);
 	} else if (a->kind == LG_KIND_IMAP_DESKTOP || a->kind == LG_KIND_IMAP_WEBMAIL) {
 		struct lg_imap_params params = {
 			.profile = a->kind == LG_KIND_IMAP_DESKTOP ?
@@ -124,12 +123,10 @@ static void start_arrival(struct lg_engine *e, struct lg_arrival *a, bool overlo
 			.end_by_us = e->level_start_us + (uint64_t)(e->level_end_s * 1e6),
 		};
 		s = lg_imap_session_start(&e->env, a->kind, stats,
-					  (struct sockaddr *)&e->imap_addr,
-					  e->imap_len, &params, session_done, e);
+					  &e->imap_addrs, &params, session_done, e);
 	} else {
 		s = lg_pop_session_start(&e->env, a->kind, stats,
-					 (struct sockaddr *)&e->pop_addr,
-					 e->pop_len, a->user, session_done, e);
+					 &e->pop_addrs, a->user, session_done, e);
 	}
 	track(e, s);
 }
@@ -204,8 +201,7 @@ void lg_engine_probe_cb(evutil_socket_t fd, short what, void *arg)
 		return;
 	e->result->probes.counters.probe_sessions++;
 	struct lg_session *s = lg_smtp_session_start(&e->env, LG_KIND_SMTP_REMOTE,
-		&e->result->probes, (struct sockaddr *)&e->smtp_addr,
-		e->smtp_len, &params, session_done, e);
+		&e->result->probes, &e->smtp_addrs, &params, session_done, e);
 	s->probe = true;
 	if (s->finished && s->failed)
 		e->result->probes.counters.probe_session_errors++;
@@ -227,7 +223,7 @@ static void start_watcher(struct lg_engine *e)
 		return;
 	e->result->probes.counters.probe_sessions++;
 	struct lg_session *s = lg_imap_session_start(&e->env, LG_KIND_IMAP_DESKTOP,
-		&e->result->probes, (struct sockaddr *)&e->imap_addr, e->imap_len,
+		&e->result->probes, &e->imap_addrs,
 		&params, session_done, e);
 	s->probe = true;
 	if (!s->finished)
@@ -263,8 +259,7 @@ void lg_engine_poll_cb(evutil_socket_t fd, short what, void *arg)
 		return;
 	e->result->probes.counters.probe_sessions++;
 	struct lg_session *s = lg_pop_session_start(&e->env, LG_KIND_POP_REPEAT,
-		&e->result->probes, (struct sockaddr *)&e->pop_addr,
-		e->pop_len, e->set->probe_user, session_done, e);
+		&e->result->probes, &e->pop_addrs, e->set->probe_user, session_done, e);
 	s->probe = true;
 	if (!s->finished)
 		e->poll = s;
@@ -293,7 +288,7 @@ void lg_engine_submit_reply(void *context, struct lg_stats *stats,
 	if (overloaded(e, LG_KIND_IMAP_REPLY_SUBMIT, stats, false))
 		return;
 	struct lg_session *s = lg_smtp_session_start(&e->env, LG_KIND_IMAP_REPLY_SUBMIT,
-		stats, (struct sockaddr *)&e->submit_addr, e->submit_len, &params,
+		stats, &e->submit_addrs, &params,
 		session_done, e);
 	track(e, s);
 }

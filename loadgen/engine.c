@@ -308,11 +308,11 @@ static bool setup(struct lg_engine *e, struct lg_run_settings *limited,
 	const struct lg_run_settings *set = e->set;
 	struct lg_run_result *result = e->result;
 
-	if (!lg_resolve(set->smtp, &e->smtp_addr, &e->smtp_len, error_r) ||
-	    (set->pop != NULL && !lg_resolve(set->pop, &e->pop_addr, &e->pop_len, error_r)) ||
-	    (set->imap != NULL && !lg_resolve(set->imap, &e->imap_addr, &e->imap_len, error_r)) ||
-	    !lg_resolve(set->submission != NULL ? set->submission : set->smtp,
-			&e->submit_addr, &e->submit_len, error_r))
+	if (!lg_resolve_list(set->smtp, &e->smtp_addrs, error_r) ||
+	    (set->pop != NULL && !lg_resolve_list(set->pop, &e->pop_addrs, error_r)) ||
+	    (set->imap != NULL && !lg_resolve_list(set->imap, &e->imap_addrs, error_r)) ||
+	    !lg_resolve_list(set->submission != NULL ? set->submission : set->smtp,
+			     &e->submit_addrs, error_r))
 		return false;
 	/* Keep descriptors for the sink's connections and the rest. */
 	unsigned int fds = lg_raise_fd_limit();
@@ -334,6 +334,7 @@ static bool setup(struct lg_engine *e, struct lg_run_settings *limited,
 		.base = e->base, .wl = &set->wl, .tracker = e->tracker,
 		.ledger = e->ledger,
 		.step_timeout_ms = set->step_timeout_ms, .helo_name = e->helo,
+		.connect_timeout_ms = set->connect_timeout_ms,
 		.submit_reply = lg_engine_submit_reply, .submit_context = e,
 	};
 	/* One client context for every session that may need TLS: --tls

@@ -33,9 +33,12 @@
 
 struct lg_run_settings {
 	struct lg_workload wl;
-	const char *smtp;		/* HOST:PORT of the SMTP server */
-	const char *pop;		/* HOST:PORT of the POP3 server (NULL: none) */
-	const char *imap;		/* HOST:PORT of the IMAP server (NULL: none) */
+	/* HOST:PORT of each server, or several, comma-separated (resolve.h:
+	 * several MTAs or MMPs, tried in turn, the next after a failed
+	 * connect). */
+	const char *smtp;		/* the SMTP server(s) */
+	const char *pop;		/* the POP3 server(s) (NULL: none) */
+	const char *imap;		/* the IMAP server(s) (NULL: none) */
 	/* Where desktop IMAP clients submit their replies, with AUTH PLAIN
 	 * as the user (NULL: to smtp, without AUTH). */
 	const char *submission;
@@ -47,6 +50,9 @@ struct lg_run_settings {
 	size_t n_levels;
 	uint64_t warmup_ms, duration_ms, cooldown_ms;
 	unsigned int step_timeout_ms;
+	/* With several addresses for a service, a connect unanswered this
+	 * long goes on to the next one (session.h). */
+	unsigned int connect_timeout_ms;
 	uint64_t seed;
 	unsigned int probe_interval_ms;	/* 0: no local delivery probes */
 	/* The probe mailbox is looked at by a POP3 poll this often (pop,

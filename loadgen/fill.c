@@ -35,8 +35,7 @@ struct target {
 	size_t index;
 	const char *name;		/* for messages */
 	bool lmtp;
-	struct sockaddr_storage addr;
-	socklen_t addrlen;
+	struct lg_addrs addrs;
 	struct lg_fill_user cursor;	/* the user being filled */
 	bool imap;			/* the folder model, a session a user */
 	bool exhausted;
@@ -208,8 +207,7 @@ static bool start_folder_sessions(struct fill *f, struct target *t)
 		f->result->folder_messages_planned += job->planned;
 		t->open++;
 		struct lg_session *s = lg_imap_session_start(&f->env, LG_KIND_IMAP_DESKTOP,
-			&f->result->stats, (struct sockaddr *)&t->addr, t->addrlen,
-			&params, folder_done, job);
+			&f->result->stats, &t->addrs, &params, folder_done, job);
 		if (s->finished)
 			return false;
 		s->next = f->active;
@@ -234,8 +232,7 @@ static bool start_sessions(struct fill *f, struct target *t)
 		};
 		t->open++;
 		struct lg_session *s = lg_smtp_session_start(&f->env, LG_KIND_SMTP_REMOTE,
-					  &f->result->stats, (struct sockaddr *)&t->addr,
-					  t->addrlen, &params, fill_done, t);
+					  &f->result->stats, &t->addrs, &params, fill_done, t);
 		if (s->finished)
 			return false;	/* failed at once: freed, and more next time */
 		s->next = f->active;
@@ -314,7 +311,7 @@ static bool setup_targets(struct fill *f, const char **error_r)
 		t->cursor.user = 0;
 		names[i] = set->smtp != NULL || set->lmtp[i].name == NULL ? "" :
 			set->lmtp[i].name;
-		if (!lg_resolve(hostport, &t->addr, &t->addrlen, error_r))
+		if (!lg_resolve_list(hostport, &t->addrs, error_r))
 			return false;
 	}
 	if (set->imap != NULL) {
@@ -326,7 +323,7 @@ static bool setup_targets(struct fill *f, const char **error_r)
 		struct target *t = &f->targets[f->n_targets];
 		*t = (struct target){ .f = f, .index = f->n_targets, .imap = true,
 				      .name = set->imap };
-		if (!lg_resolve(set->imap, &t->addr, &t->addrlen, error_r))
+		if (!lg_resolve_list(set->imap, &t->addrs, error_r))
 			return false;
 	}
 	size_t inbox_targets = f->n_targets;

@@ -367,8 +367,7 @@ static const struct lg_session_proto imap_proto = {
 
 struct lg_session *lg_imap_session_start(const struct lg_session_env *env,
 					 enum lg_kind kind, struct lg_stats *stats,
-					 const struct sockaddr *addr,
-					 socklen_t addrlen,
+					 struct lg_addrs *addrs,
 					 const struct lg_imap_params *params,
 					 lg_session_done_cb *done, void *context)
 {
@@ -393,9 +392,9 @@ struct lg_session *lg_imap_session_start(const struct lg_session_env *env,
 		mt_panic("out of memory creating a timer");
 	s->tls = env->tls != NULL && env->imap_implicit_tls;
 	if (s->tls)
-		lg_session_connect_tls(&s->base, addr, addrlen, LG_FN_IMAP_CONNECT);
+		lg_session_connect_tls(&s->base, addrs, LG_FN_IMAP_CONNECT);
 	else
-		lg_session_connect(&s->base, addr, addrlen, LG_FN_IMAP_CONNECT);
+		lg_session_connect(&s->base, addrs, LG_FN_IMAP_CONNECT);
 	return &s->base;
 }
 

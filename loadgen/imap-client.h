@@ -55,8 +55,7 @@ struct lg_imap_params {
 
 struct lg_session *lg_imap_session_start(const struct lg_session_env *env,
 					 enum lg_kind kind, struct lg_stats *stats,
-					 const struct sockaddr *addr,
-					 socklen_t addrlen,
+					 struct lg_addrs *addrs,
 					 const struct lg_imap_params *params,
 					 lg_session_done_cb *done, void *context);
 /* Log out now: the session's time is up (an IDLE or a wait ends; a

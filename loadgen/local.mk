@@ -64,6 +64,7 @@ tests_unit_test_loadgen_clients_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/loadge
 tests_unit_test_loadgen_clients_LDADD = $(LOADGEN_LIBS) $(CMOCKA_LIBS) $(PTHREAD_LIBS)
 
 loadgen_integration_tests = tests/integration/test-loadgen-run.sh \
-	tests/integration/test-loadgen-fill.py tests/integration/test-loadgen-imap.py
+	tests/integration/test-loadgen-fill.py tests/integration/test-loadgen-imap.py \
+	tests/integration/test-loadgen-failover.py
 TESTS += $(loadgen_integration_tests)
 EXTRA_DIST += $(loadgen_integration_tests) tests/integration/minimail.py

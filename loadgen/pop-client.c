@@ -308,8 +308,7 @@ static const struct lg_session_proto pop_proto = {
 
 struct lg_session *lg_pop_session_start(const struct lg_session_env *env,
 					enum lg_kind kind, struct lg_stats *stats,
-					const struct sockaddr *addr,
-					socklen_t addrlen, uint64_t user,
+					struct lg_addrs *addrs, uint64_t user,
 					lg_session_done_cb *done, void *context)
 {
 	struct lg_pop_session *s = mt_xcalloc(1, sizeof(*s));
@@ -321,6 +320,6 @@ struct lg_session *lg_pop_session_start(const struct lg_session_env *env,
 		s->ledger_rx = lg_ledger_rx_new();
 		s->ledger_session = lg_ledger_session_no(env->ledger);
 	}
-	lg_session_connect(&s->base, addr, addrlen, LG_FN_POP_CONNECT);
+	lg_session_connect(&s->base, addrs, LG_FN_POP_CONNECT);
 	return &s->base;
 }

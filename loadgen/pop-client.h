@@ -15,8 +15,7 @@
 
 struct lg_session *lg_pop_session_start(const struct lg_session_env *env,
 					enum lg_kind kind, struct lg_stats *stats,
-					const struct sockaddr *addr,
-					socklen_t addrlen, uint64_t user,
+					struct lg_addrs *addrs, uint64_t user,
 					lg_session_done_cb *done, void *context);
 
 #endif

@@ -40,6 +40,47 @@ bool lg_resolve(const char *hostport, struct sockaddr_storage *ss,
 	return true;
 }
 
+bool lg_resolve_list(const char *list, struct lg_addrs *addrs, const char **error_r)
+{
+	char one[320];
+
+	addrs->count = 0;
+	addrs->next = 0;
+	for (const char *p = list;;) {
+		const char *comma = strchr(p, ',');
+		size_t n = comma != NULL ? (size_t)(comma - p) : strlen(p);
+		while (n > 0 && (*p == ' ' || *p == '\t')) {
+			p++;
+			n--;
+		}
+		while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+			n--;
+		if (n == 0 || n >= sizeof(one)) {
+			*error_r = lg_error_fmt("'%s' is not a list of HOST:PORT", list);
+			return false;
+		}
+		if (addrs->count == LG_ADDRS_MAX) {
+			*error_r = lg_error_fmt("'%s': more than %d addresses", list,
+						LG_ADDRS_MAX);
+			return false;
+		}
+		memcpy(one, p, n);
+		one[n] = '\0';
+		if (!lg_resolve(one, &addrs->ss[addrs->count], &addrs->len[addrs->count],
+				error_r))
+			return false;
+		addrs->count++;
+		if (comma == NULL)
+			return true;
+		p = comma + 1;
+	}
+}
+
+unsigned int lg_addrs_start(struct lg_addrs *addrs)
+{
+	return addrs->count > 1 ? addrs->next++ % (unsigned int)addrs->count : 0;
+}
+
 unsigned int lg_raise_fd_limit(void)
 {
 	struct rlimit rl;

@@ -48,6 +48,8 @@ static void session_write_cb(struct bufferevent *bev, void *arg)
 		s->proto->drained(s);
 }
 
+static void connect_failover(struct lg_session *s, int err);
+
 static void session_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct lg_session *s = arg;
@@ -56,6 +58,9 @@ static void session_event_cb(struct bufferevent *bev, short what, void *arg)
 		return;
 	if (what & BEV_EVENT_CONNECTED) {
 		int one = 1;
+		s->connected = true;
+		if (s->connect_timer != NULL)
+			evtimer_del(s->connect_timer);
 		/* Commands are written whole; don't let Nagle hold the last
 		 * segment of a body behind a delayed ACK. */
 		(void)setsockopt(bufferevent_getfd(bev), IPPROTO_TCP,
@@ -74,6 +79,12 @@ static void session_event_cb(struct bufferevent *bev, short what, void *arg)
 				  s->step == LG_FN_SUBMIT_CONNECT ||
 				  s->step == LG_FN_POP_CONNECT ||
 				  s->step == LG_FN_IMAP_CONNECT;
+		if (connecting && !s->connected) {
+			/* Refused, unreachable, reset before the connect (or
+			 * the TLS handshake) completed: the next address. */
+			connect_failover(s, err != 0 ? err : ECONNREFUSED);
+			return;
+		}
 		/* An error before the greeting is a failed connection
 		 * (refused, unreachable, reset at once); after it, the
 		 * server dropped an established session. */
@@ -120,16 +131,64 @@ static void connect_failed(struct lg_session *s, int err)
 			"connect: %s", strerror(err));
 }
 
-void lg_session_connect_tls(struct lg_session *s, const struct sockaddr *addr,
-			    socklen_t addrlen, enum lg_function fn)
+static void connect_next(struct lg_session *s);
+
+/* The connect to the current address failed with err (ETIMEDOUT: not
+ * answered within the connect timeout): on to the service's next address
+ * while one is left, as a client of several servers does; else the
+ * session fails. */
+static void connect_failover(struct lg_session *s, int err)
 {
+	if (err != EMFILE && err != ENFILE && s->addr_tried + 1 < s->addrs->count) {
+		s->addr_tried++;
+		if (s->bev != NULL) {
+			bufferevent_free(s->bev);
+			s->bev = NULL;
+		}
+		connect_next(s);
+		return;
+	}
+	if (err == ETIMEDOUT && s->connect_timer != NULL)
+		lg_session_fail(s, LG_ERR_TIMEOUT, "connect not answered within %u ms "
+				"(each of %zu addresses)", s->env->connect_timeout_ms,
+				s->addrs->count);
+	else
+		connect_failed(s, err);
+}
+
+static void connect_timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	connect_failover(arg, ETIMEDOUT);
+}
+
+/* Connect to the address whose turn it is (the connect step is open). */
+static void connect_next(struct lg_session *s)
+{
+	unsigned int i = (s->addr_first + s->addr_tried) % (unsigned int)s->addrs->count;
+	const struct sockaddr *addr = (const struct sockaddr *)&s->addrs->ss[i];
+	socklen_t addrlen = s->addrs->len[i];
+
+	if (s->connect_timer != NULL) {
+		struct timeval tv = {
+			.tv_sec = s->env->connect_timeout_ms / 1000,
+			.tv_usec = (s->env->connect_timeout_ms % 1000) * 1000,
+		};
+		evtimer_add(s->connect_timer, &tv);
+	}
+	if (!s->connect_tls) {
+		s->bev = bufferevent_socket_new(s->env->base, -1, BEV_OPT_CLOSE_ON_FREE);
+		if (s->bev == NULL)
+			mt_panic("out of memory creating a client connection");
+		attach_bev(s);
+		if (bufferevent_socket_connect(s->bev, (struct sockaddr *)addr,
+					       (int)addrlen) < 0)
+			connect_failover(s, errno);
+		return;
+	}
 	const char *error;
 	int fd = socket(addr->sa_family, SOCK_STREAM, 0);
-
-	s->timer = evtimer_new(s->env->base, session_timeout_cb, s);
-	if (s->timer == NULL)
-		mt_panic("out of memory creating a client connection");
-	lg_session_step_begin(s, fn);
 	if (fd < 0) {
 		connect_failed(s, errno);
 		return;
@@ -138,7 +197,7 @@ void lg_session_connect_tls(struct lg_session *s, const struct sockaddr *addr,
 	    (connect(fd, addr, addrlen) < 0 && errno != EINPROGRESS)) {
 		int err = errno;
 		close(fd);
-		connect_failed(s, err);
+		connect_failover(s, err);
 		return;
 	}
 	/* The handshake runs as soon as the connect completes; a refused
@@ -149,6 +208,29 @@ void lg_session_connect_tls(struct lg_session *s, const struct sockaddr *addr,
 		return;
 	}
 	attach_bev(s);
+}
+
+static void connect_begin(struct lg_session *s, struct lg_addrs *addrs, bool tls,
+			  enum lg_function fn)
+{
+	s->addrs = addrs;
+	s->addr_first = lg_addrs_start(addrs);
+	s->addr_tried = 0;
+	s->connect_tls = tls;
+	s->timer = evtimer_new(s->env->base, session_timeout_cb, s);
+	if (s->timer == NULL)
+		mt_panic("out of memory creating a client connection");
+	if (addrs->count > 1 && s->env->connect_timeout_ms > 0 &&
+	    (s->connect_timer = evtimer_new(s->env->base, connect_timeout_cb, s)) == NULL)
+		mt_panic("out of memory creating a client connection");
+	lg_session_step_begin(s, fn);
+	connect_next(s);
+}
+
+void lg_session_connect_tls(struct lg_session *s, struct lg_addrs *addrs,
+			    enum lg_function fn)
+{
+	connect_begin(s, addrs, true, fn);
 }
 
 bool lg_session_starttls(struct lg_session *s)
@@ -168,18 +250,9 @@ bool lg_session_starttls(struct lg_session *s)
 	return true;
 }
 
-void lg_session_connect(struct lg_session *s, const struct sockaddr *addr,
-			socklen_t addrlen, enum lg_function fn)
+void lg_session_connect(struct lg_session *s, struct lg_addrs *addrs, enum lg_function fn)
 {
-	s->timer = evtimer_new(s->env->base, session_timeout_cb, s);
-	s->bev = bufferevent_socket_new(s->env->base, -1, BEV_OPT_CLOSE_ON_FREE);
-	if (s->timer == NULL || s->bev == NULL)
-		mt_panic("out of memory creating a client connection");
-	attach_bev(s);
-	lg_session_step_begin(s, fn);
-	if (bufferevent_socket_connect(s->bev, (struct sockaddr *)addr,
-				       (int)addrlen) < 0)
-		connect_failed(s, errno);
+	connect_begin(s, addrs, false, fn);
 }
 
 void lg_session_step_begin(struct lg_session *s, enum lg_function fn)
@@ -251,6 +324,10 @@ static void session_close(struct lg_session *s)
 	if (s->timer != NULL) {
 		event_free(s->timer);
 		s->timer = NULL;
+	}
+	if (s->connect_timer != NULL) {
+		event_free(s->connect_timer);
+		s->connect_timer = NULL;
 	}
 	if (s->bev != NULL) {
 		bufferevent_free(s->bev);

@@ -20,6 +20,7 @@
 
 #include "buf.h"
 #include "lineio.h"
+#include "resolve.h"
 #include "log.h"
 #include "stats.h"
 #include "tracker.h"
@@ -39,6 +40,9 @@ struct lg_session_env {
 	struct lg_tracker *tracker;	/* NULL: no delivery tracking */
 	struct lg_ledger *ledger;	/* NULL: no ledger (ledger.h) */
 	unsigned int step_timeout_ms;	/* a step unanswered for this long fails */
+	/* A connect unanswered for this long goes on to the service's next
+	 * address, when it has several (0: only the step timeout). */
+	unsigned int connect_timeout_ms;
 	const char *helo_name;		/* our EHLO argument */
 	/* The generator's one client TLS context, for SMTP and IMAP alike
 	 * (no verification: the system under test's certificate is its own
@@ -80,6 +84,12 @@ struct lg_session {
 
 	struct bufferevent *bev;
 	struct event *timer;
+	/* The service's addresses (resolve.h): the one tried first, how many
+	 * after it, and the timer of one connect when there are several. */
+	struct lg_addrs *addrs;
+	unsigned int addr_first, addr_tried;
+	bool connect_tls, connected;
+	struct event *connect_timer;
 	struct mt_line_reader reader;
 	struct mt_buf line;		/* the reply line being handled */
 
@@ -113,14 +123,15 @@ void lg_session_init(struct lg_session *session,
 		     const struct lg_session_env *env, enum lg_kind kind,
 		     struct lg_stats *stats, lg_session_done_cb *done,
 		     void *done_context);
-/* Connect and begin the connect step (fn). A connect that fails at once
- * ends the session (done is called before this returns). */
-void lg_session_connect(struct lg_session *session,
-			const struct sockaddr *addr, socklen_t addrlen,
+/* Connect to one of addrs and begin the connect step (fn): the address
+ * whose turn it is, then, while a connect fails (refused, unreachable, or
+ * unanswered for env->connect_timeout_ms), the next ones; the step's time
+ * is all of it. A connect that fails at once to every address ends the
+ * session (done is called before this returns). */
+void lg_session_connect(struct lg_session *session, struct lg_addrs *addrs,
 			enum lg_function fn);
 /* The same over TLS from the first octet (env->tls; implicit TLS). */
-void lg_session_connect_tls(struct lg_session *session,
-			    const struct sockaddr *addr, socklen_t addrlen,
+void lg_session_connect_tls(struct lg_session *session, struct lg_addrs *addrs,
 			    enum lg_function fn);
 /* STARTTLS: the plaintext answer has been read and nothing of ours is
  * queued; go on over TLS on the same connection (whatever the server sent

@@ -439,8 +439,7 @@ static const struct lg_session_proto smtp_proto = {
 
 struct lg_session *lg_smtp_session_start(const struct lg_session_env *env,
 					 enum lg_kind kind, struct lg_stats *stats,
-					 const struct sockaddr *addr,
-					 socklen_t addrlen,
+					 struct lg_addrs *addrs,
 					 const struct lg_smtp_params *params,
 					 lg_session_done_cb *done, void *context)
 {
@@ -464,6 +463,6 @@ struct lg_session *lg_smtp_session_start(const struct lg_session_env *env,
 	format_id(s);
 	s->state = SMTP_GREETING;
 	mt_smtp_reply_reset(&s->reply);
-	lg_session_connect(&s->base, addr, addrlen, row(s, LG_FN_SMTP_CONNECT));
+	lg_session_connect(&s->base, addrs, row(s, LG_FN_SMTP_CONNECT));
 	return &s->base;
 }

@@ -38,12 +38,11 @@ struct lg_smtp_params {
 	void *next_context;
 };
 
-/* Start a session to addr; returns it (it is in progress or, if the
+/* Start a session to one of addrs (session.h); returns it (it is in progress or, if the
  * connect failed at once, already finished and done has been called). */
 struct lg_session *lg_smtp_session_start(const struct lg_session_env *env,
 					 enum lg_kind kind, struct lg_stats *stats,
-					 const struct sockaddr *addr,
-					 socklen_t addrlen,
+					 struct lg_addrs *addrs,
 					 const struct lg_smtp_params *params,
 					 lg_session_done_cb *done, void *context);
 

@@ -327,6 +327,16 @@ static void record_reply(void *context, struct lg_stats *stats,
 	reply_submitted = *plan;
 }
 
+/* The peer's address as the one address of a service. */
+static struct lg_addrs one_addr(const struct sockaddr_in *addr)
+{
+	struct lg_addrs addrs = { .count = 1 };
+
+	memcpy(&addrs.ss[0], addr, sizeof(*addr));
+	addrs.len[0] = sizeof(*addr);
+	return addrs;
+}
+
 /* Run an SMTP (pop_user == 0), POP3 or IMAP (imap_client) session. */
 static void run_client(struct sockaddr_in *addr, uint64_t pop_user,
 		       struct lg_stats *stats, struct lg_tracker *tracker,
@@ -343,20 +353,20 @@ static void run_client(struct sockaddr_in *addr, uint64_t pop_user,
 					 .track_remote = true };
 	struct timeval guard = { 10, 0 };
 	struct timespec t0, t1;
+	struct lg_addrs addrs = one_addr(addr);
 
 	memset(o, 0, sizeof(*o));
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (imap_client != NULL)
 		o->session = lg_imap_session_start(&env, LG_KIND_IMAP_DESKTOP, stats,
-			(struct sockaddr *)addr, sizeof(*addr), imap_client, on_done, o);
+			&addrs, imap_client, on_done, o);
 	else if (pop_user == 0)
 		o->session = lg_smtp_session_start(&env, smtp_client != NULL ?
 			smtp_client_kind : LG_KIND_SMTP_LOCAL, stats,
-			(struct sockaddr *)addr, sizeof(*addr),
-			smtp_client != NULL ? smtp_client : &params, on_done, o);
+			&addrs, smtp_client != NULL ? smtp_client : &params, on_done, o);
 	else
 		o->session = lg_pop_session_start(&env, LG_KIND_POP_FIRST, stats,
-			(struct sockaddr *)addr, sizeof(*addr), pop_user, on_done, o);
+			&addrs, pop_user, on_done, o);
 	/* A hang would be a bug: the guard ends the loop regardless. */
 	event_base_loopexit(base, &guard);
 	if (!o->done)
@@ -806,9 +816,10 @@ static size_t run_lmtp(const struct step *steps, size_t n, struct lg_stats *st,
 	memcpy(peer.steps, steps, n * sizeof(*steps));
 	peer.steps[n].op = END;
 	peer_serve(&peer, &addr);
+	struct lg_addrs addrs = one_addr(&addr);
 	memset(o, 0, sizeof(*o));
 	o->session = lg_smtp_session_start(&env, LG_KIND_SMTP_REMOTE, st,
-		(struct sockaddr *)&addr, sizeof(addr), &params, on_done, o);
+		&addrs, &params, on_done, o);
 	event_base_loopexit(base, &guard);
 	if (!o->done)
 		event_base_dispatch(base);
@@ -1365,8 +1376,9 @@ static void run_watcher(const struct step *steps, size_t n, unsigned int poll_ms
 	peer_serve(&peer, &addr);
 	memset(o, 0, sizeof(*o));
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	struct lg_addrs addrs = one_addr(&addr);
 	o->session = lg_imap_session_start(&env, LG_KIND_IMAP_DESKTOP, st,
-		(struct sockaddr *)&addr, sizeof(addr), &params, on_done, o);
+		&addrs, &params, on_done, o);
 	when.ev = evtimer_new(base, stop_ms > 0 ? stop_session_cb : stop_when_seen_cb,
 			      stop_ms > 0 ? (void *)o : (void *)&when);
 	evtimer_add(when.ev, &stop);
