@@ -236,6 +236,15 @@ def test_folders(env):
     st = data[0].decode()
     assert "MESSAGES 3" in st and "UIDNEXT 4" in st and "UNSEEN 3" in st, st
     assert "DELETED 0" in st and "UIDVALIDITY " in st, st
+    # RFC 8438 STATUS=SIZE (IMAP4rev2's SIZE, advertised for rev1
+    # clients): the mailbox's octets, the sum of its RFC822.SIZEs.
+    typ, caps = c.capability()
+    assert b" STATUS=SIZE" in caps[0], caps
+    ok(c.select("INBOX", readonly=True))
+    typ, data = c.fetch("1:*", "(RFC822.SIZE)")
+    sizes = [int(re.search(rb"RFC822\.SIZE (\d+)", d).group(1)) for d in data]
+    assert f"SIZE {sum(sizes)}" in st and len(sizes) == 3, (st, sizes)
+    ok(c.unselect())
     typ, data = c._simple_command("LIST", '""', "INBOX", "RETURN", "(STATUS (MESSAGES))")
     got = c._untagged_response(typ, data, "STATUS")[1]
     assert got and b"MESSAGES 3" in got[0], got
