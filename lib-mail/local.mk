@@ -29,7 +29,8 @@ lib_mail_libmtmail_a_SOURCES = \
 	lib-mail/imap-bodystructure.c lib-mail/imap-bodystructure.h \
 	lib-mail/mime-decode.c lib-mail/mime-decode.h \
 	lib-mail/milter-proto.c lib-mail/milter-proto.h \
-	lib-mail/milter-client.c lib-mail/milter-client.h
+	lib-mail/milter-client.c lib-mail/milter-client.h \
+	lib-mail/sieve-parse.c lib-mail/sieve-parse.h
 
 # What a program linking lib-mail needs (before MAILTIER_LIBS).
 MTMAIL_LIBS = lib-mail/libmtmail.a $(MAILTIER_LIBS)
@@ -44,7 +45,8 @@ lib_mail_unit_tests = tests/unit/test-smtp-reply tests/unit/test-command-find \
 	tests/unit/test-imap-thread \
 	tests/unit/test-mime-address \
 	tests/unit/test-mime-scan tests/unit/test-mime-decode \
-	tests/unit/test-milter-proto tests/unit/test-milter-client
+	tests/unit/test-milter-proto tests/unit/test-milter-client \
+	tests/unit/test-sieve-parse
 check_PROGRAMS += $(lib_mail_unit_tests)
 TESTS += $(lib_mail_unit_tests)
 tests_unit_test_smtp_reply_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
@@ -69,3 +71,4 @@ tests_unit_test_mime_scan_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_mime_decode_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_milter_proto_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_milter_client_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
+tests_unit_test_sieve_parse_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)

@@ -21,6 +21,7 @@ fuzz_regression_tests = \
 	tests/fuzz/fuzz-imap-date \
 	tests/fuzz/fuzz-imap-search \
 	tests/fuzz/fuzz-imap-sort \
+	tests/fuzz/fuzz-sieve-parse \
 	tests/fuzz/fuzz-mime-scan \
 	tests/fuzz/fuzz-sasl \
 	tests/fuzz/fuzz-smtp-cmd \
@@ -63,6 +64,8 @@ tests_fuzz_fuzz_imap_search_SOURCES = tests/fuzz/fuzz-imap-search.c $(fuzz_commo
 tests_fuzz_fuzz_imap_search_LDADD = lib-mail/libmtmail.a $(UNIT_LIBS)
 tests_fuzz_fuzz_imap_sort_SOURCES = tests/fuzz/fuzz-imap-sort.c $(fuzz_common)
 tests_fuzz_fuzz_imap_sort_LDADD = lib-mail/libmtmail.a $(UNIT_LIBS)
+tests_fuzz_fuzz_sieve_parse_SOURCES = tests/fuzz/fuzz-sieve-parse.c $(fuzz_common)
+tests_fuzz_fuzz_sieve_parse_LDADD = lib-mail/libmtmail.a $(UNIT_LIBS)
 tests_fuzz_fuzz_mime_scan_SOURCES = tests/fuzz/fuzz-mime-scan.c $(fuzz_common)
 tests_fuzz_fuzz_mime_scan_LDADD = lib-mail/libmtmail.a $(UNIT_LIBS)
 tests_fuzz_fuzz_sasl_SOURCES = tests/fuzz/fuzz-sasl.c $(fuzz_common)
@@ -106,7 +109,7 @@ EXTRA_DIST += tests/fuzz/README.md tests/fuzz/corpus scripts/fuzz \
 	tests/fuzz/sasl.dict tests/fuzz/imap-cmd.dict \
 	tests/fuzz/imap-write.dict tests/fuzz/imap-mailbox.dict \
 	tests/fuzz/imap-date.dict tests/fuzz/imap-search.dict \
-	tests/fuzz/imap-sort.dict \
+	tests/fuzz/imap-sort.dict tests/fuzz/sieve-parse.dict \
 	tests/fuzz/mime-scan.dict \
 	tests/fuzz/smtp-cmd.dict tests/fuzz/smtp-data.dict \
 	tests/fuzz/bounce.dict \
@@ -130,6 +133,7 @@ fuzz_binaries = \
 	tests/fuzz/bin/fuzz-imap-date \
 	tests/fuzz/bin/fuzz-imap-search \
 	tests/fuzz/bin/fuzz-imap-sort \
+	tests/fuzz/bin/fuzz-sieve-parse \
 	tests/fuzz/bin/fuzz-mime-scan \
 	tests/fuzz/bin/fuzz-sasl \
 	tests/fuzz/bin/fuzz-smtp-cmd \
@@ -218,6 +222,8 @@ tests/fuzz/bin/fuzz-imap-date: tests/fuzz/fuzz-imap-date.c lib-mail/imap-date.c 
 	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-imap-date.c $(srcdir)/lib-mail/imap-date.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
 tests/fuzz/bin/fuzz-imap-sort: tests/fuzz/fuzz-imap-sort.c lib-mail/imap-sort.c lib-mail/imap-sort.h lib-mail/imap-thread.c lib-mail/imap-thread.h lib-mail/imap-parse.c lib-mail/imap-date.c lib-mail/mime-decode.c $(fuzz_headers) $(FUZZ_LIBMAILTIER)
 	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-imap-sort.c $(srcdir)/lib-mail/imap-sort.c $(srcdir)/lib-mail/imap-thread.c $(srcdir)/lib-mail/imap-parse.c $(srcdir)/lib-mail/imap-date.c $(srcdir)/lib-mail/mime-decode.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
+tests/fuzz/bin/fuzz-sieve-parse: tests/fuzz/fuzz-sieve-parse.c lib-mail/sieve-parse.c lib-mail/sieve-parse.h $(fuzz_headers) $(FUZZ_LIBMAILTIER)
+	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-sieve-parse.c $(srcdir)/lib-mail/sieve-parse.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
 tests/fuzz/bin/fuzz-imap-search: tests/fuzz/fuzz-imap-search.c lib-mail/imap-search.c lib-mail/imap-search.h lib-mail/imap-parse.c lib-mail/imap-date.c lib-mail/mime-address.c lib-mail/imap-write.c $(fuzz_headers) $(FUZZ_LIBMAILTIER)
 	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-imap-search.c $(srcdir)/lib-mail/imap-search.c $(srcdir)/lib-mail/imap-parse.c $(srcdir)/lib-mail/imap-date.c $(srcdir)/lib-mail/mime-address.c $(srcdir)/lib-mail/imap-write.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
 tests/fuzz/bin/fuzz-mime-scan: tests/fuzz/fuzz-mime-scan.c lib-mail/mime-scan.c lib-mail/mime-scan.h lib-mail/imap-bodystructure.c lib-mail/imap-bodystructure.h lib-mail/mime-address.c lib-mail/imap-write.c lib-mail/imap-parse.c $(fuzz_headers) $(FUZZ_LIBMAILTIER)

@@ -1,0 +1,122 @@
+/* fuzz-sieve-parse.c — libFuzzer target for lib-mail/sieve-parse.c, the
+ * Sieve grammar that reads every script a user uploads.
+ *
+ * Properties, beyond "no crash, no over-read, no UB, no leak":
+ *  - a refusal's message begins with "line N: " with N a line of the
+ *    input (1 to its line ends + 1);
+ *  - a parsed tree has no more nodes than the limit, and its lines are
+ *    lines of the input;
+ *  - the tree written back as canonical Sieve (quoted strings, decimal
+ *    numbers) parses, and writes back to the same text (the parser and
+ *    the lexical rules agree with themselves).
+ *
+ * Input: the script's octets.
+ * Trust boundary: a user's script (ManageSieve PUTSCRIPT). */
+#include "fuzz.h"
+
+#include "buf.h"
+#include "sieve-parse.h"
+
+#include <inttypes.h>
+
+static unsigned int max_line;
+
+static void write_args(struct mt_buf *out, const struct mt_sieve_arg *args, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct mt_sieve_arg *a = &args[i];
+		FUZZ_CHECK(a->line >= 1 && a->line <= max_line, "argument line %u", a->line);
+		if (a->type == MT_SIEVE_ARG_NUMBER) {
+			mt_buf_appendf(out, " %" PRIu64, a->number);
+		} else if (a->type == MT_SIEVE_ARG_TAG) {
+			mt_buf_appendf(out, " :%s", a->tag);
+		} else {
+			FUZZ_CHECK(a->n_strings >= 1, "an empty string list");
+			mt_buf_append_str(out, a->list ? " [" : " ");
+			for (size_t k = 0; k < a->n_strings; k++) {
+				mt_buf_append_str(out, k > 0 ? ", \"" : "\"");
+				for (const char *c = a->strings[k]; *c != '\0'; c++) {
+					if (*c == '"' || *c == '\\')
+						mt_buf_append_char(out, '\\');
+					mt_buf_append_char(out, *c);
+				}
+				mt_buf_append_char(out, '"');
+			}
+			if (a->list)
+				mt_buf_append_char(out, ']');
+		}
+	}
+}
+
+static void write_tests(struct mt_buf *out, const struct mt_sieve_test *tests, size_t n,
+			bool list)
+{
+	if (list)
+		mt_buf_append_str(out, " (");
+	for (size_t i = 0; i < n; i++) {
+		const struct mt_sieve_test *t = &tests[i];
+		FUZZ_CHECK(t->line >= 1 && t->line <= max_line, "test line %u", t->line);
+		mt_buf_appendf(out, "%s%s", i > 0 ? ", " : " ", t->name);
+		write_args(out, t->args, t->n_args);
+		write_tests(out, t->tests, t->n_tests, t->test_list);
+	}
+	if (list)
+		mt_buf_append_str(out, ")");
+}
+
+static void write_commands(struct mt_buf *out, const struct mt_sieve_command *c, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		FUZZ_CHECK(c[i].line >= 1 && c[i].line <= max_line, "command line %u",
+			   c[i].line);
+		mt_buf_append_str(out, c[i].name);
+		write_args(out, c[i].args, c[i].n_args);
+		write_tests(out, c[i].tests, c[i].n_tests, c[i].test_list);
+		if (c[i].has_block) {
+			mt_buf_append_str(out, " {\n");
+			write_commands(out, c[i].block, c[i].n_block);
+			mt_buf_append_str(out, "}\n");
+		} else {
+			mt_buf_append_str(out, ";\n");
+		}
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const char *text = (const char *)data;
+	struct mt_sieve_script *s = NULL;
+	char error[256];
+	max_line = 1;
+	for (size_t i = 0; i < size; i++)
+		if (data[i] == '\n')
+			max_line++;
+	if (!mt_sieve_parse(text, size, NULL, &s, error, sizeof(error))) {
+		unsigned int line = 0;
+		FUZZ_CHECK(sscanf(error, "line %u: ", &line) == 1 && line >= 1 &&
+			   line <= max_line, "refusal \"%s\" (%u lines)", error, max_line);
+		FUZZ_CHECK(s == NULL, "a script with a refusal");
+		return 0;
+	}
+	FUZZ_CHECK(s->nodes <= mt_sieve_limits_default.nodes_max, "%zu nodes", s->nodes);
+	struct mt_buf once = MT_BUF_INIT, twice = MT_BUF_INIT;
+	write_commands(&once, s->commands, s->n_commands);
+	mt_sieve_script_free(&s);
+	max_line = 1;
+	for (size_t i = 0; i < once.len; i++)
+		if (once.data[i] == '\n')
+			max_line++;
+	bool ok = mt_sieve_parse(once.data != NULL ? once.data : "", once.len, NULL, &s,
+				 error, sizeof(error));
+	FUZZ_CHECK(ok, "the tree written back does not parse: %s\n%s", error,
+		   mt_buf_cstr(&once));
+	write_commands(&twice, s->commands, s->n_commands);
+	FUZZ_CHECK(once.len == twice.len && memcmp(mt_buf_cstr(&once), mt_buf_cstr(&twice),
+						   once.len) == 0,
+		   "written back twice, it differs:\n%s\n---\n%s", mt_buf_cstr(&once),
+		   mt_buf_cstr(&twice));
+	mt_sieve_script_free(&s);
+	mt_buf_free(&once);
+	mt_buf_free(&twice);
+	return 0;
+}
