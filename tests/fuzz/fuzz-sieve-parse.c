@@ -1,5 +1,6 @@
 /* fuzz-sieve-parse.c — libFuzzer target for lib-mail/sieve-parse.c, the
- * Sieve grammar that reads every script a user uploads.
+ * Sieve grammar that reads every script a user uploads, and for
+ * lib-mail/sieve-check.c, which checks what the parsed tree means.
  *
  * Properties, beyond "no crash, no over-read, no UB, no leak":
  *  - a refusal's message begins with "line N: " with N a line of the
@@ -8,13 +9,17 @@
  *    lines of the input;
  *  - the tree written back as canonical Sieve (quoted strings, decimal
  *    numbers) parses, and writes back to the same text (the parser and
- *    the lexical rules agree with themselves).
+ *    the lexical rules agree with themselves);
+ *  - the checker, with every extension offered and with none, either
+ *    passes it (requiring only offered extensions) or names a line of
+ *    the input; the same tree checks the same way twice.
  *
  * Input: the script's octets.
  * Trust boundary: a user's script (ManageSieve PUTSCRIPT). */
 #include "fuzz.h"
 
 #include "buf.h"
+#include "sieve-check.h"
 #include "sieve-parse.h"
 
 #include <inttypes.h>
@@ -99,6 +104,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	FUZZ_CHECK(s->nodes <= mt_sieve_limits_default.nodes_max, "%zu nodes", s->nodes);
+	const uint32_t offers[2] = { MT_SIEVE_EXT_ALL, 0 };
+	for (size_t k = 0; k < 2; k++) {
+		uint32_t required = 0, again = 0;
+		char error2[256];
+		bool ok1 = mt_sieve_check(s, offers[k], &required, error, sizeof(error));
+		bool ok2 = mt_sieve_check(s, offers[k], &again, error2, sizeof(error2));
+		FUZZ_CHECK(ok1 == ok2 && required == again &&
+			   (ok1 || strcmp(error, error2) == 0), "the check differs twice");
+		unsigned int line = 0;
+		FUZZ_CHECK(ok1 ? (required & ~offers[k]) == 0 :
+			   sscanf(error, "line %u: ", &line) == 1 && line >= 1 &&
+			   line <= max_line, "check \"%s\" (%u lines)", error, max_line);
+	}
 	struct mt_buf once = MT_BUF_INIT, twice = MT_BUF_INIT;
 	write_commands(&once, s->commands, s->n_commands);
 	mt_sieve_script_free(&s);
