@@ -139,9 +139,15 @@ class Shard:
         """`mailtierctl store messages` of user on site: every folder's
         UIDVALIDITY, UIDNEXT, HIGHESTMODSEQ and each message's uid, MODSEQ,
         size, INTERNALDATE, UIDL and flags (the site's daemon running:
-        mailtierctl joins its environment)."""
-        return self.h.ctl("store", "messages", self.section(site), user,
-                          config=self.conf).stdout
+        mailtierctl joins its environment); None for a temporary failure
+        (a replica still synchronising)."""
+        p = self.h.ctl("store", "messages", self.section(site), user, config=self.conf,
+                       check=False)
+        if p.returncode != 0:
+            # A replica still synchronising may answer a temporary failure.
+            assert "tempfail" in p.stderr, p.stderr
+            return None
+        return p.stdout
 
     def same_on_every_site(self, user, timeout=30.0):
         """Wait (the replicas apply the last commits) until every site
@@ -150,12 +156,14 @@ class Shard:
         deadline = time.monotonic() + timeout
         while True:
             got = {s: self.messages(s, user) for s in self.sites}
-            if len(set(got.values())) == 1 or time.monotonic() > deadline:
+            same = len(set(got.values())) == 1 and None not in got.values()
+            if same or time.monotonic() > deadline:
                 break
             time.sleep(0.5)
-        if len(set(got.values())) != 1:
-            first = got[self.sites[0]].splitlines()
-            diff = {s: sorted(set(v.splitlines()) ^ set(first))[:6] for s, v in got.items()}
+        if not same:
+            first = (got[self.sites[0]] or "").splitlines()
+            diff = {s: sorted(set((v or "").splitlines()) ^ set(first))[:6]
+                    for s, v in got.items()}
             raise AssertionError(f"the sites differ for {user}: {diff}")
         return got[self.sites[0]]
 
