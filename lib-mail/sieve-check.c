@@ -298,6 +298,7 @@ static bool check_args(struct checker *c, const struct spec *s, const char *what
 		       const struct mt_sieve_test *tests_in, size_t n_tests, bool test_list)
 {
 	bool seen[GROUP_COUNT] = { false };
+	const char *match_tag = NULL, *comparator = NULL;
 	size_t i = 0;
 	for (; i < n_args && args[i].type == MT_SIEVE_ARG_TAG; i++) {
 		const struct mt_sieve_arg *a = &args[i];
@@ -316,6 +317,8 @@ static bool check_args(struct checker *c, const struct spec *s, const char *what
 				return fail(c, a->line, "%s \"%s\": more than one %s", what,
 					    s->name, group_names[tag->group]);
 			seen[tag->group] = true;
+			if (tag->group == GROUP_MATCH)
+				match_tag = tag->name;
 		} else {
 			for (size_t k = 0; k < i; k++)
 				if (args[k].type == MT_SIEVE_ARG_TAG &&
@@ -331,7 +334,15 @@ static bool check_args(struct checker *c, const struct spec *s, const char *what
 		i++;
 		if (!tag_value_ok(c, tag->name, &args[i]))
 			return false;
+		if (tag->group == GROUP_COMPARATOR)
+			comparator = args[i].strings[0];
 	}
+	/* RFC 4790 9.1: i;ascii-numeric orders and equates, no substrings. */
+	if (comparator != NULL && strcasecmp(comparator, "i;ascii-numeric") == 0 &&
+	    match_tag != NULL && (strcmp(match_tag, "contains") == 0 ||
+				  strcmp(match_tag, "matches") == 0))
+		return fail(c, line, "the comparator i;ascii-numeric cannot do :%s (only "
+			    ":is, :value and :count)", match_tag);
 	if (s->size_group_required && !seen[GROUP_SIZE])
 		return fail(c, line, "%s \"%s\" needs :over or :under", what, s->name);
 	for (size_t k = i; k < n_args; k++)

@@ -22,6 +22,7 @@ fuzz_regression_tests = \
 	tests/fuzz/fuzz-imap-search \
 	tests/fuzz/fuzz-imap-sort \
 	tests/fuzz/fuzz-sieve-parse \
+	tests/fuzz/fuzz-sieve-match \
 	tests/fuzz/fuzz-mime-scan \
 	tests/fuzz/fuzz-sasl \
 	tests/fuzz/fuzz-smtp-cmd \
@@ -66,6 +67,8 @@ tests_fuzz_fuzz_imap_sort_SOURCES = tests/fuzz/fuzz-imap-sort.c $(fuzz_common)
 tests_fuzz_fuzz_imap_sort_LDADD = lib-mail/libmtmail.a $(UNIT_LIBS)
 tests_fuzz_fuzz_sieve_parse_SOURCES = tests/fuzz/fuzz-sieve-parse.c $(fuzz_common)
 tests_fuzz_fuzz_sieve_parse_LDADD = lib-mail/libmtmail.a $(UNIT_LIBS)
+tests_fuzz_fuzz_sieve_match_SOURCES = tests/fuzz/fuzz-sieve-match.c $(fuzz_common)
+tests_fuzz_fuzz_sieve_match_LDADD = lib-mail/libmtmail.a $(UNIT_LIBS)
 tests_fuzz_fuzz_mime_scan_SOURCES = tests/fuzz/fuzz-mime-scan.c $(fuzz_common)
 tests_fuzz_fuzz_mime_scan_LDADD = lib-mail/libmtmail.a $(UNIT_LIBS)
 tests_fuzz_fuzz_sasl_SOURCES = tests/fuzz/fuzz-sasl.c $(fuzz_common)
@@ -109,7 +112,7 @@ EXTRA_DIST += tests/fuzz/README.md tests/fuzz/corpus scripts/fuzz \
 	tests/fuzz/sasl.dict tests/fuzz/imap-cmd.dict \
 	tests/fuzz/imap-write.dict tests/fuzz/imap-mailbox.dict \
 	tests/fuzz/imap-date.dict tests/fuzz/imap-search.dict \
-	tests/fuzz/imap-sort.dict tests/fuzz/sieve-parse.dict \
+	tests/fuzz/imap-sort.dict tests/fuzz/sieve-parse.dict tests/fuzz/sieve-match.dict \
 	tests/fuzz/mime-scan.dict \
 	tests/fuzz/smtp-cmd.dict tests/fuzz/smtp-data.dict \
 	tests/fuzz/bounce.dict \
@@ -134,6 +137,7 @@ fuzz_binaries = \
 	tests/fuzz/bin/fuzz-imap-search \
 	tests/fuzz/bin/fuzz-imap-sort \
 	tests/fuzz/bin/fuzz-sieve-parse \
+	tests/fuzz/bin/fuzz-sieve-match \
 	tests/fuzz/bin/fuzz-mime-scan \
 	tests/fuzz/bin/fuzz-sasl \
 	tests/fuzz/bin/fuzz-smtp-cmd \
@@ -224,6 +228,8 @@ tests/fuzz/bin/fuzz-imap-sort: tests/fuzz/fuzz-imap-sort.c lib-mail/imap-sort.c 
 	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-imap-sort.c $(srcdir)/lib-mail/imap-sort.c $(srcdir)/lib-mail/imap-thread.c $(srcdir)/lib-mail/imap-parse.c $(srcdir)/lib-mail/imap-date.c $(srcdir)/lib-mail/mime-decode.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
 tests/fuzz/bin/fuzz-sieve-parse: tests/fuzz/fuzz-sieve-parse.c lib-mail/sieve-parse.c lib-mail/sieve-parse.h lib-mail/sieve-check.c lib-mail/sieve-check.h $(fuzz_headers) $(FUZZ_LIBMAILTIER)
 	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-sieve-parse.c $(srcdir)/lib-mail/sieve-parse.c $(srcdir)/lib-mail/sieve-check.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
+tests/fuzz/bin/fuzz-sieve-match: tests/fuzz/fuzz-sieve-match.c lib-mail/sieve-match.c lib-mail/sieve-match.h $(fuzz_headers) $(FUZZ_LIBMAILTIER)
+	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-sieve-match.c $(srcdir)/lib-mail/sieve-match.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
 tests/fuzz/bin/fuzz-imap-search: tests/fuzz/fuzz-imap-search.c lib-mail/imap-search.c lib-mail/imap-search.h lib-mail/imap-parse.c lib-mail/imap-date.c lib-mail/mime-address.c lib-mail/imap-write.c $(fuzz_headers) $(FUZZ_LIBMAILTIER)
 	$(fuzz_link) $(srcdir)/tests/fuzz/fuzz-imap-search.c $(srcdir)/lib-mail/imap-search.c $(srcdir)/lib-mail/imap-parse.c $(srcdir)/lib-mail/imap-date.c $(srcdir)/lib-mail/mime-address.c $(srcdir)/lib-mail/imap-write.c $(FUZZ_LIBMAILTIER) $(FUZZ_EXTLIBS)
 tests/fuzz/bin/fuzz-mime-scan: tests/fuzz/fuzz-mime-scan.c lib-mail/mime-scan.c lib-mail/mime-scan.h lib-mail/imap-bodystructure.c lib-mail/imap-bodystructure.h lib-mail/mime-address.c lib-mail/imap-write.c lib-mail/imap-parse.c $(fuzz_headers) $(FUZZ_LIBMAILTIER)

@@ -131,6 +131,9 @@ static void test_refusals(void **state)
 	refused("require [\"include\"];\nglobal \"x\";", all, 2, "needs require \"variables\"");
 	refused("redirect :bogus \"a\";", all, 1, "takes no tag :bogus");
 	refused("require \"vacation\";\nvacation :mime :mime \"x\";", all, 2, ":mime twice");
+	refused("require \"comparator-i;ascii-numeric\";\nif header :contains "
+		":comparator \"i;ascii-numeric\" \"x\" \"1\" { keep; }", all, 2,
+		"cannot do :contains");
 }
 
 static void test_ext_list(void **state)
