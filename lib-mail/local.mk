@@ -32,7 +32,8 @@ lib_mail_libmtmail_a_SOURCES = \
 	lib-mail/milter-client.c lib-mail/milter-client.h \
 	lib-mail/sieve-parse.c lib-mail/sieve-parse.h \
 	lib-mail/sieve-check.c lib-mail/sieve-check.h \
-	lib-mail/sieve-match.c lib-mail/sieve-match.h
+	lib-mail/sieve-match.c lib-mail/sieve-match.h \
+	lib-mail/sieve-run.c lib-mail/sieve-run.h
 
 # What a program linking lib-mail needs (before MAILTIER_LIBS).
 MTMAIL_LIBS = lib-mail/libmtmail.a $(MAILTIER_LIBS)
@@ -49,7 +50,7 @@ lib_mail_unit_tests = tests/unit/test-smtp-reply tests/unit/test-command-find \
 	tests/unit/test-mime-scan tests/unit/test-mime-decode \
 	tests/unit/test-milter-proto tests/unit/test-milter-client \
 	tests/unit/test-sieve-parse tests/unit/test-sieve-check \
-	tests/unit/test-sieve-match
+	tests/unit/test-sieve-match tests/unit/test-sieve-run
 check_PROGRAMS += $(lib_mail_unit_tests)
 TESTS += $(lib_mail_unit_tests)
 tests_unit_test_smtp_reply_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
@@ -77,3 +78,4 @@ tests_unit_test_milter_client_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_sieve_parse_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_sieve_check_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_sieve_match_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)
+tests_unit_test_sieve_run_LDADD = $(MTMAIL_LIBS) $(CMOCKA_LIBS)

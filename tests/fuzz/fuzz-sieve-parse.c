@@ -12,7 +12,11 @@
  *    the lexical rules agree with themselves);
  *  - the checker, with every extension offered and with none, either
  *    passes it (requiring only offered extensions) or names a line of
- *    the input; the same tree checks the same way twice.
+ *    the input; the same tree checks the same way twice;
+ *  - a checked script runs (lib-mail/sieve-run.c) over a small message
+ *    within the step limit; a failed run leaves no action and the
+ *    implicit keep; a completed one drops the implicit keep only when an
+ *    action without :copy was taken, never past the action limit.
  *
  * Input: the script's octets.
  * Trust boundary: a user's script (ManageSieve PUTSCRIPT). */
@@ -21,10 +25,52 @@
 #include "buf.h"
 #include "sieve-check.h"
 #include "sieve-parse.h"
+#include "sieve-run.h"
 
 #include <inttypes.h>
 
 static unsigned int max_line;
+
+static const char *const fields[] = {
+	"From", "Ann <ann@example.com>", "To", "bob+lists@x.org, g:;",
+	"Subject", "Invoice 42", "Received", "a", "Received", "b", NULL,
+};
+
+static bool header_each(void *context, const char *name,
+			bool (*visit)(const char *value, size_t len, void *arg), void *arg)
+{
+	(void)context;
+	for (size_t i = 0; fields[i] != NULL; i += 2)
+		if (strcasecmp(fields[i], name) == 0 &&
+		    visit(fields[i + 1], strlen(fields[i + 1]), arg))
+			return true;
+	return false;
+}
+
+static void check_run(const struct mt_sieve_script *s, uint32_t required)
+{
+	const struct mt_sieve_message msg = {
+		.header_each = header_each, .envelope_from = "ann@example.com",
+		.envelope_to = "bob+lists@x.org", .size = 2048,
+	};
+	struct mt_sieve_result r;
+	bool ok = mt_sieve_run(s, required, &msg, NULL, &r);
+	FUZZ_CHECK(r.steps <= mt_sieve_run_limits_default.steps_max + 1, "%" PRIu64 " steps",
+		   r.steps);
+	FUZZ_CHECK(ok == !r.failed, "the run's answer and its result differ");
+	if (!ok) {
+		FUZZ_CHECK(r.implicit_keep && r.n_actions == 0 &&
+			   strncmp(r.error, "line ", 5) == 0, "a failed run: %s", r.error);
+	} else {
+		bool cancels = false;
+		for (size_t i = 0; i < r.n_actions; i++)
+			cancels |= !r.actions[i].copy;
+		FUZZ_CHECK(r.implicit_keep == !cancels, "the implicit keep is wrong");
+		FUZZ_CHECK(r.n_actions <= mt_sieve_run_limits_default.actions_max,
+			   "%zu actions", r.n_actions);
+	}
+	mt_sieve_result_free(&r);
+}
 
 static void write_args(struct mt_buf *out, const struct mt_sieve_arg *args, size_t n)
 {
@@ -116,6 +162,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(ok1 ? (required & ~offers[k]) == 0 :
 			   sscanf(error, "line %u: ", &line) == 1 && line >= 1 &&
 			   line <= max_line, "check \"%s\" (%u lines)", error, max_line);
+		if (ok1 && k == 0)
+			check_run(s, required);
 	}
 	struct mt_buf once = MT_BUF_INIT, twice = MT_BUF_INIT;
 	write_commands(&once, s->commands, s->n_commands);
