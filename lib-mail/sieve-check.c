@@ -212,15 +212,10 @@ static bool fail(struct checker *c, unsigned int line, const char *fmt, ...)
 	if (c->failed)
 		return false;
 	c->failed = true;
-	if (c->error_size == 0)
-		return false;
-	int n = snprintf(c->error, c->error_size, "line %u: ", line);
-	if (n >= 0 && (size_t)n < c->error_size) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(c->error + n, c->error_size - (size_t)n, fmt, ap);
-		va_end(ap);
-	}
+	va_list ap;
+	va_start(ap, fmt);
+	mt_sieve_error_write(c->error, c->error_size, line, fmt, ap);
+	va_end(ap);
 	return false;
 }
 

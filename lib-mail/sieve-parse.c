@@ -51,20 +51,25 @@ struct parser {
 static bool fail(struct parser *p, unsigned int line, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+void mt_sieve_error_write(char *error, size_t size, unsigned int line, const char *fmt,
+			  va_list ap)
+{
+	if (size == 0)
+		return;
+	int n = snprintf(error, size, "line %u: ", line);
+	if (n >= 0 && (size_t)n < size)
+		vsnprintf(error + n, size - (size_t)n, fmt, ap);
+}
+
 static bool fail(struct parser *p, unsigned int line, const char *fmt, ...)
 {
 	if (p->failed)
 		return false;
 	p->failed = true;
-	if (p->error_size == 0)
-		return false;
-	int n = snprintf(p->error, p->error_size, "line %u: ", line);
-	if (n >= 0 && (size_t)n < p->error_size) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(p->error + n, p->error_size - (size_t)n, fmt, ap);
-		va_end(ap);
-	}
+	va_list ap;
+	va_start(ap, fmt);
+	mt_sieve_error_write(p->error, p->error_size, line, fmt, ap);
+	va_end(ap);
 	return false;
 }
 

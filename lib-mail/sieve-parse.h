@@ -28,6 +28,7 @@
 #ifndef MT_SIEVE_PARSE_H
 #define MT_SIEVE_PARSE_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -92,5 +93,10 @@ extern const struct mt_sieve_limits mt_sieve_limits_default;
 bool mt_sieve_parse(const char *text, size_t len, const struct mt_sieve_limits *limits,
 		    struct mt_sieve_script **script_r, char *error, size_t error_size);
 void mt_sieve_script_free(struct mt_sieve_script **script_p);
+
+/* Write "line N: " and the formatted text into error (cut to size, which
+ * may be 0): the one form of every Sieve refusal (parse, check, run). */
+void mt_sieve_error_write(char *error, size_t size, unsigned int line, const char *fmt,
+			  va_list ap) __attribute__((format(printf, 4, 0)));
 
 #endif

@@ -63,13 +63,10 @@ static bool fail(struct run *x, unsigned int line, const char *fmt, ...)
 	if (x->r->failed)
 		return false;
 	x->r->failed = true;
-	int n = snprintf(x->r->error, sizeof(x->r->error), "line %u: ", line);
-	if (n >= 0 && (size_t)n < sizeof(x->r->error)) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(x->r->error + n, sizeof(x->r->error) - (size_t)n, fmt, ap);
-		va_end(ap);
-	}
+	va_list ap;
+	va_start(ap, fmt);
+	mt_sieve_error_write(x->r->error, sizeof(x->r->error), line, fmt, ap);
+	va_end(ap);
 	return false;
 }
 
@@ -152,41 +149,45 @@ static bool flag_has(char **flags, size_t n, const char *name, size_t len)
 	return false;
 }
 
-static void flags_add(char ***flags, size_t *n, const struct mt_sieve_arg *list)
+/* Each space-separated flag name of the list's strings, in turn. */
+static void flags_each(const struct mt_sieve_arg *list,
+		       void (*fn)(char ***flags, size_t *n, const char *name, size_t len),
+		       char ***flags, size_t *n)
 {
 	for (size_t i = 0; list != NULL && i < list->n_strings; i++) {
-		const char *s = list->strings[i];
-		while (*s != '\0') {
+		for (const char *s = list->strings[i]; *s != '\0';) {
 			while (*s == ' ')
 				s++;
 			size_t len = strcspn(s, " ");
-			if (len > 0 && !flag_has(*flags, *n, s, len)) {
-				*flags = mt_xrealloc(*flags, (*n + 1) * sizeof(**flags));
-				(*flags)[(*n)++] = mt_xstrndup(s, len);
-			}
+			if (len > 0)
+				fn(flags, n, s, len);
 			s += len;
 		}
 	}
 }
 
-static void flags_remove(char **flags, size_t *n, const struct mt_sieve_arg *list)
+static void flag_add(char ***flags, size_t *n, const char *name, size_t len)
 {
-	for (size_t i = 0; i < list->n_strings; i++) {
-		const char *s = list->strings[i];
-		while (*s != '\0') {
-			while (*s == ' ')
-				s++;
-			size_t len = strcspn(s, " ");
-			for (size_t k = 0; len > 0 && k < *n; k++) {
-				if (strlen(flags[k]) == len && strncasecmp(flags[k], s, len) == 0) {
-					free(flags[k]);
-					flags[k] = flags[--*n];
-					break;
-				}
-			}
-			s += len;
+	if (flag_has(*flags, *n, name, len))
+		return;
+	*flags = mt_xrealloc(*flags, (*n + 1) * sizeof(**flags));
+	(*flags)[(*n)++] = mt_xstrndup(name, len);
+}
+
+static void flag_remove(char ***flags, size_t *n, const char *name, size_t len)
+{
+	for (size_t k = 0; k < *n; k++) {
+		if (strlen((*flags)[k]) == len && strncasecmp((*flags)[k], name, len) == 0) {
+			free((*flags)[k]);
+			(*flags)[k] = (*flags)[--*n];
+			return;
 		}
 	}
+}
+
+static void flags_add(char ***flags, size_t *n, const struct mt_sieve_arg *list)
+{
+	flags_each(list, flag_add, flags, n);
 }
 
 static void flags_free(char ***flags, size_t *n)
@@ -521,7 +522,7 @@ static bool run_commands(struct run *x, const struct mt_sieve_command *list, siz
 			if (strcasecmp(name, "setflag") == 0)
 				flags_free(&x->flags, &x->n_flags);
 			if (strcasecmp(name, "removeflag") == 0)
-				flags_remove(x->flags, &x->n_flags, a.pos[0]);
+				flags_each(a.pos[0], flag_remove, &x->flags, &x->n_flags);
 			else
 				flags_add(&x->flags, &x->n_flags, a.pos[0]);
 		} else
@@ -544,11 +545,9 @@ static void actions_free(struct mt_sieve_result *r)
 	r->n_actions = 0;
 }
 
-bool mt_sieve_run(const struct mt_sieve_script *script, uint32_t required,
-		  const struct mt_sieve_message *msg, const struct mt_sieve_run_limits *limits,
-		  struct mt_sieve_result *result)
+bool mt_sieve_run(const struct mt_sieve_script *script, const struct mt_sieve_message *msg,
+		  const struct mt_sieve_run_limits *limits, struct mt_sieve_result *result)
 {
-	(void)required;
 	memset(result, 0, sizeof(*result));
 	struct run x = {
 		.msg = msg, .r = result,

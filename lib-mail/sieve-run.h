@@ -86,12 +86,11 @@ struct mt_sieve_run_limits {
 /* 10,000 steps, 32 actions, 4 redirects a message. */
 extern const struct mt_sieve_run_limits mt_sieve_run_limits_default;
 
-/* Run script (checked with the extensions in required) over msg into
- * *result (free with mt_sieve_result_free). true: the run completed;
- * false: result->failed, its error, and the implicit keep alone. */
-bool mt_sieve_run(const struct mt_sieve_script *script, uint32_t required,
-		  const struct mt_sieve_message *msg, const struct mt_sieve_run_limits *limits,
-		  struct mt_sieve_result *result);
+/* Run script (checked: mt_sieve_check) over msg into *result (free with
+ * mt_sieve_result_free). true: the run completed; false: result->failed,
+ * its error, and the implicit keep alone. */
+bool mt_sieve_run(const struct mt_sieve_script *script, const struct mt_sieve_message *msg,
+		  const struct mt_sieve_run_limits *limits, struct mt_sieve_result *result);
 void mt_sieve_result_free(struct mt_sieve_result *result);
 
 #endif

@@ -47,14 +47,14 @@ static bool header_each(void *context, const char *name,
 	return false;
 }
 
-static void check_run(const struct mt_sieve_script *s, uint32_t required)
+static void check_run(const struct mt_sieve_script *s)
 {
 	const struct mt_sieve_message msg = {
 		.header_each = header_each, .envelope_from = "ann@example.com",
 		.envelope_to = "bob+lists@x.org", .size = 2048,
 	};
 	struct mt_sieve_result r;
-	bool ok = mt_sieve_run(s, required, &msg, NULL, &r);
+	bool ok = mt_sieve_run(s, &msg, NULL, &r);
 	FUZZ_CHECK(r.steps <= mt_sieve_run_limits_default.steps_max + 1, "%" PRIu64 " steps",
 		   r.steps);
 	FUZZ_CHECK(ok == !r.failed, "the run's answer and its result differ");
@@ -163,7 +163,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			   sscanf(error, "line %u: ", &line) == 1 && line >= 1 &&
 			   line <= max_line, "check \"%s\" (%u lines)", error, max_line);
 		if (ok1 && k == 0)
-			check_run(s, required);
+			check_run(s);
 	}
 	struct mt_buf once = MT_BUF_INIT, twice = MT_BUF_INIT;
 	write_commands(&once, s->commands, s->n_commands);

@@ -48,7 +48,7 @@ static bool run(const char *script, const char *const *fields, const char *from,
 		.header_each = fake_header_each, .context = &f,
 		.envelope_from = from, .envelope_to = to, .size = size,
 	};
-	bool ok = mt_sieve_run(s, required, &msg, lim, r);
+	bool ok = mt_sieve_run(s, &msg, lim, r);
 	mt_sieve_script_free(&s);
 	return ok;
 }
