@@ -69,12 +69,18 @@ static struct mt_store *admin_open(struct ctl_context *ctx,
 	return store;
 }
 
-/* Load the config and open SHARD's store; CTL_EXIT_OK or the exit code. */
-static int store_begin(struct ctl_context *ctx, const char *shard,
-		       struct mt_config **config_r,
-		       const struct mt_popstore_settings **set_r,
-		       struct mt_store **store_r)
+/* Check the arguments (argv[1] the shard; usage names the subcommand and
+ * its arguments), load the config and open the shard's store; CTL_EXIT_OK
+ * or the exit code. */
+static int store_begin(struct ctl_context *ctx, int argc, char **argv, int args_min,
+		       int args_max, const char *usage, struct mt_config **config_r,
+		       const struct mt_popstore_settings **set_r, struct mt_store **store_r)
 {
+	if (argc < args_min || argc > args_max) {
+		fprintf(stderr, "usage: %s [-c FILE] store %s\n", ctx->progname, usage);
+		return CTL_EXIT_USAGE;
+	}
+	const char *shard = argv[1];
 	char *errors = NULL;
 	*config_r = mt_mailtier_config_load(ctx->config_path, &errors);
 	if (*config_r == NULL) {
@@ -93,14 +99,10 @@ static int store_begin(struct ctl_context *ctx, const char *shard,
 
 int ctl_store_stat(struct ctl_context *ctx, int argc, char **argv)
 {
-	if (argc != 2) {
-		fprintf(stderr, "usage: %s [-c FILE] store stat SHARD\n", ctx->progname);
-		return CTL_EXIT_USAGE;
-	}
 	struct mt_config *config;
 	const struct mt_popstore_settings *set;
 	struct mt_store *store;
-	int ret = store_begin(ctx, argv[1], &config, &set, &store);
+	int ret = store_begin(ctx, argc, argv, 2, 2, "stat SHARD", &config, &set, &store);
 	if (ret != CTL_EXIT_OK)
 		return ret;
 
@@ -149,14 +151,10 @@ int ctl_store_stat(struct ctl_context *ctx, int argc, char **argv)
 
 int ctl_store_backup(struct ctl_context *ctx, int argc, char **argv)
 {
-	if (argc != 3) {
-		fprintf(stderr, "usage: %s [-c FILE] store backup SHARD DIR\n", ctx->progname);
-		return CTL_EXIT_USAGE;
-	}
 	struct mt_config *config;
 	const struct mt_popstore_settings *set;
 	struct mt_store *store;
-	int ret = store_begin(ctx, argv[1], &config, &set, &store);
+	int ret = store_begin(ctx, argc, argv, 3, 3, "backup SHARD DIR", &config, &set, &store);
 	if (ret != CTL_EXIT_OK)
 		return ret;
 	const char *error;
@@ -175,15 +173,11 @@ int ctl_store_backup(struct ctl_context *ctx, int argc, char **argv)
 
 int ctl_store_folders(struct ctl_context *ctx, int argc, char **argv)
 {
-	if (argc != 3) {
-		fprintf(stderr, "usage: %s [-c FILE] store folders SHARD USER\n",
-			ctx->progname);
-		return CTL_EXIT_USAGE;
-	}
 	struct mt_config *config;
 	const struct mt_popstore_settings *set;
 	struct mt_store *store;
-	int ret = store_begin(ctx, argv[1], &config, &set, &store);
+	int ret = store_begin(ctx, argc, argv, 3, 3, "folders SHARD USER", &config, &set,
+			      &store);
 	if (ret != CTL_EXIT_OK)
 		return ret;
 	struct mt_store_folder *folders;
@@ -246,15 +240,11 @@ static void messages_print(const char *folder, const struct mt_store_mailbox *mb
 
 int ctl_store_messages(struct ctl_context *ctx, int argc, char **argv)
 {
-	if (argc != 3 && argc != 4) {
-		fprintf(stderr, "usage: %s [-c FILE] store messages SHARD USER [FOLDER]\n",
-			ctx->progname);
-		return CTL_EXIT_USAGE;
-	}
 	struct mt_config *config;
 	const struct mt_popstore_settings *set;
 	struct mt_store *store;
-	int ret = store_begin(ctx, argv[1], &config, &set, &store);
+	int ret = store_begin(ctx, argc, argv, 3, 4, "messages SHARD USER [FOLDER]", &config,
+			      &set, &store);
 	if (ret != CTL_EXIT_OK)
 		return ret;
 	struct mt_store_folder *folders = NULL;
