@@ -769,6 +769,7 @@ class FaultRun:
             self.dir = os.path.join(suite.top, f"{name}.{n}")
         os.makedirs(self.dir)
         self.recoveries = []
+        self.kill_times = []            # wall clock of each kill -9 of a round
         self.problems = []
         self.result = None
         self.redelivered = []
@@ -843,6 +844,7 @@ class FaultRun:
         pid = before[target]
         if kind == "kill":
             os.kill(pid, signal.SIGKILL)
+            self.kill_times.append(time.time())
             t0 = time.monotonic()
             deadline = t0 + 10
             while alive(pid) and time.monotonic() < deadline:
@@ -1411,7 +1413,8 @@ class FaultRun:
         within 3 s of the 250 the ledger records) delivered to that
         recipient by two MTA processes or stored twice under that queue id
         by the shard (kill-mta: the killed MTA's removal was not durable
-        yet, or it died between the LMTP 250 and its log line), or deferred with a lost connection and then
+        yet, or it died between the LMTP 250 and its log line; at the sink,
+        which logs no queue id, the two copies straddle a kill), or deferred with a lost connection and then
         delivered (kill-shardN: the store had committed it and died before
         its 250). The two copies must be intact, and no deletion came back."""
         self.redelivered = []
@@ -1468,6 +1471,16 @@ class FaultRun:
                 elif self.name == "kill-mta" and stored.get(key, 0) >= 2:
                     how = ("MTA redelivery: the store took it twice, the killed "
                            "MTA died before logging its delivery; sent by " +
+                           ", ".join(f"pid {pid} at {at}" for pid, at in by))
+                elif self.name == "kill-mta" and any(
+                        d["seen_at"][0] - 0.5 <= k <= d["seen_at"][1] + 0.5
+                        for k in self.kill_times):
+                    # The same at a remote next hop, which logs nothing:
+                    # one copy came before a kill of the MTA, one after.
+                    how = ("MTA redelivery: the killed MTA died between its delivery "
+                           "and logging it (copies at " +
+                           ", ".join(f"{s:.3f}" for s in d["seen_at"]) + ", a kill at " +
+                           ", ".join(f"{k:.3f}" for k in self.kill_times) + "); sent by " +
                            ", ".join(f"pid {pid} at {at}" for pid, at in by))
                 elif self.name != "kill-mta" and key in deferred:
                     how = (f"store redelivery: deferred at {', '.join(deferred[key])}, "

@@ -146,7 +146,8 @@ class Ledger:
                     r["duplicated"] += 1
                     r["duplicates"].append(dict(
                         id=mid, rcpt=rcpt, sent_at=t, copies=copies, resurrected=resurrected,
-                        intact=all(c[1] == digest for c in seen)))
+                        intact=all(c[1] == digest for c in seen),
+                        seen_at=sorted(c[0] for c in seen)))
                     where = ", ".join("%.3f/%s" % (c[0], c[2] or "sink") for c in seen)
                     came_back = ", a deletion came back" if resurrected else ""
                     problem("duplicated", mid, rcpt,
